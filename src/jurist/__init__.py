@@ -1,0 +1,54 @@
+"""jurist: judge LLM output with LLMs.
+
+Async first::
+
+    import jurist
+    result = await jurist.evaluate("rubrics.json", "session.jsonl", judge="openai/gpt-4o-mini")
+
+and from sync code (also inside a running event loop)::
+
+    result = jurist.evaluate_sync("rubrics.json", "session.jsonl")
+"""
+
+from jurist.config import Settings
+from jurist.errors import (
+    AuthFailed,
+    ConfigError,
+    InputError,
+    JudgeParseError,
+    JuristError,
+    ModelError,
+    ModelTimeout,
+    ModelUnavailable,
+    RateLimited,
+    RequestRejected,
+    StoreError,
+    UsageError,
+)
+from jurist.rubrics import evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync, load_rubrics, load_session
+from jurist.store import Store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthFailed",
+    "ConfigError",
+    "InputError",
+    "JudgeParseError",
+    "JuristError",
+    "ModelError",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "RateLimited",
+    "RequestRejected",
+    "Settings",
+    "Store",
+    "StoreError",
+    "UsageError",
+    "evaluate",
+    "evaluate_batch",
+    "evaluate_batch_sync",
+    "evaluate_sync",
+    "load_rubrics",
+    "load_session",
+]

@@ -1,0 +1,57 @@
+"""`jurist demo`: the main job end to end, offline, on the bundled examples."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.panel import Panel
+
+from jurist.cli.common import console, handle_errors, load_settings
+from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
+from jurist.models.registry import LOCAL_JUDGE
+from jurist.rubrics import load_rubrics
+from jurist.store import Store
+
+
+def examples_dir() -> Path:
+    """The examples shipped with jurist (rubrics.json, sessions/)."""
+    return Path(str(files("jurist") / "examples"))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    @handle_errors
+    def demo_cmd(
+        output_dir: Path = typer.Option(Path("jurist-demo"), "--output-dir", help="Where results go."),
+        judge: Optional[str] = typer.Option(
+            None, "--judge", help=f"Judge to use (default: the offline {LOCAL_JUDGE}, no LLM needed)."
+        ),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+    ) -> None:
+        """Score the bundled example sessions against their rubrics, offline, and report."""
+        settings = load_settings(config)
+        ex = examples_dir()
+        rubric_set = load_rubrics(ex / "rubrics.json")
+        judge_ref = judge or LOCAL_JUDGE
+        console.print(Panel.fit(
+            f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge [bold]{judge_ref}[/]",
+            title="jurist demo",
+        ))
+        report = run_batch_with_progress(
+            rubric_set, ex / "sessions", output_dir / "rubrics", parallel=4, force=True, judge=judge_ref,
+            settings=settings,
+        )
+        print_batch_report(report)
+        store = Store(settings.database)
+        try:
+            calls = store.calls(limit=None, purpose="rubric_judge")
+        finally:
+            store.close()
+        console.print(
+            f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in {settings.database} "
+            "(see them with `jurist logs`)"
+        )
+        raise typer.Exit(report.exit_code)

@@ -1,0 +1,131 @@
+"""`jurist evaluate` and `jurist evaluate-batch`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from jurist.cli.common import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, handle_errors, load_settings
+from jurist.rubrics import evaluate as evaluate_session
+from jurist.rubrics import evaluate_batch as evaluate_folder
+from jurist.rubrics import load_rubrics
+from jurist.rubrics.batch import BatchReport, session_files, write_json
+from jurist.store import Store
+
+JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
+TemplateOpt = typer.Option(None, "--template", help="Judge prompt template file ({rubric_name}, {chat_session}, ...).")
+ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
+NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
+TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
+
+
+def result_table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"session {result['session_id']}", title_justify="left")
+    for col in ("rubric", "score", "status", "reasoning"):
+        table.add_column(col, overflow="fold")
+    for rs in result["rubric_scores"]:
+        score = "—" if rs["score"] is None else f"{rs['score']:g}/{rs['max_score']:g}"
+        style = "green" if rs["status"] == "scored" else "red"
+        table.add_row(rs["rubric_name"], score, f"[{style}]{rs['status']}[/]", rs["reasoning"][:300])
+    s = result["summary"]
+    total = "—" if s["total_score"] is None else f"{s['total_score']:g}/{s['max_score']:g} ({s['percentage']:g}%)"
+    table.caption = f"total {total}; {s['rubrics_evaluated']} scored, {s['rubrics_failed']} failed"
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("evaluate")
+    @handle_errors
+    def evaluate_cmd(
+        rubrics: Path = typer.Option(..., "--rubrics", help="Rubrics JSON file."),
+        session: Path = typer.Option(..., "--session", help="Chat session JSONL file."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write result.json here."),
+        judge: Optional[str] = JudgeOpt,
+        template: Optional[Path] = TemplateOpt,
+        config: Optional[str] = ConfigOpt,
+        no_cache: bool = NoCacheOpt,
+        timeout: Optional[float] = TimeoutOpt,
+    ) -> None:
+        """Score one chat session against a rubrics file."""
+        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
+        rubric_set = load_rubrics(rubrics)
+        result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template, settings=settings))
+        if output:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            write_json(output, result)
+        console.print(result_table(result))
+        if output:
+            console.print(f"result written to {output}")
+        else:
+            console.print_json(json.dumps(result))
+        raise typer.Exit(EXIT_OK if result["status"] == "scored" else EXIT_FAILURES)
+
+    @app.command("evaluate-batch")
+    @handle_errors
+    def evaluate_batch_cmd(
+        rubrics: Path = typer.Option(..., "--rubrics", help="Rubrics JSON file."),
+        sessions_dir: Path = typer.Option(..., "--sessions-dir", help="Folder of *.jsonl sessions."),
+        output_dir: Path = typer.Option(..., "--output-dir", help="Where results and summary.json go."),
+        parallel: int = typer.Option(5, "--parallel", min=1, help="Sessions scored at once."),
+        max_concurrency: Optional[int] = typer.Option(
+            None, "--max-concurrency", min=1, help="Requests in flight to the judge endpoint."
+        ),
+        force: bool = typer.Option(False, "--force", help="Rescore sessions that already have a result."),
+        judge: Optional[str] = JudgeOpt,
+        template: Optional[Path] = TemplateOpt,
+        config: Optional[str] = ConfigOpt,
+        no_cache: bool = NoCacheOpt,
+        timeout: Optional[float] = TimeoutOpt,
+    ) -> None:
+        """Score every session in a folder; resumable (a rerun scores only what has no result)."""
+        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
+        rubric_set = load_rubrics(rubrics)
+        report = run_batch_with_progress(
+            rubric_set, sessions_dir, output_dir, parallel=parallel, max_concurrency=max_concurrency,
+            force=force, judge=judge, template=template, settings=settings,
+        )
+        print_batch_report(report)
+        raise typer.Exit(report.exit_code)
+
+
+def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Path, **kw: Any) -> BatchReport:
+    """Run a batch with a rich progress bar over the session files."""
+    total = len(session_files(sessions_dir))
+    columns = (TextColumn("[bold]scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("sessions", total=total, last="")
+
+        def on_progress(name: str, status: str) -> None:
+            progress.update(task, advance=1, last=f"{name}: {status}")
+
+        return asyncio.run(evaluate_folder(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
+
+
+def print_batch_report(report: BatchReport) -> None:
+    bs = report.summary["batch_summary"]
+    table = Table(title="per-rubric summary", title_justify="left")
+    for col in ("rubric", "average", "median", "scored", "failed"):
+        table.add_column(col)
+    for rid, r in report.summary["per_rubric_summary"].items():
+        fmt = lambda x: "—" if x is None else f"{x:g}"  # noqa: E731
+        table.add_row(f"{r['name']} ({rid})", fmt(r["average"]), fmt(r["median"]), str(r["scored"]),
+                      f"[red]{r['failed']}[/]" if r["failed"] else "0")
+    console.print(table)
+    avg = "—" if bs["average_score"] is None else f"{bs['average_score']:g}/{bs['max_score']:g}"
+    console.print(
+        f"{bs['total_sessions']} sessions ({report.scored} scored now, {report.skipped} already done), "
+        f"average {avg}, {report.evaluations_failed} rubric evaluations failed"
+    )
+    for err in report.input_errors:
+        console.print(f"[red]input error:[/] {err}", highlight=False)
+    console.print(f"summary written to {report.summary_path}")
+
+
+__all__ = ["register", "run_batch_with_progress", "print_batch_report", "EXIT_BAD_INPUT", "Store"]

@@ -1,0 +1,26 @@
+"""The `jurist` command."""
+
+from __future__ import annotations
+
+import typer
+
+from jurist.cli import demo, evaluate, logs
+
+app = typer.Typer(
+    name="jurist",
+    help="Judge LLM output with LLMs: score chat sessions against rubrics, on record.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+evaluate.register(app)
+logs.register(app)
+demo.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

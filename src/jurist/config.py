@@ -1,0 +1,147 @@
+"""Settings, resolved in one place.
+
+Precedence, highest first: an explicit argument (``Settings.load(judge=...)``
+or a CLI flag), then ``jurist.yaml`` (the file named by ``JURIST_CONFIG``, or
+``./jurist.yaml``), then the environment (``JURIST_*``). The SDK variables
+``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``ANTHROPIC_API_KEY`` are left to
+the SDKs, which read them when an adapter is built. Nothing here runs at import.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from jurist.errors import ConfigError
+
+DEFAULT_HOME = ".jurist"
+
+
+class ProviderSettings(BaseModel):
+    """One endpoint: its wire format, address, key and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = "openai"  # openai | anthropic
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None  # read this variable for the key
+    structured_output: str = "auto"  # auto | json_schema | prompt
+    max_in_flight: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+
+
+class Settings(BaseModel):
+    """Everything jurist can be told. Build it with :meth:`Settings.load`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str | None = None
+    aliases: dict[str, str] = Field(default_factory=dict)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    database_url: str | None = None
+    home: str = DEFAULT_HOME
+    cache: bool = True
+    max_concurrency: int = Field(default=16, ge=1)  # requests in flight per endpoint
+    timeout: float = Field(default=60.0, gt=0)  # seconds per attempt
+    max_retries: int = Field(default=4, ge=0)
+    backoff_base: float = Field(default=0.5, gt=0)
+    backoff_max: float = Field(default=30.0, gt=0)
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = Field(default=1024, ge=1)
+    session_char_budget: int = Field(default=60_000, ge=200)
+    rubric_timeout: float = Field(default=120.0, gt=0)
+    config_file: str | None = None
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases_are_refs(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, ref in v.items():
+            if not isinstance(ref, str) or not ref:
+                raise ValueError(f"alias {name!r} must map to a model reference such as 'openai/gpt-4o-mini'")
+        return v
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, **explicit: Any) -> "Settings":
+        """Resolve settings: explicit arguments, then jurist.yaml, then environment."""
+        values: dict[str, Any] = _from_env()
+        path = _config_path(config_file)
+        if path is not None:
+            file_values = _read_yaml(path)
+            values.update(file_values)
+            values["config_file"] = str(path)
+        values.update({k: v for k, v in explicit.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            where = f" in {path}" if path else ""
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigError(f"invalid settings{where}: {problems}") from None
+
+    @property
+    def database(self) -> str:
+        """The database URL: JURIST_DATABASE_URL / database_url, else a SQLite file in home."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{Path(self.home) / 'jurist.db'}"
+
+
+_ENV_FIELDS = {
+    "JURIST_JUDGE": "judge",
+    "JURIST_DATABASE_URL": "database_url",
+    "JURIST_HOME": "home",
+    "JURIST_CACHE": "cache",
+    "JURIST_MAX_CONCURRENCY": "max_concurrency",
+    "JURIST_TIMEOUT": "timeout",
+    "JURIST_MAX_RETRIES": "max_retries",
+    "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
+}
+
+
+def _from_env() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, field in _ENV_FIELDS.items():
+        raw = os.environ.get(var)
+        if raw is None or raw == "":
+            continue
+        if field == "cache":
+            out[field] = raw.strip().lower() not in ("0", "false", "no", "off")
+        else:
+            out[field] = raw
+    return out
+
+
+def _config_path(explicit: str | Path | None) -> Path | None:
+    if explicit is not None:
+        p = Path(explicit)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} not found")
+        return p
+    env = os.environ.get("JURIST_CONFIG")
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise ConfigError(f"JURIST_CONFIG points to {p}, which does not exist")
+        return p
+    p = Path("jurist.yaml")
+    return p if p.is_file() else None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of settings at the top level")
+    return data

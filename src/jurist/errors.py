@@ -1,0 +1,93 @@
+"""The jurist error tree.
+
+::
+
+    JuristError
+    ├── UsageError            the caller's mistake: fix the input or the config
+    │   ├── ConfigError       a missing or invalid setting, key or model reference
+    │   └── InputError        a bad file or value (carries file and line)
+    ├── ModelError            a runtime failure talking to a model
+    │   ├── RateLimited       429 after every retry (carries retry_after)
+    │   ├── ModelTimeout      no answer within the per-call timeout
+    │   ├── ModelUnavailable  5xx, dropped connection, unreachable endpoint
+    │   ├── AuthFailed        401/403: the key is missing or wrong
+    │   └── RequestRejected   400/404/422: the endpoint refused the request
+    ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
+    └── StoreError            the database refused a write or a read
+
+Every message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class JuristError(Exception):
+    """Base of every error jurist raises on purpose."""
+
+
+class UsageError(JuristError):
+    """The caller's mistake: bad input, bad configuration."""
+
+
+class ConfigError(UsageError):
+    """A missing or invalid setting, API key or model reference."""
+
+
+class InputError(UsageError):
+    """A bad input file or value; names the file and, where known, the line."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None):
+        self.file = file
+        self.line = line
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        super().__init__(f"{where}{message}")
+        self.reason = message
+
+
+class ModelError(JuristError):
+    """A model call failed at run time (after the retries the policy allows)."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, model: str | None = None, status: int | None = None):
+        self.model = model
+        self.status = status
+        super().__init__(message)
+
+
+class RateLimited(ModelError):
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw):
+        self.retry_after = retry_after
+        super().__init__(message, **kw)
+
+
+class ModelTimeout(ModelError):
+    retryable = True
+
+
+class ModelUnavailable(ModelError):
+    retryable = True
+
+
+class AuthFailed(ModelError):
+    retryable = False
+
+
+class RequestRejected(ModelError):
+    retryable = False
+
+
+class JudgeParseError(JuristError):
+    """The judge's reply could not be turned into a verdict, even after one re-ask."""
+
+    def __init__(self, message: str, *, raw: str | None = None):
+        self.raw = raw
+        super().__init__(message)
+
+
+class StoreError(JuristError):
+    """The store could not write or read; the message names the database error."""

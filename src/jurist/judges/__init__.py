@@ -1,0 +1,20 @@
+"""Turning a model into a judge: templates, parsing, the Judge and its verdicts."""
+
+from jurist.judges.judge import FAILED, OK, Judge, Verdict
+from jurist.judges.parsing import ItemReply, ScoreReply, extract_json, parse_items, parse_score
+from jurist.judges.templates import PromptTemplate, builtin, from_file
+
+__all__ = [
+    "FAILED",
+    "OK",
+    "ItemReply",
+    "Judge",
+    "PromptTemplate",
+    "ScoreReply",
+    "Verdict",
+    "builtin",
+    "extract_json",
+    "from_file",
+    "parse_items",
+    "parse_score",
+]

@@ -1,0 +1,152 @@
+"""A judge: a prompt template, an output schema and a model, plus one re-ask.
+
+``Judge.run`` renders the template, asks for schema output (or prompted JSON),
+parses the reply and, if parsing fails, asks once more showing the model its
+parse error and the expected format; a second failure raises
+:class:`JudgeParseError`. ``Judge.verdict`` turns every failure (parse, timeout,
+rate limit, unavailable model) into a :class:`Verdict` with status
+``evaluation_failed`` and the reason, which capabilities handle by policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, TypeVar
+
+from jurist.errors import JudgeParseError, ModelError
+from jurist.judges.templates import PromptTemplate
+from jurist.models.base import ChatRequest, Completion
+from jurist.models.model import Model, Template
+
+T = TypeVar("T")
+
+OK = "ok"
+FAILED = "evaluation_failed"
+
+
+@dataclass
+class Verdict(Generic[T]):
+    """A parsed judgement, or the reason there is none."""
+
+    status: str
+    value: T | None
+    reason: str | None
+    judge_model: str
+    template_hash: str | None = None
+    call_ids: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    cached: bool = False
+    reasked: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+class Judge:
+    """Template + output schema + model."""
+
+    def __init__(
+        self,
+        model: Model,
+        template: PromptTemplate,
+        *,
+        purpose: str,
+        format_hint: str,
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "verdict",
+        temperature: float = 0.0,
+        seed: int | None = 0,
+        max_tokens: int = 1024,
+    ) -> None:
+        self.model = model
+        self.template = template
+        self.purpose = purpose
+        self.format_hint = format_hint
+        self.schema = schema
+        self.schema_name = schema_name
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+
+    def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
+        return ChatRequest(
+            messages=messages,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            response_schema=self.schema,
+            schema_name=self.schema_name,
+        )
+
+    async def run(
+        self,
+        variables: dict[str, Any],
+        parse: Callable[[str], T],
+        *,
+        trace_id: str | None = None,
+        format_hint: str | None = None,
+    ) -> tuple[T, list[Completion]]:
+        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError."""
+        tmpl = Template(self.template.name, self.template.hash)
+        messages = [{"role": "user", "content": self.template.render(**variables)}]
+        first = await self.model.complete(
+            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+        )
+        if first.parse_error is None:
+            return first.parsed, [first]
+        reask = messages + [
+            {"role": "assistant", "content": first.text},
+            {
+                "role": "user",
+                "content": (
+                    f"Your reply could not be read: {first.parse_error}.\n"
+                    f"Answer again, following exactly this format:\n{format_hint or self.format_hint}"
+                ),
+            },
+        ]
+        second = await self.model.complete(
+            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+        )
+        if second.parse_error is None:
+            return second.parsed, [first, second]
+        err = JudgeParseError(
+            f"the judge's reply could not be parsed after one re-ask: {second.parse_error}", raw=second.text
+        )
+        err.completions = [first, second]  # type: ignore[attr-defined]
+        raise err
+
+    async def verdict(
+        self,
+        variables: dict[str, Any],
+        parse: Callable[[str], T],
+        *,
+        trace_id: str | None = None,
+        timeout: float | None = None,
+        format_hint: str | None = None,
+    ) -> Verdict[T]:
+        """Like :meth:`run`, but every failure becomes an ``evaluation_failed`` verdict."""
+        base = dict(judge_model=self.model.name, template_hash=self.template.hash)
+        try:
+            coro = self.run(variables, parse, trace_id=trace_id, format_hint=format_hint)
+            value, completions = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+        except asyncio.TimeoutError:
+            return Verdict(FAILED, None, f"timed out after {timeout:g} s", **base)
+        except JudgeParseError as exc:
+            comps = getattr(exc, "completions", [])
+            return _with_usage(Verdict(FAILED, None, str(exc), reasked=True, **base), comps)
+        except ModelError as exc:
+            return Verdict(FAILED, None, f"{type(exc).__name__}: {exc}", **base)
+        return _with_usage(Verdict(OK, value, None, reasked=len(completions) > 1, **base), completions)
+
+
+def _with_usage(v: Verdict[T], completions: list[Completion]) -> Verdict[T]:
+    v.call_ids = [c.call_id for c in completions if c.call_id]
+    v.input_tokens = sum(c.input_tokens for c in completions)
+    v.output_tokens = sum(c.output_tokens for c in completions)
+    v.latency_ms = round(sum(c.latency_ms for c in completions), 3)
+    v.cached = bool(completions) and all(c.cached for c in completions)
+    return v

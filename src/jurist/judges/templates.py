@@ -1,0 +1,85 @@
+"""Named, versioned prompt templates.
+
+A template has a name, a version and a content hash; every judge call records
+the hash, so results can be compared across prompt versions. Placeholders use
+``str.format`` syntax (``{rubric_name}``); literal braces are doubled. A
+template naming a placeholder its judge does not provide is rejected when it
+is loaded, before any call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from jurist.errors import InputError
+
+RUBRIC_PLACEHOLDERS = frozenset(
+    {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items"}
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    name: str
+    version: str
+    text: str
+    source: str = "builtin"
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+    @property
+    def placeholders(self) -> set[str]:
+        return placeholders_of(self.text, self.source)
+
+    def check(self, allowed: frozenset[str], required: set[str] | None = None) -> "PromptTemplate":
+        """Raise InputError for unknown (or missing required) placeholders."""
+        names = self.placeholders
+        unknown = sorted(names - allowed)
+        if unknown:
+            raise InputError(
+                f"template {self.name!r} uses unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
+                f"allowed: {', '.join('{' + a + '}' for a in sorted(allowed))} (write literal braces as {{{{ }}}})",
+                file=self.source if self.source != "builtin" else None,
+            )
+        missing = sorted((required or set()) - names)
+        if missing:
+            raise InputError(
+                f"template {self.name!r} must contain {', '.join('{' + m + '}' for m in missing)}",
+                file=self.source if self.source != "builtin" else None,
+            )
+        return self
+
+    def render(self, **values: object) -> str:
+        return self.text.format(**values)
+
+
+def placeholders_of(text: str, source: str = "template") -> set[str]:
+    try:
+        return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+    except ValueError as exc:
+        raise InputError(f"template is not valid: {exc} (write literal braces as {{{{ }}}})", file=source) from None
+
+
+def builtin(name: str, version: str = "1") -> PromptTemplate:
+    """A template shipped with jurist (``src/jurist/templates/<name>.txt``)."""
+    text = (files("jurist") / "templates" / f"{name}.txt").read_text(encoding="utf-8")
+    return PromptTemplate(name=name, version=version, text=text)
+
+
+def from_file(path: str | Path, name: str | None = None) -> PromptTemplate:
+    """A user's template file; its version is its content hash."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read template: {exc.strerror}", file=str(p)) from None
+    if not text.strip():
+        raise InputError("template is empty", file=str(p))
+    tmpl = PromptTemplate(name=name or p.stem, version="", text=text, source=str(p))
+    return PromptTemplate(name=tmpl.name, version=tmpl.hash, text=text, source=str(p))

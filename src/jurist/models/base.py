@@ -1,0 +1,187 @@
+"""Request and completion types, and the protocol every model adapter follows.
+
+Adapters are thin: they turn a :class:`ChatRequest` into one provider call and
+the reply into a :class:`Completion`, mapping the SDK's errors onto
+:mod:`jurist.errors` in one place. They never retry, rate-limit, cache or log;
+:class:`jurist.models.model.Model` does all of that around any adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion request, independent of the provider."""
+
+    messages: list[dict[str, str]]
+    temperature: float | None = 0.0
+    max_tokens: int | None = 1024
+    seed: int | None = None
+    # JSON schema the reply must follow; adapters use the provider's
+    # structured-output mode where it has one and otherwise leave the prompt
+    # (which already asks for JSON) to do the work.
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "verdict"
+
+    def params(self) -> dict[str, Any]:
+        """Sampling parameters, as recorded with each call."""
+        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.response_schema is not None:
+            out["response_schema"] = self.schema_name
+        return out
+
+    def cache_key(self, model: str) -> str:
+        """Stable hash of everything that determines the answer."""
+        blob = json.dumps(
+            {
+                "model": model,
+                "messages": self.messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+                "schema": self.response_schema,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def estimated_tokens(self) -> int:
+        """Rough token estimate for tokens-per-minute limits (4 chars a token)."""
+        chars = sum(len(m.get("content") or "") for m in self.messages)
+        return chars // 4 + (self.max_tokens or 0)
+
+
+@dataclass
+class Completion:
+    """A model's reply, plus what the Model wrapper learned while getting it."""
+
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    finish_reason: str | None = None
+    # Filled in by the Model wrapper:
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    call_id: str | None = None
+    parsed: Any = None
+    parse_error: str | None = None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What every adapter provides. ``name`` is the ``provider/model`` reference;
+    ``endpoint`` identifies the server it talks to (the limiter's key)."""
+
+    name: str
+    endpoint: str
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
+        ...
+
+    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+        ...
+
+    async def aclose(self) -> None:
+        ...
+
+
+@dataclass
+class CallRecord:
+    """One LLM call as stored in ``llm_calls``."""
+
+    id: str
+    trace_id: str | None
+    purpose: str
+    model: str
+    endpoint: str
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+    request_hash: str
+    response_text: str | None
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    attempts: int
+    status: str  # ok | error | parse_error
+    error: str | None = None
+    cached: bool = False
+    template_name: str | None = None
+    template_hash: str | None = None
+    parsed: Any = None
+    created_at: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --- Meaning questions -------------------------------------------------------
+# The questions where matching meaning is the right tool. Both the offline
+# embedding judge (models/local.py) and the LLM judges (judges/meaning.py)
+# answer them with these types, so a capability does not care which it has.
+
+
+@dataclass
+class StatementCheck:
+    """Does a text express a statement (a checklist point, a rubric item, a fact)?"""
+
+    statement: str
+    expressed: bool
+    confidence: float  # 0..1
+    judge_model: str
+    evidence: str | None = None  # the passage of the text that matched best
+
+
+@dataclass
+class CoverageResult:
+    """Which parts of a question an answer covers."""
+
+    covered: list[str]
+    uncovered: list[str]
+    confidence: dict[str, float]
+    judge_model: str
+
+
+@dataclass
+class RelevanceScore:
+    """How relevant a passage is to a query, 0..1."""
+
+    passage: str
+    score: float
+    judge_model: str
+
+
+@dataclass
+class SupportResult:
+    """Which sentences of an answer are supported by the sources."""
+
+    supported: list[str]
+    unsupported: list[str]
+    confidence: dict[str, float]
+    judge_model: str
+
+
+@runtime_checkable
+class MeaningJudge(Protocol):
+    name: str
+
+    async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
+        ...
+
+    async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
+        ...
+
+    async def relevance(self, query: str, passages: list[str]) -> list[RelevanceScore]:
+        ...
+
+    async def support(self, answer: str, sources: list[str]) -> SupportResult:
+        ...

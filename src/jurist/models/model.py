@@ -1,0 +1,206 @@
+"""The Model wrapper: everything around an adapter's one provider call.
+
+``Model`` owns the limiter slot, the per-attempt timeout, retries with capped
+exponential backoff and jitter (honouring ``Retry-After``), the judge-call
+cache, timing, usage and the call record. Adapters stay thin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Protocol
+
+from jurist.errors import ModelError, ModelTimeout, RateLimited
+from jurist.models.base import CallRecord, ChatModel, ChatRequest, Completion
+from jurist.models.limiter import Limiter
+
+
+class CallSink(Protocol):
+    """Where calls are recorded and cached answers looked up (the store)."""
+
+    def record_call(self, record: CallRecord) -> None:
+        ...
+
+    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+        ...
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+
+    def delay(self, attempt: int, error: ModelError) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        backoff = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        backoff *= random.uniform(0.5, 1.0)
+        retry_after = getattr(error, "retry_after", None)
+        if isinstance(error, RateLimited) and retry_after is not None:
+            return min(self.retry_after_max, max(backoff, float(retry_after)))
+        return backoff
+
+
+@dataclass
+class Template:
+    """Which prompt template built a request, for the record."""
+
+    name: str
+    hash: str
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return value
+
+
+class Model:
+    """A model reference ready to call: adapter + limiter + policy + record."""
+
+    def __init__(
+        self,
+        adapter: ChatModel,
+        limiter: Limiter,
+        *,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        sink: CallSink | None = None,
+        cache: bool = True,
+    ) -> None:
+        self.adapter = adapter
+        self.limiter = limiter
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.sink = sink
+        self.cache = cache
+
+    @property
+    def name(self) -> str:
+        return self.adapter.name
+
+    @property
+    def endpoint(self) -> str:
+        return self.adapter.endpoint
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        purpose: str = "generation",
+        trace_id: str | None = None,
+        template: Template | None = None,
+        parse: Callable[[str], Any] | None = None,
+        use_cache: bool | None = None,
+    ) -> Completion:
+        """Send one request; return the completion or raise a ``ModelError``.
+
+        With ``parse``, the reply text is parsed before the call is recorded:
+        the result lands in ``completion.parsed``, a failure (any exception)
+        in ``completion.parse_error``; neither raises.
+        """
+        key = request.cache_key(self.name)
+        use_cache = self.cache if use_cache is None else use_cache
+        started = time.perf_counter()
+        completion: Completion | None = None
+        if use_cache and self.sink is not None:
+            hit = await self.sink.cached_reply(key)
+            if hit is not None:
+                completion = Completion(
+                    text=hit["text"],
+                    model=self.name,
+                    input_tokens=hit.get("input_tokens", 0),
+                    output_tokens=hit.get("output_tokens", 0),
+                    attempts=0,
+                    cached=True,
+                )
+        error: ModelError | None = None
+        attempts = 0
+        if completion is None:
+            try:
+                completion, attempts = await self._call_with_retries(request)
+            except ModelError as exc:
+                error = exc
+                attempts = getattr(exc, "attempts", attempts)
+        latency = (time.perf_counter() - started) * 1000.0
+        call_id = uuid.uuid4().hex
+        status = "ok"
+        if completion is not None:
+            completion.latency_ms = latency
+            completion.call_id = call_id
+            if parse is not None:
+                try:
+                    completion.parsed = parse(completion.text)
+                except Exception as exc:  # any parse failure is data, not a crash
+                    completion.parse_error = str(exc) or type(exc).__name__
+                    status = "parse_error"
+        else:
+            status = "error"
+        if self.sink is not None:
+            self.sink.record_call(
+                CallRecord(
+                    id=call_id,
+                    trace_id=trace_id,
+                    purpose=purpose,
+                    model=self.name,
+                    endpoint=self.endpoint,
+                    messages=request.messages,
+                    params=request.params(),
+                    request_hash=key,
+                    response_text=completion.text if completion else None,
+                    input_tokens=completion.input_tokens if completion else 0,
+                    output_tokens=completion.output_tokens if completion else 0,
+                    latency_ms=round(latency, 3),
+                    attempts=completion.attempts if completion else attempts,
+                    status=status,
+                    error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
+                    cached=bool(completion and completion.cached),
+                    template_name=template.name if template else None,
+                    template_hash=template.hash if template else None,
+                    parsed=_jsonable(completion.parsed) if completion else None,
+                )
+            )
+        if error is not None:
+            raise error
+        assert completion is not None
+        return completion
+
+    async def _call_with_retries(self, request: ChatRequest) -> tuple[Completion, int]:
+        tokens = request.estimated_tokens()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self.limiter.slot(tokens):
+                    try:
+                        completion = await asyncio.wait_for(
+                            self.adapter.complete(request, timeout=self.timeout), self.timeout
+                        )
+                    except asyncio.TimeoutError:
+                        raise ModelTimeout(
+                            f"{self.name} gave no answer within {self.timeout:g} s; "
+                            "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",
+                            model=self.name,
+                        ) from None
+                completion.attempts = attempt
+                return completion, attempt
+            except ModelError as exc:
+                if not exc.retryable or attempt > self.retry.max_retries:
+                    exc.attempts = attempt  # type: ignore[attr-defined]
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt, exc))
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """Stream text deltas through the limiter (no retries once text flows)."""
+        async with self.limiter.slot(request.estimated_tokens()):
+            async for delta in self.adapter.stream(request, timeout=self.timeout):
+                yield delta
+
+    async def aclose(self) -> None:
+        await self.adapter.aclose()

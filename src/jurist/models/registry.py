@@ -1,0 +1,175 @@
+"""Model references (``provider/model``) and aliases, turned into ``Model``s.
+
+A reference names a provider and a model: ``openai/gpt-4o-mini``,
+``anthropic/claude-haiku-4-5``, ``ollama/qwen3:14b``, ``local/minilm``,
+``scripted/<name>``. An alias from ``jurist.yaml`` (``fast``, ``strong``,
+``escalation`` or any name) stands for a reference. Providers other than
+``anthropic``, ``local`` and ``scripted`` speak the OpenAI wire format; their
+endpoints and keys come from the presets below or from ``providers:`` in
+``jurist.yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from jurist.config import ProviderSettings, Settings
+from jurist.errors import ConfigError
+from jurist.models.base import ChatModel
+from jurist.models.limiter import limiter_for
+from jurist.models.model import CallSink, Model, RetryPolicy
+
+LOCAL_JUDGE = "local/minilm"
+
+# Well-known OpenAI-compatible endpoints. ``api_key_env`` is read when the
+# adapter is built; servers that take no key get a placeholder.
+PRESETS: dict[str, ProviderSettings] = {
+    "openai": ProviderSettings(type="openai", api_key_env="OPENAI_API_KEY"),
+    "anthropic": ProviderSettings(type="anthropic", api_key_env="ANTHROPIC_API_KEY", structured_output="prompt"),
+    "ollama": ProviderSettings(type="openai", base_url="http://localhost:11434/v1", api_key="ollama"),
+    "vllm": ProviderSettings(type="openai", base_url="http://localhost:8000/v1", api_key="EMPTY"),
+    "lmstudio": ProviderSettings(type="openai", base_url="http://localhost:1234/v1", api_key="lm-studio"),
+    "llamacpp": ProviderSettings(type="openai", base_url="http://localhost:8080/v1", api_key="none"),
+    "groq": ProviderSettings(type="openai", base_url="https://api.groq.com/openai/v1", api_key_env="GROQ_API_KEY"),
+    "openrouter": ProviderSettings(
+        type="openai", base_url="https://openrouter.ai/api/v1", api_key_env="OPENROUTER_API_KEY"
+    ),
+}
+
+HOW_TO_CONFIGURE = (
+    "configure a judge with --judge or JURIST_JUDGE, for example\n"
+    "  JURIST_JUDGE=openai/gpt-4o-mini           (with OPENAI_API_KEY; OPENAI_BASE_URL for another server)\n"
+    "  JURIST_JUDGE=anthropic/claude-haiku-4-5   (with ANTHROPIC_API_KEY)\n"
+    "  JURIST_JUDGE=ollama/qwen3:14b             (a local Ollama at http://localhost:11434)\n"
+    "or name an alias from jurist.yaml (aliases: {fast: openai/gpt-4o-mini})"
+)
+
+
+def resolve_ref(ref: str, settings: Settings) -> str:
+    """Follow aliases until a ``provider/model`` reference is reached."""
+    seen: list[str] = []
+    while ref in settings.aliases:
+        if ref in seen:
+            raise ConfigError(f"alias loop in jurist.yaml: {' -> '.join(seen + [ref])}")
+        seen.append(ref)
+        ref = settings.aliases[ref]
+    if "/" not in ref:
+        raise ConfigError(
+            f"unknown model {ref!r}: use 'provider/model' (openai/gpt-4o-mini, anthropic/claude-haiku-4-5, "
+            f"ollama/qwen3:14b, local/minilm) or define the alias {ref!r} under 'aliases:' in jurist.yaml"
+        )
+    return ref
+
+
+def judge_ref(settings: Settings, explicit: str | None = None, *, announce: bool = True) -> str:
+    """The judge to use: explicit, else settings, else the offline local judge
+    (announced once on stderr with how to configure an LLM instead)."""
+    ref = explicit or settings.judge
+    if ref:
+        return resolve_ref(ref, settings)
+    if announce:
+        _announce_local()
+    return LOCAL_JUDGE
+
+
+_announced = False
+
+
+def _announce_local() -> None:
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    print(
+        "jurist: no judge configured; using the offline local judge (local/minilm), which scores "
+        "item-based rubrics only.\n" + HOW_TO_CONFIGURE,
+        file=sys.stderr,
+    )
+
+
+def provider_settings(provider: str, settings: Settings) -> ProviderSettings:
+    """Preset for a provider, overlaid with ``providers.<name>`` from jurist.yaml."""
+    preset = PRESETS.get(provider)
+    custom = settings.providers.get(provider)
+    if preset is None and custom is None:
+        known = ", ".join(sorted([*PRESETS, "local", "scripted", *settings.providers]))
+        raise ConfigError(
+            f"unknown provider {provider!r}; known providers: {known}. "
+            "Add it under 'providers:' in jurist.yaml with type and base_url."
+        )
+    if custom is None:
+        return preset  # type: ignore[return-value]
+    merged = (preset.model_dump() if preset else {}) | custom.model_dump(exclude_unset=True)
+    return ProviderSettings(**merged)
+
+
+def build_adapter(ref: str, settings: Settings) -> ChatModel:
+    """Build the adapter for a ``provider/model`` reference."""
+    provider, _, model = ref.partition("/")
+    if not model:
+        raise ConfigError(f"model reference {ref!r} has no model name after '/'")
+    if provider == "scripted":
+        from jurist.models.scripted import scripted
+
+        return scripted(model)
+    if provider == "local":
+        if model != "minilm":
+            raise ConfigError(f"the local judge is 'local/minilm'; {ref!r} is not available")
+        from jurist.models.local import get_local_judge
+
+        return get_local_judge()  # type: ignore[return-value]
+    ps = provider_settings(provider, settings)
+    api_key = ps.api_key or (os.environ.get(ps.api_key_env) if ps.api_key_env else None)
+    if ps.type == "anthropic":
+        if not api_key:
+            raise ConfigError(
+                f"{ref} needs an API key: set {ps.api_key_env or 'ANTHROPIC_API_KEY'} "
+                f"or providers.{provider}.api_key in jurist.yaml"
+            )
+        from jurist.models.anthropic import AnthropicChat
+
+        return AnthropicChat(model, base_url=ps.base_url, api_key=api_key)
+    if ps.type != "openai":
+        raise ConfigError(f"provider {provider!r} has type {ps.type!r}; use 'openai' or 'anthropic'")
+    if not api_key and ps.base_url is None and provider == "openai" and os.environ.get("OPENAI_BASE_URL"):
+        api_key = "none"  # a self-hosted server behind OPENAI_BASE_URL may take no key
+    if not api_key:
+        raise ConfigError(
+            f"{ref} needs an API key: set {ps.api_key_env or 'OPENAI_API_KEY'} "
+            f"or providers.{provider}.api_key in jurist.yaml"
+        )
+    from jurist.models.openai import OpenAIChat
+
+    return OpenAIChat(
+        model, provider=provider, base_url=ps.base_url, api_key=api_key, structured_output=ps.structured_output
+    )
+
+
+def resolve_model(
+    ref: str,
+    settings: Settings,
+    *,
+    sink: CallSink | None = None,
+    max_in_flight: int | None = None,
+    cache: bool | None = None,
+) -> Model:
+    """Turn a reference or alias into a ready ``Model`` sharing its endpoint's limiter."""
+    full = resolve_ref(ref, settings)
+    adapter = build_adapter(full, settings)
+    provider = full.partition("/")[0]
+    ps = settings.providers.get(provider) or PRESETS.get(provider)
+    limiter = limiter_for(
+        adapter.endpoint,
+        max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
+        ps.requests_per_minute if ps else None,
+        ps.tokens_per_minute if ps else None,
+    )
+    return Model(
+        adapter,
+        limiter,
+        timeout=settings.timeout,
+        retry=RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),
+        sink=sink,
+        cache=settings.cache if cache is None else cache,
+    )

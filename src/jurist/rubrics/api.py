@@ -1,0 +1,127 @@
+"""The library entry points of rubric scoring (async first, thin sync edges)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jurist.config import Settings
+from jurist.judges import builtin, from_file
+from jurist.judges.templates import RUBRIC_PLACEHOLDERS
+from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model
+from jurist.rubrics.batch import BatchReport, ProgressFn, run_batch
+from jurist.rubrics.judging import LLMRubricJudge, LocalRubricJudge
+from jurist.rubrics.models import RubricSet, load_rubrics
+from jurist.rubrics.scoring import RubricJudge, SessionEvaluator
+from jurist.rubrics.sessions import ChatSession, load_session
+from jurist.store import Store
+from jurist.sync import run_sync
+
+
+def build_judge(
+    settings: Settings,
+    store: Store | None,
+    *,
+    judge: str | None = None,
+    template: str | Path | None = None,
+    max_concurrency: int | None = None,
+    cache: bool | None = None,
+) -> RubricJudge:
+    """The rubric judge for a reference (default: settings, else the local judge).
+
+    A user template is checked before any call: an unknown placeholder is an
+    ``InputError``.
+    """
+    free = (from_file(template) if template else builtin("rubric_judge")).check(
+        RUBRIC_PLACEHOLDERS, required={"chat_session"}
+    )
+    items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
+    ref = judge_ref(settings, judge)
+    if ref == LOCAL_JUDGE:
+        from jurist.models.local import get_local_judge
+
+        return LocalRubricJudge(get_local_judge(), sink=store)
+    model = resolve_model(ref, settings, sink=store, max_in_flight=max_concurrency, cache=cache)
+    return LLMRubricJudge(model, free, items, temperature=settings.temperature, seed=settings.seed,
+                          max_tokens=settings.max_tokens)
+
+
+def _rubrics(rubrics: str | Path | RubricSet) -> RubricSet:
+    return rubrics if isinstance(rubrics, RubricSet) else load_rubrics(rubrics)
+
+
+async def _close(judge: RubricJudge) -> None:
+    model = getattr(judge, "model", None)
+    if model is not None:
+        await model.aclose()
+
+
+async def evaluate(
+    rubrics: str | Path | RubricSet,
+    session: str | Path | ChatSession,
+    *,
+    judge: str | None = None,
+    template: str | Path | None = None,
+    settings: Settings | None = None,
+    store: Store | None = None,
+    cache: bool | None = None,
+) -> dict[str, Any]:
+    """Score one session against a rubrics file; returns result.json's content."""
+    settings = settings or Settings.load()
+    rubric_set = _rubrics(rubrics)
+    chat = session if isinstance(session, ChatSession) else load_session(session)
+    own = store is None
+    store = store or Store(settings.database)
+    rj = build_judge(settings, store, judge=judge, template=template, cache=cache)
+    try:
+        evaluator = SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+        return await evaluator.evaluate(chat)
+    finally:
+        await _close(rj)
+        if own:
+            store.close()
+        else:
+            await store.aflush()
+
+
+async def evaluate_batch(
+    rubrics: str | Path | RubricSet,
+    sessions_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    parallel: int = 5,
+    max_concurrency: int | None = None,
+    force: bool = False,
+    judge: str | None = None,
+    template: str | Path | None = None,
+    settings: Settings | None = None,
+    store: Store | None = None,
+    cache: bool | None = None,
+    on_progress: ProgressFn | None = None,
+) -> BatchReport:
+    """Score every session file in a folder; write per-session results and summary.json."""
+    settings = settings or Settings.load()
+    rubric_set = _rubrics(rubrics)
+    own = store is None
+    store = store or Store(settings.database)
+    rj = build_judge(settings, store, judge=judge, template=template, max_concurrency=max_concurrency, cache=cache)
+    try:
+        evaluator = SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+        return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
+                               on_progress=on_progress)
+    finally:
+        await _close(rj)
+        if own:
+            store.close()
+        else:
+            await store.aflush()
+
+
+def evaluate_sync(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`evaluate` from sync code, also inside a running event loop."""
+    return run_sync(evaluate(*args, **kwargs))
+
+
+def evaluate_batch_sync(*args: Any, **kwargs: Any) -> BatchReport:
+    """:func:`evaluate_batch` from sync code, also inside a running event loop."""
+    return run_sync(evaluate_batch(*args, **kwargs))

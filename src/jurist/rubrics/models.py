@@ -1,0 +1,157 @@
+"""Rubric files: loading and validation.
+
+A rubrics file is ``{"version": "1.0", "scale": [1, 5], "rubrics": [...]}`` or
+a bare list of rubrics. A rubric is free-form (``scoring_criteria`` as text, or
+a mapping from score level to its description) or item-based (``items``: each
+``{"id", "text", "points"}``, negative points for what must not happen).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jurist.errors import InputError
+
+DEFAULT_SCALE = (1.0, 5.0)
+
+
+class RubricItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    points: float
+
+    @field_validator("points")
+    @classmethod
+    def _nonzero(cls, v: float) -> float:
+        if v == 0:
+            raise ValueError("points must not be 0 (positive for what should happen, negative for what must not)")
+        return v
+
+
+class Rubric(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    description: str = ""
+    scoring_criteria: str | dict[str, str] | None = None
+    weight: float = 1.0
+    items: list[RubricItem] | None = None
+    scale: tuple[float, float] | None = None
+
+    @field_validator("weight")
+    @classmethod
+    def _positive_weight(cls, v: float) -> float:
+        if not v > 0:
+            raise ValueError("weight must be greater than 0")
+        return v
+
+    @model_validator(mode="after")
+    def _has_criteria(self) -> "Rubric":
+        criteria = self.scoring_criteria
+        empty = criteria is None or (isinstance(criteria, str) and not criteria.strip()) or (
+            isinstance(criteria, dict) and not criteria
+        )
+        if empty and not self.items:
+            raise ValueError("scoring_criteria is empty and there are no items: give one or the other")
+        if self.items is not None:
+            if not self.items:
+                raise ValueError("items is an empty list")
+            ids = [i.id for i in self.items]
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate item id(s) {', '.join(dupes)}")
+            if not any(i.points > 0 for i in self.items):
+                raise ValueError("items need at least one with positive points")
+        if isinstance(criteria, dict):
+            try:
+                levels = [float(k) for k in criteria]
+            except ValueError:
+                raise ValueError("scoring_criteria keys must be score levels such as \"1\" ... \"5\"") from None
+            if self.scale is None:
+                self.scale = (min(levels), max(levels))
+        if self.scale is not None and not self.scale[0] < self.scale[1]:
+            raise ValueError("scale must be [min, max] with min < max")
+        return self
+
+    @property
+    def item_based(self) -> bool:
+        return bool(self.items)
+
+    def criteria_text(self) -> str:
+        """The scoring criteria as prompt text."""
+        c = self.scoring_criteria
+        if isinstance(c, dict):
+            return "\n".join(f"{level}: {desc}" for level, desc in sorted(c.items(), key=lambda kv: float(kv[0])))
+        return c or ""
+
+    def items_text(self) -> str:
+        return "\n".join(f"- [{i.id}] ({i.points:+g} points) {i.text}" for i in self.items or [])
+
+
+class RubricSet(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    version: str = "1.0"
+    scale: tuple[float, float] = DEFAULT_SCALE
+    rubrics: list[Rubric]
+    source: str | None = None
+
+    def scale_of(self, rubric: Rubric) -> tuple[float, float]:
+        return rubric.scale or self.scale
+
+
+def load_rubrics(path: str | Path, default_scale: tuple[float, float] | None = None) -> RubricSet:
+    """Load and validate a rubrics file; every problem names the file and the field."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read rubrics: {exc.strerror}", file=str(p)) from None
+    try:
+        data: Any = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
+    if isinstance(data, list):
+        data = {"rubrics": data}
+    if not isinstance(data, dict) or "rubrics" not in data:
+        raise InputError('expected an object with a "rubrics" list, or a list of rubrics', file=str(p))
+    if default_scale is not None and "scale" not in data:
+        data["scale"] = default_scale
+    if "version" in data:
+        data["version"] = str(data["version"])
+    rubrics = data.get("rubrics")
+    if isinstance(rubrics, list):
+        for n, r in enumerate(rubrics):
+            if isinstance(r, dict) and "id" not in r:
+                raise InputError(f"rubrics[{n}]: missing field 'id'", file=str(p))
+        ids = [r.get("id") for r in rubrics if isinstance(r, dict)]
+        dupes = sorted({str(i) for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise InputError(f"duplicate rubric id(s): {', '.join(dupes)}", file=str(p))
+        if not rubrics:
+            raise InputError('"rubrics" is empty', file=str(p))
+    try:
+        rs = RubricSet(**data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = list(e["loc"])
+        where = ""
+        if len(loc) >= 2 and loc[0] == "rubrics" and isinstance(loc[1], int) and isinstance(rubrics, list):
+            rid = rubrics[loc[1]].get("id") if isinstance(rubrics[loc[1]], dict) else None
+            where = f"rubric {rid!r}" if rid else f"rubrics[{loc[1]}]"
+            loc = loc[2:]
+        field = ".".join(str(x) for x in loc)
+        msg = e["msg"].removeprefix("Value error, ")
+        label = f"{where}: {field}" if where and field else where or field
+        raise InputError(f"{label}: {msg}" if label else msg, file=str(p)) from None
+    if not rs.scale[0] < rs.scale[1]:
+        raise InputError("scale must be [min, max] with min < max", file=str(p))
+    rs.source = str(p)
+    return rs

@@ -1,0 +1,164 @@
+"""Scoring one session against every rubric of a set, and its result.json.
+
+All rubrics of a session are judged in parallel (the limiter bounds the
+calls). A rubric that fails is ``evaluation_failed`` with its reason; the
+weighted total is over the rubrics that were scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from jurist.rubrics.judging import SCORED, RubricOutcome
+from jurist.rubrics.models import Rubric, RubricSet
+from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
+
+RESULT_VERSION = "1.0"
+
+
+class RubricJudge(Protocol):
+    name: str
+
+    async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
+                    formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
+        ...
+
+
+class EvaluationSink(Protocol):
+    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+        ...
+
+
+def _rescale(score: float, src: tuple[float, float], dst: tuple[float, float]) -> float:
+    if src == dst:
+        return score
+    return dst[0] + (score - src[0]) / (src[1] - src[0]) * (dst[1] - dst[0])
+
+
+def _round(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> dict[str, Any]:
+    """The note's ``summary``: weighted mean over the scored rubrics, on the set's scale."""
+    lo, hi = rubric_set.scale
+    scored = [o for o in outcomes if o.status == SCORED and o.score is not None]
+    total_weight = sum(o.rubric.weight for o in scored)
+    total = (
+        sum(_rescale(o.score, o.scale, rubric_set.scale) * o.rubric.weight for o in scored) / total_weight  # type: ignore[arg-type]
+        if total_weight > 0 else None
+    )
+    return {
+        "total_score": _round(total),
+        "max_score": hi,
+        "percentage": _round(total / hi * 100.0, 2) if total is not None and hi else None,
+        "rubrics_evaluated": len(scored),
+        "rubrics_failed": len(outcomes) - len(scored),
+    }
+
+
+def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[RubricOutcome], *,
+                 trace_id: str, judge_model: str, formatted: FormattedSession) -> dict[str, Any]:
+    summary = aggregate(rubric_set, outcomes)
+    failed = summary["rubrics_failed"]
+    status = "scored" if failed == 0 else ("failed" if summary["rubrics_evaluated"] == 0 else "partial")
+    rubric_scores = []
+    for o in outcomes:
+        entry: dict[str, Any] = {
+            "rubric_id": o.rubric.id,
+            "rubric_name": o.rubric.name,
+            "score": _round(o.score),
+            "max_score": o.scale[1],
+            "reasoning": o.reasoning,
+            "status": o.status,
+            "weight": o.rubric.weight,
+            "judge_model": o.judge_model,
+            "tokens": {"input": o.input_tokens, "output": o.output_tokens},
+            "latency_ms": round(o.latency_ms, 1),
+        }
+        if o.cached:
+            entry["cached"] = True
+        if o.items is not None:
+            entry["items"] = o.items
+        rubric_scores.append(entry)
+    result: dict[str, Any] = {
+        "version": RESULT_VERSION,
+        "session_id": session.session_id,
+        "evaluated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "rubrics_version": rubric_set.version,
+        "status": status,
+        "judge_model": judge_model,
+        "trace_id": trace_id,
+        "rubric_scores": rubric_scores,
+        "summary": summary,
+    }
+    if formatted.truncated:
+        result["truncated"] = {"omitted_chars": formatted.omitted_chars}
+    return result
+
+
+@dataclass
+class SessionEvaluator:
+    """Scores sessions against a rubric set with one judge."""
+
+    rubric_set: RubricSet
+    judge: RubricJudge
+    store: EvaluationSink | None = None
+    char_budget: int = 60_000
+    rubric_timeout: float = 120.0
+
+    async def evaluate(self, session: ChatSession) -> dict[str, Any]:
+        """Score ``session`` against every rubric (in parallel); return result.json's content."""
+        trace_id = uuid.uuid4().hex
+        formatted = format_session(session, self.char_budget)
+        outcomes = await asyncio.gather(*(
+            self.judge.score(r, self.rubric_set.scale_of(r), session, formatted,
+                             trace_id=trace_id, timeout=self.rubric_timeout)
+            for r in self.rubric_set.rubrics
+        ))
+        result = build_result(self.rubric_set, session, list(outcomes), trace_id=trace_id,
+                              judge_model=self.judge.name, formatted=formatted)
+        if self.store is not None:
+            self.store.save_evaluation(_evaluation_row(result, self.rubric_set, session),
+                                       [_score_row(o) for o in outcomes])
+        return result
+
+
+def _evaluation_row(result: dict[str, Any], rubric_set: RubricSet, session: ChatSession) -> dict[str, Any]:
+    s = result["summary"]
+    return {
+        "id": uuid.uuid4().hex,
+        "kind": "rubric",
+        "subject_id": session.session_id,
+        "trace_id": result["trace_id"],
+        "status": result["status"],
+        "score": s["total_score"],
+        "max_score": s["max_score"],
+        "percentage": s["percentage"],
+        "judge_model": result["judge_model"],
+        "rubrics_version": rubric_set.version,
+        "source": session.source,
+        "payload": result,
+    }
+
+
+def _score_row(o: RubricOutcome) -> dict[str, Any]:
+    return {
+        "key": o.rubric.id,
+        "name": o.rubric.name,
+        "score": o.score,
+        "max_score": o.scale[1],
+        "weight": o.rubric.weight,
+        "status": o.status,
+        "reason": o.reasoning,
+        "judge_model": o.judge_model,
+        "template_hash": o.template_hash,
+        "input_tokens": o.input_tokens,
+        "output_tokens": o.output_tokens,
+        "latency_ms": o.latency_ms,
+        "call_id": o.call_ids[-1] if o.call_ids else None,
+    }

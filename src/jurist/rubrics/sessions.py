@@ -1,0 +1,130 @@
+"""Chat sessions (JSONL): loading, validation and formatting for a judge prompt.
+
+One JSON object per line: ``{"role": "user"|"assistant"|"system"|"tool",
+"content": ...}``. ``content`` is text or a list of parts (``{"type": "text",
+"text": ...}``; other parts become a placeholder). A ``session_id`` on any line
+(or a line holding only ``{"session_id": ...}``) names the session; otherwise
+the file name does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jurist.errors import InputError
+
+ROLES = ("user", "assistant", "system", "tool")
+OPEN, CLOSE = "<chat_session>", "</chat_session>"
+
+
+@dataclass
+class Message:
+    role: str
+    content: str
+    name: str | None = None
+
+
+@dataclass
+class ChatSession:
+    session_id: str
+    messages: list[Message]
+    source: str | None = None
+
+    def text_of(self, role: str) -> str:
+        return "\n".join(m.content for m in self.messages if m.role == role)
+
+
+def _content_text(content: Any, file: str, line: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif isinstance(part, dict):
+                parts.append(f"[{part.get('type', 'attachment')}]")
+        return "\n".join(parts)
+    raise InputError(f"content must be text or a list of parts, got {type(content).__name__}", file=file, line=line)
+
+
+def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatSession:
+    """Parse JSONL lines; a bad line is reported with its number."""
+    messages: list[Message] = []
+    session_id: str | None = None
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", file=source, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", file=source, line=n)
+        sid = obj.get("session_id")
+        if sid is not None:
+            sid = str(sid)
+            if session_id is not None and sid != session_id:
+                raise InputError(f"session_id {sid!r} differs from {session_id!r} earlier in the file", file=source, line=n)
+            session_id = sid
+        if "role" not in obj:
+            if set(obj) <= {"session_id", "metadata", "type", "id"}:
+                continue  # a header line
+            raise InputError("missing field 'role'", file=source, line=n)
+        role = obj["role"]
+        if role not in ROLES:
+            raise InputError(f"role {role!r} is not one of {', '.join(ROLES)}", file=source, line=n)
+        messages.append(Message(role, _content_text(obj.get("content"), source, n), obj.get("name")))
+    if not messages:
+        raise InputError("the session has no messages", file=source)
+    return ChatSession(session_id=session_id or default_id, messages=messages, source=source)
+
+
+def load_session(path: str | Path) -> ChatSession:
+    p = Path(path)
+    try:
+        with p.open(encoding="utf-8") as fh:
+            return parse_session(fh, str(p), p.stem)
+    except OSError as exc:
+        raise InputError(f"cannot read session: {exc.strerror}", file=str(p)) from None
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", file=str(p)) from None
+
+
+@dataclass
+class FormattedSession:
+    text: str
+    truncated: bool
+    omitted_chars: int
+
+
+def format_session(session: ChatSession, budget: int) -> FormattedSession:
+    """The session as delimited prompt text; over ``budget`` characters, its
+    middle is cut with a visible marker."""
+    body = "\n\n".join(
+        f"[{i}] {m.role.upper()}{f' ({m.name})' if m.name else ''}: {_escape(m.content)}"
+        for i, m in enumerate(session.messages, start=1)
+    )
+    omitted = 0
+    if len(body) > budget:
+        omitted = len(body) - budget
+        head = budget // 2
+        tail = budget - head
+        body = (
+            body[:head]
+            + f"\n\n[... {omitted:,} characters omitted from the middle of this session ...]\n\n"
+            + body[len(body) - tail :]
+        )
+    return FormattedSession(f"{OPEN}\n{body}\n{CLOSE}", omitted > 0, omitted)
+
+
+def _escape(text: str) -> str:
+    # Keep a transcript from closing or reopening the delimiters around it.
+    return text.replace(CLOSE, "</chat_session_>").replace(OPEN, "<chat_session_>")

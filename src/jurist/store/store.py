@@ -1,0 +1,206 @@
+"""The Store: one database (SQLite file or PostgreSQL), migrated on open.
+
+Writes never block the event loop: ``record_call`` and ``save_evaluation``
+put rows on a queue that one background thread writes in batches, one
+transaction per batch. Reads used on the event loop (the judge-call cache)
+run in a worker thread. ``flush()`` waits until everything queued is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sys
+import threading
+from dataclasses import asdict
+from datetime import datetime, timezone
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import create_engine, event, insert, select
+from sqlalchemy.engine import Engine
+
+from jurist.errors import ConfigError, StoreError
+from jurist.models.base import CallRecord
+from jurist.store import queries
+from jurist.store.tables import evaluations, llm_calls, scores
+
+_BATCH = 500
+_STOP = object()
+
+
+def normalise_url(url: str) -> str:
+    """Accept the URL spellings people use; pick the drivers jurist ships with."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Store:
+    """Persistence for calls, evaluations and scores."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalise_url(url)
+        if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
+            Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.engine: Engine = create_engine(self.url, future=True)
+        except Exception as exc:  # bad URL or missing driver
+            raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._migrate()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._errors: list[str] = []
+        self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
+        self._writer.start()
+        self._closed = False
+
+    # -- schema ------------------------------------------------------------
+    def _migrate(self) -> None:
+        cfg = AlembicConfig()
+        cfg.set_main_option("script_location", str(files("jurist.store") / "migrations"))
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot open the database {self.engine.url.render_as_string(hide_password=True)}: {exc}. "
+                "Check JURIST_DATABASE_URL (or database_url in jurist.yaml)."
+            ) from None
+
+    # -- writes (queued) ---------------------------------------------------
+    def record_call(self, record: CallRecord) -> None:
+        """Queue one LLM call for writing; returns at once."""
+        row = asdict(record)
+        row.pop("extra", None)
+        row["created_at"] = row["created_at"] or _utcnow()
+        self._queue.put(("call", row))
+
+    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+        """Queue one evaluation with its per-item scores; returns at once."""
+        evaluation = dict(evaluation)
+        evaluation.setdefault("created_at", _utcnow())
+        rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
+        self._queue.put(("evaluation", evaluation, rows))
+
+    def flush(self) -> None:
+        """Block until everything queued so far is written; raise if a write failed."""
+        done = threading.Event()
+        self._queue.put(("flush", done))
+        done.wait()
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise StoreError("could not write to the store: " + "; ".join(errors[:3]))
+
+    async def aflush(self) -> None:
+        await asyncio.to_thread(self.flush)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush()
+        finally:
+            self._queue.put(_STOP)
+            self._writer.join(timeout=30)
+            self.engine.dispose()
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            while len(batch) < _BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = False
+            pending: list[Any] = []
+            waiters: list[threading.Event] = []
+            for it in batch:
+                if it is _STOP:
+                    stop = True
+                elif it[0] == "flush":
+                    waiters.append(it[1])
+                else:
+                    pending.append(it)
+            if pending:
+                self._write(pending)
+            for w in waiters:
+                w.set()
+            if stop:
+                return
+
+    def _write(self, items: list[Any]) -> None:
+        calls = [it[1] for it in items if it[0] == "call"]
+        evals = [it[1] for it in items if it[0] == "evaluation"]
+        score_rows = [r for it in items if it[0] == "evaluation" for r in it[2]]
+        try:
+            with self.engine.begin() as conn:
+                if calls:
+                    conn.execute(insert(llm_calls), calls)
+                if evals:
+                    conn.execute(insert(evaluations), evals)
+                if score_rows:
+                    conn.execute(insert(scores), score_rows)
+        except Exception as exc:  # keep the process alive; report on flush
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            self._errors.append(message)
+            print(f"jurist: store write failed ({len(items)} rows): {message}", file=sys.stderr)
+
+    # -- reads -------------------------------------------------------------
+    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+        """The latest successful answer to an identical request, if any."""
+        return await asyncio.to_thread(self._cached_reply, request_hash)
+
+    def _cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+        stmt = (
+            select(llm_calls.c.response_text, llm_calls.c.input_tokens, llm_calls.c.output_tokens)
+            .where(llm_calls.c.request_hash == request_hash, llm_calls.c.status == "ok")
+            .order_by(llm_calls.c.created_at.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        if row is None or row.response_text is None:
+            return None
+        return {"text": row.response_text, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens}
+
+    def calls(self, **filters: Any) -> list[dict[str, Any]]:
+        """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
+        with self.engine.connect() as conn:
+            return queries.list_calls(conn, **filters)
+
+    def evaluations(self, **filters: Any) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return queries.list_evaluations(conn, **filters)
+
+    def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return queries.scores_of(conn, evaluation_id)
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
