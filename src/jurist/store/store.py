@@ -143,21 +143,29 @@ class Store:
                 return
 
     def _write(self, items: list[Any]) -> None:
+        try:
+            self._insert(items)
+        except Exception:
+            # One bad row must not cost the rest of the batch: write one by one.
+            for item in items:
+                try:
+                    self._insert([item])
+                except Exception as exc:  # keep the process alive; report on flush
+                    message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                    self._errors.append(message)
+                    print(f"jurist: store write failed: {message}", file=sys.stderr)
+
+    def _insert(self, items: list[Any]) -> None:
         calls = [it[1] for it in items if it[0] == "call"]
         evals = [it[1] for it in items if it[0] == "evaluation"]
         score_rows = [r for it in items if it[0] == "evaluation" for r in it[2]]
-        try:
-            with self.engine.begin() as conn:
-                if calls:
-                    conn.execute(insert(llm_calls), calls)
-                if evals:
-                    conn.execute(insert(evaluations), evals)
-                if score_rows:
-                    conn.execute(insert(scores), score_rows)
-        except Exception as exc:  # keep the process alive; report on flush
-            message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-            self._errors.append(message)
-            print(f"jurist: store write failed ({len(items)} rows): {message}", file=sys.stderr)
+        with self.engine.begin() as conn:
+            if calls:
+                conn.execute(insert(llm_calls), calls)
+            if evals:
+                conn.execute(insert(evaluations), evals)
+            if score_rows:
+                conn.execute(insert(scores), score_rows)
 
     # -- reads -------------------------------------------------------------
     async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:

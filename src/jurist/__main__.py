@@ -1,0 +1,5 @@
+"""`python -m jurist` is the `jurist` command."""
+
+from jurist.cli.main import main
+
+main()

@@ -1,0 +1,90 @@
+"""Shared fixtures: an isolated working folder, a scripted provider server,
+and a throw-away PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import importlib
+
+import pytest
+
+from jurist.models import limiter as limiter_mod
+from jurist.models import registry as registry_mod
+
+scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+PG_ADMIN_URL = os.environ.get("JURIST_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+_CLEARED = ("JURIST_JUDGE", "JURIST_DATABASE_URL", "JURIST_CONFIG", "JURIST_CACHE", "OPENAI_API_KEY",
+            "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test runs in its own folder with its own store and no provider settings."""
+    for var in _CLEARED:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
+    scripted_mod._SCRIPTED.clear()
+    limiter_mod._LIMITERS.clear()
+    registry_mod._announced = False
+    return tmp_path
+
+
+@pytest.fixture
+def provider():
+    """A real HTTP server on 127.0.0.1 speaking the OpenAI and Anthropic protocols."""
+    from jurist.testing import ProviderServer
+
+    server = ProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pg_up() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A fresh PostgreSQL database on the machine's server, dropped afterwards."""
+    if not _pg_up():
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432")
+        pytest.skip("PostgreSQL is not answering on 127.0.0.1:5432")
+    from sqlalchemy import create_engine, text
+
+    name = f"jurist_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300):
+    """Run the `jurist` command (as `python -m jurist`) in a subprocess."""
+    full_env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "jurist", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+    )

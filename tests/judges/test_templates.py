@@ -1,0 +1,66 @@
+import pytest
+
+from jurist.errors import InputError
+from jurist.judges import builtin, from_file
+from jurist.judges.templates import RUBRIC_PLACEHOLDERS
+
+NOTE_TEMPLATE = """You are an expert evaluator assessing AI agent interaction quality.
+
+## Rubric: {rubric_name}
+
+### Description
+{rubric_description}
+
+### Scoring Criteria
+{scoring_criteria}
+
+## Chat Session to Evaluate
+{chat_session}
+
+## Instructions
+Provide your evaluation in the following format:
+SCORE: [1-5]
+REASONING: [2-3 sentences explaining your score]
+"""
+
+
+def test_the_notes_template_works_as_given(tmp_path):
+    p = tmp_path / "judge_template.txt"
+    p.write_text(NOTE_TEMPLATE)
+    t = from_file(p).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
+    out = t.render(rubric_name="N", rubric_description="D", scoring_criteria="C", chat_session="S",
+                   score_min="1", score_max="5", rubric_items="")
+    assert "## Rubric: N" in out and "SCORE: [1-5]" in out
+    assert t.version == t.hash and len(t.hash) == 16
+
+
+def test_unknown_placeholder_is_an_input_error(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("Rubric {rubric_name}\n{chat_session}\n{transcript}")
+    with pytest.raises(InputError, match=r"unknown placeholder\(s\) \{transcript\}") as info:
+        from_file(p).check(RUBRIC_PLACEHOLDERS)
+    assert info.value.file == str(p)
+
+
+def test_missing_session_placeholder_and_bad_braces(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("Rubric {rubric_name}")
+    with pytest.raises(InputError, match=r"must contain \{chat_session\}"):
+        from_file(p).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
+    p.write_text("JSON like {score: 1 {chat_session}")
+    with pytest.raises(InputError, match="not valid"):
+        from_file(p).check(RUBRIC_PLACEHOLDERS)
+
+
+def test_builtin_templates_put_the_session_last():
+    for name in ("rubric_judge", "rubric_items_judge"):
+        t = builtin(name).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
+        assert t.text.rstrip().endswith("{chat_session}")
+
+
+def test_missing_and_empty_template_files(tmp_path):
+    with pytest.raises(InputError, match="cannot read template"):
+        from_file(tmp_path / "nope.txt")
+    (tmp_path / "e.txt").write_text("  \n")
+    with pytest.raises(InputError, match="empty"):
+        from_file(tmp_path / "e.txt")

@@ -1,0 +1,130 @@
+"""The Model wrapper: retries, timeouts, the limiter, the cache, the record."""
+
+import asyncio
+import time
+
+import pytest
+
+from jurist.config import Settings
+from jurist.errors import AuthFailed, ModelTimeout, ModelUnavailable, RateLimited
+from jurist.models import ChatRequest, Limiter, resolve_model, script
+from jurist.models.model import RetryPolicy
+from jurist.store import Store
+
+REQ = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+def model(name="m", store=None, **kw):
+    s = Settings.load(backoff_base=0.01, backoff_max=0.05, **kw)
+    return resolve_model(f"scripted/{name}", s, sink=store)
+
+
+async def test_retries_retryable_errors_then_succeeds():
+    script("m", ModelUnavailable("500"), RateLimited("429"), "fine")
+    c = await model().complete(REQ)
+    assert c.text == "fine" and c.attempts == 3
+
+
+async def test_gives_up_after_max_retries_with_a_typed_error():
+    script("m", *[ModelUnavailable("500")] * 5)
+    with pytest.raises(ModelUnavailable) as info:
+        await model(max_retries=2).complete(REQ)
+    assert info.value.attempts == 3
+
+
+async def test_auth_errors_are_not_retried():
+    adapter = script("m", AuthFailed("bad key"), "never")
+    with pytest.raises(AuthFailed):
+        await model().complete(REQ)
+    assert len(adapter.requests) == 1
+
+
+async def test_per_call_timeout():
+    adapter = script("m", default="late")
+    adapter.delay = 1.0
+    with pytest.raises(ModelTimeout, match="within 0.1 s"):
+        await model(timeout=0.1, max_retries=0).complete(REQ)
+
+
+def test_retry_delay_honours_retry_after_and_caps_backoff():
+    p = RetryPolicy(max_retries=5, backoff_base=1, backoff_max=4)
+    assert p.delay(1, RateLimited("x", retry_after=3)) >= 3
+    assert all(p.delay(n, ModelUnavailable("x")) <= 4 for n in range(1, 10))
+    assert 0.5 <= p.delay(1, ModelUnavailable("x")) <= 1.0
+
+
+async def test_limiter_bounds_requests_in_flight():
+    lim = Limiter(max_in_flight=3)
+    active = peak = 0
+
+    async def job():
+        nonlocal active, peak
+        async with lim.slot():
+            active += 1
+            peak = max(peak, active)
+            await asyncio.sleep(0.01)
+            active -= 1
+
+    await asyncio.gather(*(job() for _ in range(40)))
+    assert peak == 3 and lim.peak_in_flight == 3 and lim.in_flight == 0
+
+
+async def test_limiter_cancelled_waiter_does_not_leak_a_slot():
+    lim = Limiter(max_in_flight=1)
+    async with lim.slot():
+        waiter = asyncio.create_task(lim._acquire())
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+    async with lim.slot():
+        assert lim.in_flight == 1
+    assert lim.in_flight == 0
+
+
+async def test_requests_per_minute_window():
+    lim = Limiter(max_in_flight=10, requests_per_minute=3, window=0.3)
+    start = time.monotonic()
+    for _ in range(4):
+        async with lim.slot():
+            pass
+    assert time.monotonic() - start >= 0.25
+
+
+async def test_tokens_per_minute_window():
+    lim = Limiter(max_in_flight=10, tokens_per_minute=100, window=0.3)
+    start = time.monotonic()
+    for _ in range(2):
+        async with lim.slot(tokens=80):
+            pass
+    assert time.monotonic() - start >= 0.25
+
+
+async def test_cache_answers_identical_requests_and_marks_them(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/c.db")
+    adapter = script("m", "first answer", "second answer")
+    m = model(store=store)
+    a = await m.complete(REQ, purpose="rubric_judge")
+    store.flush()
+    b = await m.complete(REQ, purpose="rubric_judge")
+    c = await m.complete(REQ, purpose="rubric_judge", use_cache=False)
+    store.flush()
+    calls = store.calls(limit=None)
+    store.close()
+    assert (a.text, b.text, c.text) == ("first answer", "first answer", "second answer")
+    assert b.cached and not a.cached and len(adapter.requests) == 2
+    assert sorted(x["cached"] for x in calls) == [False, False, True]
+
+
+async def test_failed_call_is_recorded_and_not_cached(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/c.db")
+    script("m", ModelUnavailable("down"), "ok now")
+    m = model(store=store, max_retries=0)
+    with pytest.raises(ModelUnavailable):
+        await m.complete(REQ, purpose="p", trace_id="t")
+    store.flush()
+    assert (await m.complete(REQ)).text == "ok now"
+    store.flush()
+    rows = store.calls(limit=None, status="error")
+    store.close()
+    assert rows[0]["error"] == "ModelUnavailable: down" and rows[0]["trace_id"] == "t"

@@ -1,0 +1,102 @@
+"""The store on SQLite and on the machine's PostgreSQL."""
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import inspect
+
+from jurist.errors import ConfigError, StoreError
+from jurist.models.base import CallRecord
+from jurist.store import Store, normalise_url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/s.db"
+    else:
+        url = request.getfixturevalue("pg_url")
+    s = Store(url)
+    with s.engine.begin() as conn:  # the PostgreSQL database is shared by the test run
+        for table in ("scores", "evaluations", "llm_calls"):
+            conn.exec_driver_sql(f"DELETE FROM {table}")
+    yield s
+    s.close()
+
+
+def call(**kw):
+    base = dict(
+        id=uuid.uuid4().hex, trace_id="t", purpose="rubric_judge", model="scripted/x", endpoint="e",
+        messages=[{"role": "user", "content": "héllo"}], params={"temperature": 0.0}, request_hash="h1",
+        response_text="SCORE: 4", input_tokens=3, output_tokens=2, latency_ms=1.5, attempts=1, status="ok",
+    )
+    base.update(kw)
+    return CallRecord(**base)
+
+
+def test_migrations_create_the_tables(store):
+    names = set(inspect(store.engine).get_table_names())
+    assert {"llm_calls", "evaluations", "scores", "alembic_version"} <= names
+    Store(store.url).close()  # opening again is a no-op migration
+
+
+def test_calls_round_trip_and_filters(store):
+    store.record_call(call())
+    store.record_call(call(status="error", error="boom", purpose="other", response_text=None))
+    store.flush()
+    assert len(store.calls(limit=None)) == 2
+    [row] = store.calls(purpose="other")
+    assert row["status"] == "error" and row["error"] == "boom"
+    [row] = store.calls(status="ok")
+    assert row["messages"] == [{"role": "user", "content": "héllo"}]
+    assert store.calls(trace_id="nope") == []
+
+
+def test_cached_reply_is_the_latest_ok_answer(store):
+    store.record_call(call(status="error", response_text=None, request_hash="h2"))
+    store.flush()
+    assert asyncio.run(store.cached_reply("h2")) is None
+    store.record_call(call(request_hash="h2", response_text="answer"))
+    store.flush()
+    assert asyncio.run(store.cached_reply("h2"))["text"] == "answer"
+
+
+def test_evaluations_with_scores(store):
+    ev = dict(id=uuid.uuid4().hex, kind="rubric", subject_id="s1", trace_id="t", status="partial", score=4.0,
+              max_score=5.0, percentage=80.0, judge_model="m", rubrics_version="1.0", source="f",
+              payload={"session_id": "s1"})
+    store.save_evaluation(ev, [
+        dict(key="a", name="A", score=4.0, max_score=5.0, weight=1.0, status="scored", reason="r",
+             judge_model="m", template_hash="x", input_tokens=1, output_tokens=1, latency_ms=1.0, call_id="c"),
+        dict(key="b", name="B", score=None, max_score=5.0, weight=1.0, status="evaluation_failed",
+             reason="timed out", judge_model="m", template_hash="x", input_tokens=0, output_tokens=0,
+             latency_ms=0.0, call_id=None),
+    ])
+    store.flush()
+    [row] = store.evaluations(kind="rubric")
+    assert row["payload"] == {"session_id": "s1"} and row["status"] == "partial"
+    scores = store.scores_of(row["id"])
+    assert [s["status"] for s in scores] == ["scored", "evaluation_failed"] and scores[1]["score"] is None
+
+
+def test_a_failed_write_is_reported_on_flush_and_the_store_keeps_working(store):
+    dup = call()
+    store.record_call(dup)
+    store.flush()
+    store.record_call(call())
+    store.record_call(dup)  # same primary key: only this row is lost
+    with pytest.raises(StoreError, match="could not write"):
+        store.flush()
+    store.record_call(call())
+    store.flush()
+    assert len(store.calls(limit=None)) == 3
+
+
+def test_url_normalisation_and_bad_urls(tmp_path):
+    assert normalise_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalise_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    with pytest.raises(ConfigError, match="JURIST_DATABASE_URL"):
+        Store("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    with pytest.raises(ConfigError):
+        Store("notadb://x")
