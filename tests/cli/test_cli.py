@@ -1,0 +1,103 @@
+"""The `jurist` command end to end, against a scripted server on 127.0.0.1."""
+
+import json
+
+from jurist.testing import Reply
+
+from tests.conftest import EXAMPLES, run_cli
+from tests.rubrics.test_batch import make_sessions
+
+FREE = str(EXAMPLES / "rubrics_freeform.json")
+S1 = str(EXAMPLES / "sessions" / "s1.jsonl")
+
+
+def env_for(server, tmp_path, **extra):
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
+           "JURIST_HOME": str(tmp_path / ".jurist"), "JURIST_JUDGE": "openai/gpt-4o-mini"}
+    env.update(extra)
+    return env
+
+
+def test_evaluate_writes_result_json(provider, tmp_path):
+    provider.default = Reply(text="SCORE: 4\nREASONING: The user was clear.")
+    out = tmp_path / "result.json"
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--output", str(out),
+                env=env_for(provider, tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["session_id"] == "s1" and result["summary"]["percentage"] == 80.0
+    assert result["judge_model"] == "openai/gpt-4o-mini"
+    assert provider.requests[0]["json"]["model"] == "gpt-4o-mini"
+
+
+def test_evaluate_exit_1_when_a_rubric_failed(provider, tmp_path):
+    provider.default = Reply(text="I refuse to score.")
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, env=env_for(provider, tmp_path), cwd=tmp_path)
+    assert r.returncode == 1
+    assert "evaluation_failed" in r.stdout
+
+
+def test_bad_input_exit_2_with_file_and_line(provider, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "wizard", "content": "x"}\n')
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", str(bad), env=env_for(provider, tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and f"{bad}:2: role 'wizard'" in r.stderr.replace("\n", "")
+    assert provider.requests == []
+
+
+def test_template_with_unknown_placeholder_fails_before_any_call(provider, tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("{rubric_name}\n{chat_session}\n{user_name}")
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--template", str(t),
+                env=env_for(provider, tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and "{user_name}" in r.stderr and provider.requests == []
+
+
+def test_batch_then_logs_show_every_call(provider, tmp_path):
+    provider.default = Reply(text='{"score": 5, "reasoning": "fine"}', delay=0.02)
+    provider.script(Reply(status=429, headers={"Retry-After": "0"}))
+    sessions = make_sessions(tmp_path / "s", 6)
+    env = env_for(provider, tmp_path)
+    r = run_cli("evaluate-batch", "--rubrics", FREE, "--sessions-dir", str(sessions), "--output-dir",
+                str(tmp_path / "out"), "--parallel", "3", "--max-concurrency", "2", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "6/6" in r.stdout and provider.peak_in_flight <= 2
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["batch_summary"]["average_score"] == 5.0
+    logs = run_cli("logs", "-n", "100", "--json", env=env, cwd=tmp_path)
+    rows = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert len(rows) == 12 and all(r["purpose"] == "rubric_judge" and r["status"] == "ok" for r in rows)
+    assert sum(r["attempts"] for r in rows) == len(provider.requests) == 13
+    table = run_cli("logs", "-n", "5", "--status", "ok", env=env, cwd=tmp_path)
+    assert table.returncode == 0 and "rubric_judge" in table.stdout and "openai/gpt-4o-mini" in table.stdout
+    # a rerun of the finished batch costs no calls
+    r = run_cli("evaluate-batch", "--rubrics", FREE, "--sessions-dir", str(sessions), "--output-dir",
+                str(tmp_path / "out"), env=env, cwd=tmp_path)
+    assert r.returncode == 0 and len(provider.requests) == 13 and "6 already done" in r.stdout
+
+
+def test_alias_from_jurist_yaml(provider, tmp_path):
+    (tmp_path / "jurist.yaml").write_text(
+        "aliases:\n  fast: mine/small-model\n"
+        f"providers:\n  mine:\n    type: openai\n    base_url: {provider.base_url}\n    api_key: k\n"
+    )
+    provider.default = Reply(text="SCORE: 3")
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--judge", "fast", cwd=tmp_path,
+                env={"JURIST_HOME": str(tmp_path / ".jurist")})
+    assert r.returncode == 0, r.stderr
+    assert provider.requests[0]["json"]["model"] == "small-model"
+
+
+def test_missing_key_and_unknown_model_say_how_to_fix(tmp_path):
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--judge", "openai/gpt-4o-mini", cwd=tmp_path)
+    assert r.returncode == 2 and "OPENAI_API_KEY" in r.stderr
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--judge", "strong", cwd=tmp_path)
+    assert r.returncode == 2 and "aliases:" in r.stderr
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "--judge", "nosuch/model", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown provider 'nosuch'" in r.stderr
+
+
+def test_bad_jurist_yaml(tmp_path):
+    (tmp_path / "jurist.yaml").write_text("max_concurrency: -3\n")
+    r = run_cli("logs", cwd=tmp_path)
+    assert r.returncode == 2 and "max_concurrency" in r.stderr and "jurist.yaml" in r.stderr
