@@ -8,9 +8,10 @@ cache, timing, usage and the call record. Adapters stay thin.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
-import uuid
+from jurist.ids import new_id
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Protocol
 
@@ -55,9 +56,16 @@ class Template:
 
 
 def _jsonable(value: Any) -> Any:
+    """A parsed verdict as plain JSON data for the record."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
     return value
 
 
@@ -129,7 +137,7 @@ class Model:
                 error = exc
                 attempts = getattr(exc, "attempts", attempts)
         latency = (time.perf_counter() - started) * 1000.0
-        call_id = uuid.uuid4().hex
+        call_id = new_id()
         status = "ok"
         if completion is not None:
             completion.latency_ms = latency

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
+from jurist.ids import new_id
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +171,7 @@ class LocalRubricJudge:
         except Exception as exc:  # the local judge failing is a failed evaluation, not a crash
             status, error = "error", f"{type(exc).__name__}: {exc}"
         out.latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
-        call_id = uuid.uuid4().hex
+        call_id = new_id()
         out.call_ids = [call_id]
         if self.sink is not None:
             request = {"question": "expresses", "statements": [i.text for i in items], "text": text}

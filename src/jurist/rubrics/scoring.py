@@ -8,7 +8,7 @@ weighted total is over the rubrics that were scored.
 from __future__ import annotations
 
 import asyncio
-import uuid
+from jurist.ids import new_id
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -113,7 +113,7 @@ class SessionEvaluator:
 
     async def evaluate(self, session: ChatSession) -> dict[str, Any]:
         """Score ``session`` against every rubric (in parallel); return result.json's content."""
-        trace_id = uuid.uuid4().hex
+        trace_id = new_id()
         formatted = format_session(session, self.char_budget)
         outcomes = await asyncio.gather(*(
             self.judge.score(r, self.rubric_set.scale_of(r), session, formatted,
@@ -131,7 +131,7 @@ class SessionEvaluator:
 def _evaluation_row(result: dict[str, Any], rubric_set: RubricSet, session: ChatSession) -> dict[str, Any]:
     s = result["summary"]
     return {
-        "id": uuid.uuid4().hex,
+        "id": new_id(),
         "kind": "rubric",
         "subject_id": session.session_id,
         "trace_id": result["trace_id"],

@@ -12,7 +12,6 @@ import asyncio
 import queue
 import sys
 import threading
-from dataclasses import asdict
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
@@ -62,6 +61,9 @@ class Store:
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
         self._writer.start()
+        self._lookups: queue.Queue[Any] = queue.Queue()
+        self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
+        self._reader.start()
         self._closed = False
 
     # -- schema ------------------------------------------------------------
@@ -81,7 +83,7 @@ class Store:
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
         """Queue one LLM call for writing; returns at once."""
-        row = asdict(record)
+        row = dict(vars(record))  # shallow: the messages are not copied
         row.pop("extra", None)
         row["created_at"] = row["created_at"] or _utcnow()
         self._queue.put(("call", row))
@@ -113,7 +115,9 @@ class Store:
             self.flush()
         finally:
             self._queue.put(_STOP)
+            self._lookups.put(_STOP)
             self._writer.join(timeout=30)
+            self._reader.join(timeout=30)
             self.engine.dispose()
 
     def _write_loop(self) -> None:
@@ -169,21 +173,54 @@ class Store:
 
     # -- reads -------------------------------------------------------------
     async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
-        """The latest successful answer to an identical request, if any."""
-        return await asyncio.to_thread(self._cached_reply, request_hash)
+        """The latest successful answer to an identical request, if any.
 
-    def _cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+        Lookups are answered by one reader thread, many per query, so a batch
+        with thousands of calls in flight pays one round trip per group.
+        """
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._lookups.put((request_hash, fut, loop))
+        return await fut
+
+    def _read_loop(self) -> None:
+        while True:
+            item = self._lookups.get()
+            if item is _STOP:
+                return
+            batch = [item]
+            while len(batch) < _BATCH:
+                try:
+                    nxt = self._lookups.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    self._lookups.put(_STOP)
+                    break
+                batch.append(nxt)
+            try:
+                found = self._cached_replies({h for h, _, _ in batch})
+                error: Exception | None = None
+            except Exception as exc:  # a failed lookup is a cache miss, reported once
+                found, error = {}, exc
+            if error is not None:
+                print(f"jurist: cache lookup failed, calling the model instead: {error}", file=sys.stderr)
+            for h, fut, loop in batch:
+                loop.call_soon_threadsafe(_resolve, fut, found.get(h))
+
+    def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
         stmt = (
-            select(llm_calls.c.response_text, llm_calls.c.input_tokens, llm_calls.c.output_tokens)
-            .where(llm_calls.c.request_hash == request_hash, llm_calls.c.status == "ok")
-            .order_by(llm_calls.c.created_at.desc())
-            .limit(1)
+            select(llm_calls.c.request_hash, llm_calls.c.response_text, llm_calls.c.input_tokens,
+                   llm_calls.c.output_tokens, llm_calls.c.created_at)
+            .where(llm_calls.c.request_hash.in_(sorted(hashes)), llm_calls.c.status == "ok",
+                   llm_calls.c.response_text.is_not(None))
+            .order_by(llm_calls.c.created_at)
         )
         with self.engine.connect() as conn:
-            row = conn.execute(stmt).first()
-        if row is None or row.response_text is None:
-            return None
-        return {"text": row.response_text, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens}
+            rows = conn.execute(stmt).all()
+        # ordered oldest first, so the latest answer for a hash wins
+        return {r.request_hash: {"text": r.response_text, "input_tokens": r.input_tokens,
+                                 "output_tokens": r.output_tokens} for r in rows}
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
@@ -203,6 +240,11 @@ class Store:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

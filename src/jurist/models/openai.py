@@ -1,0 +1,354 @@
+"""Adapter for any OpenAI-compatible chat-completions endpoint.
+
+One adapter covers OpenAI, vLLM, Ollama, LM Studio, llama.cpp server, Groq and
+OpenRouter: only ``base_url`` and ``api_key`` differ. It turns a
+:class:`~jurist.models.base.ChatRequest` into one ``chat.completions.create``
+call through the official ``openai`` SDK and maps the SDK's errors onto
+:mod:`jurist.errors` in :func:`map_openai_error`. It never retries
+(``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any, AsyncIterator, Mapping
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from jurist.errors import (
+    AuthFailed,
+    ConfigError,
+    JuristError,
+    ModelError,
+    ModelTimeout,
+    ModelUnavailable,
+    RateLimited,
+    RequestRejected,
+)
+from jurist.models.base import ChatRequest, Completion
+
+__all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
+
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "none"  # sent to self-hosted servers that take no key
+
+
+def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Timeout and transport exception classes of the HTTP libraries the SDKs use.
+
+    Recent SDKs run on ``httpx2``, older ones on ``httpx``; a few raw transport
+    errors (e.g. while reading a stream) escape the SDKs' own wrapping.
+    """
+    timeouts: list[type[Exception]] = []
+    transport: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS = _transport_errors()
+
+
+class OpenAIChat:
+    """``ChatModel`` for an OpenAI-compatible endpoint, through ``AsyncOpenAI``.
+
+    ``structured_output``: ``"json_schema"`` always sends the request's schema
+    as ``response_format``; ``"prompt"`` never does (the prompt asks for JSON);
+    ``"auto"`` sends it until the endpoint refuses it with a 400, then retries
+    that call without it and leaves it out for this adapter from then on.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: str = "openai",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        structured_output: str = "auto",
+    ) -> None:
+        if structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise ConfigError(
+                f"structured_output={structured_output!r} for {provider}/{model}: "
+                f"use one of {', '.join(STRUCTURED_OUTPUT_MODES)}"
+            )
+        base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL")
+        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            if base_url is None:
+                raise ConfigError(
+                    f"{provider}/{model} needs an API key: set OPENAI_API_KEY, pass api_key, "
+                    f"or set providers.{provider}.api_key in jurist.yaml"
+                )
+            api_key = NO_KEY
+        self.model = model
+        self.provider = provider
+        self.name = f"{provider}/{model}"
+        self.structured_output = structured_output
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=_http_client()
+        )
+        self.endpoint = str(self._client.base_url).rstrip("/")
+        # False once an "auto" endpoint has refused response_format=json_schema.
+        self.schema_supported = structured_output != "prompt"
+
+    # -- the ChatModel protocol ---------------------------------------------
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
+        """Send one request and return its completion (text "" when empty)."""
+        try:
+            response = await self._create(request, timeout, stream=False)
+            return self._completion(response)
+        except Exception as exc:
+            mapped = self._map(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+        """Yield the reply's text deltas as they arrive."""
+        try:
+            response = await self._create(request, timeout, stream=True)
+            async with response:
+                async for chunk in response:
+                    for choice in chunk.choices or []:
+                        delta = choice.delta.content if choice.delta is not None else None
+                        if delta:
+                            yield delta
+        except Exception as exc:
+            mapped = self._map(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its connections."""
+        await self._client.close()
+
+    # -- internals -----------------------------------------------------------
+
+    async def _create(self, request: ChatRequest, timeout: float | None, *, stream: bool) -> Any:
+        """One ``create`` call; in "auto" mode, one retry without the schema on a 400."""
+        use_schema = request.response_schema is not None and self.schema_supported
+        try:
+            return await self._send(request, timeout, stream=stream, use_schema=use_schema)
+        except (openai.BadRequestError, openai.UnprocessableEntityError):
+            if not (use_schema and self.structured_output == "auto"):
+                raise
+        response = await self._send(request, timeout, stream=stream, use_schema=False)
+        # Only now is it clear the schema, not the request, was what the endpoint refused.
+        self.schema_supported = False
+        return response
+
+    async def _send(self, request: ChatRequest, timeout: float | None, *, stream: bool, use_schema: bool) -> Any:
+        params: dict[str, Any] = {"model": self.model, "messages": _messages(request.messages)}
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            params["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if use_schema:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": False},
+            }
+        if stream:
+            params["stream"] = True
+            return await self._client.chat.completions.create(
+                **params, timeout=timeout if timeout is not None else openai.NOT_GIVEN
+            )
+        # The SDK's generic POST: same auth, base URL, timeouts and error types
+        # as ``chat.completions.create``, without building typed request and
+        # response objects, which cost about 1 ms of CPU per call.
+        return await self._client.post(
+            "/chat/completions", body=params, cast_to=object, options={"timeout": timeout} if timeout else {}
+        )
+
+    def _completion(self, response: Any) -> Completion:
+        if isinstance(response, ChatCompletion):
+            response = response.model_dump()
+        if not isinstance(response, dict) or "choices" not in response:
+            raise ModelUnavailable(
+                f"{self.name} at {self.endpoint} answered with something that is not a chat completion; "
+                "check that base_url points at an OpenAI-compatible /v1 endpoint",
+                model=self.name,
+            )
+        try:
+            choice = response["choices"][0]
+            text = (choice.get("message") or {}).get("content") or ""
+            usage = response.get("usage") or {}
+            return Completion(
+                text=text if isinstance(text, str) else str(text),
+                model=self.name,
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                finish_reason=choice.get("finish_reason"),
+            )
+        except (AttributeError, IndexError, TypeError, KeyError, ValueError) as exc:
+            raise ModelUnavailable(
+                f"{self.name} at {self.endpoint} sent a chat completion without the expected fields "
+                f"({type(exc).__name__}: {exc}); the server may not be OpenAI-compatible",
+                model=self.name,
+            ) from exc
+
+    def _map(self, exc: Exception) -> Exception:
+        """Our error for ``exc`` (``exc`` itself when it is ours already or unknown)."""
+        return map_openai_error(exc, model=self.name, endpoint=self.endpoint, key_hint=self._key_hint())
+
+    def _key_hint(self) -> str:
+        if self.provider == "openai":
+            return "set OPENAI_API_KEY (or api_key in jurist.yaml) to a valid key"
+        return f"set providers.{self.provider}.api_key in jurist.yaml (or its API-key env var) to a valid key"
+
+
+def _http_client() -> Any:
+    """The SDK's aiohttp transport where it is installed (much less CPU per call
+    than the default one under many requests in flight), else the default."""
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return None
+    return openai.DefaultAioHttpClient()
+
+
+def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Our messages in OpenAI form; a ``tool`` turn without a call id becomes user text."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "tool" and "tool_call_id" not in m:
+            out.append({"role": "user", "content": f"[tool result] {m.get('content') or ''}"})
+        else:
+            out.append(dict(m))
+    return out
+
+
+def map_openai_error(exc: BaseException, *, model: str, endpoint: str, key_hint: str) -> Exception:
+    """The one place where ``openai`` SDK (and transport) errors become jurist errors.
+
+    Returns the exception to raise; anything unknown is returned unchanged.
+    """
+    where = f"{model} at {endpoint}"
+    if isinstance(exc, JuristError):
+        return exc
+    if isinstance(exc, (openai.APITimeoutError, *HTTP_TIMEOUTS)) and not _dropped_connection(exc):
+        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
+    if isinstance(exc, (openai.APIConnectionError, *HTTP_TRANSPORT_ERRORS)):
+        return ModelUnavailable(
+            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
+            "running and base_url is right",
+            model=model,
+        )
+    if isinstance(exc, openai.APIStatusError):
+        return status_error(
+            exc.status_code, error_text(exc), exc.response.headers, model=model, where=where, key_hint=key_hint
+        )
+    if isinstance(exc, openai.APIError):  # an error event in the middle of a stream, or an invalid body
+        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
+    if isinstance(exc, json.JSONDecodeError):
+        return ModelUnavailable(
+            f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
+            "OpenAI-compatible",
+            model=model,
+        )
+    if isinstance(exc, openai.OpenAIError):
+        return ModelUnavailable(f"{where} failed: {exc}", model=model)
+    return exc
+
+
+def _dropped_connection(exc: BaseException) -> bool:
+    """True when a "timeout" is really a connection the server closed.
+
+    The SDK's aiohttp transport reports every aiohttp connection error as a
+    connect timeout; the original error is still in the exception chain.
+    """
+    try:
+        import aiohttp
+    except ImportError:
+        return False
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 10:
+        if isinstance(cur, aiohttp.ClientConnectionError) and not isinstance(cur, aiohttp.ServerTimeoutError):
+            return not isinstance(cur, (aiohttp.ConnectionTimeoutError, aiohttp.SocketTimeoutError))
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
+
+
+def status_error(
+    status: int, detail: str, headers: Mapping[str, str], *, model: str, where: str, key_hint: str
+) -> ModelError:
+    """Turn an HTTP error status into the jurist error for it (shared by the adapters)."""
+    said = f": {detail}" if detail else ""
+    if status == 429:
+        retry_after = retry_after_seconds(headers)
+        wait = f"retry after {retry_after:g} s, or " if retry_after is not None else ""
+        return RateLimited(
+            f"{where} is rate limiting (429){said}; {wait}lower max_in_flight / requests per minute for it",
+            retry_after=retry_after,
+            model=model,
+            status=status,
+        )
+    if status in (401, 403):
+        return AuthFailed(f"{where} refused the credentials ({status}){said}; {key_hint}", model=model, status=status)
+    if status == 408:
+        return ModelTimeout(f"{where} timed out the request (408){said}; try again", model=model, status=status)
+    if status >= 500 or status < 400:
+        return ModelUnavailable(
+            f"{where} failed on its side ({status}){said}; try again later or use another model",
+            model=model,
+            status=status,
+        )
+    return RequestRejected(
+        f"{where} rejected the request ({status}){said}; check the model name, the parameters and the "
+        "prompt size",
+        model=model,
+        status=status,
+    )
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def error_text(exc: Any) -> str:
+    """The server's own error message, if its body has one."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str):
+        return body[:200]
+    return ""

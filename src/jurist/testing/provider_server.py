@@ -1,0 +1,447 @@
+"""A scripted LLM provider on 127.0.0.1 for tests and benchmarks.
+
+One real HTTP server speaks both wire formats jurist talks to:
+
+* OpenAI chat completions, ``POST /v1/chat/completions`` (JSON, or SSE
+  ``data: {...}`` chunks ending in ``data: [DONE]`` when ``stream`` is true);
+* Anthropic messages, ``POST /v1/messages`` (JSON, or the SSE events
+  ``message_start`` ... ``message_stop``).
+
+Tests script the replies (text, status, latency, headers, raw bodies, hangs,
+dropped connections) and read back what arrived::
+
+    with ProviderServer() as server:
+        server.script(Reply(status=429, headers={"Retry-After": "1"}), Reply(text="hi"))
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test")
+        ...
+        assert server.requests[0]["json"]["model"] == "gpt-test"
+
+Only the standard library is used, so the same server also runs on its own
+for benchmarks: ``python -m jurist.testing.provider_server --port 0 --latency 0.2``
+prints its base URL and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Union
+
+__all__ = ["ProviderServer", "Reply", "Responder"]
+
+DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``body`` (raw bytes) overrides everything else."""
+
+    text: str | None = DEFAULT_TEXT  # message content
+    status: int = 200
+    delay: float = 0.0  # seconds before answering
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "1"}
+    body: str | bytes | None = None  # raw body (malformed or truncated JSON)
+    hang: bool = False  # accept the request and never answer (until the server stops)
+    drop: bool = False  # close the connection without any response
+    input_tokens: int = 10
+    output_tokens: int = 5
+    finish_reason: str = "stop"
+
+
+Responder = Union[Reply, Callable[[dict], Reply]]
+
+_OPENAI_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+
+
+class ProviderServer:
+    """A threaded HTTP server on 127.0.0.1 that answers as OpenAI and Anthropic.
+
+    Replies queued with :meth:`script` are used in order, then ``default``.
+    A responder may be a :class:`Reply` or a callable taking the parsed
+    request JSON and returning one.
+    """
+
+    def __init__(self, default: Responder = Reply(), *, port: int = 0) -> None:
+        # A copy, so a test that edits its server's default reply edits no other's.
+        self.default: Responder = copy.deepcopy(default) if isinstance(default, Reply) else default
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._port = port
+        self._queue: deque[Responder] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> "ProviderServer":
+        """Bind a port (random unless given) and serve on a daemon thread."""
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = _HTTPServer(("127.0.0.1", self._port), _Handler, self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: release hanging requests and close every connection."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.close_connections()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "ProviderServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("ProviderServer is not started; call start() or use it as a context manager")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """Base URL for the OpenAI SDK (``.../v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Base URL for the Anthropic SDK (no ``/v1``; the SDK adds it)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- scripting -----------------------------------------------------------
+
+    def script(self, *replies: Responder) -> None:
+        """Queue replies; they are consumed in order, then ``default`` answers."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        """Forget queued replies, recorded requests and the in-flight peak."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.peak_in_flight = self.in_flight
+
+    # -- used by the handler -------------------------------------------------
+
+    def _begin(self, record: dict[str, Any], *, take: bool = True) -> Responder:
+        """Record an arriving request; ``take`` the next scripted reply for it."""
+        with self._lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            return self._queue.popleft() if take and self._queue else self.default
+
+    def _end(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            record["finished"] = time.monotonic()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 1024  # benchmarks open many connections at once
+
+    def __init__(self, address: tuple[str, int], handler: type, owner: ProviderServer) -> None:
+        self.owner = owner
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conns_lock:
+            self._conns.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conns_lock:
+            self._conns.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Unblock handler threads sitting on idle keep-alive connections."""
+        with self._conns_lock:
+            conns = list(self._conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as separate writes; without this, Nagle's
+        # algorithm and delayed ACKs add ~40 ms to every keep-alive reply.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._send_error_json(404, f"no route for GET {self.path}", anthropic=False)
+
+    def do_POST(self) -> None:  # noqa: N802
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0]
+        anthropic = path.rstrip("/").endswith("/messages")
+        known = anthropic or path.rstrip("/").endswith("/chat/completions")
+        try:
+            payload = json.loads(raw or b"null")
+        except ValueError:
+            payload = None
+        record: dict[str, Any] = {
+            "path": path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "json": payload,
+            "started": time.monotonic(),
+            "finished": None,
+        }
+        self._record: dict[str, Any] | None = record
+        # A request the server cannot route or parse does not use up a scripted reply.
+        responder = owner._begin(record, take=known and isinstance(payload, dict))
+        try:
+            self._answer(responder, payload, path, anthropic)
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        """Count the request as done, once; called just before the reply is written,
+        so a client holding its answer never sees its own request still in flight."""
+        record, self._record = getattr(self, "_record", None), None
+        if record is not None:
+            self.server.owner._end(record)
+
+    def _answer(self, responder: Responder, payload: Any, path: str, anthropic: bool) -> None:
+        stopping = self.server.owner._stopping
+        if not isinstance(payload, dict):
+            self._send_error_json(400, "request body is not a JSON object", anthropic=anthropic)
+            return
+        if not (anthropic or path.rstrip("/").endswith("/chat/completions")):
+            self._send_error_json(404, f"no route for POST {path}", anthropic=False)
+            return
+        try:
+            reply = responder(payload) if callable(responder) else responder
+        except Exception as exc:  # a broken test responder: say so on the wire
+            self._send_error_json(500, f"responder raised {exc!r}", anthropic=anthropic)
+            return
+        if reply.delay > 0 and stopping.wait(reply.delay):
+            self.close_connection = True
+            return
+        if reply.hang:
+            stopping.wait()
+            self.close_connection = True
+            return
+        if reply.drop:
+            self.close_connection = True
+            return
+        if reply.body is not None:
+            body = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            kind = "text/event-stream" if payload.get("stream") else "application/json"
+            self._send(reply.status, body, kind, reply.headers)
+        elif reply.status >= 400:
+            self._send_error_json(reply.status, None, anthropic=anthropic, headers=reply.headers)
+        elif payload.get("stream"):
+            events = _anthropic_events(reply, payload) if anthropic else _openai_chunks(reply, payload)
+            self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
+        else:
+            data = _anthropic_message(reply, payload) if anthropic else _openai_completion(reply, payload)
+            self._send(reply.status, json.dumps(data).encode(), "application/json", reply.headers)
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self._finish()
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def _send_error_json(
+        self, status: int, message: str | None, *, anthropic: bool, headers: dict[str, str] | None = None
+    ) -> None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Overloaded" if status == 529 else "Error"
+        message = message or f"{status} {phrase} (scripted by the test)"
+        if anthropic:
+            kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            data: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            kind = _OPENAI_ERROR_TYPES.get(status, "server_error")
+            data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        self._send(status, json.dumps(data).encode(), "application/json", headers)
+
+
+# -- reply bodies -------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+def _pieces(text: str | None) -> list[str]:
+    """Split text into word-sized deltas (whitespace kept), as a stream would."""
+    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
+
+
+def _openai_completion(reply: Reply, req: dict) -> dict:
+    return {
+        "id": f"chatcmpl-{next(_counter)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "test-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
+def _openai_chunks(reply: Reply, req: dict) -> list[str]:
+    base = {
+        "id": f"chatcmpl-{next(_counter)}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": req.get("model", "test-model"),
+    }
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    out.append(chunk({}, reply.finish_reason))
+    if (req.get("stream_options") or {}).get("include_usage"):
+        usage = {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        }
+        out.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
+    out.append("data: [DONE]\n\n")
+    return out
+
+
+def _anthropic_message(reply: Reply, req: dict) -> dict:
+    return {
+        "id": f"msg_{next(_counter)}",
+        "type": "message",
+        "role": "assistant",
+        "model": req.get("model", "test-model"),
+        "content": [{"type": "text", "text": reply.text}] if reply.text is not None else [],
+        "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }
+
+
+def _anthropic_events(reply: Reply, req: dict) -> list[str]:
+    def event(name: str, data: dict) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    message = _anthropic_message(reply, req)
+    message.update(content=[], stop_reason=None)
+    message["usage"] = {"input_tokens": reply.input_tokens, "output_tokens": 1}
+    out = [event("message_start", {"message": message})]
+    out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+    out.append(event("ping", {}))
+    for piece in _pieces(reply.text):
+        out.append(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
+    out.append(event("content_block_stop", {"index": 0}))
+    stop = _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason)
+    out.append(
+        event(
+            "message_delta",
+            {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": reply.output_tokens}},
+        )
+    )
+    out.append(event("message_stop", {}))
+    return out
+
+
+# -- command line ---------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve fixed-latency replies until killed; print the OpenAI base URL first."""
+    parser = argparse.ArgumentParser(
+        prog="python -m jurist.testing.provider_server",
+        description="Scripted OpenAI/Anthropic-compatible server on 127.0.0.1 for benchmarks.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--text", default=DEFAULT_TEXT, help="message content of every reply")
+    args = parser.parse_args(argv)
+    server = ProviderServer(Reply(text=args.text, delay=args.latency), port=args.port).start()
+    print(server.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""OpenAIChat against the scripted provider on 127.0.0.1 (no SDK patching)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from email.utils import formatdate
+from typing import AsyncIterator
+
+import pytest
+
+from jurist.errors import (
+    AuthFailed,
+    ConfigError,
+    ModelTimeout,
+    ModelUnavailable,
+    RateLimited,
+    RequestRejected,
+)
+from jurist.models.base import ChatModel, ChatRequest
+from jurist.models.openai import OpenAIChat, retry_after_seconds
+from jurist.testing import ProviderServer, Reply
+
+SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
+
+
+def ask(text: str = "Rate this.", **kw: object) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "system", "content": "You judge."}, {"role": "user", "content": text}], **kw)
+
+
+@pytest.fixture
+async def chat(server: ProviderServer) -> AsyncIterator[OpenAIChat]:
+    adapter = OpenAIChat("gpt-test", base_url=server.base_url, api_key="test-key")
+    yield adapter
+    await adapter.aclose()
+
+
+async def test_complete_returns_text_usage_and_sends_params(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(text="hello", input_tokens=12, output_tokens=3, finish_reason="length"))
+    out = await chat.complete(ask(temperature=0.2, max_tokens=50, seed=7))
+    assert (out.text, out.model, out.input_tokens, out.output_tokens, out.finish_reason) == (
+        "hello", "openai/gpt-test", 12, 3, "length",
+    )  # fmt: skip
+    (req,) = server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["authorization"] == "Bearer test-key"
+    body = req["json"]
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == ask().messages
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.2, 50, 7)
+    assert "response_format" not in body and "stream" not in body
+
+
+async def test_identity_and_protocol(chat: OpenAIChat, server: ProviderServer) -> None:
+    assert isinstance(chat, ChatModel)
+    assert chat.name == "openai/gpt-test"
+    assert chat.endpoint == server.base_url
+    other = OpenAIChat("qwen3:14b", provider="ollama", base_url=server.base_url, api_key="x")
+    assert other.name == "ollama/qwen3:14b"
+    await other.aclose()
+
+
+async def test_unset_params_are_not_sent(chat: OpenAIChat, server: ProviderServer) -> None:
+    await chat.complete(ask(temperature=None, max_tokens=None))
+    body = server.requests[0]["json"]
+    assert not {"temperature", "max_tokens", "seed"} & body.keys()
+
+
+async def test_structured_output_request_shape(chat: OpenAIChat, server: ProviderServer) -> None:
+    await chat.complete(ask(response_schema=SCHEMA, schema_name="rubric_score"))
+    assert server.requests[0]["json"]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "rubric_score", "schema": SCHEMA, "strict": False},
+    }
+
+
+async def test_prompt_mode_never_sends_the_schema(server: ProviderServer) -> None:
+    chat = OpenAIChat("m", base_url=server.base_url, api_key="k", structured_output="prompt")
+    try:
+        await chat.complete(ask(response_schema=SCHEMA))
+    finally:
+        await chat.aclose()
+    assert "response_format" not in server.requests[0]["json"]
+
+
+def _refuses_schema(req: dict) -> Reply:
+    return Reply(status=400) if "response_format" in req else Reply(text='{"score": 3}')
+
+
+async def test_schema_rejected_with_400_falls_back_and_is_remembered(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.default = _refuses_schema
+    first = await chat.complete(ask(response_schema=SCHEMA))
+    assert first.text == '{"score": 3}'
+    assert ["response_format" in r["json"] for r in server.requests] == [True, False]
+    assert chat.schema_supported is False
+    await chat.complete(ask(response_schema=SCHEMA))
+    assert len(server.requests) == 3 and "response_format" not in server.requests[2]["json"]
+
+
+async def test_json_schema_mode_does_not_fall_back(server: ProviderServer) -> None:
+    chat = OpenAIChat("m", base_url=server.base_url, api_key="k", structured_output="json_schema")
+    server.default = _refuses_schema
+    try:
+        with pytest.raises(RequestRejected):
+            await chat.complete(ask(response_schema=SCHEMA))
+    finally:
+        await chat.aclose()
+    assert len(server.requests) == 1 and chat.schema_supported is True
+
+
+async def test_a_400_that_is_not_about_the_schema_is_not_remembered(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.default = Reply(status=400)
+    with pytest.raises(RequestRejected) as info:
+        await chat.complete(ask(response_schema=SCHEMA))
+    assert info.value.status == 400
+    assert len(server.requests) == 2  # tried once without the schema, which failed too
+    assert chat.schema_supported is True
+
+
+async def test_stream_yields_text_deltas(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(text="The answer is fine."))
+    deltas = [d async for d in chat.stream(ask())]
+    assert len(deltas) > 1 and "".join(deltas) == "The answer is fine."
+    assert server.requests[0]["json"]["stream"] is True
+
+
+async def test_stream_error_status_and_error_event(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(status=503), Reply(body='data: {"error": {"message": "boom", "type": "server_error"}}\n\n'))
+    with pytest.raises(ModelUnavailable):
+        [d async for d in chat.stream(ask())]
+    with pytest.raises(ModelUnavailable, match="boom"):
+        [d async for d in chat.stream(ask())]
+
+
+async def test_429_with_retry_after_seconds(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(status=429, headers={"Retry-After": "2"}))
+    with pytest.raises(RateLimited) as info:
+        await chat.complete(ask())
+    assert info.value.retry_after == 2.0 and info.value.status == 429 and info.value.retryable
+    assert "429" in str(info.value)
+
+
+async def test_429_with_retry_after_http_date(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(status=429, headers={"Retry-After": formatdate(time.time() + 30, usegmt=True)}))
+    with pytest.raises(RateLimited) as info:
+        await chat.complete(ask())
+    assert info.value.retry_after is not None and 25 <= info.value.retry_after <= 31
+
+
+async def test_429_without_retry_after(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(status=429))
+    with pytest.raises(RateLimited) as info:
+        await chat.complete(ask())
+    assert info.value.retry_after is None
+
+
+def test_retry_after_parsing() -> None:
+    assert retry_after_seconds({"retry-after": "1.5"}) == 1.5
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_seconds({"retry-after": formatdate(time.time() - 60, usegmt=True)}) == 0.0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (500, ModelUnavailable),
+        (502, ModelUnavailable),
+        (503, ModelUnavailable),
+        (401, AuthFailed),
+        (403, AuthFailed),
+        (400, RequestRejected),
+        (404, RequestRejected),
+        (422, RequestRejected),
+        (408, ModelTimeout),
+    ],
+)
+async def test_status_mapping(chat: OpenAIChat, server: ProviderServer, status: int, error: type) -> None:
+    server.script(Reply(status=status))
+    with pytest.raises(error) as info:
+        await chat.complete(ask())
+    assert type(info.value) is error and info.value.status == status
+    assert info.value.model == "openai/gpt-test"
+
+
+async def test_auth_failure_says_what_to_set(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(status=401))
+    with pytest.raises(AuthFailed, match="OPENAI_API_KEY"):
+        await chat.complete(ask())
+    groq = OpenAIChat("llama", provider="groq", base_url=server.base_url, api_key="k")
+    server.script(Reply(status=401))
+    try:
+        with pytest.raises(AuthFailed, match="providers.groq.api_key"):
+            await groq.complete(ask())
+    finally:
+        await groq.aclose()
+
+
+async def test_hang_with_short_timeout_is_model_timeout(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(hang=True))
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout):
+        await chat.complete(ask(), timeout=0.3)
+    assert time.monotonic() - started < 3
+
+
+async def test_dropped_connection_is_unavailable(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.script(Reply(drop=True))
+    with pytest.raises(ModelUnavailable):
+        await chat.complete(ask())
+
+
+async def test_unreachable_endpoint_is_unavailable(server: ProviderServer) -> None:
+    url = server.base_url
+    server.stop()
+    chat = OpenAIChat("m", base_url=url, api_key="k")
+    try:
+        with pytest.raises(ModelUnavailable, match="could not be reached"):
+            await chat.complete(ask(), timeout=2)
+    finally:
+        await chat.aclose()
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"choices": [', "not json at all", '{"unexpected": 1}', '{"choices": []}', "[]"],
+)
+async def test_malformed_body_is_unavailable(chat: OpenAIChat, server: ProviderServer, body: str) -> None:
+    server.script(Reply(body=body))
+    with pytest.raises(ModelUnavailable):
+        await chat.complete(ask())
+
+
+@pytest.mark.parametrize("text", [None, ""])
+async def test_empty_content_becomes_empty_text(chat: OpenAIChat, server: ProviderServer, text: str | None) -> None:
+    server.script(Reply(text=text))
+    assert (await chat.complete(ask())).text == ""
+
+
+async def test_tool_turns_without_call_id_become_user_text(chat: OpenAIChat, server: ProviderServer) -> None:
+    await chat.complete(ChatRequest(messages=[{"role": "user", "content": "q"}, {"role": "tool", "content": "42"}]))
+    assert server.requests[0]["json"]["messages"][1] == {"role": "user", "content": "[tool result] 42"}
+
+
+async def test_concurrent_calls_are_in_flight_together(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.default = Reply(delay=0.3)
+    outs = await asyncio.gather(*(chat.complete(ask(f"item {i}")) for i in range(8)))
+    assert len(outs) == 8 and server.peak_in_flight == 8 and server.in_flight == 0
+
+
+async def test_environment_is_read_at_construction(server: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "env-key")
+    chat = OpenAIChat("m")
+    monkeypatch.setenv("OPENAI_API_KEY", "changed-later")
+    try:
+        assert chat.endpoint == server.base_url
+        await chat.complete(ask())
+    finally:
+        await chat.aclose()
+    assert server.requests[0]["headers"]["authorization"] == "Bearer env-key"
+
+
+async def test_self_hosted_endpoint_needs_no_key(server: ProviderServer) -> None:
+    chat = OpenAIChat("m", provider="vllm", base_url=server.base_url)
+    try:
+        assert (await chat.complete(ask())).text
+    finally:
+        await chat.aclose()
+
+
+def test_missing_key_for_openai_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        OpenAIChat("gpt-4o-mini")
+
+
+def test_unknown_structured_output_mode_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="structured_output"):
+        OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", structured_output="grammar")
