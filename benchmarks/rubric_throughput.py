@@ -64,6 +64,8 @@ def run(sessions: int, rubrics: int, latency: float, concurrency: int, parallel:
     from jurist.rubrics import evaluate_batch
     from jurist.rubrics.models import RubricSet
 
+    import jurist.models.openai  # noqa: F401  (one-time import cost, outside the measured run)
+
     proc, base_url = start_server(latency)
     try:
         with tempfile.TemporaryDirectory() as tmp:

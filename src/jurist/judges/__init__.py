@@ -1,6 +1,7 @@
 """Turning a model into a judge: templates, parsing, the Judge and its verdicts."""
 
 from jurist.judges.judge import FAILED, OK, Judge, Verdict
+from jurist.judges.meaning import LLMMeaningJudge
 from jurist.judges.parsing import ItemReply, ScoreReply, extract_json, parse_items, parse_score
 from jurist.judges.templates import PromptTemplate, builtin, from_file
 
@@ -9,6 +10,7 @@ __all__ = [
     "OK",
     "ItemReply",
     "Judge",
+    "LLMMeaningJudge",
     "PromptTemplate",
     "ScoreReply",
     "Verdict",

@@ -20,6 +20,11 @@ from typing import Any, AsyncIterator, Mapping
 import openai
 from openai.types.chat import ChatCompletion
 
+try:  # the SDK's faster transport, installed with openai[aiohttp]
+    import aiohttp
+except ImportError:  # pragma: no cover - the default transport still works
+    aiohttp = None  # type: ignore[assignment]
+
 from jurist.errors import (
     AuthFailed,
     ConfigError,
@@ -216,11 +221,7 @@ class OpenAIChat:
 def _http_client() -> Any:
     """The SDK's aiohttp transport where it is installed (much less CPU per call
     than the default one under many requests in flight), else the default."""
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return None
-    return openai.DefaultAioHttpClient()
+    return openai.DefaultAioHttpClient() if aiohttp is not None else None
 
 
 def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -273,9 +274,7 @@ def _dropped_connection(exc: BaseException) -> bool:
     The SDK's aiohttp transport reports every aiohttp connection error as a
     connect timeout; the original error is still in the exception chain.
     """
-    try:
-        import aiohttp
-    except ImportError:
+    if aiohttp is None:
         return False
     seen = 0
     cur: BaseException | None = exc

@@ -12,6 +12,7 @@ import asyncio
 import queue
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
@@ -29,6 +30,10 @@ from jurist.store.tables import evaluations, llm_calls, scores
 
 _BATCH = 500
 _STOP = object()
+# How long the background threads wait for more work before a round trip:
+# writes and cache lookups then go to the database many at a time.
+_WRITE_LINGER = 0.05
+_READ_LINGER = 0.002
 
 
 def normalise_url(url: str) -> str:
@@ -122,13 +127,7 @@ class Store:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
-            batch = [item]
-            while len(batch) < _BATCH:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            batch = _drain(self._queue, _WRITE_LINGER)
             stop = False
             pending: list[Any] = []
             waiters: list[threading.Event] = []
@@ -185,19 +184,11 @@ class Store:
 
     def _read_loop(self) -> None:
         while True:
-            item = self._lookups.get()
-            if item is _STOP:
+            batch = _drain(self._lookups, _READ_LINGER)
+            if _STOP in batch:
+                for h, fut, loop in (b for b in batch if b is not _STOP):
+                    _answer(loop, fut, None)
                 return
-            batch = [item]
-            while len(batch) < _BATCH:
-                try:
-                    nxt = self._lookups.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    self._lookups.put(_STOP)
-                    break
-                batch.append(nxt)
             try:
                 found = self._cached_replies({h for h, _, _ in batch})
                 error: Exception | None = None
@@ -206,7 +197,7 @@ class Store:
             if error is not None:
                 print(f"jurist: cache lookup failed, calling the model instead: {error}", file=sys.stderr)
             for h, fut, loop in batch:
-                loop.call_soon_threadsafe(_resolve, fut, found.get(h))
+                _answer(loop, fut, found.get(h))
 
     def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
         stmt = (
@@ -242,9 +233,33 @@ class Store:
         self.close()
 
 
+def _drain(q: "queue.Queue[Any]", linger: float) -> list[Any]:
+    """Block for one item, then gather more for up to ``linger`` seconds
+    (at most ``_BATCH``); a flush or stop request ends the wait at once."""
+    batch = [q.get()]
+    deadline = time.monotonic() + linger
+    while len(batch) < _BATCH:
+        last = batch[-1]
+        if last is _STOP or (isinstance(last, tuple) and last and last[0] == "flush"):
+            break
+        remaining = deadline - time.monotonic()
+        try:
+            batch.append(q.get(timeout=remaining) if remaining > 0 else q.get_nowait())
+        except queue.Empty:
+            break
+    return batch
+
+
 def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
     if not fut.done():
         fut.set_result(value)
+
+
+def _answer(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], value: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(_resolve, fut, value)
+    except RuntimeError:  # that event loop has closed; nobody is waiting
+        pass
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,0 +1,24 @@
+# jurist: one-command set-up, demo and tests.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install demo test bench
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# torch is pinned to the CPU build so the `local` extra does not pull a GPU build.
+install: $(PY)
+	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,test]"
+
+demo: install
+	$(VENV)/bin/jurist demo
+
+test:
+	$(PY) -m pytest -q
+
+bench:
+	$(PY) benchmarks/rubric_throughput.py
+	$(PY) benchmarks/rubric_throughput.py --memory 1000 10000
+	$(PY) benchmarks/local_judge_accuracy.py

@@ -1,0 +1,36 @@
+"""`jurist demo` from a clean folder: offline, every call on record."""
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.mark.slow
+def test_demo_runs_offline_from_a_clean_folder(tmp_path):
+    env = {"JURIST_HOME": str(tmp_path / ".jurist"), "HF_HUB_OFFLINE": "1"}
+    r = run_cli("demo", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "jurist-demo" / "rubrics"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["batch_summary"]["total_sessions"] == 5
+    assert summary["failures"]["evaluations_failed"] == 0
+    assert all(r["judge_model"] == "local/minilm" for r in
+               json.loads((out / "s1_result.json").read_text())["rubric_scores"])
+    assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
+    logs = run_cli("logs", "-n", "50", "--json", cwd=tmp_path, env=env)
+    rows = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert len(rows) == 15 and {x["model"] for x in rows} == {"local/minilm"}
+
+
+def test_no_judge_configured_says_how_to_configure_one(tmp_path):
+    """Without a judge the local one is used, announced on stderr with how to configure an LLM."""
+    from tests.conftest import EXAMPLES
+
+    r = run_cli("evaluate", "--rubrics", str(EXAMPLES / "rubrics_freeform.json"), "--session",
+                str(EXAMPLES / "sessions" / "s1.jsonl"), cwd=tmp_path,
+                env={"JURIST_HOME": str(tmp_path / ".jurist")})
+    assert "no judge configured" in r.stderr and "JURIST_JUDGE=openai/gpt-4o-mini" in r.stderr
+    assert r.returncode == 1  # free-form rubrics: the local judge refuses, never a made-up score
+    assert "the local judge cannot score free-form rubric rubric_001; configure an LLM judge" in r.stdout
