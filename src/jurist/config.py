@@ -56,6 +56,7 @@ class Settings(BaseModel):
     seed: int | None = 0
     max_tokens: int = Field(default=1024, ge=1)
     session_char_budget: int = Field(default=60_000, ge=200)
+    score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
     rubric_timeout: float = Field(default=120.0, gt=0)
     config_file: str | None = None
 

@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         """Score the bundled example sessions against their rubrics, offline, and report."""
         settings = load_settings(config)
         ex = examples_dir()
-        rubric_set = load_rubrics(ex / "rubrics.json")
+        rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
         judge_ref = judge or LOCAL_JUDGE
         console.print(Panel.fit(
             f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge [bold]{judge_ref}[/]",

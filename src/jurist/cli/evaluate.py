@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score one chat session against a rubrics file."""
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
-        rubric_set = load_rubrics(rubrics)
+        rubric_set = load_rubrics(rubrics, settings.score_scale)
         result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template, settings=settings))
         if output:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score every session in a folder; resumable (a rerun scores only what has no result)."""
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
-        rubric_set = load_rubrics(rubrics)
+        rubric_set = load_rubrics(rubrics, settings.score_scale)
         report = run_batch_with_progress(
             rubric_set, sessions_dir, output_dir, parallel=parallel, max_concurrency=max_concurrency,
             force=force, judge=judge, template=template, settings=settings,

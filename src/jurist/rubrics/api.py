@@ -46,8 +46,8 @@ def build_judge(
                           max_tokens=settings.max_tokens)
 
 
-def _rubrics(rubrics: str | Path | RubricSet) -> RubricSet:
-    return rubrics if isinstance(rubrics, RubricSet) else load_rubrics(rubrics)
+def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:
+    return rubrics if isinstance(rubrics, RubricSet) else load_rubrics(rubrics, settings.score_scale)
 
 
 async def _close(judge: RubricJudge) -> None:
@@ -68,7 +68,7 @@ async def evaluate(
 ) -> dict[str, Any]:
     """Score one session against a rubrics file; returns result.json's content."""
     settings = settings or Settings.load()
-    rubric_set = _rubrics(rubrics)
+    rubric_set = _rubrics(rubrics, settings)
     chat = session if isinstance(session, ChatSession) else load_session(session)
     own = store is None
     store = store or Store(settings.database)
@@ -101,7 +101,7 @@ async def evaluate_batch(
 ) -> BatchReport:
     """Score every session file in a folder; write per-session results and summary.json."""
     settings = settings or Settings.load()
-    rubric_set = _rubrics(rubrics)
+    rubric_set = _rubrics(rubrics, settings)
     own = store is None
     store = store or Store(settings.database)
     rj = build_judge(settings, store, judge=judge, template=template, max_concurrency=max_concurrency, cache=cache)
