@@ -100,3 +100,14 @@ def test_url_normalisation_and_bad_urls(tmp_path):
         Store("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with pytest.raises(ConfigError):
         Store("notadb://x")
+
+
+def test_schema_head_matches_the_migrations():
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from jurist.store.store import MIGRATIONS, SCHEMA_HEAD
+
+    cfg = Config()
+    cfg.set_main_option("script_location", MIGRATIONS)
+    assert ScriptDirectory.from_config(cfg).get_current_head() == SCHEMA_HEAD

@@ -10,6 +10,7 @@ call through the official ``openai`` SDK and maps the SDK's errors onto
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -176,9 +177,13 @@ class OpenAIChat:
             )
         # The SDK's generic POST: same auth, base URL, timeouts and error types
         # as ``chat.completions.create``, without building typed request and
-        # response objects, which cost about 1 ms of CPU per call.
+        # response objects or copying the body, which cost about 1 ms of CPU
+        # per call; the body goes as ready JSON bytes.
         return await self._client.post(
-            "/chat/completions", body=params, cast_to=object, options={"timeout": timeout} if timeout else {}
+            "/chat/completions",
+            cast_to=object,
+            content=json.dumps(params, ensure_ascii=False).encode(),
+            options={"timeout": timeout} if timeout else {},
         )
 
     def _completion(self, response: Any) -> Completion:
@@ -221,7 +226,18 @@ class OpenAIChat:
 def _http_client() -> Any:
     """The SDK's aiohttp transport where it is installed (much less CPU per call
     than the default one under many requests in flight), else the default."""
-    return openai.DefaultAioHttpClient() if aiohttp is not None else None
+    if aiohttp is None:
+        return None
+    return openai.DefaultAioHttpClient(verify=_tls_context())
+
+
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """One TLS context (the HTTP library's default trust store) shared by every
+    client: loading the certificates costs tens of milliseconds each time."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:

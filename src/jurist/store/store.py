@@ -18,8 +18,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import create_engine, event, insert, select
 from sqlalchemy.engine import Engine
 
@@ -27,6 +25,10 @@ from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
 from jurist.store.tables import evaluations, llm_calls, scores
+
+# The newest migration in migrations/versions (a test keeps the two in step).
+SCHEMA_HEAD = "0001"
+MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
 _STOP = object()
@@ -73,8 +75,13 @@ class Store:
 
     # -- schema ------------------------------------------------------------
     def _migrate(self) -> None:
+        if self._schema_version() == SCHEMA_HEAD:
+            return  # up to date: skip Alembic's start-up cost
+        from alembic import command
+        from alembic.config import Config as AlembicConfig
+
         cfg = AlembicConfig()
-        cfg.set_main_option("script_location", str(files("jurist.store") / "migrations"))
+        cfg.set_main_option("script_location", MIGRATIONS)
         try:
             with self.engine.begin() as conn:
                 cfg.attributes["connection"] = conn
@@ -84,6 +91,13 @@ class Store:
                 f"cannot open the database {self.engine.url.render_as_string(hide_password=True)}: {exc}. "
                 "Check JURIST_DATABASE_URL (or database_url in jurist.yaml)."
             ) from None
+
+    def _schema_version(self) -> str | None:
+        try:
+            with self.engine.connect() as conn:
+                return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        except Exception:  # no table yet, or no database: let Alembic (and its errors) speak
+            return None
 
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
