@@ -102,6 +102,43 @@ def run(sessions: int, rubrics: int, latency: float, concurrency: int, parallel:
     }
 
 
+def baseline(calls: int, latency: float, concurrency: int) -> dict:
+    """The bare openai SDK (same transport, same server) sending ``calls``
+    requests ``concurrency`` at a time: the floor jurist's figures sit on."""
+    import openai
+
+    from jurist.models.openai import _http_client
+
+    proc, base_url = start_server(latency)
+
+    async def go() -> float:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, http_client=_http_client())
+        todo = iter(range(calls))
+
+        async def worker() -> None:
+            for i in todo:
+                await client.post("/chat/completions", cast_to=object, body={
+                    "model": "judge", "messages": [{"role": "user", "content": f"Question {i}"}]})
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - start
+        await client.close()
+        return wall
+
+    try:
+        cpu0 = os.times()
+        wall = asyncio.run(go())
+        cpu1 = os.times()
+    finally:
+        proc.kill()
+        proc.wait()
+    ideal = calls * latency / concurrency
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return {"calls": calls, "wall_s": round(wall, 3), "ideal_wall_s": round(ideal, 3), "ratio": round(wall / ideal, 3),
+            "cpu_ms_per_call": round(cpu * 1000 / calls, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=500)
@@ -111,6 +148,8 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=None, help="sessions at once (default: concurrency + 16)")
     ap.add_argument("--memory", type=int, nargs=2, metavar=("SMALL", "LARGE"),
                     help="compare peak RSS of two batch sizes, each in a fresh process")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also time the bare openai SDK on the same server, for comparison")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
 
@@ -143,6 +182,10 @@ def main() -> None:
     print(f"ratio:            {f['ratio']:.3f} (target <= 1.15)")
     print(f"CPU per call:     {f['cpu_ms_per_call']:.2f} ms (target <= 3)")
     print(f"peak RSS:         {f['peak_rss_mib']:.1f} MiB")
+    if args.baseline:
+        b = baseline(f["calls"], args.latency, args.concurrency)
+        print(f"bare SDK loop:    wall {b['wall_s']:.2f} s, ratio {b['ratio']:.3f}, "
+              f"CPU {b['cpu_ms_per_call']:.2f} ms per call (no jurist: no prompts, parsing, store or files)")
 
 
 if __name__ == "__main__":

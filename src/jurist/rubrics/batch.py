@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from jurist.errors import InputError
 from jurist.rubrics.scoring import SessionEvaluator
-from jurist.rubrics.sessions import load_session
+from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -44,6 +46,49 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _open(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, Any] | None]:
+    """Load a session and, unless ``force``, the result it already has."""
+    session = load_session(path)
+    target = out / result_name(session.session_id)
+    if not force and target.exists():
+        try:
+            return session, json.loads(target.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, OSError):
+            pass  # an unreadable result is rescored
+    return session, None
+
+
+class _ResultWriter:
+    """Writes result files on one background thread, in order, so finishing a
+    session never waits on the disk or wakes the event loop."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Path, dict[str, Any]] | None] = queue.Queue()
+        self._errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="jurist-results", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def put(self, path: Path, result: dict[str, Any]) -> None:
+        self._queue.put((path, result))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                write_json(*item)
+            except OSError as exc:
+                self._errors.append(f"{item[0]}: {exc.strerror or exc}")
+
+    def close(self) -> None:
+        """Write everything queued; raise InputError if a file could not be written."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join()
+        if self._errors:
+            raise InputError("cannot write results: " + "; ".join(self._errors[:3]))
 
 
 @dataclass
@@ -86,9 +131,11 @@ async def run_batch(
         if on_progress is not None:
             on_progress(name, status)
 
+    writer = _ResultWriter()
+
     async def one(path: Path) -> None:
         try:
-            session = await asyncio.to_thread(load_session, path)
+            session, existing = await asyncio.to_thread(_open, path, out, force)
         except InputError as exc:
             summary.add_input_error(str(exc))
             progress(path.name, "input_error")
@@ -100,18 +147,13 @@ async def run_batch(
             progress(session.session_id, "input_error")
             return
         seen[session.session_id] = path
-        target = out / result_name(session.session_id)
-        if target.exists() and not force:
-            try:
-                result = json.loads(await asyncio.to_thread(target.read_text, encoding="utf-8"))
-                summary.add(result)
-                counts["skipped"] += 1
-                progress(session.session_id, "skipped")
-                return
-            except (json.JSONDecodeError, OSError):
-                pass  # an unreadable result is rescored
+        if existing is not None:
+            summary.add(existing)
+            counts["skipped"] += 1
+            progress(session.session_id, "skipped")
+            return
         result = await evaluator.evaluate(session)
-        await asyncio.to_thread(write_json, target, result)
+        writer.put(out / result_name(session.session_id), result)
         summary.add(result)
         counts["scored"] += 1
         progress(session.session_id, result["status"])
@@ -120,7 +162,12 @@ async def run_batch(
         for path in todo:  # workers share one iterator: files are opened as they are taken
             await one(path)
 
-    await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
+    except BaseException:
+        writer.close()  # keep every result finished so far, then stop
+        raise
+    await asyncio.to_thread(writer.close)
     data = summary.build()
     summary_path = out / "summary.json"
     write_json(summary_path, data)

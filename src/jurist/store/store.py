@@ -200,18 +200,14 @@ class Store:
         while True:
             batch = _drain(self._lookups, _READ_LINGER)
             if _STOP in batch:
-                for h, fut, loop in (b for b in batch if b is not _STOP):
-                    _answer(loop, fut, None)
+                _answer_all([b for b in batch if b is not _STOP], {})
                 return
             try:
                 found = self._cached_replies({h for h, _, _ in batch})
-                error: Exception | None = None
             except Exception as exc:  # a failed lookup is a cache miss, reported once
-                found, error = {}, exc
-            if error is not None:
-                print(f"jurist: cache lookup failed, calling the model instead: {error}", file=sys.stderr)
-            for h, fut, loop in batch:
-                _answer(loop, fut, found.get(h))
+                found = {}
+                print(f"jurist: cache lookup failed, calling the model instead: {exc}", file=sys.stderr)
+            _answer_all(batch, found)
 
     def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
         stmt = (
@@ -264,16 +260,22 @@ def _drain(q: "queue.Queue[Any]", linger: float) -> list[Any]:
     return batch
 
 
-def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
+def _answer_all(batch: list[Any], found: dict[str, Any]) -> None:
+    """Resolve every waiting lookup of a batch with one wake-up per event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+    for h, fut, loop in batch:
+        by_loop.setdefault(loop, []).append((fut, found.get(h)))
+    for loop, pairs in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_resolve_all, pairs)
+        except RuntimeError:  # that event loop has closed; nobody is waiting
+            pass
 
 
-def _answer(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], value: Any) -> None:
-    try:
-        loop.call_soon_threadsafe(_resolve, fut, value)
-    except RuntimeError:  # that event loop has closed; nobody is waiting
-        pass
+def _resolve_all(pairs: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for fut, value in pairs:
+        if not fut.done():
+            fut.set_result(value)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
