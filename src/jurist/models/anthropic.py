@@ -9,16 +9,15 @@ never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, AsyncIterator
 
 import anthropic
 from anthropic.types import Message
 
-from jurist.errors import ConfigError, JuristError, ModelTimeout, ModelUnavailable
+from jurist.errors import ConfigError, ModelUnavailable
 from jurist.models.base import ChatRequest, Completion
-from jurist.models.openai import HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS, error_text, status_error
+from jurist.models.sdk_errors import map_sdk_error
 
 __all__ = ["AnthropicChat", "map_anthropic_error"]
 
@@ -134,38 +133,9 @@ def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, 
 
 
 def map_anthropic_error(exc: BaseException, *, model: str, endpoint: str) -> Exception:
-    """The one place where ``anthropic`` SDK (and transport) errors become jurist errors.
-
-    529 (overloaded) is a 5xx and so ``ModelUnavailable``. Returns the exception
-    to raise; anything unknown is returned unchanged.
-    """
-    where = f"{model} at {endpoint}"
-    if isinstance(exc, JuristError):
-        return exc
-    if isinstance(exc, (anthropic.APITimeoutError, *HTTP_TIMEOUTS)):
-        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (anthropic.APIConnectionError, *HTTP_TRANSPORT_ERRORS)):
-        return ModelUnavailable(
-            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
-            "running and base_url is right",
-            model=model,
-        )
-    if isinstance(exc, anthropic.APIStatusError):
-        detail = error_text(exc)
-        return status_error(
-            exc.status_code, detail, exc.response.headers, model=model, where=where, key_hint=KEY_HINT
-        )
-    if isinstance(exc, anthropic.APIError):
-        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
-    if isinstance(exc, json.JSONDecodeError):
-        return ModelUnavailable(
-            f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
-            "Anthropic-compatible",
-            model=model,
-        )
-    if isinstance(exc, anthropic.AnthropicError):
-        return ModelUnavailable(f"{where} failed: {exc}", model=model)
-    return exc
+    """``anthropic`` SDK errors as jurist errors (see :func:`map_sdk_error`);
+    529 (overloaded) is a 5xx and so ``ModelUnavailable``."""
+    return map_sdk_error(exc, anthropic, anthropic.AnthropicError, model=model, endpoint=endpoint, key_hint=KEY_HINT, wire="Anthropic")
 
 
 def _timeout(timeout: float | None) -> Any:

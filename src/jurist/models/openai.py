@@ -11,12 +11,9 @@ call through the official ``openai`` SDK and maps the SDK's errors onto
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import os
-import time
-from email.utils import parsedate_to_datetime
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -26,44 +23,16 @@ try:  # the SDK's faster transport, installed with openai[aiohttp]
 except ImportError:  # pragma: no cover - the default transport still works
     aiohttp = None  # type: ignore[assignment]
 
-from jurist.errors import (
-    AuthFailed,
-    ConfigError,
-    JuristError,
-    ModelError,
-    ModelTimeout,
-    ModelUnavailable,
-    RateLimited,
-    RequestRejected,
-)
+from jurist.errors import ConfigError, ModelUnavailable
 from jurist.models.base import ChatRequest, Completion
+from jurist.models.sdk_errors import map_sdk_error
+from jurist.models.sdk_errors import retry_after_seconds, status_error  # noqa: F401  (re-exported)
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
 
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "none"  # sent to self-hosted servers that take no key
-
-
-def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
-    """Timeout and transport exception classes of the HTTP libraries the SDKs use.
-
-    Recent SDKs run on ``httpx2``, older ones on ``httpx``; a few raw transport
-    errors (e.g. while reading a stream) escape the SDKs' own wrapping.
-    """
-    timeouts: list[type[Exception]] = []
-    transport: list[type[Exception]] = []
-    for name in ("httpx2", "httpx"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        timeouts.append(module.TimeoutException)
-        transport.append(module.TransportError)
-    return tuple(timeouts), tuple(transport)
-
-
-HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS = _transport_errors()
 
 
 class OpenAIChat:
@@ -252,118 +221,5 @@ def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def map_openai_error(exc: BaseException, *, model: str, endpoint: str, key_hint: str) -> Exception:
-    """The one place where ``openai`` SDK (and transport) errors become jurist errors.
-
-    Returns the exception to raise; anything unknown is returned unchanged.
-    """
-    where = f"{model} at {endpoint}"
-    if isinstance(exc, JuristError):
-        return exc
-    if isinstance(exc, (openai.APITimeoutError, *HTTP_TIMEOUTS)) and not _dropped_connection(exc):
-        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (openai.APIConnectionError, *HTTP_TRANSPORT_ERRORS)):
-        return ModelUnavailable(
-            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
-            "running and base_url is right",
-            model=model,
-        )
-    if isinstance(exc, openai.APIStatusError):
-        return status_error(
-            exc.status_code, error_text(exc), exc.response.headers, model=model, where=where, key_hint=key_hint
-        )
-    if isinstance(exc, openai.APIError):  # an error event in the middle of a stream, or an invalid body
-        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
-    if isinstance(exc, json.JSONDecodeError):
-        return ModelUnavailable(
-            f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
-            "OpenAI-compatible",
-            model=model,
-        )
-    if isinstance(exc, openai.OpenAIError):
-        return ModelUnavailable(f"{where} failed: {exc}", model=model)
-    return exc
-
-
-def _dropped_connection(exc: BaseException) -> bool:
-    """True when a "timeout" is really a connection the server closed.
-
-    The SDK's aiohttp transport reports every aiohttp connection error as a
-    connect timeout; the original error is still in the exception chain.
-    """
-    if aiohttp is None:
-        return False
-    seen = 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 10:
-        if isinstance(cur, aiohttp.ClientConnectionError) and not isinstance(cur, aiohttp.ServerTimeoutError):
-            return not isinstance(cur, (aiohttp.ConnectionTimeoutError, aiohttp.SocketTimeoutError))
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
-    return False
-
-
-def status_error(
-    status: int, detail: str, headers: Mapping[str, str], *, model: str, where: str, key_hint: str
-) -> ModelError:
-    """Turn an HTTP error status into the jurist error for it (shared by the adapters)."""
-    said = f": {detail}" if detail else ""
-    if status == 429:
-        retry_after = retry_after_seconds(headers)
-        wait = f"retry after {retry_after:g} s, or " if retry_after is not None else ""
-        return RateLimited(
-            f"{where} is rate limiting (429){said}; {wait}lower max_in_flight / requests per minute for it",
-            retry_after=retry_after,
-            model=model,
-            status=status,
-        )
-    if status in (401, 403):
-        return AuthFailed(f"{where} refused the credentials ({status}){said}; {key_hint}", model=model, status=status)
-    if status == 408:
-        return ModelTimeout(f"{where} timed out the request (408){said}; try again", model=model, status=status)
-    if status >= 500 or status < 400:
-        return ModelUnavailable(
-            f"{where} failed on its side ({status}){said}; try again later or use another model",
-            model=model,
-            status=status,
-        )
-    return RequestRejected(
-        f"{where} rejected the request ({status}){said}; check the model name, the parameters and the "
-        "prompt size",
-        model=model,
-        status=status,
-    )
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = (headers.get("retry-after") or "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def error_text(exc: Any) -> str:
-    """The server's own error message, if its body has one."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(body.get("message"), str):
-            return body["message"]
-    if isinstance(body, str):
-        return body[:200]
-    return ""
+    """``openai`` SDK errors as jurist errors (see :func:`map_sdk_error`)."""
+    return map_sdk_error(exc, openai, openai.OpenAIError, model=model, endpoint=endpoint, key_hint=key_hint, wire="OpenAI")
