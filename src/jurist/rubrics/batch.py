@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import queue
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -60,37 +58,6 @@ def _open(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, An
     return session, None
 
 
-class _ResultWriter:
-    """Writes result files on one background thread, in order, so finishing a
-    session never waits on the disk or wakes the event loop."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[Path, dict[str, Any]] | None] = queue.Queue()
-        self._errors: list[str] = []
-        self._thread = threading.Thread(target=self._run, name="jurist-results", daemon=True)
-        self._thread.start()
-        self._closed = False
-
-    def put(self, path: Path, result: dict[str, Any]) -> None:
-        self._queue.put((path, result))
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                write_json(*item)
-            except OSError as exc:
-                self._errors.append(f"{item[0]}: {exc.strerror or exc}")
-
-    def close(self) -> None:
-        """Write everything queued; raise InputError if a file could not be written."""
-        if not self._closed:
-            self._closed = True
-            self._queue.put(None)
-            self._thread.join()
-        if self._errors:
-            raise InputError("cannot write results: " + "; ".join(self._errors[:3]))
-
-
 @dataclass
 class BatchReport:
     summary: dict[str, Any]
@@ -131,8 +98,6 @@ async def run_batch(
         if on_progress is not None:
             on_progress(name, status)
 
-    writer = _ResultWriter()
-
     async def one(path: Path) -> None:
         try:
             session, existing = await asyncio.to_thread(_open, path, out, force)
@@ -153,7 +118,7 @@ async def run_batch(
             progress(session.session_id, "skipped")
             return
         result = await evaluator.evaluate(session)
-        writer.put(out / result_name(session.session_id), result)
+        await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
         summary.add(result)
         counts["scored"] += 1
         progress(session.session_id, result["status"])
@@ -162,12 +127,7 @@ async def run_batch(
         for path in todo:  # workers share one iterator: files are opened as they are taken
             await one(path)
 
-    try:
-        await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
-    except BaseException:
-        writer.close()  # keep every result finished so far, then stop
-        raise
-    await asyncio.to_thread(writer.close)
+    await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
     data = summary.build()
     summary_path = out / "summary.json"
     write_json(summary_path, data)
