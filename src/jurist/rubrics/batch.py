@@ -130,6 +130,6 @@ async def run_batch(
     await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
     data = summary.build()
     summary_path = out / "summary.json"
-    write_json(summary_path, data)
+    await asyncio.to_thread(write_json, summary_path, data)
     return BatchReport(data, summary_path, counts["scored"], counts["skipped"], summary.input_errors,
                        summary.evaluations_failed)
