@@ -128,3 +128,20 @@ async def test_failed_call_is_recorded_and_not_cached(tmp_path):
     rows = store.calls(limit=None, status="error")
     store.close()
     assert rows[0]["error"] == "ModelUnavailable: down" and rows[0]["trace_id"] == "t"
+
+
+async def test_streamed_calls_are_recorded(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    script("m", "one two three", ModelUnavailable("gone"))
+    m = model(store=store)
+    chunks = [c async for c in m.stream(REQ, purpose="generation", trace_id="t1")]
+    assert "".join(chunks).strip() == "one two three"
+    with pytest.raises(ModelUnavailable):
+        async for _ in m.stream(REQ, trace_id="t2"):
+            pass
+    store.flush()
+    ok, = store.calls(trace_id="t1")
+    bad, = store.calls(trace_id="t2")
+    store.close()
+    assert ok["status"] == "ok" and ok["response_text"].strip() == "one two three" and ok["params"]["stream"]
+    assert bad["status"] == "error" and "gone" in bad["error"]

@@ -204,11 +204,36 @@ class Model:
                     raise
                 await asyncio.sleep(self.retry.delay(attempt, exc))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
-        """Stream text deltas through the limiter (no retries once text flows)."""
-        async with self.limiter.slot(request.estimated_tokens()):
-            async for delta in self.adapter.stream(request, timeout=self.timeout):
-                yield delta
+    async def stream(
+        self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
+        template: Template | None = None,
+    ) -> AsyncIterator[str]:
+        """Stream text deltas through the limiter (no retries once text flows);
+        the whole call is recorded when the stream ends or fails."""
+        started = time.perf_counter()
+        parts: list[str] = []
+        error: BaseException | None = None
+        try:
+            async with self.limiter.slot(request.estimated_tokens()):
+                async for delta in self.adapter.stream(request, timeout=self.timeout):
+                    parts.append(delta)
+                    yield delta
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if self.sink is not None:
+                text = "".join(parts)
+                self.sink.record_call(CallRecord(
+                    id=new_id(), trace_id=trace_id, purpose=purpose, model=self.name, endpoint=self.endpoint,
+                    messages=request.messages, params={**request.params(), "stream": True},
+                    request_hash=request.cache_key(self.name), response_text=text, input_tokens=0,
+                    output_tokens=0, latency_ms=round((time.perf_counter() - started) * 1000.0, 3), attempts=1,
+                    status="ok" if error is None else "error",
+                    error=None if error is None else f"{type(error).__name__}: {error}",
+                    template_name=template.name if template else None,
+                    template_hash=template.hash if template else None,
+                ))
 
     async def aclose(self) -> None:
         await self.adapter.aclose()
