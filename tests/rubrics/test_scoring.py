@@ -175,3 +175,18 @@ def test_unknown_template_placeholder_fails_before_any_call(tmp_path):
         build_judge(Settings.load(), None, judge="scripted/j", template=t)
     assert adapter.requests == []
     assert load_rubrics(EXAMPLES / "rubrics.json")
+
+
+async def test_a_call_cut_by_the_rubric_timeout_is_still_on_record(tmp_path):
+    from jurist.store import Store
+
+    adapter = script("j", default="SCORE: 3")
+    adapter.delay = 2
+    s = Settings.load(rubric_timeout=0.2, timeout=30)
+    store = Store(s.database)
+    await evaluate(rset(dict(id="a", name="A", scoring_criteria="c")), SESSION, judge="scripted/j", settings=s,
+                   store=store)
+    store.flush()
+    [call] = store.calls(limit=None)
+    store.close()
+    assert call["status"] == "error" and "time limit" in call["error"]

@@ -2,16 +2,22 @@
 
 from jurist.judges.judge import FAILED, OK, Judge, Verdict
 from jurist.judges.meaning import LLMMeaningJudge
+from jurist.judges.panel import DEFAULT_ROLES, Panel, PanelResult, Role, RoleResult, roles_for
 from jurist.judges.parsing import ItemReply, ScoreReply, extract_json, parse_items, parse_score
 from jurist.judges.templates import PromptTemplate, builtin, from_file
 
 __all__ = [
+    "DEFAULT_ROLES",
     "FAILED",
     "OK",
     "ItemReply",
     "Judge",
     "LLMMeaningJudge",
+    "Panel",
+    "PanelResult",
     "PromptTemplate",
+    "Role",
+    "RoleResult",
     "ScoreReply",
     "Verdict",
     "builtin",
@@ -19,4 +25,5 @@ __all__ = [
     "from_file",
     "parse_items",
     "parse_score",
+    "roles_for",
 ]

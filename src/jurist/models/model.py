@@ -136,6 +136,11 @@ class Model:
             except ModelError as exc:
                 error = exc
                 attempts = getattr(exc, "attempts", attempts)
+            except asyncio.CancelledError:  # a caller's timeout: the call still goes on record
+                self._record(request, key, new_id(), started, purpose=purpose, trace_id=trace_id,
+                             template=template, completion=None, status="error",
+                             error="cancelled before an answer (the caller's time limit ran out)", attempts=1)
+                raise
         latency = (time.perf_counter() - started) * 1000.0
         call_id = new_id()
         status = "ok"
@@ -150,34 +155,44 @@ class Model:
                     status = "parse_error"
         else:
             status = "error"
-        if self.sink is not None:
-            self.sink.record_call(
-                CallRecord(
-                    id=call_id,
-                    trace_id=trace_id,
-                    purpose=purpose,
-                    model=self.name,
-                    endpoint=self.endpoint,
-                    messages=request.messages,
-                    params=request.params(),
-                    request_hash=key,
-                    response_text=completion.text if completion else None,
-                    input_tokens=completion.input_tokens if completion else 0,
-                    output_tokens=completion.output_tokens if completion else 0,
-                    latency_ms=round(latency, 3),
-                    attempts=completion.attempts if completion else attempts,
-                    status=status,
-                    error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
-                    cached=bool(completion and completion.cached),
-                    template_name=template.name if template else None,
-                    template_hash=template.hash if template else None,
-                    parsed=_jsonable(completion.parsed) if completion else None,
-                )
-            )
+        self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
+                     completion=completion, status=status, attempts=attempts,
+                     error=completion.parse_error if completion else f"{type(error).__name__}: {error}")
         if error is not None:
             raise error
         assert completion is not None
         return completion
+
+    def _record(
+        self, request: ChatRequest, key: str, call_id: str, started: float, *, purpose: str,
+        trace_id: str | None, template: Template | None, completion: Completion | None, status: str,
+        error: str | None, attempts: int, params: dict[str, Any] | None = None,
+    ) -> None:
+        if self.sink is None:
+            return
+        self.sink.record_call(
+            CallRecord(
+                id=call_id,
+                trace_id=trace_id,
+                purpose=purpose,
+                model=self.name,
+                endpoint=self.endpoint,
+                messages=request.messages,
+                params={**request.params(), **(params or {})},
+                request_hash=key,
+                response_text=completion.text if completion else None,
+                input_tokens=completion.input_tokens if completion else 0,
+                output_tokens=completion.output_tokens if completion else 0,
+                latency_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                attempts=completion.attempts if completion else attempts,
+                status=status,
+                error=error,
+                cached=bool(completion and completion.cached),
+                template_name=template.name if template else None,
+                template_hash=template.hash if template else None,
+                parsed=_jsonable(completion.parsed) if completion else None,
+            )
+        )
 
     async def _call_with_retries(self, request: ChatRequest) -> tuple[Completion, int]:
         tokens = request.estimated_tokens()
@@ -222,18 +237,14 @@ class Model:
             error = exc
             raise
         finally:
-            if self.sink is not None:
-                text = "".join(parts)
-                self.sink.record_call(CallRecord(
-                    id=new_id(), trace_id=trace_id, purpose=purpose, model=self.name, endpoint=self.endpoint,
-                    messages=request.messages, params={**request.params(), "stream": True},
-                    request_hash=request.cache_key(self.name), response_text=text, input_tokens=0,
-                    output_tokens=0, latency_ms=round((time.perf_counter() - started) * 1000.0, 3), attempts=1,
-                    status="ok" if error is None else "error",
-                    error=None if error is None else f"{type(error).__name__}: {error}",
-                    template_name=template.name if template else None,
-                    template_hash=template.hash if template else None,
-                ))
+            done = Completion(text="".join(parts), model=self.name)
+            self._record(
+                request, request.cache_key(self.name), new_id(), started,
+                purpose=purpose, trace_id=trace_id, template=template, completion=done,
+                status="ok" if error is None else "error", attempts=1,
+                error=None if error is None else f"{type(error).__name__}: {error}",
+                params={"stream": True},
+            )
 
     async def aclose(self) -> None:
         await self.adapter.aclose()

@@ -1,0 +1,504 @@
+"""Judge panels: role-based judges in parallel, confidence-weighted
+aggregation, and escalation to a stronger model when the panel is unsure.
+
+Each :class:`Role` is one judge call (purpose ``panel_role``) scoring its
+dimensions 0..1 with a confidence and a critique; all roles run at once, bounded
+only by the endpoints' shared limiters. A role that times out, fails or cannot
+be parsed after the re-ask is a failed :class:`RoleResult`, left out. When every
+confidence is low, two roles disagree on a dimension, or the overall score is
+near the pass mark, one call to the escalation model (purpose
+``panel_escalation``) reviews the panel and gives the final scores. No
+surviving role gives a ``skipped`` result, never an invented score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple, Sequence, TypeVar
+
+from jurist.config import Settings
+from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
+from jurist.judges.judge import Judge
+from jurist.judges.meaning import quote
+from jurist.judges.parsing import extract_json
+from jurist.judges.templates import builtin
+from jurist.models.base import Completion
+from jurist.models.model import CallSink, Model
+from jurist.models.registry import HOW_TO_CONFIGURE, resolve_model, resolve_ref
+
+OK = "ok"
+FAILED = "failed"
+SCORED = "scored"
+SKIPPED = "skipped"
+
+TRIGGER_LOW_CONFIDENCE = "low_confidence"
+TRIGGER_DISAGREEMENT = "disagreement"
+TRIGGER_BORDERLINE = "borderline"
+
+PURPOSE_ROLE = "panel_role"
+PURPOSE_ESCALATION = "panel_escalation"
+_EPS = 1e-9  # "within" / "more than" comparisons are not at the mercy of float rounding
+T = TypeVar("T")
+
+
+@dataclass
+class Role:
+    """One judge of the panel: the dimensions it scores, its model and prompt."""
+
+    name: str  # e.g. "intent_analyst"
+    dimensions: list[str]  # dimension keys, e.g. ["intent_alignment", "relevance"]
+    model: str | None = None  # model reference or alias; None: the panel's default model
+    instructions: str | None = None  # the role's own instructions; None: the built-in text for known roles
+
+
+@dataclass
+class RoleResult:
+    """The note's EvaluatorResult."""
+
+    role: str
+    model: str
+    dimensions: list[str]
+    scores: dict[str, float]  # 0..1 per dimension this role scored
+    confidence: float  # 0..1
+    critique: str
+    raw_response: str
+    latency_ms: float
+    tokens_used: int
+    status: str = OK  # ok | failed (left out of the aggregation)
+    error: str | None = None
+
+
+@dataclass
+class Escalation:
+    """The note's EscalationResult."""
+
+    triggers: list[str]  # which of low_confidence / disagreement / borderline fired
+    model: str
+    panel_review: str
+    trust_decisions: dict[str, float]  # role -> 0..1
+    final_verdict: str
+    scores: dict[str, float]
+    latency_ms: float
+    tokens_used: int
+    status: str = OK  # ok | failed (then the panel's own scores stand)
+    error: str | None = None
+
+
+@dataclass
+class PanelResult:
+    status: str  # scored | skipped (no role survived)
+    scores: dict[str, float]  # final per-dimension scores (after escalation, if it ran)
+    overall: float | None  # dimension-weighted mean of ``scores``; None when skipped
+    confidence: float  # aggregated confidence of the surviving roles
+    passed: bool | None  # overall >= pass_threshold; None when skipped
+    panel_scores: dict[str, float]  # before escalation
+    panel_overall: float | None
+    role_results: list[RoleResult] = field(default_factory=list)
+    escalation: Escalation | None = None
+    skip_reason: str | None = None
+    triggers: list[str] = field(default_factory=list)  # fired, whether or not an escalation model was set
+    pass_threshold: float | None = None
+    latency_ms: float = 0.0  # wall time of the whole evaluation
+    tokens_used: int = 0  # every call of the evaluation, escalation included
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of everything (nested results as dicts)."""
+        return dataclasses.asdict(self)
+
+
+DIMENSION_DESCRIPTIONS: dict[str, str] = {
+    "intent_alignment": "Does the plan correctly interpret what the user wants?",
+    "query_coverage": "Do the search queries cover all aspects of the question?",
+    "scope_appropriateness": "Is the plan neither too narrow nor too broad for the question?",
+    "context_recall": "Were all the documents needed to answer fully retrieved?",
+    "context_precision": "Are the retrieved documents actually relevant?",
+    "source_quality": "Authority, recency and credibility of the sources.",
+    "faithfulness": "Is the answer grounded in the sources (no hallucination)?",
+    "relevance": "Does the answer address what the user asked?",
+    "factual_accuracy": "Is the information actually correct?",
+    "completeness": "Does it cover all aspects with sufficient depth?",
+    "coherence": "Logical flow, organisation, readability.",
+}
+
+ROLE_INSTRUCTIONS: dict[str, str] = {
+    "intent_analyst": "You check whether the work understood what the user actually wants (the goal behind "
+    "the question, its constraints and implied needs) and addresses that rather than a nearby question.",
+    "coverage_checker": "You work systematically: list the aspects of the user's question and what a full "
+    "answer needs, then check each against the material. A missing aspect lowers the score however good "
+    "the rest is.",
+    "faithfulness_judge": "You compare claims with the sources given: a claim the sources do not state is "
+    "unsupported, however plausible. For retrieved documents, judge whether each is relevant to the question.",
+    "quality_assessor": "You judge craft and credibility: logical flow, organisation and readability; the "
+    "authority, recency and credibility of sources; and whether the scope suits the question.",
+    "fact_checker": "You are a sceptic with broad knowledge: check whether the statements are true, "
+    "independently of the sources given, and lower your confidence for claims you cannot verify.",
+}
+
+# The note's five roles; ``instructions=None`` means the built-in text above.
+DEFAULT_ROLES: list[Role] = [
+    Role("intent_analyst", ["intent_alignment", "relevance"]),
+    Role("coverage_checker", ["query_coverage", "completeness", "context_recall"]),
+    Role("faithfulness_judge", ["faithfulness", "context_precision"]),
+    Role("quality_assessor", ["coherence", "source_quality", "scope_appropriateness"]),
+    Role("fact_checker", ["factual_accuracy"]),
+]
+_GENERIC_INSTRUCTIONS = "Judge the material carefully on the dimensions below."
+
+
+def roles_for(
+    dimensions: Sequence[str], roles: Sequence[Role] = DEFAULT_ROLES, models: Mapping[str, str] | None = None
+) -> list[Role]:
+    """Copies of ``roles`` restricted to ``dimensions`` (roles left with none are
+    dropped), with ``models`` (role name -> model reference) overriding models.
+    Raises ConfigError for a dimension no role scores or a model for an unknown role."""
+    models = dict(models or {})
+    unknown = sorted(set(models) - {r.name for r in roles})
+    if unknown:
+        raise ConfigError(f"models names unknown role(s) {', '.join(unknown)}; roles: {', '.join(r.name for r in roles)}")
+    uncovered = [d for d in dimensions if not any(d in r.dimensions for r in roles)]
+    if uncovered:
+        raise ConfigError(f"no role scores {', '.join(uncovered)}; add a Role with these dimensions")
+    wanted = set(dimensions)
+    return [
+        dataclasses.replace(r, dimensions=[d for d in r.dimensions if d in wanted], model=models.get(r.name, r.model))
+        for r in roles
+        if wanted.intersection(r.dimensions)
+    ]
+
+
+# --- aggregation and triggers -----------------------------------------------------
+
+
+def _by_dimension(results: Sequence[RoleResult]) -> dict[str, list[tuple[float, float]]]:
+    """dimension -> (confidence, score) of each surviving role that scored it."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for r in results:
+        if r.status == OK:
+            for dim, score in r.scores.items():
+                out.setdefault(dim, []).append((r.confidence, score))
+    return out
+
+
+def aggregate(results: Sequence[RoleResult]) -> tuple[dict[str, float], float]:
+    """Per dimension, the confidence-weighted mean of the surviving roles that scored
+    it (plain mean when their confidences are all 0); and their mean confidence.
+    Both rounded to 6 decimals, as is the overall score."""
+    scores: dict[str, float] = {}
+    for dim, cs in _by_dimension(results).items():
+        total = sum(c for c, _ in cs)
+        mean = sum(c * s for c, s in cs) / total if total > 0 else sum(s for _, s in cs) / len(cs)
+        scores[dim] = round(mean, 6)
+    ok = [r.confidence for r in results if r.status == OK]
+    return scores, (round(sum(ok) / len(ok), 6) if ok else 0.0)
+
+
+def overall_score(scores: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
+    """``Σ w_d s_d / Σ w_d`` over the scored dimensions; None when their weights sum to 0."""
+    total = sum(weights.get(d, 0.0) for d in scores)
+    return round(sum(weights.get(d, 0.0) * s for d, s in scores.items()) / total, 6) if total > 0 else None
+
+
+def escalation_triggers(
+    results: Sequence[RoleResult], overall: float | None, *, pass_threshold: float, low_confidence: float,
+    disagreement: float, borderline: float,
+) -> list[str]:
+    """Which of low_confidence / disagreement / borderline fire for these results."""
+    ok = [r for r in results if r.status == OK]
+    fired: list[str] = []
+    if ok and all(r.confidence < low_confidence for r in ok):
+        fired.append(TRIGGER_LOW_CONFIDENCE)
+    spreads = [max(s for _, s in cs) - min(s for _, s in cs) for cs in _by_dimension(ok).values()]
+    if any(spread > disagreement + _EPS for spread in spreads):
+        fired.append(TRIGGER_DISAGREEMENT)
+    if overall is not None and abs(overall - pass_threshold) <= borderline + _EPS:
+        fired.append(TRIGGER_BORDERLINE)
+    return fired
+
+
+# --- replies ------------------------------------------------------------------------
+
+
+RoleReply = NamedTuple("RoleReply", [("scores", dict[str, float]), ("confidence", float), ("critique", str)])
+EscalationReply = NamedTuple("EscalationReply", [("panel_review", str), ("trust", dict[str, float]),
+                                                 ("scores", dict[str, float]), ("verdict", str)])
+
+
+def _unit(value: Any, where: str, raw: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise JudgeParseError(f"{where} must be a number from 0 to 1, got {value!r}", raw=raw)
+    if not 0.0 <= value <= 1.0:
+        raise JudgeParseError(f"{where} is {value:g}, outside 0 to 1 (score on the 0 to 1 scale)", raw=raw)
+    return float(value)
+
+
+def _units(obj: dict[str, Any], key: str, names: Sequence[str], raw: str) -> dict[str, float]:
+    given = obj.get(key)
+    if not isinstance(given, dict):
+        raise JudgeParseError(f'the JSON object needs a "{key}" object', raw=raw)
+    given = {str(k).strip().lower(): v for k, v in given.items()}
+    missing = [n for n in names if n.lower() not in given]
+    if missing:
+        raise JudgeParseError(f'"{key}" has no entry for {", ".join(missing)}; give one for each', raw=raw)
+    return {n: _unit(given[n.lower()], f'"{key}.{n}"', raw) for n in names}
+
+
+def _fields(raw: str, *texts: str) -> tuple[dict[str, Any], list[str]]:
+    """The reply's JSON object (keys lower-cased) and its string fields ``texts`` ("" when absent)."""
+    obj = {str(k).strip().lower(): v for k, v in extract_json(raw).items()}
+    for key in texts:
+        if not isinstance(obj.get(key, ""), str):
+            raise JudgeParseError(f'"{key}" must be a string, got {obj[key]!r}', raw=raw)
+    return obj, [str(obj.get(key, "")).strip() for key in texts]
+
+
+def parse_role_reply(raw: str, dimensions: Sequence[str]) -> RoleReply:
+    """``{"scores": {dim: 0..1}, "confidence": 0..1, "critique": "..."}``; every dimension required."""
+    obj, (critique,) = _fields(raw, "critique")
+    scores = _units(obj, "scores", dimensions, raw)
+    if "confidence" not in obj:
+        raise JudgeParseError('the JSON object needs "confidence", a number from 0 to 1', raw=raw)
+    return RoleReply(scores, _unit(obj["confidence"], '"confidence"', raw), critique)
+
+
+def parse_escalation_reply(raw: str, dimensions: Sequence[str], roles: Sequence[str]) -> EscalationReply:
+    """``{"panel_review", "trust": {role: 0..1}, "scores": {dim: 0..1}, "verdict"}``."""
+    obj, (review, verdict) = _fields(raw, "panel_review", "verdict")
+    return EscalationReply(review, _units(obj, "trust", roles, raw), _units(obj, "scores", dimensions, raw), verdict)
+
+
+_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+_STRING = {"type": "string"}
+
+
+def _object(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def _units_of(names: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The format line and the schema of an object giving a 0..1 number for each name."""
+    return "{" + ", ".join(f'"{n}": <number from 0 to 1>' for n in names) + "}", _object({n: _UNIT for n in names})
+
+
+_LABEL = re.compile(r"[A-Za-z][\w.-]{0,63}")
+_ROLE_VARS = frozenset({"role_name", "role_instructions", "dimensions", "format", "task", "subject"})
+_ESCALATION_VARS = frozenset({"dimensions", "format", "task", "triggers", "panel", "subject"})
+_WHY = {
+    TRIGGER_LOW_CONFIDENCE: "every judge's confidence is below {low_confidence:g}",
+    TRIGGER_DISAGREEMENT: "two judges' scores for the same dimension differ by more than {disagreement:g}",
+    TRIGGER_BORDERLINE: "the overall score is within {borderline:g} of the pass mark {pass_threshold:g}",
+}
+
+
+class Panel:
+    """Role-based judges in parallel, aggregated, escalated when unsure.
+
+    ``weights`` gives each dimension the roles score its weight in ``overall``.
+    Models are resolved here (aliases such as ``escalation`` through
+    ``settings.aliases``); a reference that cannot be resolved is a ConfigError.
+    """
+
+    def __init__(
+        self, roles: Sequence[Role], weights: Mapping[str, float], *, settings: Settings,
+        store: CallSink | None = None, model: str | None = None, escalation_model: str | None = None,
+        pass_threshold: float = 0.7, dimension_descriptions: Mapping[str, str] | None = None,
+        low_confidence: float = 0.6, disagreement: float = 0.3, borderline: float = 0.05,
+        role_timeout: float | None = None,
+    ) -> None:
+        self.roles = [dataclasses.replace(r, dimensions=list(r.dimensions)) for r in roles]
+        self.weights = {d: float(w) for d, w in weights.items()}
+        self.settings, self.store = settings, store
+        self.pass_threshold, self.low_confidence = pass_threshold, low_confidence
+        self.disagreement, self.borderline, self.role_timeout = disagreement, borderline, role_timeout
+        self.descriptions = {**DIMENSION_DESCRIPTIONS, **(dimension_descriptions or {})}
+        self._check()
+        self._models: dict[str, Model] = {}
+        self._templates = {
+            PURPOSE_ROLE: builtin(PURPOSE_ROLE).check(_ROLE_VARS, required=set(_ROLE_VARS)),
+            PURPOSE_ESCALATION: builtin(PURPOSE_ESCALATION).check(_ESCALATION_VARS, required=set(_ESCALATION_VARS)),
+        }
+        self._judges = [(role, self._role_judge(role, model or settings.judge)) for role in self.roles]
+        self._escalation = self._model(escalation_model, "escalation_model") if escalation_model else None
+
+    def _check(self) -> None:
+        names = [r.name.lower() for r in self.roles]
+        if not names or len(set(names)) != len(names) or not all(_LABEL.fullmatch(r.name) for r in self.roles):
+            raise ConfigError("a panel needs roles with unique names (letters, digits, '_', '.', '-')")
+        if any(not r.dimensions or len(set(r.dimensions)) != len(r.dimensions) for r in self.roles):
+            raise ConfigError("every role needs at least one dimension, each listed once")
+        dims = {d for r in self.roles for d in r.dimensions}
+        unweighted, unscored = sorted(dims - set(self.weights)), sorted(set(self.weights) - dims)
+        if unweighted or unscored:
+            raise ConfigError(
+                (f"no weight for {', '.join(unweighted)}; " if unweighted else "")
+                + (f"no role scores {', '.join(unscored)}; " if unscored else "")
+                + "weights must name exactly the roles' dimensions (restrict roles with roles_for(...))"
+            )
+        if any(not 0 <= w < float("inf") for w in self.weights.values()) or sum(self.weights.values()) <= 0:
+            raise ConfigError("weights must be finite, at least 0, and not all 0")
+        for name in ("pass_threshold", "low_confidence", "disagreement", "borderline"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)!r}")
+        if self.role_timeout is not None and self.role_timeout <= 0:
+            raise ConfigError("role_timeout must be a positive number of seconds, or None")
+
+    def _model(self, ref: str | None, what: str) -> Model:
+        """The Model for a reference or alias, one per resolved reference."""
+        if not ref:
+            raise ConfigError(f"{what} has no model and the panel no default: {HOW_TO_CONFIGURE}")
+        full = resolve_ref(ref, self.settings)
+        if full.startswith("local/"):
+            raise ConfigError(f"{what}: {full} scores rubric items only; a panel needs a chat model")
+        if full not in self._models:
+            self._models[full] = resolve_model(full, self.settings, sink=self.store)
+        return self._models[full]
+
+    def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, Any]) -> Judge:
+        s = self.settings
+        return Judge(model, self._templates[purpose], purpose=purpose, format_hint=hint, schema=schema,
+                     schema_name=purpose, temperature=s.temperature, seed=s.seed, max_tokens=s.max_tokens)
+
+    def _role_judge(self, role: Role, default: str | None) -> Judge:
+        scores_hint, scores_schema = _units_of(role.dimensions)
+        hint = f'{{"scores": {scores_hint}, "confidence": <number from 0 to 1>, "critique": "<1 to 3 sentences>"}}'
+        schema = _object({"scores": scores_schema, "confidence": _UNIT, "critique": _STRING})
+        return self._judge(self._model(role.model or default, f"role {role.name!r}"), PURPOSE_ROLE, hint, schema)
+
+    def _dimension_list(self, dims: Sequence[str]) -> str:
+        return "\n".join(f"- {d}: {self.descriptions[d]}" if d in self.descriptions else f"- {d}" for d in dims)
+
+    async def evaluate(self, subject: Mapping[str, str], *, task: str, trace_id: str | None = None) -> PanelResult:
+        """Run every role at once, aggregate, and escalate if a trigger fires and an
+        escalation model is set. Role and escalation failures are data in the
+        result; only the caller's mistakes (InputError, ConfigError) raise."""
+        started = time.perf_counter()
+        material, task = _material(subject), " ".join(str(task).split())
+        if not task:
+            raise InputError("task is empty: say in one line what is judged")
+        gathered = await asyncio.gather(
+            *(self._run_role(role, judge, task, material, trace_id) for role, judge in self._judges),
+            return_exceptions=True,
+        )
+        for item in gathered:  # role failures are results already; anything else is a bug or a usage error
+            if isinstance(item, BaseException):
+                raise item
+        results = [r for r in gathered if isinstance(r, RoleResult)]
+        panel_scores, confidence = aggregate(results)
+        panel_overall = overall_score(panel_scores, self.weights)
+        result = PanelResult(SKIPPED, {}, None, confidence, None, panel_scores, panel_overall, results,
+                             pass_threshold=self.pass_threshold)
+        if panel_overall is None:
+            result.skip_reason = (
+                "every role failed: " + "; ".join(f"{r.role}: {r.error}" for r in results)
+                if all(r.status == FAILED for r in results) else "the surviving roles scored only weight-0 dimensions"
+            )
+        else:
+            result.triggers = escalation_triggers(
+                results, panel_overall, pass_threshold=self.pass_threshold, low_confidence=self.low_confidence,
+                disagreement=self.disagreement, borderline=self.borderline)
+            result.status, result.scores, result.overall = SCORED, panel_scores, panel_overall
+            if result.triggers and self._escalation is not None:
+                result.escalation = await self._escalate(result, task, material, trace_id)
+                if result.escalation.status == OK:
+                    result.scores = result.escalation.scores
+                    result.overall = overall_score(result.scores, self.weights)
+            result.passed = result.overall is not None and result.overall >= self.pass_threshold - _EPS
+        result.latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
+        result.tokens_used = sum(r.tokens_used for r in results) + (
+            result.escalation.tokens_used if result.escalation else 0)
+        return result
+
+    async def _call(self, judge: Judge, variables: dict[str, str], parse: Callable[[str], T], trace_id: str | None,
+                    timeout: float | None) -> tuple[T | None, str | None, str, float, int]:
+        """One judge call: (reply or None, error or None, last raw text, latency ms, tokens)."""
+        started = time.perf_counter()
+        completions: list[Completion] = []
+        reply: T | None = None
+        error: str | None = None
+        try:
+            run = judge.run(variables, parse, trace_id=trace_id)
+            reply, completions = await (asyncio.wait_for(run, timeout) if timeout else run)
+        except asyncio.TimeoutError:
+            error = f"timed out after {timeout:g} s (role_timeout)"
+        except JudgeParseError as exc:
+            completions, error = getattr(exc, "completions", []), str(exc)
+        except ModelError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        raw = completions[-1].text if completions else ""
+        if not completions:  # no call came back: the wall time is all there is
+            return reply, error, raw, round((time.perf_counter() - started) * 1000.0, 3), 0
+        latency = round(sum(c.latency_ms for c in completions), 3)
+        return reply, error, raw, latency, sum(c.input_tokens + c.output_tokens for c in completions)
+
+    async def _run_role(self, role: Role, judge: Judge, task: str, material: str, trace_id: str | None) -> RoleResult:
+        variables = {"role_name": role.name, "dimensions": self._dimension_list(role.dimensions),
+                     "role_instructions": role.instructions or ROLE_INSTRUCTIONS.get(role.name, _GENERIC_INSTRUCTIONS),
+                     "format": judge.format_hint, "task": task, "subject": material}
+        parse = functools.partial(parse_role_reply, dimensions=role.dimensions)
+        reply, error, raw, latency, tokens = await self._call(judge, variables, parse, trace_id, self.role_timeout)
+        out = RoleResult(role.name, judge.model.name, list(role.dimensions), {}, 0.0, "", raw, latency, tokens)
+        if reply is None:
+            out.status, out.error = FAILED, error
+        else:
+            out.scores, out.confidence, out.critique = reply
+        return out
+
+    async def _escalate(self, panel: PanelResult, task: str, material: str, trace_id: str | None) -> Escalation:
+        """One call to the escalation model; a failure is recorded and the panel's scores stand."""
+        assert self._escalation is not None and panel.panel_overall is not None
+        dims, roles = list(panel.panel_scores), [r.role for r in panel.role_results if r.status == OK]
+        (trust_hint, trust_schema), (scores_hint, scores_schema) = _units_of(roles), _units_of(dims)
+        hint = (f'{{"panel_review": "<2 to 4 sentences>", "trust": {trust_hint}, '
+                f'"scores": {scores_hint}, "verdict": "<1 to 3 sentences>"}}')
+        schema = _object({"panel_review": _STRING, "trust": trust_schema, "scores": scores_schema, "verdict": _STRING})
+        judge = self._judge(self._escalation, PURPOSE_ESCALATION, hint, schema)
+        why = "\n".join("- " + _WHY[t].format(**vars(self)) for t in panel.triggers)
+        variables = {"dimensions": self._dimension_list(dims), "format": hint, "task": task, "subject": material,
+                     "triggers": why, "panel": self._panel_text(panel)}
+        parse = functools.partial(parse_escalation_reply, dimensions=dims, roles=roles)
+        reply, error, _, latency, tokens = await self._call(judge, variables, parse, trace_id, None)
+        if reply is None:
+            return Escalation(list(panel.triggers), judge.model.name, "", {}, "", {}, latency, tokens, FAILED, error)
+        return Escalation(list(panel.triggers), judge.model.name, reply.panel_review, reply.trust, reply.verdict,
+                          reply.scores, latency, tokens)
+
+    def _panel_text(self, panel: PanelResult) -> str:
+        """Each role's scores, confidence and (quoted) critique, then the aggregate."""
+        parts = []
+        for r in panel.role_results:
+            if r.status != OK:
+                parts.append(f"### {r.role}\nfailed; left out of the panel")
+                continue
+            listed = ", ".join(f"{d} = {s:.2f}" for d, s in r.scores.items())
+            parts.append(f"### {r.role}\nconfidence: {r.confidence:.2f}\nscores: {listed}\ncritique:\n"
+                         + quote("text", r.critique or "(none)", f"{r.role}.critique"))
+        listed = ", ".join(f"{d} = {s:.2f}" for d, s in panel.panel_scores.items())
+        parts.append(f"### Panel (confidence-weighted)\nscores: {listed}\n"
+                     f"weighted overall: {panel.panel_overall:.3f} (pass mark {self.pass_threshold:g})")
+        return "\n\n".join(parts)
+
+    async def aclose(self) -> None:
+        """Close the models this panel resolved."""
+        for model in self._models.values():
+            await model.aclose()
+
+
+def _material(subject: Mapping[str, str]) -> str:
+    """The labelled texts, each escaped and quoted as ``<text id="label">``."""
+    if not subject:
+        raise InputError("subject is empty: give at least one labelled text, e.g. {'answer': '...'}")
+    for label, text in subject.items():
+        if not isinstance(label, str) or not _LABEL.fullmatch(label):
+            raise InputError(f"subject label {label!r}: use a letter, then letters, digits, '_', '.' or '-'")
+        if not isinstance(text, str):
+            raise InputError(f"subject[{label!r}] must be a string, got {type(text).__name__}")
+    return "\n".join(quote("text", text, label) for label, text in subject.items())
