@@ -59,6 +59,7 @@ class Settings(BaseModel):
     score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
     rubric_timeout: float = Field(default=120.0, gt=0)
     config_file: str | None = None
+    research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
 
     @field_validator("aliases")
     @classmethod

@@ -19,9 +19,18 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
     assert all(r["judge_model"] == "local/minilm" for r in
                json.loads((out / "s1_result.json").read_text())["rubric_scores"])
     assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
-    logs = run_cli("logs", "-n", "50", "--json", cwd=tmp_path, env=env)
+    logs = run_cli("logs", "-n", "50", "--json", "--purpose", "rubric_judge", cwd=tmp_path, env=env)
     rows = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(rows) == 15 and {x["model"] for x in rows} == {"local/minilm"}
+    # the research part: a record persisted and exported, the plan loop visible
+    evaluations = list((tmp_path / "jurist-demo" / "research" / "evaluations").iterdir())
+    assert len(evaluations) == 1
+    record = json.loads((evaluations[0] / "evaluation.json").read_text())
+    assert record["planEvaluation"]["totalIterations"] >= 2
+    assert (evaluations[0] / "plan_attempts" / "attempt_1.json").exists()
+    export = run_cli("export", evaluations[0].name, "--output-dir", str(tmp_path / "exp"), cwd=tmp_path, env=env)
+    assert export.returncode == 0, export.stderr
+    assert json.loads((tmp_path / "exp" / evaluations[0].name / "evaluation.json").read_text()) == record
 
 
 def test_no_judge_configured_says_how_to_configure_one(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from importlib.resources import files
 from pathlib import Path
 from typing import Optional
@@ -12,6 +13,7 @@ from rich.panel import Panel
 from jurist.cli.common import console, handle_errors, load_settings
 from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
 from jurist.models.registry import LOCAL_JUDGE
+from jurist.research.demo import run_research_demo
 from jurist.rubrics import load_rubrics
 from jurist.store import Store
 
@@ -54,4 +56,6 @@ def register(app: typer.Typer) -> None:
             f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in {settings.database} "
             "(see them with `jurist logs`)"
         )
-        raise typer.Exit(report.exit_code)
+        console.print(Panel.fit("A research pipeline judged stage by stage, offline", title="jurist demo: research"))
+        research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
+        raise typer.Exit(max(report.exit_code, research_code))

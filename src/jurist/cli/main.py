@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jurist.cli import demo, evaluate, logs
+from jurist.cli import demo, evaluate, logs, research
 
 app = typer.Typer(
     name="jurist",
@@ -16,6 +16,7 @@ app = typer.Typer(
 evaluate.register(app)
 logs.register(app)
 demo.register(app)
+research.register(app)
 
 
 def main() -> None:

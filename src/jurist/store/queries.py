@@ -57,3 +57,11 @@ def list_evaluations(
 def scores_of(conn: Connection, evaluation_id: str) -> list[dict[str, Any]]:
     stmt = select(scores).where(scores.c.evaluation_id == evaluation_id).order_by(scores.c.id)
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def get_evaluation(conn: Connection, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
+    stmt = select(evaluations).where(evaluations.c.id == evaluation_id)
+    if kind:
+        stmt = stmt.where(evaluations.c.kind == kind)
+    row = conn.execute(stmt).first()
+    return dict(row._mapping) if row is not None else None

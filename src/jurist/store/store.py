@@ -232,6 +232,11 @@ class Store:
         with self.engine.connect() as conn:
             return queries.list_evaluations(conn, **filters)
 
+    def evaluation(self, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
+        """One evaluation row by id (and kind), or None."""
+        with self.engine.connect() as conn:
+            return queries.get_evaluation(conn, evaluation_id, kind)
+
     def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             return queries.scores_of(conn, evaluation_id)

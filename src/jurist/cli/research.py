@@ -1,0 +1,37 @@
+"""`jurist export`: a research evaluation record out of the store, as the note's folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from jurist.cli.common import console, handle_errors, load_settings
+from jurist.research.export import export_record
+from jurist.store import Store
+
+DEFAULT_EXPORT_DIR = Path("data") / "evaluations"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the research commands (``export``) to the ``jurist`` app."""
+
+    @app.command("export")
+    @handle_errors
+    def export_cmd(
+        log_id: str = typer.Argument(..., help="The logId of a research evaluation."),
+        output_dir: Path = typer.Option(DEFAULT_EXPORT_DIR, "--output-dir", help="Where the {logId}/ folder goes."),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+    ) -> None:
+        """Write a research evaluation's record: evaluation.json, plan_attempts/, evaluator_responses/."""
+        settings = load_settings(config)
+        store = Store(settings.database)
+        try:
+            folder = export_record(store, log_id, output_dir)
+        finally:
+            store.close()
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.json"))
+        console.print(f"exported research evaluation {log_id} to {folder} ({len(files)} files)", highlight=False)
+        for name in files:
+            console.print(f"  {name}", highlight=False)

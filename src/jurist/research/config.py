@@ -1,0 +1,295 @@
+"""Configuration of research evaluation: the ``research:`` section of jurist.yaml.
+
+The shape is the design note's (snake_case at the top, camelCase inside
+``evaluation:``); every default is the note's::
+
+    research:
+      evaluators:                       # per role; a role without a model uses `model`
+        intent_analyst: {model: ollama/llama3.1:8b}
+        coverage_checker: {model: ollama/qwen3:14b}
+      escalation_model: ollama/qwen3:30b
+      iteration: {max_attempts: 3, timeout_per_attempt: 60000, escalation_after_attempt: 2}
+      stages:
+        plan:
+          pass_threshold: 0.7
+          dimensions:
+            intent_alignment: {weight: 0.50, threshold: 0.7, rule: always}
+      evaluation:
+        enabled: true
+        planEvaluation: {enabled: true, iterationEnabled: true, maxAttempts: 3, timeout: 60000, failAction: continue}
+        retrievalEvaluation: {enabled: true, timeout: 30000, failAction: continue}
+        answerEvaluation: {enabled: true, regenerationEnabled: true, timeout: 45000, failAction: continue}
+
+Times are milliseconds, as in the note. :func:`load_research_config` reads the
+section (or a separate YAML file), validates it and raises
+:class:`~jurist.errors.ConfigError` naming the bad field.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jurist.config import Settings
+from jurist.errors import ConfigError
+from jurist.research import stages as st
+
+FailAction = Literal["continue", "warn", "block"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class EvaluatorConfig(_Strict):
+    """One role of the panel: its model (``None``: the section's ``model``, else the judge)."""
+
+    model: str | None = None
+
+
+class IterationConfig(_Strict):
+    """The plan-refinement loop (``iteration:``)."""
+
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    timeout_per_attempt: int = Field(default=60000, gt=0)  # ms
+    escalation_after_attempt: int = Field(default=2, ge=1)
+
+
+class EscalationConfig(_Strict):
+    """When the panel escalates to the escalation model."""
+
+    low_confidence: float = Field(default=0.6, ge=0, le=1)
+    disagreement: float = Field(default=0.3, ge=0, le=1)
+    borderline: float = Field(default=0.05, ge=0, le=1)
+
+
+class DimensionConfig(_Strict):
+    """Weight, threshold and iteration rule of one dimension."""
+
+    weight: float = Field(ge=0)
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    rule: Literal["always", "iterate", "if_borderline", "none"] = "none"
+
+
+def _dims(stage: str) -> dict[str, DimensionConfig]:
+    return {d.key: DimensionConfig(weight=d.weight, threshold=d.threshold, rule=d.rule)  # type: ignore[arg-type]
+            for d in st.DIMENSIONS[stage]}
+
+
+class StageConfig(_Strict):
+    """Dimensions and thresholds of one stage. Given dimensions are merged over
+    the defaults; weights need not sum to 1 (they are normalised)."""
+
+    pass_threshold: float = Field(default=st.PASS_THRESHOLD, ge=0, le=1)
+    severe_threshold: float = Field(default=st.SEVERE_THRESHOLD, ge=0, le=1)
+    regenerate_below: float = Field(default=st.REGENERATE_BELOW, ge=0, le=1)
+    dimensions: dict[str, DimensionConfig] = Field(default_factory=dict)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {k: d.weight for k, d in self.dimensions.items()}
+
+
+def _stage_defaults(stage: str) -> dict[str, Any]:
+    return {"dimensions": {k: v.model_dump() for k, v in _dims(stage).items()}}
+
+
+class StagesConfig(_Strict):
+    plan: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.PLAN)))
+    retrieval: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.RETRIEVAL)))
+    answer: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.ANSWER)))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for stage in st.STAGE_NAMES:
+            given = out.get(stage)
+            if given is None:
+                continue
+            if not isinstance(given, dict):
+                continue  # pydantic reports the type error
+            dims = given.get("dimensions") or {}
+            if not isinstance(dims, dict):
+                continue
+            unknown = sorted(set(dims) - {d.key for d in st.DIMENSIONS[stage]})
+            if unknown:
+                known = ", ".join(d.key for d in st.DIMENSIONS[stage])
+                raise ValueError(f"{stage}.dimensions: unknown dimension(s) {', '.join(unknown)}; known: {known}")
+            merged = _stage_defaults(stage)["dimensions"]
+            for key, value in dims.items():
+                merged[key] = {**merged[key], **value} if isinstance(value, dict) else value
+            out[stage] = {**given, "dimensions": merged}
+        return out
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> "StagesConfig":
+        for stage in st.STAGE_NAMES:
+            if sum(getattr(self, stage).weights.values()) <= 0:
+                raise ValueError(f"{stage}: the dimension weights must not all be 0")
+        return self
+
+    def of(self, stage: str) -> StageConfig:
+        return getattr(self, stage)
+
+
+class PlanEvaluationConfig(_Strict):
+    enabled: bool = True
+    iteration_enabled: bool = Field(default=True, alias="iterationEnabled")
+    max_attempts: int = Field(default=3, ge=1, le=10, alias="maxAttempts")
+    timeout: int = Field(default=60000, gt=0)  # ms, one evaluation of one plan
+    fail_action: FailAction = Field(default="continue", alias="failAction")
+
+
+class RetrievalEvaluationConfig(_Strict):
+    enabled: bool = True
+    timeout: int = Field(default=30000, gt=0)
+    fail_action: FailAction = Field(default="continue", alias="failAction")
+
+
+class AnswerEvaluationConfig(_Strict):
+    enabled: bool = True
+    regeneration_enabled: bool = Field(default=True, alias="regenerationEnabled")
+    timeout: int = Field(default=45000, gt=0)
+    fail_action: FailAction = Field(default="continue", alias="failAction")
+
+
+class EvaluationConfig(_Strict):
+    """The note's ``evaluation:`` block (fail-safe switches)."""
+
+    enabled: bool = True
+    plan_evaluation: PlanEvaluationConfig = Field(default_factory=PlanEvaluationConfig, alias="planEvaluation")
+    retrieval_evaluation: RetrievalEvaluationConfig = Field(
+        default_factory=RetrievalEvaluationConfig, alias="retrievalEvaluation")
+    answer_evaluation: AnswerEvaluationConfig = Field(default_factory=AnswerEvaluationConfig, alias="answerEvaluation")
+
+
+def _default_evaluators() -> dict[str, EvaluatorConfig]:
+    return {role: EvaluatorConfig(model=m) for role, m in st.DEFAULT_ROLE_MODELS.items()}
+
+
+class ResearchConfig(_Strict):
+    """Everything research evaluation can be told (see the module docstring)."""
+
+    model: str | None = None  # default model of roles without one (None: the configured judge)
+    evaluators: dict[str, EvaluatorConfig] = Field(default_factory=_default_evaluators)
+    escalation_model: str | None = st.DEFAULT_ESCALATION_MODEL
+    visual_evaluator: str | None = st.DEFAULT_VISUAL_EVALUATOR  # recorded; not used yet
+    critic_model: str | None = None  # plan critic (None: the intent_analyst's model)
+    role_timeout: int | None = Field(default=None, gt=0)  # ms per role call (None: the panel's)
+    iteration: IterationConfig = Field(default_factory=IterationConfig)
+    escalation: EscalationConfig = Field(default_factory=EscalationConfig)
+    stages: StagesConfig = Field(default_factory=StagesConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+    @field_validator("evaluators", mode="before")
+    @classmethod
+    def _merge_evaluators(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        unknown = sorted(set(v) - set(st.DEFAULT_ROLE_MODELS))
+        if unknown:
+            raise ValueError(f"unknown evaluator role(s) {', '.join(map(str, unknown))}; "
+                             f"known: {', '.join(st.DEFAULT_ROLE_MODELS)}")
+        merged: dict[str, Any] = {r: {"model": m} for r, m in st.DEFAULT_ROLE_MODELS.items()}
+        for role, entry in v.items():
+            merged[role] = {"model": entry} if isinstance(entry, str) or entry is None else entry
+        return merged
+
+    @model_validator(mode="after")
+    def _attempts_agree(self) -> "ResearchConfig":
+        plan = self.evaluation.plan_evaluation
+        if ("max_attempts" in self.iteration.model_fields_set and "max_attempts" in plan.model_fields_set
+                and self.iteration.max_attempts != plan.max_attempts):
+            raise ValueError(
+                f"iteration.max_attempts ({self.iteration.max_attempts}) and "
+                f"evaluation.planEvaluation.maxAttempts ({plan.max_attempts}) disagree; set one of them")
+        return self
+
+    # -- derived values ---------------------------------------------------------
+    @property
+    def max_attempts(self) -> int:
+        """planEvaluation.maxAttempts when given, else iteration.max_attempts."""
+        plan = self.evaluation.plan_evaluation
+        return plan.max_attempts if "max_attempts" in plan.model_fields_set else self.iteration.max_attempts
+
+    def role_models(self) -> dict[str, str]:
+        """Role -> model reference, for roles that name one."""
+        return {role: e.model for role, e in self.evaluators.items() if e.model}
+
+    def critic(self) -> str | None:
+        """The plan critic's model: critic_model, else the intent_analyst's, else ``model``."""
+        intent = self.evaluators.get("intent_analyst")
+        return self.critic_model or (intent.model if intent else None) or self.model
+
+    def snapshot(self) -> dict[str, Any]:
+        """The configuration as JSON data (by the YAML names), for the record."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+SECTION = "research"
+
+
+def research_config(data: dict[str, Any] | None, *, source: str | None = None) -> ResearchConfig:
+    """Validate a ``research:`` section (a dict); ConfigError names the bad field."""
+    try:
+        return ResearchConfig.model_validate(data or {})
+    except ValidationError as exc:
+        where = f" in {source}" if source else ""
+        problems = "; ".join(
+            f"{'.'.join([SECTION, *(str(p) for p in e['loc'])])}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors())
+        raise ConfigError(f"invalid research configuration{where}: {problems}") from None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"research configuration file {path} not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level")
+    return data
+
+
+def load_research_config(
+    source: str | Path | dict[str, Any] | None = None, *, settings: Settings | None = None
+) -> ResearchConfig:
+    """The research configuration.
+
+    ``source`` may be a dict (the section itself), or a YAML file: its
+    ``research:`` section when it has one, else the whole file is the section.
+    Without ``source``: ``settings.research`` when Settings carries it, else the
+    ``research:`` section of the settings' file (``JURIST_CONFIG`` or
+    ``./jurist.yaml``), else the defaults.
+    """
+    if isinstance(source, dict):
+        return research_config(source.get(SECTION, source) if SECTION in source else source)
+    if source is not None:
+        path = Path(source)
+        data = _read(path)
+        section = data.get(SECTION, data) if SECTION in data else data
+        if section is not None and not isinstance(section, dict):
+            raise ConfigError(f"{path}: '{SECTION}:' must hold a mapping")
+        return research_config(section, source=str(path))
+    inline = getattr(settings, SECTION, None) if settings is not None else None
+    if isinstance(inline, dict):
+        return research_config(inline, source=settings.config_file if settings else None)
+    file = (settings.config_file if settings is not None else None) or os.environ.get("JURIST_CONFIG")
+    path = Path(file) if file else Path("jurist.yaml")
+    if not path.is_file():
+        return ResearchConfig()
+    section = _read(path).get(SECTION)
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError(f"{path}: '{SECTION}:' must hold a mapping")
+    return research_config(section, source=str(path))

@@ -1,0 +1,168 @@
+"""The research demo: a tiny research pipeline over a bundled corpus, judged offline.
+
+``examples/research/`` holds a dozen short documents on ocean acidification
+(``corpus.json``), a three-part question (``question.txt``), a deliberately
+incomplete first plan (``first_plan.json``: one search query, for the causes
+only) and the configuration (``research.yaml``). :func:`run_research_demo`
+runs a keyword planner, a keyword search and an extractive synthesiser over
+them, judged by the local embedding judge: the plan loop finds the uncovered
+parts of the question and the planner adds queries for them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from jurist.config import Settings
+from jurist.research.config import ResearchConfig, load_research_config
+from jurist.research.evaluation import ResearchEvaluation
+from jurist.research.export import write_export
+from jurist.research.plan import plan_queries
+from jurist.research.records import EvaluationRecord, IterationDecision
+from jurist.store import Store
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("""a an and are as at be by can do does done for from how in is it its of on or that the
+to was what when which who why will with""".split())
+_FIX_PREFIX = "add a query about "
+
+
+def example_dir() -> Path:
+    """``examples/research`` as shipped with jurist."""
+    return Path(str(files("jurist") / "examples" / "research"))
+
+
+def words(text: str) -> set[str]:
+    """Lower-case content words of ``text``."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+class KeywordPipeline:
+    """Planner, search and synthesiser of the demo: keywords and extraction, no model."""
+
+    def __init__(self, corpus: list[dict[str, Any]], first_plan: dict[str, Any]) -> None:
+        self.corpus = corpus
+        self.first_plan = first_plan
+        self.calls: list[tuple[str | None, bool]] = []  # (mode, had feedback) per planner call
+
+    async def planner(self, query: str, feedback: IterationDecision | None, mode: str | None) -> dict[str, Any]:
+        """Attempt 1: the bundled plan. targeted_fix: add the queries the critic asks
+        for. full_regeneration / alternative_approach: one query per question sentence."""
+        self.calls.append((mode, feedback is not None))
+        if feedback is None:
+            return json.loads(json.dumps(self.first_plan))
+        if mode == "targeted_fix":
+            plan = json.loads(json.dumps(self.first_plan))
+            for issue in feedback.specific_issues:
+                fix = issue.fix.strip()
+                added = fix[len(_FIX_PREFIX):] if fix.lower().startswith(_FIX_PREFIX) else fix
+                if added and added not in plan["search_queries"]:
+                    plan["search_queries"].append(added)
+            self.first_plan = plan
+            return plan
+        parts = [p.strip() for p in re.split(r"(?<=\?)\s+", query) if p.strip()]
+        return {"objective": query, "search_queries": parts}
+
+    async def search(self, query: str, plan: Any, per_query: int = 2) -> list[dict[str, Any]]:
+        """The ``per_query`` documents sharing most words with each search query."""
+        found: dict[str, dict[str, Any]] = {}
+        for q in plan_queries(plan):
+            qw = words(q)
+            ranked = sorted(self.corpus, key=lambda d: -len(qw & words(d["title"] + " " + d["content"])))
+            for doc in ranked[:per_query]:
+                if qw & words(doc["title"] + " " + doc["content"]):
+                    found.setdefault(doc["id"], doc)
+        return list(found.values())
+
+    async def synthesiser(self, query: str, sources: list[Any], feedback: str | None) -> str:
+        """For each sentence of the question, the source sentence(s) sharing most words
+        with it (two each when regenerating with feedback)."""
+        sentences = [s for d in sources for s in re.split(r"(?<=[.!?])\s+", d["content"]) if s]
+        picked: list[str] = []
+        for part in [p for p in re.split(r"(?<=\?)\s+", query) if p.strip()]:
+            pw = words(part)
+            ranked = sorted(sentences, key=lambda s: -len(pw & words(s)))
+            for s in ranked[: 2 if feedback else 1]:
+                if s not in picked and pw & words(s):
+                    picked.append(s)
+        return " ".join(picked)
+
+
+def _bar(score: float | None) -> str:
+    if score is None:
+        return "[dim]n/a[/]"
+    colour = "green" if score >= 0.7 else "yellow" if score >= 0.5 else "red"
+    return f"[{colour}]{score:.2f}[/]"
+
+
+def print_record(console: Console, rec: EvaluationRecord) -> None:
+    """The note's runtime summary: stage scores, attempts, critiques, skipped notices."""
+    plan, ret, ans = rec.plan_evaluation, rec.retrieval_evaluation, rec.answer_evaluation
+    if plan is not None:
+        console.rule("Stage 1: Planning")
+        for a in plan.attempts:
+            state = "skipped" if a.evaluation_skipped else "[green]passed[/]" if a.passed else "[red]failed[/]"
+            console.print(f"Attempt {a.attempt_number}/{plan.max_attempts or len(plan.attempts)} ({a.mode or 'first plan'}): {state}")
+            for key, value in a.aggregated_scores.items():
+                console.print(f"  {key:<24} {_bar(value)}")
+            for r in a.evaluator_results:
+                console.print(f"  critique: {r.critique}", highlight=False)
+            if a.iteration_decision:
+                console.print(f"  -> iterating with {a.iteration_decision.mode}", highlight=False)
+        console.print(f"Final plan score: {_bar(plan.overall)} (attempt {plan.chosen_attempt})")
+    for title, sec in (("Stage 2: Retrieval", ret), ("Stage 3: Answer", ans)):
+        if sec is None:
+            continue
+        console.rule(title)
+        scores = sec.aggregated_scores if title.endswith("Retrieval") else sec.final_scores  # type: ignore[union-attr]
+        for key, value in scores.items():
+            console.print(f"  {key:<24} {_bar(value)}")
+        console.print(f"{title.split(': ')[1]} score: {_bar(sec.overall)}")
+        if getattr(sec, "regenerated", False):
+            console.print("  the answer was regenerated once with the evaluation's feedback")
+    for sec_name, sec in (("plan", plan), ("retrieval", ret), ("answer", ans)):
+        if sec is not None and sec.evaluation_skipped:
+            console.print(f"[yellow]{sec_name.capitalize()} evaluation skipped ({sec.skip_reason}); "
+                          "research continued without quality validation[/]", highlight=False)
+        if sec is not None and sec.scoring_note:
+            console.print(f"[dim]{sec_name}: {sec.scoring_note}[/]", highlight=False)
+    for w in rec.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    table = Table(title="research evaluation", title_justify="left")
+    for col in ("plan", "retrieval", "answer", "overall", "iterations"):
+        table.add_column(col)
+    s = rec.summary()
+    table.add_row(_bar(s["planScore"]), _bar(s["retrievalScore"]), _bar(s["answerScore"]),
+                  _bar(s["overallScore"]), str(s["iterations"]))
+    console.print(table)
+
+
+async def run_research_demo(console: Console, settings: Settings, output_dir: Path) -> int:
+    """Run the demo; persist and export the record. Exit code: 0, or 1 when a stage was skipped."""
+    ex = example_dir()
+    corpus = json.loads((ex / "corpus.json").read_text(encoding="utf-8"))
+    question = (ex / "question.txt").read_text(encoding="utf-8").strip()
+    pipeline = KeywordPipeline(corpus, json.loads((ex / "first_plan.json").read_text(encoding="utf-8")))
+    config: ResearchConfig = load_research_config(ex / "research.yaml")
+    console.print(f"Research question: [bold]{question}[/]\ncorpus: {len(corpus)} documents in {ex}; "
+                  "judge: local/minilm (offline)", highlight=False)
+    store = Store(settings.database)
+    try:
+        async with ResearchEvaluation.local(config, settings=settings, store=store) as ev:
+            result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
+    finally:
+        store.close()
+    rec = result.record
+    print_record(console, rec)
+    console.print(f"\nAnswer: {result.answer}", highlight=False)
+    folder = write_export(rec.to_json(), Path(output_dir) / "evaluations")
+    console.print(f"\nrecord {rec.log_id} saved in {settings.database} (kind 'research'); exported to {folder} "
+                  f"(again with `jurist export {rec.log_id}`)", highlight=False)
+    return 1 if rec.evaluation_skipped else 0

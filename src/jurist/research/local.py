@@ -1,0 +1,221 @@
+"""Offline research evaluation with the local embedding judge (``local/minilm``).
+
+:class:`LocalResearchEvaluator` has the panel's shape
+(``evaluate(subject, *, task, trace_id) -> PanelResult``) and scores only what
+meaning-matching can judge, as one role ``local_judge``:
+
+* plan: ``query_coverage`` = share of the query's parts covered by the plan's
+  search queries; ``intent_alignment`` = relevance of the plan to the query;
+* retrieval: ``context_precision`` = mean relevance of the sources to the query;
+  ``context_recall`` = share of the query's parts covered by the sources;
+* answer: ``faithfulness`` = share of the answer's sentences the sources
+  support; ``relevance`` and ``completeness`` = share of the query's parts the
+  answer covers.
+
+The other dimensions stay unscored; the overall is the weighted mean of the
+scored ones, weights renormalised (the record says so). The query's parts come
+from :func:`~jurist.models.local.split_question`. :class:`LocalPlanCritic`
+turns uncovered parts into specific issues, so the plan loop runs offline.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from jurist.ids import new_id
+from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
+from jurist.models.base import CallRecord, MeaningJudge
+from jurist.models.local import split_question
+from jurist.models.model import CallSink
+from jurist.research import stages as st
+from jurist.research.config import ResearchConfig
+from jurist.research.failsafe import describe
+from jurist.research.plan import feedback_text, plan_queries
+from jurist.research.records import EscalationResult, IterationDecision, Issue, PlanAttempt
+from jurist.research.retrieval import normalise_sources
+
+ROLE = "local_judge"
+MODEL = "local/minilm"
+PURPOSE = "research_local_{stage}"
+_INTENT_KEYS = ("objective", "intent", "interpretation", "goal", "summary", "question")
+
+
+def _judge(judge: MeaningJudge | None) -> MeaningJudge:
+    if judge is not None:
+        return judge
+    from jurist.models.local import get_local_judge
+
+    return get_local_judge()
+
+
+def _load(text: str) -> Any:
+    """A subject field back as data: JSON when it parses, else the text."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return text
+
+
+def plan_prose(plan: Any) -> str:
+    """What the plan says it will look for: its stated intent and its queries."""
+    head = [str(plan[k]) for k in _INTENT_KEYS if isinstance(plan, dict) and isinstance(plan.get(k), str)]
+    return "\n".join(head + plan_queries(plan)) or (plan if isinstance(plan, str) else json.dumps(plan))
+
+
+def _share(covered: int, total: int) -> float:
+    return covered / total if total else 0.0
+
+
+def _mean(values: list[float], default: float = 0.5) -> float:
+    return sum(values) / len(values) if values else default
+
+
+async def uncovered_parts(judge: MeaningJudge, query: str, plan: Any) -> tuple[list[str], list[str], dict[str, float]]:
+    """(parts, uncovered parts, confidence per part) of the query against the plan's search queries."""
+    parts = split_question(query)
+    queries = plan_queries(plan)
+    if not queries:
+        return parts, list(parts), {p: 1.0 for p in parts}
+    cov = await judge.coverage(query, "\n".join(queries), parts)
+    return parts, list(cov.uncovered), dict(cov.confidence)
+
+
+class LocalResearchEvaluator:
+    """One stage's evaluator on a :class:`~jurist.models.base.MeaningJudge`
+    (default: the shared local MiniLM judge); calls go on record when ``sink`` is given."""
+
+    def __init__(self, stage: str, *, judge: MeaningJudge | None = None, config: ResearchConfig | None = None,
+                 sink: CallSink | None = None) -> None:
+        if stage not in st.STAGE_NAMES:
+            raise ValueError(f"unknown stage {stage!r}; one of {', '.join(st.STAGE_NAMES)}")
+        self.stage = stage
+        self._judge = judge
+        self.config = config or ResearchConfig()
+        self.sink = sink
+
+    @property
+    def judge(self) -> MeaningJudge:
+        self._judge = _judge(self._judge)
+        return self._judge
+
+    async def evaluate(self, subject: dict[str, str], *, task: str = "", trace_id: str | None = None) -> PanelResult:
+        """Score the stage's meaning-matching dimensions; a judge failure is a
+        skipped result (like a panel with no surviving role), never a crash."""
+        started = time.perf_counter()
+        try:
+            scores, conf, critique, details = await getattr(self, f"_{self.stage}")(subject)
+        except Exception as exc:  # e.g. sentence-transformers missing: ConfigError with the fix
+            latency = round((time.perf_counter() - started) * 1000.0, 3)
+            role = RoleResult(role=ROLE, model=self._name(), dimensions=[], scores={}, confidence=0.0, critique="",
+                              raw_response="", latency_ms=latency, tokens_used=0, status="failed",
+                              error=describe(exc))
+            self._record(subject, None, latency, trace_id, describe(exc))
+            return PanelResult(status=SKIPPED, scores={}, overall=None, confidence=0.0, passed=None,
+                               panel_scores={}, panel_overall=None, role_results=[role],
+                               skip_reason=f"the local judge failed: {describe(exc)}")
+        latency = round((time.perf_counter() - started) * 1000.0, 3)
+        raw = json.dumps(details, ensure_ascii=False)
+        self._record(subject, raw, latency, trace_id, None)
+        weights = self.config.stages.of(self.stage).weights
+        used = {k: weights.get(k, 0.0) for k in scores}
+        total = sum(used.values())
+        overall = sum(scores[k] * w for k, w in used.items()) / total if total else _mean(list(scores.values()), 0.0)
+        overall = round(overall, 4)
+        role = RoleResult(role=ROLE, model=self._name(), dimensions=list(scores), scores=scores, confidence=conf,
+                          critique=critique, raw_response=raw, latency_ms=latency, tokens_used=0)
+        passed = overall >= self.config.stages.of(self.stage).pass_threshold
+        return PanelResult(status=SCORED, scores=dict(scores), overall=overall, confidence=conf, passed=passed,
+                           panel_scores=dict(scores), panel_overall=overall, role_results=[role])
+
+    def _name(self) -> str:
+        return getattr(self._judge, "name", None) or MODEL
+
+    def _record(self, subject: dict[str, str], raw: str | None, latency: float, trace_id: str | None,
+                error: str | None) -> None:
+        if self.sink is None:
+            return
+        self.sink.record_call(CallRecord(
+            id=new_id(), trace_id=trace_id, purpose=PURPOSE.format(stage=self.stage), model=self._name(),
+            endpoint="local", messages=[{"role": "user", "content": json.dumps(subject, ensure_ascii=False)}],
+            params={"stage": self.stage}, request_hash="", response_text=raw, input_tokens=0, output_tokens=0,
+            latency_ms=latency, attempts=1, status="error" if error else "ok", error=error))
+
+    async def _plan(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+        query, plan = subject["query"], _load(subject["plan"])
+        parts, uncovered, conf = await uncovered_parts(self.judge, query, plan)
+        [rel] = await self.judge.relevance(query, [plan_prose(plan)])
+        scores = {"intent_alignment": round(rel.score, 4),
+                  "query_coverage": round(_share(len(parts) - len(uncovered), len(parts)), 4)}
+        critique = (f"no search query covers: {'; '.join(uncovered)}" if uncovered
+                    else "every part of the query has a search query")
+        details = {"parts": [{"part": p, "covered": p not in uncovered, "confidence": round(conf.get(p, 0.5), 4)}
+                             for p in parts], "queries": plan_queries(plan), "intent_alignment": rel.score}
+        return scores, round(_mean(list(conf.values())), 4), critique, details
+
+    async def _retrieval(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+        query = subject["query"]
+        sources = normalise_sources(_load(subject["sources"]) or [])
+        texts = [s["content"] or (s["title"] or "") for s in sources]
+        parts = split_question(query)
+        rel = await self.judge.relevance(query, texts) if texts else []
+        cov = await self.judge.coverage(query, "\n\n".join(texts), parts) if texts else None
+        uncovered = list(cov.uncovered) if cov else list(parts)
+        scores = {"context_recall": round(_share(len(parts) - len(uncovered), len(parts)), 4),
+                  "context_precision": round(_mean([r.score for r in rel], 0.0), 4)}
+        critique = (f"no source covers: {'; '.join(uncovered)}" if uncovered else "the sources cover every part")
+        details = {"parts": [{"part": p, "covered": p not in uncovered} for p in parts],
+                   "sources": [{"id": s["id"], "relevance": round(r.score, 4)} for s, r in zip(sources, rel)]}
+        return scores, round(_mean(list(cov.confidence.values())) if cov else 1.0, 4), critique, details
+
+    async def _answer(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+        query, answer = subject["query"], subject["answer"]
+        texts = [s["content"] or (s["title"] or "") for s in normalise_sources(_load(subject["sources"]) or [])]
+        parts = split_question(query)
+        sup = await self.judge.support(answer, texts)
+        cov = await self.judge.coverage(query, answer, parts)
+        sentences = len(sup.supported) + len(sup.unsupported)
+        coverage = round(_share(len(cov.covered), len(parts)), 4)
+        scores = {"faithfulness": round(_share(len(sup.supported), sentences), 4),
+                  "relevance": coverage, "completeness": coverage}
+        notes = []
+        if sup.unsupported:
+            notes.append(f"not supported by the sources: {'; '.join(sup.unsupported)}")
+        if cov.uncovered:
+            notes.append(f"the answer does not cover: {'; '.join(cov.uncovered)}")
+        details = {"unsupported": sup.unsupported, "supported": sup.supported,
+                   "parts": [{"part": p, "covered": p in cov.covered} for p in parts]}
+        conf = _mean(list(sup.confidence.values()) + list(cov.confidence.values()))
+        return scores, round(conf, 4), " ".join(notes) or "grounded and complete", details
+
+
+class LocalPlanCritic:
+    """The plan critic offline: one issue per query part no search query covers."""
+
+    def __init__(self, judge: MeaningJudge | None = None) -> None:
+        self._judge = judge
+        self.name = MODEL
+
+    async def critique(self, query: str, attempt: PlanAttempt, history: list[PlanAttempt], *,
+                       trace_id: str | None = None) -> IterationDecision:
+        started = time.perf_counter()
+        self._judge = _judge(self._judge)
+        _, uncovered, _ = await uncovered_parts(self._judge, query, attempt.plan)
+        issues = [Issue(issue=f"no search query covers: {p}", fix=f"add a query about {p}") for p in uncovered]
+        if issues:
+            mode, failure, critique = st.TARGETED_FIX, "missing_coverage", (
+                f"{len(issues)} part(s) of the query have no search query.")
+        else:
+            mode, failure = st.FULL_REGENERATION, "intent_misalignment"
+            critique = "every part has a query, but the plan as a whole does not match the query closely enough."
+            issues = [Issue(issue=r, fix="reword the search queries closer to the query") for r in attempt.failed_rules]
+        return IterationDecision(
+            mode=mode, recommended_mode=mode, specific_issues=issues, failure_type=failure,  # type: ignore[arg-type]
+            critique=critique, feedback_to_planner=feedback_text(attempt, critique, issues, mode),
+            critic_model=self._judge.name, latency=round((time.perf_counter() - started) * 1000.0, 3))
+
+    async def meta_review(self, query: str, best: PlanAttempt, attempts: list[PlanAttempt], *,
+                          trace_id: str | None = None) -> EscalationResult | None:
+        """No escalation model offline: nothing to review with."""
+        return None

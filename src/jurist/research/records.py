@@ -1,0 +1,252 @@
+"""The evaluation record of one research query (the note's "Data Persistence").
+
+pydantic models whose JSON uses the note's camelCase names
+(``EvaluationRecord``, ``PlanAttempt``, ``EvaluatorResult``,
+``EscalationResult``, ``IterationDecision``), plus the stage sections and the
+answer attempts. :func:`evaluator_results` and :func:`escalation_result` build
+them from a :class:`~jurist.judges.panel.PanelResult`. Latencies are
+milliseconds; every raw model response is kept.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from jurist.judges.panel import Escalation, PanelResult, RoleResult
+
+Mode = Literal["targeted_fix", "full_regeneration", "alternative_approach"]
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+class Record(BaseModel):
+    """Base: camelCase JSON, snake_case Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON data with the note's field names."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Issue(Record):
+    issue: str
+    fix: str = ""
+
+
+class EvaluatorResult(Record):
+    """One role's judgement (the note's EvaluatorResult)."""
+
+    role: str
+    model: str
+    dimensions: list[str]
+    scores: dict[str, float]
+    confidence: float
+    critique: str
+    raw_response: str
+    latency: float  # ms
+    tokens_used: int
+    status: str = "ok"  # ok | failed
+    error: str | None = None
+
+
+class EscalationResult(Record):
+    """The stronger model's meta-evaluation (the note's EscalationResult).
+
+    ``trigger`` is the first of ``triggers``: low_confidence, disagreement,
+    borderline (the panel), or max_attempts (the plan loop's final review)."""
+
+    trigger: str
+    triggers: list[str] = Field(default_factory=list)
+    model: str
+    panel_review: str
+    trust_decisions: dict[str, float] = Field(default_factory=dict)
+    final_verdict: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    latency: float = 0.0
+    tokens_used: int = 0
+    status: str = "ok"
+    error: str | None = None
+
+
+class IterationDecision(Record):
+    """What the planner is told after a failed attempt (the note's IterationDecision)."""
+
+    mode: Mode
+    specific_issues: list[Issue] = Field(default_factory=list)
+    feedback_to_planner: str
+    recommended_mode: Mode | None = None  # the critic's recommendation, before the escalation rules
+    failure_type: str | None = None
+    critique: str = ""
+    critic_scores: dict[str, float] = Field(default_factory=dict)
+    critic_model: str | None = None
+    raw_response: str | None = None
+    latency: float = 0.0
+    tokens_used: int = 0
+    status: str = "ok"  # ok | failed (then the feedback is built from the panel's critiques)
+    error: str | None = None
+
+
+class StageResult(Record):
+    """What every evaluated stage (or attempt) carries."""
+
+    evaluator_results: list[EvaluatorResult] = Field(default_factory=list)
+    aggregated_scores: dict[str, float] = Field(default_factory=dict)
+    aggregated_confidence: float | None = None
+    overall: float | None = None
+    passed: bool | None = None
+    escalation: EscalationResult | None = None
+    escalation_triggers: list[str] = Field(default_factory=list)  # fired, escalation model or not
+    unscored_dimensions: list[str] = Field(default_factory=list)
+    scoring_note: str | None = None
+    evaluation_skipped: bool = False
+    skip_reason: str | None = None
+
+
+class PlanAttempt(StageResult):
+    """One plan and its evaluation (the note's PlanAttempt)."""
+
+    attempt_number: int
+    timestamp: str = Field(default_factory=now)
+    plan: Any = None
+    mode: Mode | None = None  # the mode the planner was asked for (None: first attempt)
+    failed_rules: list[str] = Field(default_factory=list)
+    iteration_decision: IterationDecision | None = None
+    latency: float = 0.0
+
+
+class PlanEvaluation(Record):
+    attempts: list[PlanAttempt] = Field(default_factory=list)
+    final_scores: dict[str, float] = Field(default_factory=dict)
+    overall: float | None = None  # the chosen attempt's overall
+    passed: bool | None = None
+    total_iterations: int = 0
+    max_attempts: int | None = None
+    escalated_to_large_model: bool = False
+    chosen_attempt: int | None = None
+    meta_review: EscalationResult | None = None
+    unscored_dimensions: list[str] = Field(default_factory=list)
+    scoring_note: str | None = None
+    evaluation_skipped: bool = False
+    skip_reason: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class SourceEvaluation(Record):
+    source_id: str
+    title: str | None = None
+    url: str | None = None
+    relevance: float | None = None  # when the evaluator scored sources one by one
+
+
+class RetrievalEvaluation(StageResult):
+    scores: dict[str, float] = Field(default_factory=dict)
+    flagged_severe: bool = False
+    severe_dimensions: list[str] = Field(default_factory=list)
+    source_details: list[SourceEvaluation] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class AnswerAttempt(StageResult):
+    attempt_number: int
+    timestamp: str = Field(default_factory=now)
+    answer: str
+    feedback: str | None = None  # what the synthesiser was told (None: first attempt)
+
+
+class AnswerEvaluation(Record):
+    attempts: list[AnswerAttempt] = Field(default_factory=list)
+    final_scores: dict[str, float] = Field(default_factory=dict)
+    overall: float | None = None  # the final answer's overall
+    passed: bool | None = None
+    regenerated: bool = False
+    final_attempt: int | None = None
+    unscored_dimensions: list[str] = Field(default_factory=list)
+    scoring_note: str | None = None
+    evaluation_skipped: bool = False
+    skip_reason: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class EvaluationRecord(Record):
+    """The whole evaluation of one research query (the note's EvaluationRecord)."""
+
+    log_id: str
+    query_id: str
+    timestamp: str = Field(default_factory=now)
+    user_query: str
+    trace_id: str | None = None
+    plan_evaluation: PlanEvaluation | None = None
+    retrieval_evaluation: RetrievalEvaluation | None = None
+    answer_evaluation: AnswerEvaluation | None = None
+    overall_score: float | None = None
+    evaluation_skipped: bool = False
+    skip_reason: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The note's response extension (``evaluation`` of the research response)."""
+        plan, ret, ans = self.plan_evaluation, self.retrieval_evaluation, self.answer_evaluation
+        return {
+            "planScore": plan.overall if plan else None,
+            "retrievalScore": ret.overall if ret else None,
+            "answerScore": ans.overall if ans else None,
+            "overallScore": self.overall_score,
+            "iterations": plan.total_iterations if plan else 0,
+            "evaluationSkipped": self.evaluation_skipped,
+            "details": f"jurist export {self.log_id}",
+        }
+
+
+# --- from the panel's types -------------------------------------------------------
+
+
+def evaluator_result(r: RoleResult) -> EvaluatorResult:
+    return EvaluatorResult(
+        role=r.role, model=r.model, dimensions=list(r.dimensions), scores=dict(r.scores),
+        confidence=r.confidence, critique=r.critique, raw_response=r.raw_response, latency=r.latency_ms,
+        tokens_used=r.tokens_used, status=r.status, error=r.error,
+    )
+
+
+def evaluator_results(result: PanelResult) -> list[EvaluatorResult]:
+    return [evaluator_result(r) for r in result.role_results]
+
+
+def escalation_result(e: Escalation | None) -> EscalationResult | None:
+    if e is None:
+        return None
+    return EscalationResult(
+        trigger=e.triggers[0] if e.triggers else "", triggers=list(e.triggers), model=e.model,
+        panel_review=e.panel_review, trust_decisions=dict(e.trust_decisions), final_verdict=e.final_verdict,
+        scores=dict(e.scores), latency=e.latency_ms, tokens_used=e.tokens_used, status=e.status, error=e.error,
+    )
+
+
+def unscored_note(unscored: list[str]) -> str | None:
+    """The record's explanation of an overall computed over fewer dimensions."""
+    if not unscored:
+        return None
+    return (f"not scored: {', '.join(unscored)}; the overall is the weighted mean of the scored "
+            "dimensions only, their weights renormalised to sum to 1")
+
+
+def fill_stage(target: StageResult, result: PanelResult, dimensions: list[str]) -> None:
+    """Copy a scored PanelResult into ``target`` (an attempt or a stage section)."""
+    target.evaluator_results = evaluator_results(result)
+    target.aggregated_scores = dict(result.scores)
+    target.aggregated_confidence = result.confidence
+    target.overall = result.overall
+    target.escalation = escalation_result(result.escalation)
+    target.escalation_triggers = list(getattr(result, "triggers", None) or
+                                      (result.escalation.triggers if result.escalation else []))
+    target.unscored_dimensions = [d for d in dimensions if d not in result.scores]
+    target.scoring_note = unscored_note(target.unscored_dimensions)

@@ -1,0 +1,91 @@
+"""ResearchEvaluation with its default evaluators: real Panels on scripted models."""
+
+from __future__ import annotations
+
+import json
+
+from jurist.config import Settings
+from jurist.models import ChatRequest, script, scripted
+from jurist.research import ResearchEvaluation, research_config
+from jurist.store import Store
+
+from tests.research.fakes import SOURCES, Planner, Synthesiser
+
+QUERY = "What causes tides and how high do spring tides get?"
+ROLES = ("intent_analyst", "coverage_checker", "faithfulness_judge", "quality_assessor", "fact_checker")
+
+
+def _score(dim: str, prompt: str) -> float:
+    return 0.3 if dim == "query_coverage" and "plan 1" in prompt else 0.9
+
+
+def role_reply(request: ChatRequest) -> str:
+    prompt = request.messages[0]["content"]
+    dims = list(request.response_schema["properties"]["scores"]["properties"])
+    return json.dumps({"scores": {d: _score(d, prompt) for d in dims}, "confidence": 0.8, "critique": "ok"})
+
+
+def escalation_reply(request: ChatRequest) -> str:
+    prompt = request.messages[0]["content"]
+    props = request.response_schema["properties"]
+    return json.dumps({"panel_review": "the panel is right", "verdict": "agree",
+                       "trust": {r: 0.9 for r in props["trust"]["properties"]},
+                       "scores": {d: _score(d, prompt) for d in props["scores"]["properties"]}})
+
+
+CRITIC = json.dumps({"passed": False, "scores": {"intent_alignment": 0.9, "query_coverage": 0.3,
+                                                 "scope_appropriateness": 0.9},
+                     "failure_type": "missing_coverage", "critique": "spring tides are not searched",
+                     "recommendation": "targeted_fix",
+                     "specific_issues": [{"issue": "no query on spring tides", "fix": "add 'spring tide height'"}]})
+
+
+async def test_default_panels_on_scripted_models(tmp_path):
+    script("panel", default=role_reply)
+    script("escalation", default=escalation_reply)
+    script("critic", CRITIC)
+    cfg = research_config({"evaluators": {r: {"model": "scripted/panel"} for r in ROLES},
+                           "escalation_model": "scripted/escalation", "critic_model": "scripted/critic"})
+    store = Store(f"sqlite:///{tmp_path}/p.db")
+    try:
+        async with ResearchEvaluation(cfg, settings=Settings.load(), store=store) as ev:
+            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
+            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
+            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
+            rec = await ev.save()
+        calls = store.calls(limit=None)
+    finally:
+        store.close()
+    pe = rec.plan_evaluation
+    assert [a.passed for a in pe.attempts] == [False, True] and plan["objective"] == "plan 2"
+    first = pe.attempts[0]
+    assert {r.role for r in first.evaluator_results} == {"intent_analyst", "coverage_checker", "quality_assessor"}
+    assert first.escalation is not None and first.escalation.trigger == "borderline"
+    assert first.escalation.model == "scripted/escalation" and first.escalation_triggers == ["borderline"]
+    assert first.iteration_decision.specific_issues[0].fix == "add 'spring tide height'"
+    assert pe.escalated_to_large_model
+    assert {r.role for r in rec.retrieval_evaluation.evaluator_results} == {
+        "coverage_checker", "faithfulness_judge", "quality_assessor"}
+    assert set(rec.answer_evaluation.final_scores) == {"faithfulness", "relevance", "factual_accuracy",
+                                                        "completeness", "coherence"}
+    assert not rec.evaluation_skipped and rec.overall_score is not None
+    purposes = {c["purpose"] for c in calls}
+    assert {"panel_role", "panel_escalation", "plan_critic"} <= purposes
+    assert all(c["trace_id"] == ev.log_id for c in calls)
+    assert scripted("critic").queue == []
+
+
+async def test_unresolvable_models_skip_the_stages(tmp_path):
+    cfg = research_config({"evaluators": {r: {"model": "nosuchprovider/x"} for r in ROLES}})
+    store = Store(f"sqlite:///{tmp_path}/p.db")
+    try:
+        async with ResearchEvaluation(cfg, settings=Settings.load(), store=store) as ev:
+            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
+            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
+            answer = (await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())).answer
+            rec = ev.record()
+    finally:
+        store.close()
+    assert plan["objective"] == "plan 1" and answer == "answer 1"
+    assert rec.evaluation_skipped and "unknown provider 'nosuchprovider'" in rec.plan_evaluation.skip_reason
+    assert rec.retrieval_evaluation.evaluation_skipped and rec.answer_evaluation.evaluation_skipped
