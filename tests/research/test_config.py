@@ -79,8 +79,11 @@ def test_defaults_are_the_notes():
 
 
 def test_section_of_jurist_yaml(isolated):
+    from jurist.config import Settings
+
     (isolated / "jurist.yaml").write_text(NOTE_YAML)
-    for c in (load_research_config("jurist.yaml"), load_research_config()):
+    settings = Settings.load()  # the research section sits beside the other settings
+    for c in (load_research_config("jurist.yaml"), load_research_config(), load_research_config(settings=settings)):
         assert c.role_models()["intent_analyst"] == "openai/gpt-4o-mini"
         assert c.role_models()["coverage_checker"] == "ollama/qwen3:14b"  # not given: the default
         assert c.role_models()["fact_checker"] == "anthropic/claude-haiku-4-5"
