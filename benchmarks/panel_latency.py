@@ -22,29 +22,15 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
 import time
+
+from jurist.testing.provider_server import spawn
 
 DIMENSIONS = ["faithfulness", "relevance", "factual_accuracy", "completeness", "coherence"]
 WEIGHTS = {"faithfulness": 0.30, "relevance": 0.25, "factual_accuracy": 0.20, "completeness": 0.15, "coherence": 0.10}
 ALL_DIMENSIONS = ["intent_alignment", "query_coverage", "scope_appropriateness", "context_recall",
                   "context_precision", "source_quality", *DIMENSIONS]
 REPLY = json.dumps({"scores": {d: 0.8 for d in ALL_DIMENSIONS}, "confidence": 0.9, "critique": "fine"})
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jurist.testing.provider_server", "--port", "0", "--latency", str(latency),
-         "--text", REPLY],
-        stdout=subprocess.PIPE, text=True,
-    )
-    assert proc.stdout is not None
-    base_url = proc.stdout.readline().strip()
-    if not base_url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"provider server did not start: {base_url!r}")
-    return proc, base_url
 
 
 def pct(values: list[float], q: float) -> float:
@@ -94,7 +80,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
-    proc, base_url = start_server(args.latency)
+    proc, base_url = spawn(args.latency, REPLY)
     try:
         asyncio.run(run(base_url, args.latency, args.reps, args.warmup))
     finally:

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from jurist.testing.provider_server import spawn
+
 RUBRICS = {
     "version": "1.0",
     "rubrics": [
@@ -34,19 +36,6 @@ RUBRICS = {
         for i in range(8)
     ],
 }
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jurist.testing.provider_server", "--port", "0", "--latency", str(latency)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    assert proc.stdout is not None
-    base_url = proc.stdout.readline().strip()
-    if not base_url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"provider server did not start: {base_url!r}")
-    return proc, base_url
 
 
 def make_sessions(folder: Path, n: int) -> None:
@@ -69,7 +58,7 @@ def run(sessions: int, rubrics: int, latency: float, concurrency: int, parallel:
 
     startup = time.perf_counter() - warm0
 
-    proc, base_url = start_server(latency)
+    proc, base_url = spawn(latency)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             tmpdir = Path(tmp)
@@ -119,7 +108,7 @@ def baseline(calls: int, latency: float, concurrency: int) -> dict:
 
     from jurist.models.openai import _http_client
 
-    proc, base_url = start_server(latency)
+    proc, base_url = spawn(latency)
 
     async def go() -> float:
         client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, http_client=_http_client())

@@ -75,7 +75,7 @@ class Settings(BaseModel):
         values: dict[str, Any] = _from_env()
         path = _config_path(config_file)
         if path is not None:
-            file_values = _read_yaml(path)
+            file_values = read_yaml(path)
             values.update(file_values)
             values["config_file"] = str(path)
         values.update({k: v for k, v in explicit.items() if v is not None})
@@ -137,7 +137,8 @@ def _config_path(explicit: str | Path | None) -> Path | None:
     return p if p.is_file() else None
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path, what: str = "settings") -> dict[str, Any]:
+    """A YAML file holding a mapping (``{}`` when empty); ConfigError otherwise."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -145,5 +146,5 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of settings at the top level")
+        raise ConfigError(f"{path} must hold a mapping of {what} at the top level")
     return data

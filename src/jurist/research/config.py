@@ -31,10 +31,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from jurist.config import Settings
+from jurist.config import Settings, read_yaml
 from jurist.errors import ConfigError
 from jurist.research import stages as st
 
@@ -251,15 +250,7 @@ def research_config(data: dict[str, Any] | None, *, source: str | None = None) -
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"research configuration file {path} not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping at the top level")
-    return data
+    return read_yaml(path, "research settings")
 
 
 def load_research_config(

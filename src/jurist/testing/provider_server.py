@@ -29,6 +29,8 @@ import itertools
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -421,6 +423,21 @@ def _anthropic_events(reply: Reply, req: dict) -> list[str]:
 
 
 # -- command line ---------------------------------------------------------------
+
+
+def spawn(latency: float = 0.0, text: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """Start the server in its own process (so its work is not the caller's);
+    returns the process and its OpenAI base URL. Kill the process when done."""
+    cmd = [sys.executable, "-m", "jurist.testing.provider_server", "--port", "0", "--latency", str(latency)]
+    if text is not None:
+        cmd += ["--text", text]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    base_url = proc.stdout.readline().strip()
+    if not base_url.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"the provider server did not start: {base_url!r}")
+    return proc, base_url
 
 
 def main(argv: list[str] | None = None) -> None:
