@@ -81,11 +81,15 @@ def pg_url():
         admin.dispose()
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300):
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300,
+    input: str | None = None,
+):
     """Run the `jurist` command (as `python -m jurist`) in a subprocess."""
     full_env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     full_env["COLUMNS"] = "200"  # wide enough that rich tables do not fold cells
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "jurist", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+        [sys.executable, "-m", "jurist", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout,
+        input=input,
     )

@@ -19,6 +19,7 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
     assert all(r["judge_model"] == "local/minilm" for r in
                json.loads((out / "s1_result.json").read_text())["rubric_scores"])
     assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
+    assert "completed, 5/5 points recalled" in r.stdout  # the checklist tutor part
     logs = run_cli("logs", "-n", "50", "--json", "--purpose", "rubric_judge", cwd=tmp_path, env=env)
     rows = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(rows) == 15 and {x["model"] for x in rows} == {"local/minilm"}

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from jurist.cli.common import console, handle_errors, load_settings
 from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
 from jurist.models.registry import LOCAL_JUDGE
+from jurist.checklist.demo import run_checklist_demo
 from jurist.research.demo import run_research_demo
 from jurist.rubrics import load_rubrics
 from jurist.store import Store
@@ -58,4 +59,7 @@ def register(app: typer.Typer) -> None:
         )
         console.print(Panel.fit("A research pipeline judged stage by stage, offline", title="jurist demo: research"))
         research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
-        raise typer.Exit(max(report.exit_code, research_code))
+        console.print(Panel.fit("A recall tutor that checks the learner's checklist on every message, offline",
+                                title="jurist demo: checklist"))
+        checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist"))
+        raise typer.Exit(max(report.exit_code, research_code, checklist_code))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jurist.cli import demo, evaluate, logs, research
+from jurist.cli import demo, evaluate, logs, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
@@ -17,6 +17,8 @@ evaluate.register(app)
 logs.register(app)
 demo.register(app)
 research.register(app)
+serve.register(app)
+tutor.register(app)
 
 
 def main() -> None:

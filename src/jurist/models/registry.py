@@ -82,8 +82,8 @@ def _announce_local() -> None:
         return
     _announced = True
     print(
-        "jurist: no judge configured; using the offline local judge (local/minilm), which scores "
-        "item-based rubrics only.\n" + HOW_TO_CONFIGURE,
+        "jurist: no judge configured; using the offline local judge (local/minilm), which can only "
+        "match meaning (item-based rubrics, checklist points, relevance, support).\n" + HOW_TO_CONFIGURE,
         file=sys.stderr,
     )
 

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
-from jurist.store.tables import evaluations, llm_calls, scores
+from jurist.store.tables import (
+    checklist_evaluations,
+    checklist_messages,
+    checklist_points,
+    checklist_sessions,
+    evaluations,
+    fsrs_cards,
+    llm_calls,
+    scores,
+)
 
 
 def list_calls(
@@ -65,3 +76,111 @@ def get_evaluation(conn: Connection, evaluation_id: str, kind: str | None = None
         stmt = stmt.where(evaluations.c.kind == kind)
     row = conn.execute(stmt).first()
     return dict(row._mapping) if row is not None else None
+
+
+# -- continuous checklist -------------------------------------------------------
+
+
+def insert_checklist_session(conn: Connection, session: dict[str, Any], points: list[dict[str, Any]]) -> None:
+    conn.execute(insert(checklist_sessions), [session])
+    if points:
+        conn.execute(insert(checklist_points), points)
+
+
+def insert_checklist_message(conn: Connection, message: dict[str, Any]) -> None:
+    conn.execute(insert(checklist_messages), [message])
+    conn.execute(
+        update(checklist_sessions)
+        .where(checklist_sessions.c.id == message["session_id"])
+        .values(updated_at=message["created_at"])
+    )
+
+
+def record_checklist_evaluation(
+    conn: Connection, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime
+) -> None:
+    """One evaluation row and the points it recalled, in the caller's transaction."""
+    conn.execute(insert(checklist_evaluations), [evaluation])
+    for point_id, confidence in recalled.items():
+        conn.execute(
+            update(checklist_points)
+            .where(checklist_points.c.session_id == evaluation["session_id"],
+                   checklist_points.c.point_id == point_id, checklist_points.c.status == "pending")
+            .values(status="recalled", confidence=confidence, message_seq=evaluation["message_seq"], recalled_at=at)
+        )
+
+
+def set_checklist_status(conn: Connection, session_id: str, status: str, at: datetime) -> None:
+    conn.execute(
+        update(checklist_sessions)
+        .where(checklist_sessions.c.id == session_id)
+        .values(status=status, updated_at=at, completed_at=at if status != "active" else None)
+    )
+
+
+def get_checklist_session(conn: Connection, session_id: str) -> dict[str, Any] | None:
+    row = conn.execute(select(checklist_sessions).where(checklist_sessions.c.id == session_id)).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def list_checklist_sessions(
+    conn: Connection, *, learner: str | None = None, status: str | None = None, limit: int | None = 50
+) -> list[dict[str, Any]]:
+    stmt = select(checklist_sessions).order_by(checklist_sessions.c.updated_at.desc())
+    if learner is not None:
+        stmt = stmt.where(checklist_sessions.c.learner == learner)
+    if status is not None:
+        stmt = stmt.where(checklist_sessions.c.status == status)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def checklist_point_states(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+    stmt = select(checklist_points).where(checklist_points.c.session_id == session_id).order_by(
+        checklist_points.c.position)
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def list_checklist_messages(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+    stmt = select(checklist_messages).where(checklist_messages.c.session_id == session_id).order_by(
+        checklist_messages.c.seq)
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def list_checklist_evaluations(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+    stmt = select(checklist_evaluations).where(checklist_evaluations.c.session_id == session_id).order_by(
+        checklist_evaluations.c.message_seq, checklist_evaluations.c.created_at)
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def get_fsrs_card(conn: Connection, learner: str, deck: str, point_id: str) -> dict[str, Any] | None:
+    stmt = select(fsrs_cards).where(fsrs_cards.c.learner == learner, fsrs_cards.c.deck == deck,
+                                    fsrs_cards.c.point_id == point_id)
+    row = conn.execute(stmt).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def upsert_fsrs_card(conn: Connection, card: dict[str, Any]) -> None:
+    key = (card["learner"], card["deck"], card["point_id"])
+    if get_fsrs_card(conn, *key) is None:
+        conn.execute(insert(fsrs_cards), [card])
+        return
+    values = {k: v for k, v in card.items() if k not in ("learner", "deck", "point_id")}
+    conn.execute(
+        update(fsrs_cards)
+        .where(fsrs_cards.c.learner == key[0], fsrs_cards.c.deck == key[1], fsrs_cards.c.point_id == key[2])
+        .values(**values)
+    )
+
+
+def list_fsrs_cards(
+    conn: Connection, learner: str, *, due_before: datetime | None = None, deck: str | None = None
+) -> list[dict[str, Any]]:
+    stmt = select(fsrs_cards).where(fsrs_cards.c.learner == learner).order_by(fsrs_cards.c.due,
+                                                                               fsrs_cards.c.point_id)
+    if due_before is not None:
+        stmt = stmt.where(fsrs_cards.c.due <= due_before)
+    if deck is not None:
+        stmt = stmt.where(fsrs_cards.c.deck == deck)
+    return [dict(r._mapping) for r in conn.execute(stmt)]

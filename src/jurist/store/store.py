@@ -27,7 +27,7 @@ from jurist.store import queries
 from jurist.store.tables import evaluations, llm_calls, scores
 
 # The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
@@ -240,6 +240,59 @@ class Store:
     def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             return queries.scores_of(conn, evaluation_id)
+
+    # -- continuous checklist (durable when the coroutine returns) -----------
+    def _tx(self, fn: Any, *args: Any) -> Any:
+        with self.engine.begin() as conn:
+            return fn(conn, *args)
+
+    async def _in_tx(self, fn: Any, *args: Any) -> Any:
+        """Run one query function in its own transaction, off the event loop."""
+        return await asyncio.to_thread(self._tx, fn, *args)
+
+    async def create_checklist_session(self, session: dict[str, Any], points: list[dict[str, Any]]) -> None:
+        await self._in_tx(queries.insert_checklist_session, session, points)
+
+    async def add_checklist_message(self, message: dict[str, Any]) -> None:
+        await self._in_tx(queries.insert_checklist_message, message)
+
+    async def record_checklist_evaluation(
+        self, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime
+    ) -> None:
+        """The evaluation of one user message and the points it recalled, in one transaction."""
+        await self._in_tx(queries.record_checklist_evaluation, evaluation, recalled, at)
+
+    async def set_checklist_status(self, session_id: str, status: str, at: datetime) -> None:
+        await self._in_tx(queries.set_checklist_status, session_id, status, at)
+
+    async def checklist_session(self, session_id: str) -> dict[str, Any] | None:
+        return await self._in_tx(queries.get_checklist_session, session_id)
+
+    async def checklist_sessions(self, **filters: Any) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self._tx, lambda conn: queries.list_checklist_sessions(conn, **filters))
+
+    async def checklist_points(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._in_tx(queries.checklist_point_states, session_id)
+
+    async def checklist_messages(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._in_tx(queries.list_checklist_messages, session_id)
+
+    async def checklist_evaluations(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._in_tx(queries.list_checklist_evaluations, session_id)
+
+    async def fsrs_card(self, learner: str, deck: str, point_id: str) -> dict[str, Any] | None:
+        return await self._in_tx(queries.get_fsrs_card, learner, deck, point_id)
+
+    async def save_fsrs_card(self, **card: Any) -> None:
+        card.setdefault("updated_at", _utcnow())
+        await self._in_tx(queries.upsert_fsrs_card, card)
+
+    async def fsrs_cards(
+        self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
+    ) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(
+            self._tx, lambda conn: queries.list_fsrs_cards(conn, learner, due_before=due_before, deck=deck)
+        )
 
     def __enter__(self) -> "Store":
         return self

@@ -82,3 +82,84 @@ scores = Table(
     Column("call_id", String(32)),
     Index("ix_scores_evaluation_key", "evaluation_id", "key"),
 )
+
+# -- continuous checklist (migration 0002) -------------------------------------
+
+checklist_sessions = Table(
+    "checklist_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("learner", String(200), nullable=False, index=True),
+    Column("title", String(300), nullable=False),
+    Column("points", JSON, nullable=False),  # [{"id", "text"}], the checklist as started
+    Column("mode", String(32), nullable=False),  # recall | rabbithole
+    Column("tutor_model", String(200)),
+    Column("judge_model", String(200)),
+    Column("status", String(32), nullable=False, index=True),  # active | completed | ended
+    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("completed_at", DateTime(timezone=True)),
+)
+
+checklist_messages = Table(
+    "checklist_messages",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("session_id", String(64), ForeignKey("checklist_sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("role", String(16), nullable=False),  # user | assistant (never the hidden feedback)
+    Column("content", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_checklist_messages_session_seq", "session_id", "seq", unique=True),
+)
+
+checklist_points = Table(
+    "checklist_points",
+    metadata,
+    Column("session_id", String(64), ForeignKey("checklist_sessions.id", ondelete="CASCADE"), primary_key=True),
+    Column("point_id", String(200), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("status", String(16), nullable=False),  # pending | recalled
+    Column("confidence", Float),
+    Column("message_seq", Integer),  # the user message that recalled it
+    Column("recalled_at", DateTime(timezone=True)),
+)
+
+checklist_evaluations = Table(
+    "checklist_evaluations",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("session_id", String(64), ForeignKey("checklist_sessions.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("message_seq", Integer, nullable=False),
+    Column("mode", String(32), nullable=False),
+    Column("status", String(32), nullable=False),  # ok | evaluation_failed | skipped
+    Column("judge_model", String(200)),
+    Column("unchecked", JSON, nullable=False),  # the point ids judged
+    Column("recalled", JSON, nullable=False),  # {point id: confidence}
+    Column("observations", JSON, nullable=False),
+    Column("feedback", Text, nullable=False),
+    Column("dropped_ids", JSON, nullable=False),  # ids the judge invented
+    Column("dropped_count", Integer, nullable=False),
+    Column("reason", Text),
+    Column("call_ids", JSON, nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+fsrs_cards = Table(
+    "fsrs_cards",
+    metadata,
+    Column("learner", String(200), primary_key=True),
+    Column("deck", String(300), primary_key=True),  # the checklist title
+    Column("point_id", String(200), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("card", JSON, nullable=False),  # fsrs.Card.to_dict()
+    Column("due", DateTime(timezone=True), nullable=False, index=True),
+    Column("state", String(16), nullable=False),
+    Column("reviews", Integer, nullable=False),
+    Column("last_rating", String(16)),
+    Column("last_review", DateTime(timezone=True)),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)

@@ -1,0 +1,91 @@
+"""The checklist demo: a scripted learner against the caffeine checklist, offline.
+
+``examples/checklists/caffeine_learner.json`` holds the learner's messages.
+Each is judged by the local embedding judge (``local/minilm``, one
+meaning-match of every unchecked point against the message); the tutor is the
+scripted ``scripted/tutor-demo`` model, which acknowledges the evaluator's
+hidden observation and asks about the next unchecked point, with no LLM.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from jurist.checklist.points import load_checklist
+from jurist.checklist.scheduling import PointScheduler
+from jurist.checklist.session import OBSERVATION_PREFIX, ChecklistSession
+from jurist.config import Settings
+from jurist.models.base import ChatRequest
+from jurist.models.registry import LOCAL_JUDGE
+from jurist.models.scripted import script
+from jurist.store import Store
+
+DEMO_TUTOR = "tutor-demo"
+
+
+def example_dir() -> Path:
+    """``examples/checklists`` as shipped with jurist."""
+    return Path(str(files("jurist") / "examples" / "checklists"))
+
+
+def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
+    """The scripted tutor's reply function: acknowledge, then ask about the next unchecked point."""
+
+    def reply(request: ChatRequest) -> str:
+        session = session_ref[0]
+        observed = " ".join(m["content"] for m in request.messages
+                            if m["role"] == "system" and m["content"].startswith(OBSERVATION_PREFIX))
+        ack = "Yes, exactly." if "was recalled" in observed else "Okay, let's dig a little deeper."
+        remaining = session.unchecked_points()
+        if not remaining:
+            return "That's everything on the list. Well done!"
+        topic = remaining[0].id.replace("_", " ")
+        return f"{ack} What can you tell me about {topic}?"
+
+    return reply
+
+
+async def run_checklist_demo(console: Console, settings: Settings, output_dir: Path) -> int:
+    """Run the demo; print turns, points recalled, completion and due dates. 0 when complete, else 1."""
+    ex = example_dir()
+    transcript = json.loads((ex / "caffeine_learner.json").read_text(encoding="utf-8"))
+    checklist = load_checklist(ex / transcript["checklist"])
+    learner = transcript["learner"]
+    console.print(f"Checklist [bold]{escape(checklist.title)}[/] ({len(checklist.points)} points), learner "
+                  f"{learner}; judge {LOCAL_JUDGE} (offline), tutor scripted/{DEMO_TUTOR}", highlight=False)
+    session_ref: list[ChecklistSession] = []
+    script(DEMO_TUTOR, default=demo_tutor(session_ref))
+    store = Store(settings.database)
+    try:
+        session = await ChecklistSession.start(checklist, store=store, learner=learner, tutor=f"scripted/{DEMO_TUTOR}",
+                                               judge=LOCAL_JUDGE, settings=settings)
+        session_ref.append(session)
+        console.print(f"tutor> {escape(session.opening())}", highlight=False)
+        for i, text in enumerate(transcript["messages"], start=1):
+            if not session.active:
+                break
+            r = await session.process_user_message(text)
+            console.print(f"\n[bold]turn {i}[/] learner> {escape(text)}", highlight=False)
+            recalled = ", ".join(r.points_recalled_this_turn) or "none"
+            console.print(f"  recalled this turn: [green]{recalled}[/]  ({r.recalled_count}/{r.total_points})",
+                          highlight=False)
+            console.print(f"  tutor> {escape(r.response)}", highlight=False)
+        if session.active:
+            await session.finish()  # what was not recalled is reviewed as Again
+        console.print(f"\nsession {session.session_id}: {session.status}, {session.recalled_count}/"
+                      f"{session.total_points} points recalled", highlight=False)
+        console.print("FSRS next reviews:")
+        for d in await PointScheduler(store).all_points(learner, deck=checklist.title):
+            console.print(f"  {d.point_id:<12} due {d.due:%Y-%m-%d %H:%M} UTC  (last rating {d.last_rating}, "
+                          f"{d.reviews} review(s))", highlight=False)
+        console.print(f"stored in {settings.database} (resume with `jurist tutor --session {session.session_id}`)",
+                      highlight=False)
+        return 0 if session.completed else 1
+    finally:
+        store.close()

@@ -1,0 +1,272 @@
+"""The batch evaluator: one judge call per user message, whatever the number of points.
+
+:meth:`ChecklistEvaluator.evaluate_batch` asks the ``fast`` model (falling back
+to ``settings.judge``, then to the offline local judge) which of the still
+unchecked points the learner's recent messages demonstrate, with a confidence
+per point and a feedback string for the tutor. Temperature 0.3, at most 1024
+output tokens, no streaming, the last 10 messages as the excerpt.
+
+Failures never crash a session: a reply that does not parse (after the one
+re-ask every :class:`~jurist.judges.judge.Judge` makes) or a failed model call
+gives an empty :class:`BatchEvaluation` with ``status="evaluation_failed"`` and
+the reason; the calls are on record with their parse error. Ids the judge
+invents are dropped and listed in ``dropped_ids``.
+
+With the local judge (``local/minilm``) there is no LLM: each point is checked
+by meaning-matching against the learner's latest message
+(:meth:`~jurist.models.base.MeaningJudge.expresses`) and a minimal feedback is
+written from the results.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jurist.checklist.points import ChecklistMessage, ChecklistPoint
+from jurist.config import Settings
+from jurist.judges.judge import FAILED, OK, Judge
+from jurist.judges.meaning import quote
+from jurist.judges.parsing import extract_json
+from jurist.judges.templates import builtin
+from jurist.models.base import MeaningJudge
+from jurist.models.model import CallSink, Model
+from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+
+log = logging.getLogger("jurist.checklist")
+
+Mode = Literal["recall", "rabbithole"]
+PURPOSE = "checklist_batch"
+EXCERPT_MESSAGES = 10
+TEMPERATURE = 0.3
+MAX_TOKENS = 1024
+
+RECALL_INSTRUCTION = """Provide a "feedback" string summarizing what happened in this exchange. Include:
+- Which points were recalled and how accurately
+- Any imprecisions or near-misses (e.g., "described the mechanism but used the wrong term")
+- What remains unchecked
+This feedback will guide the tutor's next response. Be specific and actionable."""
+RABBITHOLE_INSTRUCTION = (
+    'Provide a minimal "feedback" string. Just list which points were recalled, nothing more. '
+    'Example: "Point rp_xxx was recalled." If no points were recalled, feedback is empty.'
+)
+FORMAT_HINT = (
+    '{"recalledPoints": [{"id": "<point id>", "confidence": <number from 0 to 1>, '
+    '"observation": "<what the user said>"}], "feedback": "<feedback for the tutor>"}'
+)
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "recalledPoints": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "observation": {"type": "string"},
+                },
+                "required": ["id", "confidence", "observation"],
+                "additionalProperties": False,
+            },
+        },
+        "feedback": {"type": "string"},
+    },
+    "required": ["recalledPoints", "feedback"],
+    "additionalProperties": False,
+}
+
+
+class RawRecalledPoint(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    observation: str = ""
+
+
+class RawBatchResponse(BaseModel):
+    """The judge's JSON: ``recalledPoints[{id, confidence, observation}]`` and ``feedback``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    recalledPoints: list[RawRecalledPoint]  # noqa: N815 - the wire name
+    feedback: str = ""
+
+
+def parse_batch_response(text: str) -> RawBatchResponse:
+    """Parse a reply (fenced, bare or with prose around it); raise on anything malformed."""
+    obj = extract_json(text)
+    try:
+        return RawBatchResponse.model_validate(obj)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where}: {first['msg']}") from None
+
+
+@dataclass
+class BatchEvaluation:
+    """Which unchecked points the learner recalled, how surely, and feedback for the tutor."""
+
+    recalled_point_ids: list[str] = field(default_factory=list)
+    confidence_per_point: dict[str, float] = field(default_factory=dict)
+    feedback: str = ""
+    status: str = OK  # ok | evaluation_failed | skipped
+    reason: str | None = None
+    observations: dict[str, str] = field(default_factory=dict)
+    dropped_ids: list[str] = field(default_factory=list)  # ids the judge invented
+    judge_model: str | None = None
+    call_ids: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def checklist_judge_ref(settings: Settings, explicit: str | None = None) -> str:
+    """The batch judge: explicit, else alias ``fast``, else ``settings.judge``, else ``local/minilm``."""
+    if explicit:
+        return resolve_ref(explicit, settings)
+    if "fast" in settings.aliases:
+        return resolve_ref("fast", settings)
+    return judge_ref(settings)
+
+
+def excerpt(messages: Sequence[ChecklistMessage | dict[str, Any]], n: int = EXCERPT_MESSAGES) -> str:
+    """The last ``n`` visible messages, each quoted as data."""
+    out: list[str] = []
+    for i, m in enumerate(list(messages)[-n:], start=1):
+        role, content = _role_content(m)
+        out.append(quote("text", content, f"{i}-{role}"))
+    return "\n".join(out)
+
+
+def _role_content(m: ChecklistMessage | dict[str, Any]) -> tuple[str, str]:
+    if isinstance(m, dict):
+        return str(m.get("role", "")), str(m.get("content", ""))
+    return m.role, m.content
+
+
+def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> str:
+    """The feedback written without an LLM (local judge)."""
+    if mode == "rabbithole":
+        return " ".join(f"Point {pid} was recalled." for pid in recalled)
+    parts = [f"Point {pid} was recalled." for pid in recalled]
+    if not recalled:
+        parts.append("No recall points were demonstrated in this message.")
+    if remaining:
+        parts.append(f"Points {', '.join(remaining)} remain unchecked.")
+    return " ".join(parts)
+
+
+class ChecklistEvaluator:
+    """Judges all unchecked points against the recent conversation, one call per message."""
+
+    def __init__(
+        self,
+        judge: str | Model | MeaningJudge | None = None,
+        *,
+        settings: Settings | None = None,
+        sink: CallSink | None = None,
+    ) -> None:
+        self.settings = settings or Settings.load()
+        self.template = builtin("checklist_batch")
+        self._model: Model | None = None
+        self._meaning: MeaningJudge | None = None
+        if isinstance(judge, Model):
+            self._model = judge
+        elif judge is not None and not isinstance(judge, str) and hasattr(judge, "expresses"):
+            self._meaning = judge
+        else:
+            ref = checklist_judge_ref(self.settings, judge)
+            if ref == LOCAL_JUDGE:
+                from jurist.models.local import get_local_judge
+
+                self._meaning = get_local_judge()
+            else:
+                self._model = resolve_model(ref, self.settings, sink=sink)
+
+    @property
+    def judge_model(self) -> str:
+        if self._model is not None:
+            return self._model.name
+        assert self._meaning is not None
+        return self._meaning.name
+
+    async def evaluate_batch(
+        self,
+        unchecked_points: Sequence[ChecklistPoint],
+        messages: Sequence[ChecklistMessage | dict[str, Any]],
+        mode: Mode = "recall",
+        *,
+        trace_id: str | None = None,
+    ) -> BatchEvaluation:
+        """Which of ``unchecked_points`` the conversation shows the learner recalled."""
+        if mode not in ("recall", "rabbithole"):
+            raise ValueError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
+        points = list(unchecked_points)
+        if not points:
+            return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
+        if self._meaning is not None:
+            return await self._by_meaning(points, messages, mode)
+        return await self._by_llm(points, messages, mode, trace_id)
+
+    async def _by_llm(
+        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode,
+        trace_id: str | None,
+    ) -> BatchEvaluation:
+        assert self._model is not None
+        judge = Judge(
+            self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT, schema=SCHEMA,
+            schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS,
+        )
+        variables = {
+            "feedback_instruction": RECALL_INSTRUCTION if mode == "recall" else RABBITHOLE_INSTRUCTION,
+            "points": "\n".join(quote("statement", p.text, p.id) for p in points),
+            "conversation": excerpt(messages),
+        }
+        verdict = await judge.verdict(variables, parse_batch_response, trace_id=trace_id)
+        base = dict(judge_model=verdict.judge_model, call_ids=verdict.call_ids,
+                    input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
+        if not verdict.ok or verdict.value is None:
+            log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
+            return BatchEvaluation(status=FAILED, reason=verdict.reason, **base)
+        wanted = {p.id for p in points}
+        result = BatchEvaluation(feedback=verdict.value.feedback.strip(), **base)
+        for entry in verdict.value.recalledPoints:
+            pid = entry.id.strip()
+            if pid not in wanted:
+                if pid not in result.dropped_ids:
+                    result.dropped_ids.append(pid)
+                continue
+            if pid not in result.confidence_per_point:
+                result.recalled_point_ids.append(pid)
+            result.confidence_per_point[pid] = max(entry.confidence, result.confidence_per_point.get(pid, 0.0))
+            result.observations[pid] = entry.observation
+        if result.dropped_ids:
+            log.warning("checklist judge named unknown point ids %s; dropped", result.dropped_ids)
+        return result
+
+    async def _by_meaning(
+        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode
+    ) -> BatchEvaluation:
+        assert self._meaning is not None
+        latest = next((c for r, c in map(_role_content, reversed(list(messages))) if r == "user"), "")
+        if not latest.strip():
+            return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
+        checks = await self._meaning.expresses(latest, [p.text for p in points])
+        result = BatchEvaluation(judge_model=self.judge_model)
+        for p, check in zip(points, checks):
+            if check.expressed:
+                result.recalled_point_ids.append(p.id)
+                result.confidence_per_point[p.id] = round(check.confidence, 4)
+                result.observations[p.id] = check.evidence or ""
+        remaining = [p.id for p in points if p.id not in result.confidence_per_point]
+        result.feedback = minimal_feedback(result.recalled_point_ids, remaining, mode)
+        return result
+
+    async def aclose(self) -> None:
+        if self._model is not None:
+            await self._model.aclose()

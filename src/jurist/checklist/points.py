@@ -1,0 +1,95 @@
+"""Checklist files: ``{"title": ..., "points": [{"id": ..., "text": ...}]}``.
+
+:func:`load_checklist` validates a file and names the file and the field of
+every problem (``caffeine.json: points[2].id: ...``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jurist.errors import InputError
+
+
+class ChecklistPoint(BaseModel):
+    """One thing the learner should recall."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1)
+
+    @field_validator("id", "text")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v.strip()
+
+
+class Checklist(BaseModel):
+    """A titled list of points; ids are unique."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field(min_length=1, max_length=300)
+    points: list[ChecklistPoint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "Checklist":
+        seen: set[str] = set()
+        for i, p in enumerate(self.points):
+            if p.id in seen:
+                raise ValueError(f"points[{i}].id: {p.id!r} is used twice; ids must be unique")
+            seen.add(p.id)
+        return self
+
+    def point(self, point_id: str) -> ChecklistPoint:
+        for p in self.points:
+            if p.id == point_id:
+                return p
+        raise KeyError(point_id)
+
+
+def parse_checklist(data: object, source: str = "checklist") -> Checklist:
+    """Validate already-loaded JSON data; InputError names ``source`` and the field."""
+    try:
+        return Checklist.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
+            msg = e["msg"].removeprefix("Value error, ")
+            problems.append(f"{loc}: {msg}" if loc else msg)
+        raise InputError(
+            "; ".join(problems) + ' (expected {"title": "...", "points": [{"id": "...", "text": "..."}]})',
+            file=source,
+        ) from None
+
+
+def load_checklist(path: str | Path) -> Checklist:
+    """Read and validate a checklist file."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read checklist: {exc.strerror}", file=str(p)) from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
+    return parse_checklist(data, str(p))
+
+
+class ChecklistMessage(BaseModel):
+    """One visible message of a tutoring session (``user`` or ``assistant``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str
+    seq: int = 0
+    id: str | None = None

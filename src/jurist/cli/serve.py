@@ -1,0 +1,34 @@
+"""`jurist serve`: the HTTP server (health, the checklist tutor page) on uvicorn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from jurist.cli.common import console, handle_errors, load_settings
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    @handle_errors
+    def serve_cmd(
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+        port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
+        checklists: Optional[List[Path]] = typer.Option(
+            None, "--checklists", help="A folder of <name>.json checklists (repeatable), searched before the bundled ones."
+        ),
+        tutor: Optional[str] = typer.Option(None, "--tutor", help="Tutor model (default: alias tutor/strong, or the judge)."),
+        judge: Optional[str] = typer.Option(None, "--judge", help="Checklist judge (default: alias fast, or the judge)."),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+    ) -> None:
+        """Serve the tutor page (/tutor?points=NAME&learner=NAME) and the API (/docs)."""
+        import uvicorn
+
+        from jurist.server import create_app
+
+        settings = load_settings(config)
+        server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []))
+        console.print(f"jurist serving on http://{host}:{port}/  (tutor: /tutor?points=NAME&learner=NAME)")
+        uvicorn.run(server, host=host, port=port, log_level="info")

@@ -1,0 +1,102 @@
+"""`jurist tutor`: a recall tutor in the terminal, on a checklist file.
+
+Each line you type is one message. ``/end`` ends the session (points you did
+not recall are scheduled as ``Again``); ``/quit`` or end of input leaves it
+open, to continue with ``--session ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from jurist.checklist import ChecklistSession, checklist_judge_ref, load_checklist, tutor_ref
+from jurist.checklist.scheduling import PointScheduler
+from jurist.cli.common import console, handle_errors, load_settings
+from jurist.config import Settings
+from jurist.errors import InputError, ModelError
+from jurist.store import Store
+
+END, QUIT = "/end", "/quit"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("tutor")
+    @handle_errors
+    def tutor_cmd(
+        points: Optional[Path] = typer.Option(None, "--points", help="Checklist file: {title, points: [{id, text}]}."),
+        learner: str = typer.Option("default", "--learner", help="Whose FSRS cards to review and schedule."),
+        mode: str = typer.Option("recall", "--mode", help="recall (specific feedback) or rabbithole (minimal)."),
+        tutor: Optional[str] = typer.Option(None, "--tutor", help="Tutor model (default: alias 'strong', then the judge)."),
+        judge: Optional[str] = typer.Option(None, "--judge", help="Checklist judge (default: alias 'fast', then the judge, then local/minilm)."),
+        session: Optional[str] = typer.Option(None, "--session", help="Resume this session id."),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+    ) -> None:
+        """Recall a checklist with a tutor; every message is judged against every unchecked point."""
+        if mode not in ("recall", "rabbithole"):
+            raise InputError(f"--mode must be 'recall' or 'rabbithole', not {mode!r}")
+        if points is None and session is None:
+            raise InputError("give --points FILE to start a session, or --session ID to resume one")
+        settings = load_settings(config)
+        code = asyncio.run(_run(settings, points, learner, mode, tutor, judge, session))
+        raise typer.Exit(code)
+
+
+async def _run(settings: Settings, points: Path | None, learner: str, mode: str, tutor: str | None,
+               judge: str | None, session_id: str | None) -> int:
+    store = Store(settings.database)
+    try:
+        if session_id:
+            s = await ChecklistSession.resume(session_id, store=store, tutor=tutor, judge=judge, settings=settings)
+            console.print(f"resuming session {s.session_id}: {s.recalled_count}/{s.total_points} recalled",
+                          highlight=False)
+        else:
+            assert points is not None
+            checklist = load_checklist(points)
+            tutor_model = tutor_ref(settings, tutor)  # before the judge: say first what is missing
+            s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,  # type: ignore[arg-type]
+                                             tutor=tutor_model, judge=checklist_judge_ref(settings, judge),
+                                             settings=settings)
+        console.print(f"[bold]{escape(s.title)}[/] — session {s.session_id} (tutor {s.tutor.name}, judge "
+                      f"{s.evaluator.judge_model}). Type {END} to finish, {QUIT} to stop and resume later.",
+                      highlight=False)
+        if not s.messages:
+            console.print(f"tutor> {escape(s.opening())}", highlight=False)
+        while s.active:
+            try:
+                line = await asyncio.to_thread(input, "you> ")
+            except EOFError:
+                break
+            line = line.strip()
+            if not line:
+                continue
+            if line == QUIT:
+                break
+            if line == END:
+                await s.finish()
+                break
+            try:
+                r = await s.process_user_message(line)
+            except ModelError as exc:
+                console.print(f"[red]the tutor could not answer ({type(exc).__name__}: {escape(str(exc))}); "
+                              "your message is saved, try again[/]", highlight=False)
+                continue
+            console.print(f"tutor> {escape(r.response)}", highlight=False)
+            console.print(f"[dim][{r.recalled_count}/{r.total_points} recalled"
+                          + (f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
+                          + "][/]", highlight=False)
+        if s.active:
+            console.print(f"session saved; continue with: jurist tutor --session {s.session_id}", highlight=False)
+        else:
+            console.print(f"session {s.status}: {s.recalled_count}/{s.total_points} points recalled", highlight=False)
+            for d in await PointScheduler(store).all_points(s.learner, deck=s.title):
+                console.print(f"  next review of {d.point_id}: {d.due:%Y-%m-%d %H:%M} UTC ({d.last_rating})",
+                              highlight=False)
+        await s.aclose()
+        return 0
+    finally:
+        await asyncio.to_thread(store.close)

@@ -1,0 +1,76 @@
+"""``create_app()``: the jurist HTTP server (health, the tutor page and its socket)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+import jurist
+from jurist.config import Settings
+from jurist.server import health, tutor, tutor_ws
+from jurist.server.errors import install_error_handlers, json_errors_in_openapi
+from jurist.server.sessions import SessionFactory
+from jurist.server.state import ServerState
+from jurist.store import Store
+
+HERE = Path(__file__).parent
+
+
+def create_app(
+    settings: Settings | None = None,
+    store: Store | None = None,
+    *,
+    tutor_model: str | None = None,
+    judge_model: str | None = None,
+    checklist_dirs: list[Path] | None = None,
+    session_factory: SessionFactory | None = None,
+) -> FastAPI:
+    """The server.
+
+    ``settings`` default to :meth:`Settings.load`; ``store`` to one on
+    ``settings.database``, opened on first use and closed on shutdown (a
+    given store is left open). ``tutor_model`` and ``judge_model`` are model
+    references or aliases (``scripted/<name>`` in tests); by default the
+    tutor is the alias ``tutor`` or ``strong`` or the configured judge, and
+    the checklist judge is the alias ``fast`` or the configured judge.
+    ``checklist_dirs`` are searched for ``<points>.json`` before the bundled
+    ``examples/checklists``. ``session_factory`` replaces the checklist
+    sessions altogether (tests).
+    """
+    state = ServerState(
+        settings=settings if settings is not None else Settings.load(),
+        checklist_dirs=[Path(d) for d in checklist_dirs or []],
+        store_given=store,
+        tutor_model=tutor_model,
+        judge_model=judge_model,
+        factory_given=session_factory,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await state.sessions.aclose()  # the sessions' model clients
+            state.close()
+
+    app = FastAPI(
+        title="jurist",
+        version=jurist.__version__,
+        description="Judge LLM output with LLMs: health, and the checklist recall tutor.",
+        lifespan=lifespan,
+    )
+    app.state.jurist = state
+    app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(tutor.router)
+    app.include_router(tutor_ws.router)
+    json_errors_in_openapi(app)
+    return app

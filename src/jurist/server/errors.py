@@ -1,0 +1,87 @@
+"""Error responses: always JSON ``{"detail": <clear message>}`` with the right status."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from jurist.errors import InputError, JuristError, ModelError, UsageError
+
+log = logging.getLogger("jurist.server")
+
+
+class ErrorBody(BaseModel):
+    """Every error response."""
+
+    detail: str
+    errors: list[dict[str, Any]] | None = None  # per-field problems, on 422 only
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries for the given error statuses."""
+    text = {404: "Not found", 400: "Bad request", 422: "Invalid parameters", 500: "Server error"}
+    return {s: {"model": ErrorBody, "description": text.get(s, "Error")} for s in statuses}
+
+
+def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
+    return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _json(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in exc.errors()
+        ]
+        detail = "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors)
+        return _json(422, f"invalid request: {detail}", errors)
+
+    @app.exception_handler(InputError)
+    async def input_error(request: Request, exc: InputError) -> JSONResponse:
+        return _json(400, str(exc))
+
+    @app.exception_handler(UsageError)
+    async def usage_error(request: Request, exc: UsageError) -> JSONResponse:
+        return _json(400, str(exc))
+
+    @app.exception_handler(ModelError)
+    async def model_error(request: Request, exc: ModelError) -> JSONResponse:
+        log.warning("model error: %s", exc)
+        return _json(502, f"a model call failed ({type(exc).__name__}); try again later")
+
+    @app.exception_handler(JuristError)
+    async def jurist_error(request: Request, exc: JuristError) -> JSONResponse:
+        log.error("jurist error: %s", exc)
+        return _json(500, f"internal error ({type(exc).__name__})")
+
+
+def json_errors_in_openapi(app: FastAPI) -> None:
+    """Error bodies are JSON even on HTML routes: say so in the OpenAPI schema."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = original()
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                for status, response in operation.get("responses", {}).items():
+                    content = response.get("content", {})
+                    if status[0] in "45" and "application/json" not in content:
+                        for media in list(content):
+                            if content[media].get("schema", {}).get("$ref", "").endswith("/ErrorBody"):
+                                content["application/json"] = content.pop(media)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,77 @@
+"""What the routes share: settings, the store, checklist folders, sessions."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from fastapi import HTTPException, Request, WebSocket
+
+from jurist.config import Settings
+from jurist.server.checklists import Checklist, bundled_dir, find_checklist, list_checklists, valid_name
+from jurist.server.sessions import SessionCache, SessionFactory, checklist_session_factory
+from jurist.store import Store
+
+FactoryBuilder = Callable[["ServerState"], SessionFactory]
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    checklist_dirs: list[Path]
+    store_given: Store | None = None
+    tutor_model: str | None = None
+    judge_model: str | None = None
+    factory_given: SessionFactory | None = None
+    sessions: SessionCache = field(default_factory=SessionCache)
+    _store: Store | None = None
+    _factory: SessionFactory | None = None
+
+    @property
+    def store(self) -> Store:
+        """The given store, else one opened on first use (closed on shutdown)."""
+        if self.store_given is not None:
+            return self.store_given
+        if self._store is None:
+            self._store = Store(self.settings.database)
+        return self._store
+
+    @property
+    def factory(self) -> SessionFactory:
+        if self.factory_given is not None:
+            return self.factory_given
+        if self._factory is None:
+            self._factory = checklist_session_factory(self.settings, self.store, self.tutor_model, self.judge_model)
+        return self._factory
+
+    def folders(self) -> list[Path]:
+        return [*self.checklist_dirs, bundled_dir()]
+
+    def checklist(self, name: str) -> Checklist | None:
+        return find_checklist(name, self.folders())
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def get_state(request: Request) -> ServerState:
+    return request.app.state.jurist  # type: ignore[no-any-return]
+
+
+def ws_state(websocket: WebSocket) -> ServerState:
+    return websocket.app.state.jurist  # type: ignore[no-any-return]
+
+
+async def require_checklist(state: ServerState, name: str) -> Checklist:
+    """The checklist called ``name``, or a 404 saying which names exist (file reads off the loop)."""
+    if not valid_name(name):
+        raise HTTPException(404, f"no checklist named {name!r}: names use letters, digits, '-' and '_' only")
+    found = await asyncio.to_thread(state.checklist, name)
+    if found is None:
+        known = ", ".join(await asyncio.to_thread(list_checklists, state.folders())) or "none"
+        raise HTTPException(404, f"no checklist named {name!r}; available: {known}")
+    return found

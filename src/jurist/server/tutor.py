@@ -1,0 +1,77 @@
+"""The tutor page (``GET /tutor``) and the checklist list (``GET /api/checklists``).
+
+The conversation itself runs over ``WS /tutor/ws`` (see :mod:`jurist.server.tutor_ws`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel
+
+from jurist.server.checklists import NAME_PATTERN, list_checklists
+from jurist.server.errors import error_responses
+from jurist.server.state import ServerState, get_state, require_checklist
+
+LEARNER_PATTERN = r"^[\w][\w .@-]{0,63}$"
+SESSION_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Scripts, styles and the socket from this origin only; no inline code.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+router = APIRouter(tags=["tutor"])
+
+PointsName = Annotated[str, Query(description="A checklist name, e.g. 'caffeine' (letters, digits, '-', '_')")]
+LearnerName = Annotated[
+    str, Query(min_length=1, max_length=64, pattern=LEARNER_PATTERN, description="Who is learning")
+]
+SessionId = Annotated[
+    str | None, Query(pattern=SESSION_PATTERN, description="Continue this session instead of starting one")
+]
+
+
+class ChecklistList(BaseModel):
+    checklists: list[str]
+
+
+def templates(request: Request) -> Jinja2Templates:
+    return request.app.state.templates  # type: ignore[no-any-return]
+
+
+@router.get("/api/checklists", response_model=ChecklistList, summary="Names usable as ?points=")
+async def checklists(state: Annotated[ServerState, Depends(get_state)]) -> ChecklistList:
+    return ChecklistList(checklists=await asyncio.to_thread(list_checklists, state.folders()))
+
+
+@router.get(
+    "/tutor",
+    response_class=HTMLResponse,
+    summary="The recall tutor page for one checklist and one learner",
+    responses=error_responses(404, 422),
+)
+async def tutor_page(
+    request: Request,
+    state: Annotated[ServerState, Depends(get_state)],
+    points: PointsName,
+    learner: LearnerName,
+    session_id: SessionId = None,
+) -> HTMLResponse:
+    checklist = await require_checklist(state, points)
+    response = templates(request).TemplateResponse(
+        request,
+        "tutor.html",
+        {"checklist": checklist, "learner": learner, "session_id": session_id or ""},
+    )
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+__all__ = ["NAME_PATTERN", "router"]

@@ -1,0 +1,164 @@
+"""``WS /tutor/ws``: the tutor conversation.
+
+Connect with ``?points=<name>&learner=<name>`` and, to continue, ``&session_id=<id>``.
+Client frames: ``{"type": "message", "content": "..."}``.
+Server frames: ``session``, ``history``, ``assistant_message``, ``progress``, ``error``
+(see docs/server.md). The judge's feedback, observations, confidences and
+scores are never sent: only the tutor's reply and the progress counts are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any, Literal
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jurist.errors import ModelError, UsageError
+from jurist.server.checklists import Checklist, valid_name
+from jurist.server.sessions import TurnResult, TutorSession
+from jurist.server.state import ServerState, ws_state
+from jurist.server.tutor import LEARNER_PATTERN, SESSION_PATTERN
+
+log = logging.getLogger("jurist.server")
+router = APIRouter()
+
+MAX_CONTENT = 8000
+CLOSE_NOT_FOUND = 4404  # unknown checklist or session
+CLOSE_BAD_REQUEST = 4400  # bad query parameters
+CLOSE_UNAVAILABLE = 4503  # the tutor cannot run (configuration)
+CLOSE_INTERNAL = 1011
+
+
+class ClientMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["message"]
+    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+
+def progress_frame(recalled: int, total: int, completed: bool) -> dict[str, Any]:
+    return {"type": "progress", "recalled": recalled, "total": total, "completed": completed}
+
+
+def error_frame(message: str) -> dict[str, Any]:
+    return {"type": "error", "message": message}
+
+
+def parse_client(raw: str) -> ClientMessage | str:
+    """The client's frame, or a message saying what is wrong with it."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return 'not JSON: send {"type": "message", "content": "..."}'
+    try:
+        return ClientMessage.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'frame'}: {e['msg']}" for e in exc.errors())
+        return f'bad frame ({problems}): send {{"type": "message", "content": "..."}} (1 to {MAX_CONTENT} characters)'
+
+
+def check_query(points: str, learner: str, session_id: str | None) -> str | None:
+    if not valid_name(points):
+        return f"invalid checklist name {points!r}: use letters, digits, '-' and '_'"
+    if not re.match(LEARNER_PATTERN, learner):
+        return "invalid learner: 1 to 64 letters, digits, spaces, '.', '@', '-' or '_'"
+    if session_id is not None and not re.match(SESSION_PATTERN, session_id):
+        return "invalid session_id"
+    return None
+
+
+async def open_session(
+    state: ServerState, checklist: Checklist, learner: str, session_id: str | None
+) -> TutorSession | None:
+    """Resume ``session_id`` (None when unknown) or start a new session."""
+    if session_id:
+        session = state.sessions.get(session_id, checklist.name, learner)
+        if session is None:
+            session = await state.factory.resume(session_id, checklist.path, learner)
+    else:
+        session = await state.factory.start(checklist.path, learner)
+    if session is not None:
+        state.sessions.put(checklist.name, learner, session)
+    return session
+
+
+async def _fail(websocket: WebSocket, message: str, code: int) -> None:
+    await websocket.send_json(error_frame(message))
+    await websocket.close(code=code)
+    return None
+
+
+@router.websocket("/tutor/ws", name="tutor_ws")
+async def tutor_ws(websocket: WebSocket) -> None:
+    await websocket.accept()
+    try:
+        session = await connect(websocket, ws_state(websocket))
+        if session is not None:
+            await converse(websocket, ws_state(websocket), session)
+    except WebSocketDisconnect:
+        return
+
+
+async def connect(websocket: WebSocket, state: ServerState) -> TutorSession | None:
+    """Validate the query, open the session, send session/history/progress (None: refused and closed)."""
+    q = websocket.query_params
+    points, learner, session_id = q.get("points", ""), q.get("learner", ""), q.get("session_id") or None
+    problem = check_query(points, learner, session_id)
+    if problem:
+        return await _fail(websocket, problem, CLOSE_BAD_REQUEST)
+    try:
+        checklist = await asyncio.to_thread(state.checklist, points)
+        if checklist is None:
+            return await _fail(websocket, f"no checklist named {points!r}", CLOSE_NOT_FOUND)
+        session = await open_session(state, checklist, learner, session_id)
+    except UsageError as exc:
+        return await _fail(websocket, str(exc), CLOSE_UNAVAILABLE)
+    except Exception as exc:  # never echo internals
+        log.exception("tutor session could not start")
+        return await _fail(websocket, f"the tutor session could not start ({type(exc).__name__})", CLOSE_INTERNAL)
+    if session is None:
+        return await _fail(websocket, f"no session {session_id!r} for this checklist and learner", CLOSE_NOT_FOUND)
+    await websocket.send_json(
+        {"type": "session", "session_id": session.session_id, "points": checklist.name, "title": checklist.title}
+    )
+    history = [{"role": m.role, "content": m.content} for m in session.visible_messages()]
+    await websocket.send_json({"type": "history", "opening": session.opening(), "messages": history})
+    await websocket.send_json(progress_frame(session.recalled_count, session.total_points, session.completed))
+    return session
+
+
+async def converse(websocket: WebSocket, state: ServerState, session: TutorSession) -> None:
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        raw = message.get("text")
+        parsed = parse_client(raw) if raw is not None else "binary frames are not accepted: send JSON text"
+        if isinstance(parsed, str):
+            await websocket.send_json(error_frame(parsed))
+            continue
+        async with state.sessions.lock(session.session_id):
+            result = await take_turn(session, parsed.content)
+        if isinstance(result, str):
+            await websocket.send_json(error_frame(result))
+            continue
+        await websocket.send_json({"type": "assistant_message", "content": result.response})
+        await websocket.send_json(progress_frame(result.recalled_count, result.total_points, result.completed))
+
+
+async def take_turn(session: TutorSession, content: str) -> TurnResult | str:
+    """One turn, or an error message safe to show (never a model's hidden output)."""
+    try:
+        return await session.process_user_message(content)
+    except UsageError as exc:
+        return str(exc)
+    except ModelError as exc:
+        log.warning("tutor turn failed: %s: %s", type(exc).__name__, exc)
+        return f"the tutor could not answer ({type(exc).__name__}); try again"
+    except Exception:  # never crash the socket; never echo internals
+        log.exception("tutor turn failed")
+        return "the tutor could not answer (internal error); try again"

@@ -1,0 +1,30 @@
+"""The offline checklist demo."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from jurist.checklist.demo import run_checklist_demo
+from jurist.config import Settings
+from jurist.store import Store
+
+
+@pytest.mark.slow
+async def test_demo_runs_offline_and_completes(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    out = io.StringIO()
+    settings = Settings.load()
+    code = await run_checklist_demo(Console(file=out, width=160), settings, tmp_path / "demo")
+    text = out.getvalue()
+    assert code == 0, text
+    assert "recalled this turn: none  (0/5)" in text and "(5/5)" in text and "completed, 5/5" in text
+    assert text.count(" due ") == 5 and "What can you tell me about" in text
+    store = Store(settings.database)
+    try:
+        [session] = await store.checklist_sessions(learner="demo-learner")
+        assert session["status"] == "completed"
+    finally:
+        store.close()

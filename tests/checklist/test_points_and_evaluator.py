@@ -1,0 +1,88 @@
+"""Checklist files, the evaluator's model choice, and the local judge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jurist.checklist import ChecklistEvaluator, ChecklistMessage, checklist_judge_ref, load_checklist
+from jurist.checklist.evaluator import minimal_feedback, parse_batch_response
+from jurist.config import Settings
+from jurist.errors import InputError
+from jurist.models import script
+
+from .conftest import CAFFEINE, judge_reply
+
+
+def test_caffeine_example_loads():
+    c = load_checklist(CAFFEINE)
+    assert c.title and len(c.points) == 5 and c.point("adenosine").text.startswith("Caffeine blocks")
+
+
+@pytest.mark.parametrize("data, where", [
+    ({"points": [{"id": "a", "text": "t"}]}, "title"),
+    ({"title": "T", "points": []}, "points"),
+    ({"title": "T", "points": [{"id": "a", "text": "t"}, {"id": "", "text": "u"}]}, "points[1].id"),
+    ({"title": "T", "points": [{"id": "a", "text": "t"}, {"id": "a", "text": "u"}]}, "used twice"),
+    ({"title": "T", "points": [{"id": "a", "txt": "t"}]}, "points[0].text"),
+])
+def test_bad_checklist_files_name_file_and_field(tmp_path, data, where):
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        load_checklist(f)
+    assert str(f) in str(err.value) and where in str(err.value)
+
+
+def test_unreadable_and_invalid_json(tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
+        load_checklist(tmp_path / "missing.json")
+    (tmp_path / "x.json").write_text("{nope")
+    with pytest.raises(InputError, match=r"x.json:1: not valid JSON"):
+        load_checklist(tmp_path / "x.json")
+
+
+def test_judge_choice_fast_then_judge_then_local():
+    assert checklist_judge_ref(Settings.load(aliases={"fast": "scripted/f"}, judge="scripted/j")) == "scripted/f"
+    assert checklist_judge_ref(Settings.load(judge="scripted/j")) == "scripted/j"
+    assert checklist_judge_ref(Settings.load()) == "local/minilm"
+    assert checklist_judge_ref(Settings.load(aliases={"fast": "scripted/f"}), "scripted/x") == "scripted/x"
+
+
+def test_parse_accepts_fences_and_rejects_malformed():
+    r = parse_batch_response("```json\n" + judge_reply(("a", 0.7), feedback="f") + "\n```")
+    assert r.recalledPoints[0].id == "a" and r.feedback == "f"
+    for bad in ('{"feedback": "x"}', '{"recalledPoints": [{"id": "a", "confidence": 3}]}', "nothing"):
+        with pytest.raises(Exception):
+            parse_batch_response(bad)
+
+
+async def test_evaluator_alone_with_the_fast_alias(checklist):
+    judge = script("fast-judge", judge_reply(("half_life", 0.8), feedback="ok"))
+    ev = ChecklistEvaluator(settings=Settings.load(aliases={"fast": "scripted/fast-judge"}))
+    msgs = [ChecklistMessage(role="user", content=f"m{i}") for i in range(15)]
+    r = await ev.evaluate_batch(checklist.points, msgs, "recall")
+    assert r.recalled_point_ids == ["half_life"] and r.confidence_per_point == {"half_life": 0.8}
+    prompt = judge.requests[0].messages[0]["content"]
+    assert "m4" not in prompt and "m5" in prompt and "m14" in prompt  # the last 10 messages
+    assert (await ev.evaluate_batch([], msgs)).recalled_point_ids == []
+    assert len(judge.requests) == 1
+
+
+def test_minimal_feedback():
+    assert minimal_feedback(["a"], ["b"], "rabbithole") == "Point a was recalled."
+    assert minimal_feedback([], ["b", "c"], "recall") == (
+        "No recall points were demonstrated in this message. Points b, c remain unchecked.")
+
+
+@pytest.mark.slow
+async def test_local_judge_checks_points_by_meaning(checklist):
+    pytest.importorskip("sentence_transformers")
+    ev = ChecklistEvaluator("local/minilm", settings=Settings.load())
+    msgs = [ChecklistMessage(role="assistant", content="What do you remember?"),
+            ChecklistMessage(role="user", content="Caffeine blocks the adenosine receptors in the brain, "
+                                                  "so adenosine cannot make you feel sleepy.")]
+    r = await ev.evaluate_batch(checklist.points, msgs, "recall")
+    assert r.recalled_point_ids == ["adenosine"] and 0.5 <= r.confidence_per_point["adenosine"] <= 1
+    assert r.feedback.startswith("Point adenosine was recalled.") and "remain unchecked" in r.feedback

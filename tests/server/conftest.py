@@ -1,0 +1,43 @@
+"""Fixtures for the server tests: a checklist folder and an app on fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from jurist.config import Settings
+from jurist.server import create_app
+from tests.server.fakes import FakeFactory
+
+POINTS = {
+    "title": "Caffeine <b>basics</b>",
+    "points": [
+        {"id": "adenosine", "text": "Caffeine blocks adenosine receptors."},
+        {"id": "half-life", "text": "Its half-life is about five hours."},
+        {"id": "tolerance", "text": "Regular use builds tolerance."},
+    ],
+}
+
+
+@pytest.fixture
+def checklist_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "checklists"
+    folder.mkdir()
+    (folder / "caffeine.json").write_text(json.dumps(POINTS))
+    (folder / "broken.json").write_text("{not json")
+    return folder
+
+
+@pytest.fixture
+def factory() -> FakeFactory:
+    return FakeFactory()
+
+
+@pytest.fixture
+def client(checklist_dir: Path, factory: FakeFactory):
+    app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=factory)
+    with TestClient(app) as c:
+        yield c

@@ -1,0 +1,101 @@
+"""The tutor page in a real headless browser (Debian's chromium, driven by Playwright).
+
+Needs ``apt-get install chromium`` and ``pip install playwright`` (the Python
+package only; no browser download). Skipped when either is missing, except
+under CI (env CI set), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jurist.config import Settings
+from jurist.models import script
+from jurist.server import create_app
+from tests.server.fakes import SECRET_FEEDBACK, FakeFactory, judge_says
+from tests.server.live import running
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>'
+
+
+def _missing() -> str | None:
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        return f"{CHROMIUM} not found: apt-get install -y chromium"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed: pip install playwright (the Python package only)"
+    return None
+
+
+@pytest.fixture
+def page():
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run under CI: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            context = browser.new_context()
+            context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+                ("http://127.0.0.1", "ws://127.0.0.1")) else route.abort())  # nothing leaves the machine
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def test_tutor_page_in_a_browser(page, checklist_dir: Path):
+    from playwright.sync_api import expect
+
+    script("judge", judge_says(["adenosine"]), judge_says([]), judge_says(["half-life"]))
+    script("tutor", "Yes, adenosine. What else?", PAYLOAD, "Good, the half-life.")
+    app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=FakeFactory())
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    with running(app) as base:
+        page.goto(f"{base}/tutor?points=caffeine&learner=ada")
+        progress = page.locator("#progress")
+        assert progress.inner_text() == "0 / 3 points"
+        assert page.locator("h1").inner_text() == "Caffeine <b>basics</b>"  # shown as text
+        send = page.locator("#send")
+        expect(send).to_be_enabled()
+        sid = page.evaluate("new URLSearchParams(location.search).get('session_id')")
+        assert sid
+
+        page.fill("#message", "It blocks adenosine.")
+        send.click()
+        expect(page.locator(".message.assistant .text").last).to_have_text("Yes, adenosine. What else?")
+        expect(progress).to_have_text("1 / 3 points")
+
+        # an HTML/script payload, from the learner and from the tutor, stays text
+        expect(send).to_be_enabled()
+        page.fill("#message", PAYLOAD)
+        page.keyboard.press("Enter")
+        expect(page.locator(".message.assistant .text")).to_have_count(3)
+        texts = page.locator(".message .text").all_inner_texts()
+        assert texts.count(PAYLOAD) == 2  # the learner's message and the tutor's reply
+        assert page.locator(".conversation img, .conversation script, .conversation b").count() == 0
+        assert page.evaluate("window.__pwned === undefined")
+
+        # reload: the session id in the URL resumes the conversation
+        page.reload()
+        expect(page.locator(".message")).to_have_count(5)
+        assert page.evaluate("new URLSearchParams(location.search).get('session_id')") == sid
+        expect(progress).to_have_text("1 / 3 points")
+        expect(send).to_be_enabled()
+        page.fill("#message", "Half-life is five hours.")
+        send.click()
+        expect(progress).to_have_text("2 / 3 points")
+        assert SECRET_FEEDBACK not in page.content()
+    assert errors == []

@@ -1,0 +1,91 @@
+"""HTTP routes: health, the tutor page, JSON errors, the OpenAPI schema."""
+
+from __future__ import annotations
+
+import jurist
+from jurist.config import Settings
+from jurist.server import create_app
+from fastapi.testclient import TestClient
+
+
+def test_health(client):
+    r = client.get("/api/health")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok", "version": jurist.__version__}
+
+
+def test_tutor_page_shows_title_escaped_and_progress(client):
+    r = client.get("/tutor", params={"points": "caffeine", "learner": "ada"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    html = r.text
+    assert "Caffeine &lt;b&gt;basics&lt;/b&gt;" in html and "<b>basics</b>" not in html
+    assert '<span id="recalled">0</span> / <span id="total">3</span> points' in html
+    assert 'data-points="caffeine"' in html and 'data-learner="ada"' in html
+    assert "/static/tutor.js" in html and "http" not in html.split("<body>")[1]  # no CDN
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_static_assets_are_served(client):
+    js = client.get("/static/tutor.js")
+    assert js.status_code == 200 and "textContent" in js.text and "innerHTML" not in js.text
+    assert client.get("/static/tutor.css").status_code == 200
+
+
+def test_unknown_points_is_404_json(client):
+    r = client.get("/tutor", params={"points": "nope", "learner": "ada"})
+    assert r.status_code == 404
+    assert r.headers["content-type"] == "application/json"
+    assert "no checklist named 'nope'" in r.json()["detail"] and "caffeine" in r.json()["detail"]
+
+
+def test_path_traversal_is_404_json(client, tmp_path):
+    (tmp_path / "secret.json").write_text('{"title": "secret", "points": [{"id": "a", "text": "b"}]}')
+    for name in ("../secret", "..%2Fsecret", "/etc/passwd", "caffeine.json", ".hidden", "a/b"):
+        r = client.get("/tutor", params={"points": name, "learner": "ada"})
+        assert r.status_code == 404, name
+        assert "secret" not in r.text.replace(name, "")
+
+
+def test_invalid_checklist_file_is_400_json(client):
+    r = client.get("/tutor", params={"points": "broken", "learner": "ada"})
+    assert r.status_code == 400
+    assert "not valid JSON" in r.json()["detail"]
+
+
+def test_missing_or_bad_learner_is_422_json(client):
+    r = client.get("/tutor", params={"points": "caffeine"})
+    assert r.status_code == 422 and "learner" in r.json()["detail"]
+    r = client.get("/tutor", params={"points": "caffeine", "learner": "<script>"})
+    assert r.status_code == 422
+
+
+def test_unknown_route_is_404_json(client):
+    r = client.get("/nothing-here")
+    assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
+
+
+def test_checklist_list_includes_configured_and_bundled(client):
+    names = client.get("/api/checklists").json()["checklists"]
+    assert "caffeine" in names and "broken" in names
+
+
+def test_openapi_schema_describes_the_routes(client):
+    spec = client.get("/openapi.json").json()
+    assert spec["info"]["version"] == jurist.__version__
+    paths = spec["paths"]
+    assert set(paths) >= {"/api/health", "/tutor", "/api/checklists"}
+    tutor = paths["/tutor"]["get"]
+    assert {p["name"] for p in tutor["parameters"]} == {"points", "learner", "session_id"}
+    assert "text/html" in tutor["responses"]["200"]["content"]
+    for status in ("404", "422"):
+        ref = tutor["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+        assert ref.endswith("/ErrorBody")
+    health = paths["/api/health"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert health["$ref"].endswith("/Health")
+
+
+def test_bundled_checklist_is_found_without_configuration():
+    with TestClient(create_app(Settings())) as c:
+        names = c.get("/api/checklists").json()["checklists"]
+        if "caffeine" in names:
+            assert c.get("/tutor", params={"points": "caffeine", "learner": "ada"}).status_code == 200
