@@ -6,12 +6,12 @@ every problem (``caffeine.json: points[2].id: ...``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jurist.errors import InputError
+from jurist.jsonfiles import read_json
 
 
 class ChecklistPoint(BaseModel):
@@ -73,15 +73,7 @@ def parse_checklist(data: object, source: str = "checklist") -> Checklist:
 def load_checklist(path: str | Path) -> Checklist:
     """Read and validate a checklist file."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read checklist: {exc.strerror}", file=str(p)) from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
-    return parse_checklist(data, str(p))
+    return parse_checklist(read_json(p, "checklist"), str(p))
 
 
 class ChecklistMessage(BaseModel):

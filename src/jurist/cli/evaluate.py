@@ -15,7 +15,8 @@ from jurist.cli.common import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, h
 from jurist.rubrics import evaluate as evaluate_session
 from jurist.rubrics import evaluate_batch as evaluate_folder
 from jurist.rubrics import load_rubrics
-from jurist.rubrics.batch import BatchReport, session_files, write_json
+from jurist.jsonfiles import write_json
+from jurist.rubrics.batch import BatchReport, session_files
 from jurist.store import Store
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")

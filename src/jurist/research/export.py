@@ -23,7 +23,7 @@ from jurist.errors import InputError
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.records import EvaluationRecord
-from jurist.rubrics.batch import write_json
+from jurist.jsonfiles import write_json
 from jurist.store import Store
 
 KIND = "research"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from jurist.errors import InputError
+from jurist.jsonfiles import write_json
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder
@@ -37,13 +38,6 @@ def session_files(sessions_dir: Path) -> list[Path]:
     if not names:
         raise InputError("no *.jsonl session files in this folder", file=str(sessions_dir))
     return [sessions_dir / n for n in names]
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _open(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, Any] | None]:

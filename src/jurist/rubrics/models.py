@@ -8,13 +8,13 @@ a mapping from score level to its description) or item-based (``items``: each
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jurist.errors import InputError
+from jurist.jsonfiles import read_json
 
 DEFAULT_SCALE = (1.0, 5.0)
 
@@ -110,14 +110,7 @@ class RubricSet(BaseModel):
 def load_rubrics(path: str | Path, default_scale: tuple[float, float] | None = None) -> RubricSet:
     """Load and validate a rubrics file; every problem names the file and the field."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read rubrics: {exc.strerror}", file=str(p)) from None
-    try:
-        data: Any = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
+    data: Any = read_json(p, "rubrics")
     if isinstance(data, list):
         data = {"rubrics": data}
     if not isinstance(data, dict) or "rubrics" not in data:

@@ -1,0 +1,33 @@
+"""Reading and writing the JSON files jurist takes and produces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jurist.errors import InputError
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; an unreadable or invalid one is an InputError naming
+    the file (and the line), ``what`` saying what the file should hold."""
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(p)) from None
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", file=str(p)) from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temporary file, then rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
