@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Score the bundled example sessions against their rubrics, offline, and report."""
+        """Run the bundled examples offline: rubric scoring, a research pipeline and a checklist tutor."""
         settings = load_settings(config)
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)

@@ -8,7 +8,7 @@ from jurist.cli import demo, evaluate, logs, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
-    help="Judge LLM output with LLMs: score chat sessions against rubrics, on record.",
+    help="Judge LLM output with LLMs: rubric scoring, judge panels, research evaluation and checklist tutors, every call on record.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
