@@ -204,3 +204,23 @@ async def test_no_tutor_configured_says_how(checklist, store, settings):
         await ChecklistSession.start(checklist, store=store, settings=settings, judge="scripted/judge")
     with pytest.raises(ConfigError, match="cannot write replies"):
         await ChecklistSession.start(checklist, store=store, settings=settings, tutor="local/minilm")
+
+
+async def test_a_failed_tutor_reply_is_asked_again_without_resaving_the_message(checklist, store, tmp_path):
+    from jurist.config import Settings
+    from jurist.errors import ModelUnavailable
+
+    settings = Settings.load(max_retries=0)
+    script("judge", judge_reply(("adenosine", 0.9), feedback="HIDDEN-F"))
+    tutor = script("tutor", ModelUnavailable("tutor down"), "Good. And the half-life?")
+    s = await new_session(checklist, store, settings)
+    with pytest.raises(ModelUnavailable):
+        await s.process_user_message("It blocks adenosine receptors.")
+    assert s.awaiting_reply and s.recalled_count == 1
+    r = await s.reply_again()
+    assert r.response == "Good. And the half-life?" and not s.awaiting_reply
+    assert [m.role for m in s.visible_messages()] == ["user", "assistant"]
+    assert "HIDDEN-F" in tutor.requests[-1].messages[0]["content"] + str(tutor.requests[-1].messages)
+    with pytest.raises(UsageError):
+        await s.reply_again()
+    await s.aclose()

@@ -263,6 +263,27 @@ class ChecklistSession:
                                         points_recalled_this_turn=list(recalled), recalled_count=self.recalled_count,
                                         total_points=self.total_points)
 
+    @property
+    def awaiting_reply(self) -> bool:
+        """True when the last learner message has no tutor reply (the tutor failed)."""
+        return bool(self.messages) and self.messages[-1].role == "user"
+
+    async def reply_again(self) -> ProcessMessageResult:
+        """Ask the tutor again for a reply to the last learner message, after the
+        tutor failed; the message is neither saved nor judged a second time."""
+        async with self._lock:
+            if not self.awaiting_reply:
+                raise UsageError("the last learner message already has a reply")
+            feedback = self.last_evaluation.feedback if self.last_evaluation is not None else ""
+            response = await self._tutor_reply(feedback)
+            reply = await self._save("assistant", response)
+            await self._emit("assistant_message", {"message_id": reply.id, "content": response})
+            if self.completed:
+                await self._emit("session_complete", {"all_recalled": True, "recalled_count": self.recalled_count,
+                                                      "total_points": self.total_points})
+            return ProcessMessageResult(response=response, completed=self.completed, points_recalled_this_turn=[],
+                                        recalled_count=self.recalled_count, total_points=self.total_points)
+
     async def finish(self) -> None:
         """End the session early: points never recalled are reviewed as ``Again``."""
         async with self._lock:

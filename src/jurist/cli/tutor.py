@@ -66,13 +66,13 @@ async def _run(settings: Settings, points: Path | None, learner: str, mode: str,
                       highlight=False)
         if not s.messages:
             console.print(f"tutor> {escape(s.opening())}", highlight=False)
-        while s.active:
+        while s.active or s.awaiting_reply:
             try:
                 line = await asyncio.to_thread(input, "you> ")
             except EOFError:
                 break
             line = line.strip()
-            if not line:
+            if not line and not s.awaiting_reply:
                 continue
             if line == QUIT:
                 break
@@ -80,10 +80,11 @@ async def _run(settings: Settings, points: Path | None, learner: str, mode: str,
                 await s.finish()
                 break
             try:
-                r = await s.process_user_message(line)
+                r = await (s.process_user_message(line) if line else s.reply_again())
             except ModelError as exc:
                 console.print(f"[red]the tutor could not answer ({type(exc).__name__}: {escape(str(exc))}); "
-                              "your message is saved, try again[/]", highlight=False)
+                              "your message is saved and judged: press Enter to ask the tutor again[/]",
+                              highlight=False)
                 continue
             console.print(f"tutor> {escape(r.response)}", highlight=False)
             console.print(f"[dim][{r.recalled_count}/{r.total_points} recalled"
