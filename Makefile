@@ -8,9 +8,10 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# torch is pinned to the CPU build so the `local` extra does not pull a GPU build.
+# torch is pinned to the CPU build so the `local` extra does not pull a GPU build;
+# the langgraph extra is for the gate's LangGraph helper and its tests.
 install: $(PY)
-	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,test]"
+	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo
