@@ -14,7 +14,7 @@ from jurist.config import Settings
 from jurist.models import script
 from jurist.store import Store
 from jurist.testing import Reply
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
 
 from .conftest import CAFFEINE, judge_reply
 

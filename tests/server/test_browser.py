@@ -8,7 +8,6 @@ under CI (env CI set), where that is a failure.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest

@@ -14,6 +14,7 @@ from jurist.cli.common import console, handle_errors, load_settings
 from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
 from jurist.models.registry import LOCAL_JUDGE
 from jurist.checklist.demo import run_checklist_demo
+from jurist.gate.demo import run_gate_demo
 from jurist.research.demo import run_research_demo
 from jurist.rubrics import load_rubrics
 from jurist.store import Store
@@ -34,7 +35,7 @@ def register(app: typer.Typer) -> None:
         ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Run the bundled examples offline: rubric scoring, a research pipeline and a checklist tutor."""
+        """Run the bundled examples offline: rubric scoring, a research pipeline, a checklist tutor, a response gate."""
         settings = load_settings(config)
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
@@ -62,4 +63,7 @@ def register(app: typer.Typer) -> None:
         console.print(Panel.fit("A recall tutor that checks the learner's checklist on every message, offline",
                                 title="jurist demo: checklist"))
         checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist"))
-        raise typer.Exit(max(report.exit_code, research_code, checklist_code))
+        console.print(Panel.fit("Answers judged before the user gets them, regenerated when incomplete",
+                                title="jurist demo: response gate"))
+        gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
+        raise typer.Exit(max(report.exit_code, research_code, checklist_code, gate_code))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jurist.cli import demo, evaluate, logs, research, serve, tutor
+from jurist.cli import demo, evaluate, logs, proxy, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
@@ -19,6 +19,7 @@ demo.register(app)
 research.register(app)
 serve.register(app)
 tutor.register(app)
+proxy.register(app)
 
 
 def main() -> None:

@@ -21,6 +21,9 @@ def register(app: typer.Typer) -> None:
         ),
         tutor: Optional[str] = typer.Option(None, "--tutor", help="Tutor model (default: alias tutor/strong, or the judge)."),
         judge: Optional[str] = typer.Option(None, "--judge", help="Checklist judge (default: alias fast, or the judge)."),
+        upstream: Optional[str] = typer.Option(
+            None, "--upstream", help="Also serve the gate proxy (/v1/chat/completions) in front of this OpenAI-compatible URL."
+        ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Serve the tutor page (/tutor?points=NAME&learner=NAME) and the API (/docs)."""
@@ -29,6 +32,9 @@ def register(app: typer.Typer) -> None:
         from jurist.server import create_app
 
         settings = load_settings(config)
-        server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []))
+        server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
+                            upstream=upstream)
         console.print(f"jurist serving on http://{host}:{port}/  (tutor: /tutor?points=NAME&learner=NAME)")
+        if upstream:
+            console.print(f"gate proxy: http://{host}:{port}/v1 -> {upstream}")
         uvicorn.run(server, host=host, port=port, log_level="info")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -12,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 import jurist
 from jurist.config import Settings
-from jurist.server import health, tutor, tutor_ws
+from jurist.server import health, proxy, tutor, tutor_ws
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.sessions import SessionFactory
 from jurist.server.state import ServerState
@@ -29,6 +30,9 @@ def create_app(
     judge_model: str | None = None,
     checklist_dirs: list[Path] | None = None,
     session_factory: SessionFactory | None = None,
+    upstream: str | None = None,
+    gate_config: Any = None,
+    upstream_api_key: str | None = None,
 ) -> FastAPI:
     """The server.
 
@@ -40,7 +44,11 @@ def create_app(
     the checklist judge is the alias ``fast`` or the configured judge.
     ``checklist_dirs`` are searched for ``<points>.json`` before the bundled
     ``examples/checklists``. ``session_factory`` replaces the checklist
-    sessions altogether (tests).
+    sessions altogether (tests). With ``upstream`` (an OpenAI-compatible base
+    URL) the app also serves the gate proxy, ``/v1/chat/completions`` and
+    ``/v1/models``, gated by ``gate_config`` (a ``GateConfig`` or its dict;
+    see :mod:`jurist.server.proxy`); ``upstream_api_key`` is used when a
+    request brings no ``Authorization`` header.
     """
     state = ServerState(
         settings=settings if settings is not None else Settings.load(),
@@ -57,6 +65,8 @@ def create_app(
             yield
         finally:
             await state.sessions.aclose()  # the sessions' model clients
+            if upstream:
+                await app.state.proxy.aclose()  # the gate and the upstream clients
             state.close()
 
     app = FastAPI(
@@ -72,5 +82,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
+    if upstream:
+        proxy.install(app, upstream, gate_config, state.settings, lambda: state.store, api_key=upstream_api_key)
     json_errors_in_openapi(app)
     return app

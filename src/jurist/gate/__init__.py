@@ -1,0 +1,38 @@
+"""The response gate: evaluate a generated answer before it is final; regenerate
+with the judge's feedback below a threshold; blocking, revision and parallel
+strategies; SSE-ready events; continuation after errors."""
+
+from jurist.gate.config import GateConfig
+from jurist.gate.evaluators import (
+    ComprehensivenessEvaluator,
+    EvaluationFailed,
+    FunctionEvaluator,
+    GateEvaluator,
+    MeaningEvaluator,
+    QualityEvaluator,
+    TemplateEvaluator,
+)
+from jurist.gate.gate import Gate, IterationLimit
+from jurist.gate.records import evaluations_list, result_json
+from jurist.gate.types import (
+    CALL_COMPREHENSIVE_RETRY,
+    CALL_GENERATION,
+    CALL_QUALITY_EVALUATION,
+    CALL_REGENERATION,
+    CALL_SELF_EVALUATION,
+    ENCOURAGEMENT,
+    REVISION_MESSAGE,
+    Attempt,
+    Evaluation,
+    GateEvent,
+    GateResult,
+    Generator,
+)
+
+__all__ = [
+    "Attempt", "CALL_COMPREHENSIVE_RETRY", "CALL_GENERATION", "CALL_QUALITY_EVALUATION", "CALL_REGENERATION",
+    "CALL_SELF_EVALUATION", "ComprehensivenessEvaluator", "ENCOURAGEMENT", "Evaluation", "EvaluationFailed",
+    "FunctionEvaluator", "Gate", "GateConfig", "GateEvaluator", "GateEvent", "GateResult", "Generator",
+    "IterationLimit", "MeaningEvaluator", "QualityEvaluator", "REVISION_MESSAGE", "TemplateEvaluator",
+    "evaluations_list", "result_json",
+]

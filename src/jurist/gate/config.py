@@ -1,0 +1,46 @@
+"""Gate configuration: strategy, evaluator, threshold, regenerations, time budget."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jurist.gate.types import Strategy
+
+EvaluatorName = Literal["quality", "comprehensiveness"]
+
+#: Regenerations allowed by default, per evaluator (note 001: once; note 004: twice).
+DEFAULT_MAX_REGENERATIONS: dict[str, int] = {"quality": 1, "comprehensiveness": 2}
+
+
+class GateConfig(BaseModel):
+    """How a gate judges and when it regenerates.
+
+    ``evaluate_feedback_enabled`` is off by default (note 001): the gate then only
+    scores the answer and records the score; it never regenerates.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Strategy = "blocking"
+    evaluator: EvaluatorName = "quality"
+    threshold: float = Field(default=0.4, ge=0.0, le=1.0)  # quality_score below this fails
+    max_regenerations: int | None = Field(default=None, ge=0)  # None: 1 for quality, 2 for comprehensiveness
+    budget_s: float = Field(default=30.0, gt=0)  # the whole request, never exceeded
+    evaluate_feedback_enabled: bool = False
+    judge: str | None = None  # model reference or alias; default: the `fast` alias, then settings.judge
+    judge_timeout_s: float = Field(default=20.0, gt=0)  # one evaluation (capped by the budget)
+    previous_chars: int = Field(default=500, ge=0)  # of the previous answer shown on regeneration
+    # parallel strategy: judge snapshots of the streaming answer, one at a time
+    parallel_min_chars: int = Field(default=40, ge=1)  # a snapshot needs at least this much text
+    parallel_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)  # of the final text, to trust a pass
+    parallel_wait_fraction: float = Field(default=0.08, ge=0.0)  # wait for a running snapshot: x generation time
+    max_tokens: int | None = None  # for a model-reference generator; None: settings.max_tokens
+    temperature: float | None = None  # for a model-reference generator; None: settings.temperature
+
+    def regenerations(self) -> int:
+        """The cap on regenerations for this evaluator."""
+        if self.max_regenerations is not None:
+            return self.max_regenerations
+        return DEFAULT_MAX_REGENERATIONS.get(self.evaluator, 1)

@@ -1,0 +1,94 @@
+"""The gate demo: a small generator answering from a bundled knowledge file,
+gated offline by the local judge's comprehensiveness check.
+
+The generator (:class:`KnowledgeGenerator`) answers from the single best
+matching fact of ``examples/gate/knowledge.json``; asked again with note 004's
+encouragement, it answers from every matching fact. The gate judges with
+``local/minilm``: an answer is comprehensive when every part of the question
+is covered. The first question passes at once; the second (two questions in
+one) is regenerated once and then accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from jurist.config import Settings
+from jurist.gate.config import GateConfig
+from jurist.gate.gate import Gate
+from jurist.gate.records import result_json
+from jurist.gate.types import ENCOURAGEMENT, GateResult
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def knowledge_file() -> Path:
+    """``examples/gate/knowledge.json`` as shipped with jurist."""
+    return Path(str(files("jurist") / "examples" / "gate" / "knowledge.json"))
+
+
+class KnowledgeGenerator:
+    """An example generator: keyword matching over facts, no model."""
+
+    def __init__(self, facts: list[dict[str, Any]]) -> None:
+        self.facts = facts
+
+    def _question(self, messages: list[dict[str, Any]]) -> str:
+        for m in reversed(messages):
+            if m.get("role") == "user" and m.get("content") != ENCOURAGEMENT:
+                return str(m.get("content") or "")
+        return ""
+
+    async def __call__(self, messages: list[dict[str, Any]]) -> str:
+        """The best fact; every matching fact when asked to be more thorough."""
+        words = set(_WORD.findall(self._question(messages).lower()))
+        ranked = sorted(self.facts, key=lambda f: -len(words & set(f["keywords"])))
+        thorough = messages[-1].get("content") == ENCOURAGEMENT
+        chosen = [f for f in ranked if len(words & set(f["keywords"])) >= 2] if thorough else ranked[:1]
+        return " ".join(f["text"] for f in chosen or ranked[:1])
+
+
+async def run_gate_demo(console: Console, settings: Settings, output_dir: Path) -> int:
+    """Gate the bundled questions; print each answer and its evaluations; 0 when
+    the first is accepted at once and the second after one regeneration."""
+    data = json.loads(knowledge_file().read_text(encoding="utf-8"))
+    generator = KnowledgeGenerator(data["facts"])
+    config = GateConfig(strategy="blocking", evaluator="comprehensiveness", evaluate_feedback_enabled=True)
+    gate = Gate(config, settings=settings, judge="local/minilm")
+    results: list[GateResult] = []
+    try:
+        console.print("[bold]Response gate[/]: comprehensiveness checked by the offline local judge (local/minilm)")
+        for question in data["questions"]:
+            result = await gate.run([{"role": "user", "content": question}], generator)
+            results.append(result)
+            _show(console, question, result)
+    finally:
+        await gate.aclose()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    out = output_dir / "gate_demo.json"
+    out.write_text(json.dumps([result_json(r) for r in results], indent=2, ensure_ascii=False), encoding="utf-8")
+    console.print(f"Results written to {escape(str(out))}")
+    ok = [len(r.attempts) for r in results] == [1, 2] and all(r.accept_reason == "passed" for r in results)
+    if not ok:
+        console.print("[red]The demo did not go as expected (one accepted, one regenerated answer).[/]")
+    return 0 if ok else 1
+
+
+def _show(console: Console, question: str, result: GateResult) -> None:
+    verdict = "accepted at once" if len(result.attempts) == 1 else f"regenerated {len(result.attempts) - 1}x"
+    console.print(f"\n[bold]Q:[/] {escape(question)}  [dim]({verdict}, {result.accept_reason})[/]")
+    table = Table("attempt", "kind", "comprehensive", "reason", "answer")
+    for a in result.attempts:
+        ev = a.evaluation
+        table.add_row(str(a.number), a.kind, "-" if ev is None else str(ev.comprehensive),
+                      escape((ev.reason or ev.skipped_reason or "") if ev else ""), escape(a.text))
+    console.print(table)
+    console.print(f"[bold]A:[/] {escape(result.answer)}")

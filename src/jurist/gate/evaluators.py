@@ -1,0 +1,310 @@
+"""The gate's evaluators: quality, comprehensiveness, and a user's own.
+
+An evaluator turns (messages, answer) into an :class:`Evaluation` with
+``passed`` set, or raises; the gate treats any exception or timeout as
+``evaluation_skipped`` (fail-safe: the answer is accepted).
+
+- :class:`QualityEvaluator`: note 001's prompt (``gate_quality`` template) ->
+  ``quality_score``, ``confidence_score``, ``issues``, ``improvement_hint``;
+  passes at ``quality_score >= threshold``.
+- :class:`ComprehensivenessEvaluator`: note 004's check (``gate_comprehensive``)
+  on the user and assistant turns only (tool results and media stripped) ->
+  ``comprehensive`` and ``reason``.
+- :class:`MeaningEvaluator`: the same two questions answered by a
+  :class:`~jurist.models.base.MeaningJudge` (the offline ``local/minilm``).
+- :class:`TemplateEvaluator`: a user's judge template and output schema.
+- :class:`FunctionEvaluator`: a user's ``async def fn(messages, answer)``
+  returning an Evaluation, a dict, a score (float) or a verdict (bool).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, ValidationError
+
+from jurist.errors import JuristError
+from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
+from jurist.judges.judge import Judge
+from jurist.judges.meaning import quote
+from jurist.judges.parsing import extract_json
+from jurist.judges.templates import PromptTemplate, builtin
+from jurist.models.base import MeaningJudge
+from jurist.models.model import Model
+
+EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
+QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
+
+
+class EvaluationFailed(JuristError):
+    """The evaluator gave no usable verdict (the gate records ``evaluation_skipped``)."""
+
+
+@runtime_checkable
+class GateEvaluator(Protocol):
+    """What the gate needs from an evaluator."""
+
+    name: str  # quality | comprehensiveness | custom
+    call_type: str  # the purpose tag of its LLM calls
+    model_name: str | None
+
+    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+        ...
+
+
+# --- message helpers ----------------------------------------------------------------
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content; media parts (images, audio, files) are dropped."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(x for x in parts if x)
+    return str(content)
+
+
+def conversation_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """User and assistant turns only, as text (note 004): tool results, tool calls and media stripped."""
+    out = []
+    for m in messages:
+        if m.get("role") in ("user", "assistant"):
+            text = text_of(m.get("content"))
+            if text.strip():
+                out.append({"role": m["role"], "content": text})
+    return out
+
+
+def last_question(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user turn."""
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            return text_of(m.get("content"))
+    return ""
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    """The tool results in the conversation (what was available to the answer)."""
+    return [text_of(m.get("content")) for m in messages if m.get("role") == "tool"]
+
+
+def prompt_variables(messages: list[dict[str, Any]], answer: str) -> dict[str, str]:
+    """Every placeholder a gate template may use, with untrusted text quoted."""
+    turns = conversation_turns(messages)
+    convo = "\n".join(quote(t["role"], t["content"]) for t in turns) or quote("user", "")
+    results = tool_results(messages)
+    context = "\n".join(quote("result", r) for r in results) if results else "<results>\n(none)\n</results>"
+    return {
+        "question": quote("question", last_question(messages)),
+        "context": context,
+        "conversation": quote("conversation", convo),
+        "answer": quote("response", answer),
+    }
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+
+class QualityReply(BaseModel):
+    """Note 001's evaluator output."""
+
+    quality_score: float = Field(ge=0.0, le=1.0)
+    confidence_score: float = Field(default=1.0, ge=0.0, le=1.0)
+    issues: list[str] = Field(default_factory=list)
+    improvement_hint: str | None = None
+
+
+class ComprehensiveReply(BaseModel):
+    """Note 004's evaluator output."""
+
+    comprehensive: bool
+    reason: str = ""
+
+
+QUALITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "quality_score": {"type": "number"},
+        "confidence_score": {"type": "number"},
+        "issues": {"type": "array", "items": {"type": "string"}},
+        "improvement_hint": {"type": ["string", "null"]},
+    },
+    "required": ["quality_score", "confidence_score", "issues", "improvement_hint"],
+    "additionalProperties": False,
+}
+COMPREHENSIVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"comprehensive": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["comprehensive", "reason"],
+    "additionalProperties": False,
+}
+QUALITY_HINT = '{"quality_score": 0.0-1.0, "confidence_score": 0.0-1.0, "issues": ["..."], "improvement_hint": "..." or null}'
+COMPREHENSIVE_HINT = '{"comprehensive": true or false, "reason": "brief explanation"}'
+
+
+def _validated(model: type[BaseModel], raw: str) -> BaseModel:
+    try:
+        return model.model_validate(extract_json(raw))
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+
+
+def parse_quality(raw: str) -> QualityReply:
+    """The quality judge's reply, validated (raises on anything else)."""
+    return _validated(QualityReply, raw)  # type: ignore[return-value]
+
+
+def parse_comprehensive(raw: str) -> ComprehensiveReply:
+    """The comprehensiveness judge's reply, validated (raises on anything else)."""
+    return _validated(ComprehensiveReply, raw)  # type: ignore[return-value]
+
+
+def coerce(result: Any, threshold: float) -> Evaluation:
+    """A user evaluator's return value as an Evaluation with ``passed`` set."""
+    if isinstance(result, BaseModel):
+        result = result.model_dump()
+    if isinstance(result, Evaluation):
+        ev = result
+    elif isinstance(result, bool):
+        ev = Evaluation(attempt=0, passed=result, comprehensive=result)
+    elif isinstance(result, (int, float)):
+        ev = Evaluation(attempt=0, passed=None, quality_score=float(result))
+    elif isinstance(result, dict):
+        score = result.get("quality_score", result.get("score"))
+        comp = result.get("comprehensive")
+        issues = result.get("issues") or []
+        ev = Evaluation(
+            attempt=0, passed=result.get("passed"),
+            quality_score=None if score is None else float(score),
+            confidence_score=None if result.get("confidence_score") is None else float(result["confidence_score"]),
+            issues=[str(i) for i in (issues if isinstance(issues, list) else [issues])],
+            improvement_hint=result.get("improvement_hint"),
+            comprehensive=None if comp is None else bool(comp),
+            reason=result.get("reason"),
+        )
+    else:
+        raise EvaluationFailed(f"the evaluator returned {type(result).__name__}; return an Evaluation, dict, float or bool")
+    if ev.passed is None:
+        if ev.quality_score is not None:
+            ev.passed = ev.quality_score >= threshold
+        elif ev.comprehensive is not None:
+            ev.passed = ev.comprehensive
+        else:
+            raise EvaluationFailed("the evaluator's result has neither quality_score, comprehensive nor passed")
+    return ev
+
+
+# --- evaluators -------------------------------------------------------------------------
+
+
+class _JudgeEvaluator:
+    """An LLM judge (template + schema + one re-ask) behind the gate's interface."""
+
+    name = "custom"
+    call_type = CALL_QUALITY_EVALUATION
+
+    def __init__(self, judge: Judge, parse: Callable[[str], Any], threshold: float) -> None:
+        self.judge = judge
+        self.parse = parse
+        self.threshold = threshold
+        self.model_name: str | None = judge.model.name
+
+    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+        verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id)
+        if not verdict.ok:
+            raise EvaluationFailed(verdict.reason or "the judge gave no verdict")
+        return coerce(verdict.value, self.threshold)
+
+
+class QualityEvaluator(_JudgeEvaluator):
+    """Note 001's quality evaluator on an LLM judge."""
+
+    name = "quality"
+    call_type = CALL_QUALITY_EVALUATION
+
+    def __init__(self, model: Model, threshold: float = 0.4) -> None:
+        judge = Judge(model, builtin("gate_quality"), purpose=self.call_type, format_hint=QUALITY_HINT,
+                      schema=QUALITY_SCHEMA, schema_name="quality_evaluation")
+        super().__init__(judge, parse_quality, threshold)
+
+
+class ComprehensivenessEvaluator(_JudgeEvaluator):
+    """Note 004's self-evaluation: is the answer comprehensive?"""
+
+    name = "comprehensiveness"
+    call_type = CALL_SELF_EVALUATION
+
+    def __init__(self, model: Model, threshold: float = 0.4) -> None:
+        judge = Judge(model, builtin("gate_comprehensive"), purpose=self.call_type, format_hint=COMPREHENSIVE_HINT,
+                      schema=COMPREHENSIVE_SCHEMA, schema_name="self_evaluation")
+        super().__init__(judge, parse_comprehensive, threshold)
+
+
+class TemplateEvaluator(_JudgeEvaluator):
+    """A user's judge: a template (placeholders ``{question}``, ``{context}``,
+    ``{conversation}``, ``{answer}``) and an output schema (a JSON schema or a
+    pydantic model) whose reply holds ``quality_score`` or ``comprehensive``."""
+
+    name = "custom"
+
+    def __init__(self, model: Model, template: PromptTemplate, schema: dict[str, Any] | type[BaseModel],
+                 threshold: float = 0.4, *, call_type: str = CALL_QUALITY_EVALUATION) -> None:
+        template.check(QUALITY_PLACEHOLDERS, {"answer"})
+        self.call_type = call_type
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            json_schema, parse = schema.model_json_schema(), (lambda raw: _validated(schema, raw))
+        else:
+            json_schema, parse = dict(schema), extract_json
+        hint = "JSON following this schema: " + str(json_schema)
+        judge = Judge(model, template, purpose=call_type, format_hint=hint, schema=json_schema, schema_name="gate")
+        super().__init__(judge, parse, threshold)
+
+
+class MeaningEvaluator:
+    """Quality or comprehensiveness from a meaning judge's coverage of the question's parts."""
+
+    def __init__(self, judge: MeaningJudge, name: str = "comprehensiveness", threshold: float = 0.4) -> None:
+        self.judge = judge
+        self.name = name
+        self.call_type = CALL_SELF_EVALUATION if name == "comprehensiveness" else CALL_QUALITY_EVALUATION
+        self.threshold = threshold
+        self.model_name: str | None = getattr(judge, "name", None)
+
+    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+        cov = await self.judge.coverage(last_question(messages), answer)
+        parts = len(cov.covered) + len(cov.uncovered)
+        issues = [f"does not address: {p}" for p in cov.uncovered]
+        if self.name == "comprehensiveness":
+            ok = not cov.uncovered
+            reason = "covers every part of the question" if ok else "; ".join(issues)
+            return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues)
+        score = len(cov.covered) / parts if parts else 0.0
+        conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
+        hint = f"Also address: {'; '.join(cov.uncovered)}" if cov.uncovered else None
+        return Evaluation(attempt=0, passed=score >= self.threshold, quality_score=round(score, 4),
+                          confidence_score=round(conf, 4), issues=issues, improvement_hint=hint)
+
+
+class FunctionEvaluator:
+    """A user's ``async def evaluate(messages, answer)``; see :func:`coerce` for what it may return."""
+
+    name = "custom"
+    call_type = CALL_QUALITY_EVALUATION
+
+    def __init__(self, fn: EvaluateFn, threshold: float = 0.4) -> None:
+        self.fn = fn
+        self.threshold = threshold
+        self.model_name: str | None = f"fn:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+        result = self.fn(messages, answer)
+        if inspect.isawaitable(result):
+            result = await result
+        ev = coerce(result, self.threshold)
+        if ev.quality_score is None and ev.comprehensive is not None:
+            self.call_type = CALL_SELF_EVALUATION
+        return ev

@@ -1,0 +1,363 @@
+"""The response gate: evaluate an answer before it is final, regenerate on a low score.
+
+``Gate.stream`` yields :class:`GateEvent`s in order; ``Gate.run`` consumes it
+and returns the :class:`GateResult`. For every attempt the sequence is::
+
+    rejected attempt:  evaluation(accepted=false), thinking(strategy=regenerate, retry_count)
+    accepted answer:   delta* (if nothing was shown yet) | revision (if another was shown),
+                       evaluation(accepted=true), done(trace_id)
+    generation error:  error(continue_context)          (nothing after it)
+
+Strategies: ``blocking`` releases nothing until an answer is accepted;
+``revision`` streams the first answer at once and replaces it with a
+``revision`` event; ``parallel`` streams it at once while judging snapshots of
+it, one at a time, and decides right after the stream ends (a pass on at
+least ``parallel_min_coverage`` of the text is trusted; anything else is
+judged again on the whole text). With ``evaluate_feedback_enabled`` off the
+answer streams at once and is only scored.
+
+Fail-safe: a failing or timed-out evaluator accepts the answer
+(``evaluation_skipped``); the budget (``budget_s``) bounds everything, and when
+another regenerate + evaluate would not fit, the best answer so far is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import time
+from dataclasses import asdict
+from typing import Any, AsyncIterator, Callable
+
+from jurist.config import Settings
+from jurist.errors import ConfigError, JuristError
+from jurist.gate import policy
+from jurist.gate.config import GateConfig
+from jurist.gate.evaluators import (
+    ComprehensivenessEvaluator,
+    FunctionEvaluator,
+    GateEvaluator,
+    MeaningEvaluator,
+    QualityEvaluator,
+)
+from jurist.gate.parallel import Run as _Run, Snapshots as _Snapshots, spawn as _task
+from jurist.gate.records import CallCollector, evaluation_row, evaluations_list, score_rows
+from jurist.gate.types import (
+    CALL_GENERATION,
+    REVISION_MESSAGE,
+    Attempt,
+    Evaluation,
+    GateEvent,
+    GateResult,
+    Generator,
+)
+from jurist.ids import new_id
+from jurist.models.base import ChatRequest, MeaningJudge
+from jurist.models.model import Model
+from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+from jurist.store import Store
+
+_END = object()
+
+
+class IterationLimit(JuristError):
+    """Raise from a generator whose tool loop hit its iteration limit; ``messages``
+    (the conversation so far, tool results included) become the continue context."""
+
+    def __init__(self, message: str = "Maximum tool execution iterations reached", *,
+                 messages: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.messages = messages
+
+
+class _OutOfBudget(Exception):
+    """Generation did not finish within the budget."""
+
+
+class Gate:
+    """Evaluate before send; regenerate with the judge's feedback (see the module doc)."""
+
+    def __init__(self, config: GateConfig | None = None, *, settings: Settings | None = None,
+                 store: Store | None = None, evaluator: str | Callable[..., Any] | GateEvaluator | None = None,
+                 judge: str | Model | MeaningJudge | None = None) -> None:
+        self.config = config or GateConfig()
+        self.settings = settings or Settings.load()
+        self._own_store = store is None
+        self.store = store if store is not None else Store(self.settings.database)
+        self._collector = CallCollector(self.store)
+        self._models: dict[str, Model] = {}
+        self._owned_models: list[Model] = []
+        self.evaluator = self._build_evaluator(evaluator, judge)
+
+    # -- construction -------------------------------------------------------------------
+    def _wrap(self, model: Model) -> Model:
+        """A copy of ``model`` whose calls are also collected for the result."""
+        clone = copy.copy(model)
+        collector = CallCollector(model.sink)
+        collector.by_trace = self._collector.by_trace
+        clone.sink = collector
+        return clone
+
+    def _build_evaluator(self, evaluator: Any, judge: Any) -> GateEvaluator:
+        cfg = self.config
+        if evaluator is not None and not isinstance(evaluator, str):
+            if isinstance(evaluator, GateEvaluator):
+                return evaluator
+            if callable(evaluator):
+                return FunctionEvaluator(evaluator, cfg.threshold)
+            raise ConfigError(f"evaluator must be 'quality', 'comprehensiveness' or an async function, not {evaluator!r}")
+        name = evaluator or cfg.evaluator
+        if name not in ("quality", "comprehensiveness"):
+            raise ConfigError(f"unknown gate evaluator {name!r}; use 'quality' or 'comprehensiveness'")
+        self.config = cfg = cfg.model_copy(update={"evaluator": name})
+        if judge is not None and not isinstance(judge, (str, Model)):
+            return MeaningEvaluator(judge, name, cfg.threshold)
+        if isinstance(judge, Model):
+            model = self._wrap(judge)
+        else:
+            ref = judge or cfg.judge or ("fast" if "fast" in self.settings.aliases else None)
+            ref = resolve_ref(ref, self.settings) if ref else judge_ref(self.settings)
+            if ref == LOCAL_JUDGE:
+                from jurist.models.local import get_local_judge
+
+                return MeaningEvaluator(get_local_judge(), name, cfg.threshold)
+            model = resolve_model(ref, self.settings, sink=self._collector)
+            self._owned_models.append(model)
+        cls = QualityEvaluator if name == "quality" else ComprehensivenessEvaluator
+        return cls(model, cfg.threshold)
+
+    def _generator_model(self, ref: str) -> Model:
+        if ref not in self._models:
+            self._models[ref] = model = resolve_model(ref, self.settings, sink=self._collector, cache=False)
+            self._owned_models.append(model)
+        return self._models[ref]
+
+    # -- public API ---------------------------------------------------------------------
+    async def run(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
+                  trace_id: str | None = None) -> GateResult:
+        """Gate one request and return its record (consumes :meth:`stream`)."""
+        result: GateResult | None = None
+        async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):
+            if ev.result is not None:
+                result = ev.result
+        assert result is not None
+        return result
+
+    async def stream(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
+                     trace_id: str | None = None) -> AsyncIterator[GateEvent]:
+        """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
+        trace_id = trace_id or new_id()
+        run = _Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
+                   time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
+        try:
+            async for ev in self._drive(run, generate):
+                yield ev
+        finally:
+            self._collector.close(trace_id)
+
+    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, attempt: int = 1,
+                       trace_id: str | None = None) -> Evaluation:
+        """Evaluate one answer on its own (fail-safe, bounded by ``judge_timeout_s``), as the LangGraph node does."""
+        trace_id = trace_id or new_id()
+        run = _Run(trace_id, policy.current_cycle(messages, True), messages, time.monotonic() + self.config.budget_s,
+                   self._collector.open(trace_id))
+        try:
+            return await self._evaluate(run, answer, attempt)
+        finally:
+            self._collector.close(trace_id)
+
+    async def aclose(self) -> None:
+        """Close the models this gate resolved and the store it opened."""
+        for model in self._owned_models:
+            await model.aclose()
+        self._owned_models.clear()
+        if self._own_store:
+            await asyncio.to_thread(self.store.close)
+
+    # -- one request --------------------------------------------------------------------
+    async def _drive(self, run: _Run, generate: Generator) -> AsyncIterator[GateEvent]:
+        cfg = self.config
+        feedback = cfg.evaluate_feedback_enabled
+        strategy = cfg.strategy if feedback else "revision"
+        cap = cfg.regenerations() if feedback else 0
+        gen_messages, kind, shown, deltas = run.messages, CALL_GENERATION, None, []
+        reason = "passed"
+        while True:
+            number = len(run.attempts) + 1
+            live = strategy != "blocking" and shown is None
+            snaps = _Snapshots(self, run, number) if strategy == "parallel" and feedback else None
+            text, deltas, started = "", [], time.monotonic()
+            try:
+                async for delta in self._generate(run, generate, gen_messages, kind, number):
+                    text += delta
+                    deltas.append(delta)
+                    if live:
+                        yield GateEvent("delta", {"text": delta, "attempt": number})
+                    if snaps:
+                        snaps.feed(text)
+            except Exception as exc:
+                if snaps:
+                    await snaps.cancel()
+                if not run.attempts:
+                    yield self._error(run, exc, text)
+                    return
+                reason = "budget" if isinstance(exc, _OutOfBudget) else "regeneration_failed"
+                run.calls.append({"type": kind, "iteration": number, "model": None, "status": "error",
+                                  "error": f"{type(exc).__name__}: {exc}", "latency_ms": 0.0, "call_id": None})
+                break
+            run.gen_s.append(time.monotonic() - started)
+            attempt = Attempt(number, kind, text, round(run.gen_s[-1] * 1000.0, 3))
+            run.attempts.append(attempt)
+            if live:
+                shown = number
+            ev = await (snaps.decide(text) if snaps else self._evaluate(run, text, number))
+            attempt.evaluation = ev
+            if ev.passed is None:
+                reason = "evaluation_skipped"
+            elif not feedback:
+                reason = "feedback_disabled"
+            elif ev.passed:
+                reason = "passed"
+            elif number - 1 >= cap:
+                reason = "max_regenerations"
+            elif not policy.fits(run.remaining(), run.gen_s, run.eval_s):
+                reason = "budget"
+            else:
+                yield GateEvent("evaluation", {**asdict(ev), "accepted": False})
+                yield GateEvent("thinking", {"message": REVISION_MESSAGE, "strategy": "regenerate",
+                                             "retry_count": number, "ts": time.time(),
+                                             "feedback": ev.improvement_hint or ev.reason})
+                gen_messages, kind = policy.regeneration_request(run.messages, text, ev, cfg.previous_chars)
+                continue
+            break
+        accepted = run.attempts[-1] if reason in ("passed", "evaluation_skipped", "feedback_disabled") \
+            else policy.best_attempt(run.attempts)
+        if shown is None:
+            chunks = deltas if accepted is run.attempts[-1] and reason != "regeneration_failed" else [accepted.text]
+            for delta in chunks:
+                yield GateEvent("delta", {"text": delta, "attempt": accepted.number})
+        elif shown != accepted.number:
+            yield GateEvent("revision", {"text": accepted.text, "attempt": accepted.number, "replaces": shown})
+        result = self._result(run, accepted, reason)
+        last = run.attempts[-1].evaluation
+        if last is not None:
+            yield GateEvent("evaluation", {**asdict(last), "accepted": True, "accepted_attempt": accepted.number,
+                                           "accept_reason": reason})
+        self._save(result)
+        yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
+                                 "accept_reason": reason, "evaluations": evaluations_list(result),
+                                 "llm_calls": result.llm_calls}, result=result)
+
+    async def _generate(self, run: _Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+                        number: int) -> AsyncIterator[str]:
+        """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        started = time.monotonic()
+        producer = _task(self._produce(run, generate, messages, kind, queue), number)
+        try:
+            while True:
+                remaining = run.remaining()
+                if remaining <= 0:
+                    raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating")
+                try:
+                    item = await asyncio.wait_for(queue.get(), remaining)
+                except asyncio.TimeoutError:
+                    raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating") from None
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if not producer.done():
+                producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+            if not isinstance(generate, str):
+                run.calls.append({"type": kind, "iteration": number, "model": _fn_name(generate),
+                                  "latency_ms": round((time.monotonic() - started) * 1000.0, 3),
+                                  "status": "ok", "call_id": None})
+
+    async def _produce(self, run: _Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+                       queue: asyncio.Queue[Any]) -> None:
+        try:
+            if isinstance(generate, str):
+                s = self.settings
+                request = ChatRequest(messages=messages, temperature=self.config.temperature if
+                                      self.config.temperature is not None else s.temperature,
+                                      max_tokens=self.config.max_tokens or s.max_tokens)
+                async for delta in self._generator_model(generate).stream(request, purpose=kind,
+                                                                          trace_id=run.trace_id):
+                    queue.put_nowait(delta)
+            else:
+                out: Any = generate(messages)
+                if inspect.isawaitable(out):
+                    out = await out
+                if isinstance(out, str):
+                    queue.put_nowait(out)
+                else:
+                    async for delta in out:
+                        queue.put_nowait(str(delta))
+            queue.put_nowait(_END)
+        except Exception as exc:  # handed to the consumer, which decides
+            queue.put_nowait(exc)
+
+    async def _evaluate(self, run: _Run, text: str, number: int, *, coverage: float | None = None) -> Evaluation:
+        """Evaluate one answer, fail-safe: any failure or timeout is a skipped evaluation."""
+        timeout = min(self.config.judge_timeout_s, run.remaining())
+        started = time.monotonic()
+        if timeout <= 0:
+            ev = _skipped(number, "no time left in the budget to evaluate")
+        else:
+            try:
+                ev = await asyncio.wait_for(_task(self.evaluator.evaluate(run.messages, text, trace_id=run.trace_id),
+                                                  number), timeout)
+            except asyncio.TimeoutError:
+                ev = _skipped(number, f"the evaluator gave no verdict within {timeout:.2f} s")
+            except Exception as exc:
+                ev = _skipped(number, f"{type(exc).__name__}: {exc}")
+        elapsed = time.monotonic() - started
+        ev.attempt, ev.latency_ms, ev.coverage = number, round(elapsed * 1000.0, 3), coverage
+        run.eval_s.append(elapsed)
+        if isinstance(self.evaluator, (FunctionEvaluator, MeaningEvaluator)):
+            run.calls.append({"type": self.evaluator.call_type, "iteration": number,
+                              "model": self.evaluator.model_name, "latency_ms": ev.latency_ms,
+                              "status": "ok" if ev.passed is not None else "error", "call_id": None})
+        return ev
+
+    def _error(self, run: _Run, exc: Exception, partial: str) -> GateEvent:
+        code = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
+            "BUDGET" if isinstance(exc, _OutOfBudget) else "GENERATION_FAILED")
+        context = getattr(exc, "messages", None) or run.original
+        message = f"{type(exc).__name__}: {exc}"
+        result = GateResult(answer=partial, accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
+                            llm_calls=list(run.calls), trace_id=run.trace_id, error=message,
+                            continue_context=[dict(m) for m in context])
+        self._save(result)
+        return GateEvent("error", {"error": message, "code": code, "show_continue_button": True,
+                                   "continue_context": result.continue_context, "partial_answer": partial,
+                                   "last_user_message": policy.last_user_message(context),
+                                   "trace_id": run.trace_id}, result=result)
+
+    def _result(self, run: _Run, accepted: Attempt, reason: str) -> GateResult:
+        evs = [a.evaluation for a in run.attempts if a.evaluation is not None]
+        skipped = next((e for e in reversed(evs) if e.passed is None), None)
+        return GateResult(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
+                          attempts=list(run.attempts), evaluations=evs, llm_calls=list(run.calls),
+                          trace_id=run.trace_id, evaluation_skipped=skipped is not None,
+                          skip_reason=skipped.skipped_reason if skipped else None)
+
+    def _save(self, result: GateResult) -> None:
+        model = self.evaluator.model_name
+        self.store.save_evaluation(
+            evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
+                           strategy=self.config.strategy, evaluator=self.evaluator.name),
+            score_rows(result, judge_model=model))
+
+
+def _skipped(number: int, reason: str) -> Evaluation:
+    return Evaluation(attempt=number, passed=None, skipped_reason=reason)
+
+
+def _fn_name(fn: Any) -> str:
+    return f"fn:{getattr(fn, '__qualname__', type(fn).__name__)}"

@@ -1,0 +1,114 @@
+"""The gate's record: the LLM calls of a request, the result as JSON, store rows."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from typing import Any
+
+from jurist.gate.types import GateResult
+from jurist.models.base import CallRecord
+from jurist.models.model import CallSink
+
+#: The attempt an LLM call belongs to; set on the tasks the gate creates.
+ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attempt", default=0)
+
+
+def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
+    """One entry of ``GateResult.llm_calls`` (note 004's ``llmApiCalls``)."""
+    return {
+        "type": record.purpose,
+        "iteration": iteration,
+        "model": record.model,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "tokens": record.input_tokens + record.output_tokens,
+        "latency_ms": round(record.latency_ms, 3),
+        "status": record.status,
+        "call_id": record.id,
+        "error": record.error,
+    }
+
+
+class CallCollector:
+    """A call sink in front of the store: forwards every record and keeps, per
+    trace id, the entries the gate returns with its result."""
+
+    def __init__(self, inner: CallSink | None) -> None:
+        self.inner = inner
+        self.by_trace: dict[str, list[dict[str, Any]]] = {}
+
+    def open(self, trace_id: str) -> list[dict[str, Any]]:
+        """Start collecting for ``trace_id``; the returned list fills as calls end."""
+        return self.by_trace.setdefault(trace_id, [])
+
+    def close(self, trace_id: str) -> list[dict[str, Any]]:
+        """Stop collecting for ``trace_id``; return what was collected."""
+        return self.by_trace.pop(trace_id, [])
+
+    def record_call(self, record: CallRecord) -> None:
+        calls = self.by_trace.get(record.trace_id or "")
+        if calls is not None:
+            calls.append(call_entry(record, ATTEMPT.get()))
+        if self.inner is not None:
+            self.inner.record_call(record)
+
+    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+        return None if self.inner is None else await self.inner.cached_reply(request_hash)
+
+
+def result_json(result: GateResult) -> dict[str, Any]:
+    """The gate's result as plain JSON data (the store's payload, the proxy's body)."""
+    return dataclasses.asdict(result)
+
+
+def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
+    """Note 004's ``evaluations``: ``[{attempt, comprehensive|quality_score, reason|issues}]``."""
+    out = []
+    for ev in result.evaluations:
+        item: dict[str, Any] = {"attempt": ev.attempt, "passed": ev.passed}
+        if ev.comprehensive is not None:
+            item.update(comprehensive=ev.comprehensive, reason=ev.reason or "")
+        if ev.quality_score is not None:
+            item.update(quality_score=ev.quality_score, issues=list(ev.issues))
+        if ev.skipped_reason:
+            item.update(skipped=True, reason=ev.skipped_reason)
+        out.append(item)
+    return out
+
+
+def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, judge_model: str | None,
+                   strategy: str, evaluator: str) -> dict[str, Any]:
+    """The ``evaluations`` row (kind ``gate``) for one gated request."""
+    accepted = next((a for a in result.attempts if a.number == result.accepted_attempt), None)
+    ev = accepted.evaluation if accepted else None
+    score = None if ev is None else (ev.quality_score if ev.quality_score is not None
+                                    else (None if ev.comprehensive is None else float(ev.comprehensive)))
+    status = "failed" if result.error else ("skipped" if result.evaluation_skipped else "scored")
+    payload = result_json(result)
+    payload.update(strategy=strategy, evaluator=evaluator, evaluations_list=evaluations_list(result))
+    return {
+        "id": evaluation_id, "kind": "gate", "subject_id": subject_id, "trace_id": result.trace_id,
+        "status": status, "score": score, "max_score": 1.0 if score is not None else None,
+        "percentage": None if score is None else round(score * 100.0, 2), "judge_model": judge_model,
+        "rubrics_version": None, "source": None, "payload": payload,
+    }
+
+
+def score_rows(result: GateResult, *, judge_model: str | None) -> list[dict[str, Any]]:
+    """One ``scores`` row per evaluated attempt (key ``attempt.<n>``)."""
+    rows = []
+    for a in result.attempts:
+        ev = a.evaluation
+        if ev is None:
+            continue
+        score = ev.quality_score if ev.quality_score is not None else (
+            None if ev.comprehensive is None else float(ev.comprehensive))
+        rows.append({
+            "key": f"attempt.{a.number}", "name": a.kind, "score": score, "max_score": 1.0, "weight": None,
+            "status": "evaluation_failed" if ev.passed is None else "scored",
+            "reason": ev.skipped_reason or ev.reason or ("; ".join(ev.issues) or None),
+            "judge_model": judge_model, "template_hash": None, "input_tokens": 0, "output_tokens": 0,
+            "latency_ms": round(ev.latency_ms, 3), "call_id": None,
+        })
+    return rows

@@ -1,0 +1,133 @@
+"""Wire shapes of the gate proxy: OpenAI completions, chunks, errors and jurist's SSE events.
+
+A stock ``openai`` client parses *every* SSE event of a chat stream as a
+``chat.completion.chunk`` (it only special-cases ``thread.*`` names), so
+jurist's named events (``event: jurist.thinking`` ...) carry a chunk-shaped
+body with one choice and an empty delta, exactly like the standard finish
+chunk without its ``finish_reason``: stock clients see nothing to print,
+and jurist-aware readers take ``jurist_event`` ({type, data}) from it.
+``jurist.error`` also carries a top-level ``error`` object, so a stock client
+raises ``openai.APIError`` (its ``body`` holds ``continue_context``) instead
+of silently ending with half an answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any
+
+from jurist.gate.types import GateResult
+
+JURIST_KEYS = ("trace_id", "evaluations", "llm_calls", "attempts", "accept_reason", "evaluation_skipped")
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    """An error body in OpenAI's shape: ``{"error": {message, type, param, code, ...}}``."""
+    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    return value
+
+
+def jurist_field(result: GateResult | dict[str, Any] | None, trace_id: str) -> dict[str, Any]:
+    """The extra top-level ``jurist`` field: what the gate did for this answer."""
+    data = _plain(result) if result is not None else {}
+    if not isinstance(data, dict):
+        data = {}
+    data = data.get("result", data) if isinstance(data.get("result"), dict) else data
+    out: dict[str, Any] = {
+        "trace_id": data.get("trace_id") or trace_id,
+        "evaluations": [_plain(e) for e in data.get("evaluations") or []],
+        "llm_calls": [_plain(c) for c in data.get("llm_calls") or []],
+        "attempts": [_plain(a) for a in data.get("attempts") or []],
+        "accept_reason": data.get("accept_reason"),
+        "evaluation_skipped": bool(data.get("evaluation_skipped", False)),
+    }
+    for key in ("accepted_attempt", "skip_reason", "error", "continue_context"):
+        if data.get(key) is not None:
+            out[key] = data[key]
+    return out
+
+
+class ChunkWriter:
+    """Builds the SSE lines of one streamed answer (one id, model and creation time)."""
+
+    def __init__(self, completion_id: str, model: str) -> None:
+        self.base = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": model}
+        self.started = False  # the role chunk went out
+        self.sent_text = False  # some answer text went out
+
+    def _data(self, payload: dict[str, Any], event: str | None = None) -> str:
+        head = f"event: {event}\n" if event else ""
+        return f"{head}data: {json.dumps(payload, default=str)}\n\n"
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return {**self.base, "choices": [choice], **extra}
+
+    def role(self) -> str:
+        if self.started:
+            return ""
+        self.started = True
+        return self._data(self._chunk({"role": "assistant", "content": ""}))
+
+    def delta(self, text: str) -> str:
+        if not text:
+            return ""
+        self.sent_text = True
+        return self.role() + self._data(self._chunk({"content": text}))
+
+    def event(self, kind: str, data: dict[str, Any]) -> str:
+        """A named ``jurist.<kind>`` event (ignored by stock clients: an empty delta)."""
+        payload = self._chunk({}, jurist_event={"type": kind, "data": data})
+        if kind == "error":
+            payload["error"] = openai_error(int(data.get("status") or 502), str(data.get("error") or "upstream failed"),
+                                            code=data.get("code"),
+                                            continue_context=data.get("continue_context"))["error"]
+        return self.role() + self._data(payload, f"jurist.{kind}")
+
+    def finish(self, jurist: dict[str, Any], usage: dict[str, Any] | None = None) -> str:
+        extra: dict[str, Any] = {"jurist": jurist}
+        if usage:
+            extra["usage"] = usage
+        return self.role() + self._data(self._chunk({}, "stop", **extra))
+
+    @staticmethod
+    def done() -> str:
+        return "data: [DONE]\n\n"
+
+
+def completion_body(completion_id: str, model: str, answer: str, jurist: dict[str, Any],
+                    usage: dict[str, Any] | None) -> dict[str, Any]:
+    """A standard ``chat.completion`` with the accepted answer and the ``jurist`` field."""
+    body: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                     "finish_reason": "stop", "logprobs": None}],
+        "jurist": jurist,
+    }
+    if usage:
+        body["usage"] = usage
+    return body

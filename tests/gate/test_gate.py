@@ -1,0 +1,191 @@
+"""The gate's loop: accept, regenerate, cap, fail-safe evaluation, budget, custom evaluators."""
+
+from __future__ import annotations
+
+import time
+
+from jurist.gate import (
+    CALL_COMPREHENSIVE_RETRY,
+    CALL_GENERATION,
+    CALL_QUALITY_EVALUATION,
+    CALL_REGENERATION,
+    CALL_SELF_EVALUATION,
+    ENCOURAGEMENT,
+    REVISION_MESSAGE,
+    Evaluation,
+    Gate,
+    GateConfig,
+)
+from jurist.models import script
+from tests.gate.helpers import QUESTION, bad, collect, comp, gate, good, kinds, slow_words
+
+
+async def test_accepts_on_first_pass():
+    script("gen", "It was built in 1889 and is 330 m tall.")
+    script("judge", good())
+    g = gate()
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert result.answer.strip() == "It was built in 1889 and is 330 m tall."
+    assert (result.accepted_attempt, result.accept_reason) == (1, "passed")
+    assert [c["type"] for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
+    assert result.evaluations[0].quality_score == 0.9 and result.evaluations[0].passed
+
+
+async def test_regenerates_once_with_feedback_and_accepts():
+    gen = script("gen", "It was built in 1889. " + "x" * 600, "Built in 1889; 330 m tall.")
+    script("judge", bad(), good())
+    g = gate()
+    events = await collect(g)
+    await g.aclose()
+    result = events[-1].result
+    assert result.accepted_attempt == 2 and result.accept_reason == "passed"
+    assert result.answer.strip() == "Built in 1889; 330 m tall."
+    thinking = next(e for e in events if e.type == "thinking")
+    assert thinking.data["message"] == REVISION_MESSAGE
+    assert thinking.data["strategy"] == "regenerate" and thinking.data["retry_count"] == 1
+    regen = gen.requests[1].messages[-1]["content"]
+    assert "Feedback: Give the height too." in regen and "misses the height" in regen
+    assert "DO NOT repeat this" in regen and "x" * 600 not in regen  # only the first 500 characters
+    assert [(c["type"], c["iteration"]) for c in result.llm_calls] == [
+        (CALL_GENERATION, 1), (CALL_QUALITY_EVALUATION, 1), (CALL_REGENERATION, 2), (CALL_QUALITY_EVALUATION, 2)]
+    assert [a.kind for a in result.attempts] == [CALL_GENERATION, CALL_REGENERATION]
+
+
+async def test_cap_reached_accepts_the_best_answer():
+    script("gen", "first answer", "second answer")
+    script("judge", bad(0.3), bad(0.1))
+    g = gate()
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert len(result.attempts) == 2  # quality: one regeneration by default
+    assert result.accept_reason == "max_regenerations"
+    assert result.accepted_attempt == 1 and result.answer.strip() == "first answer"
+
+
+async def test_comprehensiveness_retries_twice_with_encouragement():
+    gen = script("gen", "a1", "a2", "a3")
+    script("judge", comp(False), comp(False), comp(False))
+    g = gate(evaluator="comprehensiveness")
+    result = await g.run(QUESTION + [{"role": "tool", "content": "SECRET TOOL OUTPUT"}], "scripted/gen")
+    await g.aclose()
+    assert len(result.attempts) == 3 and result.accept_reason == "max_regenerations"
+    assert gen.requests[1].messages[-2:] == [{"role": "assistant", "content": "a1 "},
+                                             {"role": "user", "content": ENCOURAGEMENT}]
+    assert [c["type"] for c in result.llm_calls] == [
+        CALL_GENERATION, CALL_SELF_EVALUATION, CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION,
+        CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION]
+    judged = script("judge").requests[0].messages[0]["content"]
+    assert "SECRET TOOL OUTPUT" not in judged and "Eiffel" in judged  # user/assistant turns only
+    assert [e.comprehensive for e in result.evaluations] == [False, False, False]
+
+
+async def test_judge_timeout_accepts_and_records_the_skip():
+    script("gen", "an answer")
+    script("judge", good()).delay = 5.0
+    g = gate(judge_timeout_s=0.2)
+    started = time.monotonic()
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert time.monotonic() - started < 2.0
+    assert result.accept_reason == "evaluation_skipped" and result.evaluation_skipped
+    assert "within 0.20 s" in result.skip_reason
+    assert result.evaluations[0].passed is None
+
+
+async def test_garbage_from_the_judge_is_a_skipped_evaluation():
+    script("gen", "an answer")
+    script("judge", "I like this answer a lot", "still no json")
+    g = gate()
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert result.accept_reason == "evaluation_skipped"
+    assert "could not be parsed" in result.skip_reason
+    assert len(script("judge").requests) == 2  # one re-ask
+
+
+async def test_budget_accepts_best_so_far_and_is_never_exceeded():
+    script("judge", bad(0.3)).delay = 0.3
+    g = gate(budget_s=1.0)
+    started = time.monotonic()
+    result = await g.run(QUESTION, slow_words("a slow first answer", 0.3))
+    elapsed = time.monotonic() - started
+    await g.aclose()
+    assert result.accept_reason == "budget" and len(result.attempts) == 1
+    assert elapsed < 1.0
+
+
+async def test_budget_cuts_a_hanging_regeneration():
+    calls = []
+
+    async def generate(messages):
+        calls.append(messages)
+        if len(calls) > 1:
+            return slow_words("never finishes in time", 10.0)(messages)
+        return "quick but poor"
+
+    script("judge", bad())
+    g = gate(budget_s=0.8)
+    started = time.monotonic()
+    events = await collect(g, generate=generate)
+    await g.aclose()
+    assert time.monotonic() - started < 0.8
+    result = events[-1].result
+    assert events[-1].type == "done" and result.accept_reason == "budget"
+    assert result.answer == "quick but poor"
+
+
+async def test_feedback_disabled_only_scores():
+    script("gen", "a poor answer")
+    script("judge", bad())
+    g = Gate(GateConfig(strategy="blocking"), judge="scripted/judge")
+    events = await collect(g)
+    await g.aclose()
+    result = events[-1].result
+    assert kinds(events) == ["delta", "evaluation", "done"]
+    assert len(result.attempts) == 1 and result.accept_reason == "feedback_disabled"
+    assert result.evaluations[0].quality_score == 0.2
+
+
+async def test_custom_evaluator_function():
+    seen = []
+
+    async def judge(messages, answer):
+        seen.append(answer)
+        return {"quality_score": 0.9 if "330" in answer else 0.1, "issues": [] if "330" in answer else ["no height"]}
+
+    script("gen", "Built in 1889.", "Built in 1889, 330 m tall.")
+    g = Gate(GateConfig(evaluate_feedback_enabled=True), evaluator=judge)
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert result.accepted_attempt == 2 and result.accept_reason == "passed"
+    assert [round(e.quality_score, 1) for e in result.evaluations] == [0.1, 0.9]
+    assert [c["type"] for c in result.llm_calls] == [
+        CALL_GENERATION, CALL_QUALITY_EVALUATION, CALL_REGENERATION, CALL_QUALITY_EVALUATION]
+
+
+async def test_failing_custom_evaluator_never_blocks():
+    async def judge(messages, answer):
+        raise RuntimeError("judge service down")
+
+    script("gen", "an answer")
+    g = Gate(GateConfig(evaluate_feedback_enabled=True), evaluator=judge)
+    result = await g.run(QUESTION, "scripted/gen")
+    await g.aclose()
+    assert result.accept_reason == "evaluation_skipped"
+    assert result.skip_reason == "RuntimeError: judge service down"
+
+
+async def test_custom_evaluator_may_return_an_evaluation_or_bool():
+    async def by_bool(messages, answer):
+        return True
+
+    async def by_evaluation(messages, answer):
+        return Evaluation(attempt=0, passed=None, quality_score=0.5)
+
+    for fn in (by_bool, by_evaluation):
+        script("gen", "an answer")
+        g = Gate(GateConfig(evaluate_feedback_enabled=True), evaluator=fn)
+        result = await g.run(QUESTION, "scripted/gen")
+        await g.aclose()
+        assert result.accept_reason == "passed"

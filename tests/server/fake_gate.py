@@ -1,0 +1,91 @@
+"""A small stand-in for ``jurist.gate.Gate`` that keeps its contract (types.py), for the proxy tests.
+
+Blocking strategy: each attempt's text is collected from the generator, judged
+by ``scripted/judge`` (note 001's JSON: ``quality_score`` >= 0.4 passes,
+``improvement_hint`` is the feedback),
+regenerated with the judge's reason once, and only the accepted answer is
+streamed as deltas. A generator failure becomes an ``error`` event carrying
+``continue_context``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, AsyncIterator
+
+from jurist.gate.types import (
+    CALL_GENERATION,
+    CALL_QUALITY_EVALUATION,
+    CALL_REGENERATION,
+    REVISION_MESSAGE,
+    Attempt,
+    Evaluation,
+    GateEvent,
+    GateResult,
+)
+from jurist.ids import new_id
+from jurist.models import ChatRequest, scripted
+
+
+class FakeGate:
+    def __init__(self, config: Any = None, *, settings: Any = None, store: Any = None, **_: Any) -> None:
+        self.config = config
+        self.calls: list[dict[str, Any]] = []  # (messages, is_continuation) per run
+        self.closed = False
+
+    async def run(self, messages, generate, *, is_continuation=False, trace_id=None) -> GateResult:
+        result: dict[str, Any] = {}
+        async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):
+            if ev.type in ("done", "error"):
+                result = ev.data
+        if "answer" not in result:
+            return GateResult(answer="", accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
+                              llm_calls=[], trace_id=trace_id or "", error=result.get("error"),
+                              continue_context=result.get("continue_context"))
+        return GateResult(**{**result, "attempts": [Attempt(**{**a, "evaluation": None}) for a in result["attempts"]],
+                             "evaluations": [Evaluation(**e) for e in result["evaluations"]]})
+
+    async def stream(self, messages, generate, *, is_continuation=False, trace_id=None) -> AsyncIterator[GateEvent]:
+        self.calls.append({"messages": messages, "is_continuation": is_continuation})
+        trace_id = trace_id or new_id()
+        judge = scripted("judge")
+        attempts: list[Attempt] = []
+        evaluations: list[Evaluation] = []
+        llm_calls: list[dict[str, Any]] = []
+        current = list(messages)
+        for number in (1, 2):
+            yield GateEvent("thinking", {"attempt": number})
+            try:
+                out = await generate(current)
+                text = out if isinstance(out, str) else "".join([d async for d in out])
+            except Exception as exc:
+                yield GateEvent("error", {"error": str(exc), "continue_context": list(messages)})
+                return
+            kind = CALL_GENERATION if number == 1 else CALL_REGENERATION
+            llm_calls.append({"type": kind, "iteration": number, "model": "upstream", "tokens": None,
+                              "latency_ms": 0.0, "status": "ok", "call_id": new_id()})
+            verdict = json.loads((await judge.complete(ChatRequest(messages=[{"role": "user", "content": text}]))).text)
+            llm_calls.append({"type": CALL_QUALITY_EVALUATION, "iteration": number, "model": "scripted/judge",
+                              "tokens": None, "latency_ms": 0.0, "status": "ok", "call_id": new_id()})
+            score = float(verdict["quality_score"])
+            ev = Evaluation(attempt=number, passed=score >= 0.4, quality_score=score,
+                            improvement_hint=verdict.get("improvement_hint"), issues=verdict.get("issues") or [])
+            evaluations.append(ev)
+            attempts.append(Attempt(number=number, kind=kind, text=text, latency_ms=0.0, evaluation=ev))
+            yield GateEvent("evaluation", dataclasses.asdict(ev))
+            if ev.passed or number == 2:
+                break
+            yield GateEvent("revision", {"attempt": number + 1, "message": REVISION_MESSAGE})
+            current = [*messages, {"role": "assistant", "content": text},
+                       {"role": "user", "content": f"Improve your answer: {ev.improvement_hint}"}]
+        for piece in re.findall(r"\S+\s*|\s+", attempts[-1].text):
+            yield GateEvent("delta", {"text": piece})
+        result = GateResult(answer=attempts[-1].text, accepted_attempt=len(attempts),
+                            accept_reason="passed" if evaluations[-1].passed else "max_regenerations",
+                            attempts=attempts, evaluations=evaluations, llm_calls=llm_calls, trace_id=trace_id)
+        yield GateEvent("done", dataclasses.asdict(result))
+
+    async def aclose(self) -> None:
+        self.closed = True
