@@ -61,7 +61,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                   f"{learner}; judge {LOCAL_JUDGE} (offline), tutor scripted/{DEMO_TUTOR}", highlight=False)
     session_ref: list[ChecklistSession] = []
     script(DEMO_TUTOR, default=demo_tutor(session_ref))
-    store = Store(settings.database)
+    store = await Store.aopen(settings.database)
     try:
         session = await ChecklistSession.start(checklist, store=store, learner=learner, tutor=f"scripted/{DEMO_TUTOR}",
                                                judge=LOCAL_JUDGE, settings=settings)
@@ -88,4 +88,4 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                       highlight=False)
         return 0 if session.completed else 1
     finally:
-        store.close()
+        await store.aclose()

@@ -173,7 +173,7 @@ class Gate:
             await model.aclose()
         self._owned_models.clear()
         if self._own_store:
-            await asyncio.to_thread(self.store.close)
+            await self.store.aclose()
 
     # -- one request --------------------------------------------------------------------
     async def _drive(self, run: _Run, generate: Generator) -> AsyncIterator[GateEvent]:

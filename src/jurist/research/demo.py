@@ -153,12 +153,12 @@ async def run_research_demo(console: Console, settings: Settings, output_dir: Pa
     config: ResearchConfig = load_research_config(ex / "research.yaml")
     console.print(f"Research question: [bold]{question}[/]\ncorpus: {len(corpus)} documents in {ex}; "
                   "judge: local/minilm (offline)", highlight=False)
-    store = Store(settings.database)
+    store = await Store.aopen(settings.database)
     try:
         async with ResearchEvaluation.local(config, settings=settings, store=store) as ev:
             result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
     finally:
-        store.close()
+        await store.aclose()
     rec = result.record
     print_record(console, rec)
     console.print(f"\nAnswer: {result.answer}", highlight=False)

@@ -267,7 +267,7 @@ class ResearchEvaluation:
                 except Exception as exc:  # closing never fails the research
                     logger.info("closing %r failed: %s", ev, exc)
         if self._own_store and self._store is not None:
-            self._store.close()
+            await self._store.aclose()
             self._store, self._own_store = None, False
 
     async def __aenter__(self) -> "ResearchEvaluation":

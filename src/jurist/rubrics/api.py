@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from jurist.config import Settings
 from jurist.judges import builtin, from_file
@@ -56,6 +58,27 @@ async def _close(judge: RubricJudge) -> None:
         await model.aclose()
 
 
+@asynccontextmanager
+async def _evaluator(
+    rubrics: str | Path | RubricSet, settings: Settings | None, store: Store | None, *, judge: str | None,
+    template: str | Path | None, cache: bool | None, max_concurrency: int | None = None,
+) -> AsyncIterator[SessionEvaluator]:
+    """Settings, rubrics, store and judge for a run, set up and closed off the event loop."""
+    settings = settings or await asyncio.to_thread(Settings.load)
+    rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
+    own = store is None
+    store = store or await Store.aopen(settings.database)
+    try:
+        rj = build_judge(settings, store, judge=judge, template=template, max_concurrency=max_concurrency,
+                         cache=cache)
+        try:
+            yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+        finally:
+            await _close(rj)
+    finally:
+        await (store.aclose() if own else store.aflush())
+
+
 async def evaluate(
     rubrics: str | Path | RubricSet,
     session: str | Path | ChatSession,
@@ -67,21 +90,9 @@ async def evaluate(
     cache: bool | None = None,
 ) -> dict[str, Any]:
     """Score one session against a rubrics file; returns result.json's content."""
-    settings = settings or Settings.load()
-    rubric_set = _rubrics(rubrics, settings)
-    chat = session if isinstance(session, ChatSession) else load_session(session)
-    own = store is None
-    store = store or Store(settings.database)
-    rj = build_judge(settings, store, judge=judge, template=template, cache=cache)
-    try:
-        evaluator = SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+    chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
+    async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache) as evaluator:
         return await evaluator.evaluate(chat)
-    finally:
-        await _close(rj)
-        if own:
-            store.close()
-        else:
-            await store.aflush()
 
 
 async def evaluate_batch(
@@ -100,21 +111,10 @@ async def evaluate_batch(
     on_progress: ProgressFn | None = None,
 ) -> BatchReport:
     """Score every session file in a folder; write per-session results and summary.json."""
-    settings = settings or Settings.load()
-    rubric_set = _rubrics(rubrics, settings)
-    own = store is None
-    store = store or Store(settings.database)
-    rj = build_judge(settings, store, judge=judge, template=template, max_concurrency=max_concurrency, cache=cache)
-    try:
-        evaluator = SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+    async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
+                          max_concurrency=max_concurrency) as evaluator:
         return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
                                on_progress=on_progress)
-    finally:
-        await _close(rj)
-        if own:
-            store.close()
-        else:
-            await store.aflush()
 
 
 def evaluate_sync(*args: Any, **kwargs: Any) -> dict[str, Any]:

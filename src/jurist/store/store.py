@@ -126,6 +126,15 @@ class Store:
     async def aflush(self) -> None:
         await asyncio.to_thread(self.flush)
 
+    async def aclose(self) -> None:
+        """:meth:`close` from async code: the last writes finish off the event loop."""
+        await asyncio.to_thread(self.close)
+
+    @classmethod
+    async def aopen(cls, url: str) -> "Store":
+        """Open (and migrate) off the event loop."""
+        return await asyncio.to_thread(cls, url)
+
     def close(self) -> None:
         if self._closed:
             return
