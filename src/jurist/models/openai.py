@@ -31,7 +31,6 @@ from jurist.models.sdk_errors import retry_after_seconds, status_error  # noqa: 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
 
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "none"  # sent to self-hosted servers that take no key
 
 

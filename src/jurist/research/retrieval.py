@@ -42,11 +42,6 @@ def normalise_sources(sources: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def source_texts(sources: list[Any]) -> list[str]:
-    """The text of each source (its content, else its title)."""
-    return [s["content"] or (s["title"] or "") for s in normalise_sources(sources)]
-
-
 def sources_text(sources: list[Any]) -> str:
     """The sources as a JSON array of {id, title, url, content}, for a judge."""
     keep = [{k: s.get(k) for k in ("id", "title", "url", "content")} for s in normalise_sources(sources)]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from jurist.judges.panel import DIMENSION_DESCRIPTIONS
+
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.judges.panel import PanelResult
 
@@ -23,7 +25,6 @@ RULE_ALWAYS = "always"  # always iterate
 RULE_ITERATE = "iterate"  # iterate
 RULE_IF_BORDERLINE = "if_borderline"  # iterate only when the overall score is borderline
 RULE_NONE = "none"  # never forces an iteration by itself
-RULES: tuple[str, ...] = (RULE_ALWAYS, RULE_ITERATE, RULE_IF_BORDERLINE, RULE_NONE)
 
 # Iteration modes (the critic's recommendation, and what the planner is asked for).
 TARGETED_FIX = "targeted_fix"
@@ -44,31 +45,28 @@ class Dimension:
     rule: str = RULE_NONE
 
 
+def _dim(key: str, label: str, weight: float, threshold: float | None = None, rule: str = RULE_NONE) -> Dimension:
+    return Dimension(key, label, weight, DIMENSION_DESCRIPTIONS[key], threshold, rule)
+
+
+# The note's tables; descriptions are the panel's, so roles and stages speak alike.
 DIMENSIONS: dict[str, tuple[Dimension, ...]] = {
     PLAN: (
-        Dimension("intent_alignment", "Intent Alignment", 0.50,
-                  "Does the plan correctly interpret what the user wants?", 0.7, RULE_ALWAYS),
-        Dimension("query_coverage", "Query Coverage", 0.35,
-                  "Do search queries cover all aspects of the question?", 0.6, RULE_ITERATE),
-        Dimension("scope_appropriateness", "Scope Appropriateness", 0.15,
-                  "Is the plan too narrow or too broad?", 0.5, RULE_IF_BORDERLINE),
+        _dim("intent_alignment", "Intent Alignment", 0.50, 0.7, RULE_ALWAYS),
+        _dim("query_coverage", "Query Coverage", 0.35, 0.6, RULE_ITERATE),
+        _dim("scope_appropriateness", "Scope Appropriateness", 0.15, 0.5, RULE_IF_BORDERLINE),
     ),
     RETRIEVAL: (
-        Dimension("context_recall", "Context Recall", 0.40,
-                  "Did we retrieve all documents needed to answer fully?"),
-        Dimension("context_precision", "Context Precision", 0.35,
-                  "Are retrieved documents actually relevant?"),
-        Dimension("source_quality", "Source Quality", 0.25,
-                  "Authority, recency, credibility of sources"),
+        _dim("context_recall", "Context Recall", 0.40),
+        _dim("context_precision", "Context Precision", 0.35),
+        _dim("source_quality", "Source Quality", 0.25),
     ),
     ANSWER: (
-        Dimension("faithfulness", "Faithfulness", 0.30,
-                  "Is the answer grounded in sources? (no hallucination)"),
-        Dimension("relevance", "Relevance", 0.25, "Does the answer address what the user asked?"),
-        Dimension("factual_accuracy", "Factual Accuracy", 0.20, "Is the information actually correct?"),
-        Dimension("completeness", "Completeness", 0.15,
-                  "Does it cover all aspects with sufficient depth?"),
-        Dimension("coherence", "Coherence", 0.10, "Logical flow, organization, readability"),
+        _dim("faithfulness", "Faithfulness", 0.30),
+        _dim("relevance", "Relevance", 0.25),
+        _dim("factual_accuracy", "Factual Accuracy", 0.20),
+        _dim("completeness", "Completeness", 0.15),
+        _dim("coherence", "Coherence", 0.10),
     ),
 }
 
@@ -76,14 +74,6 @@ PASS_THRESHOLD = 0.7  # plan: "0.7 overall (configurable)"; used for every stage
 SEVERE_THRESHOLD = 0.5  # retrieval: flag severe failures below 0.5
 REGENERATE_BELOW = 0.5  # answer: regenerate the synthesis below 0.5
 
-# The role table of the note: which role scores which dimensions.
-ROLE_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "intent_analyst": ("intent_alignment", "relevance"),
-    "coverage_checker": ("query_coverage", "completeness", "context_recall"),
-    "faithfulness_judge": ("faithfulness", "context_precision"),
-    "quality_assessor": ("coherence", "source_quality", "scope_appropriateness"),
-    "fact_checker": ("factual_accuracy",),
-}
 
 # Default model assignments of the note ("available Ollama models").
 DEFAULT_ROLE_MODELS: dict[str, str] = {
@@ -105,14 +95,6 @@ TASKS: dict[str, str] = {
     ANSWER: ("Evaluate the final answer of a research pipeline against the user's query and the retrieved "
              "sources: grounding, relevance, factual accuracy, completeness and coherence."),
 }
-
-
-def dimension(stage: str, key: str) -> Dimension:
-    """The default :class:`Dimension` ``key`` of ``stage`` (KeyError if unknown)."""
-    for d in DIMENSIONS[stage]:
-        if d.key == key:
-            return d
-    raise KeyError(f"{stage} has no dimension {key!r}")
 
 
 def descriptions(stage: str) -> dict[str, str]:

@@ -20,8 +20,6 @@ from typing import Any
 
 from jurist.gate.types import GateResult
 
-JURIST_KEYS = ("trace_id", "evaluations", "llm_calls", "attempts", "accept_reason", "evaluation_skipped")
-
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from fastapi import HTTPException, Request, WebSocket
 
@@ -13,9 +12,6 @@ from jurist.config import Settings
 from jurist.server.checklists import Checklist, bundled_dir, find_checklist, list_checklists, valid_name
 from jurist.server.sessions import SessionCache, SessionFactory, checklist_session_factory
 from jurist.store import Store
-
-FactoryBuilder = Callable[["ServerState"], SessionFactory]
-
 
 @dataclass
 class ServerState:
