@@ -61,18 +61,19 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await state.aopen()  # the database is opened (and migrated) before the first request
         try:
             yield
         finally:
             await state.sessions.aclose()  # the sessions' model clients
             if upstream:
                 await app.state.proxy.aclose()  # the gate and the upstream clients
-            state.close()
+            await state.aclose()
 
     app = FastAPI(
         title="jurist",
         version=jurist.__version__,
-        description="Judge LLM output with LLMs: health, and the checklist recall tutor.",
+        description="Judge LLM output with LLMs: health, the checklist recall tutor and the gated chat proxy.",
         lifespan=lifespan,
     )
     app.state.jurist = state

@@ -48,10 +48,15 @@ class ServerState:
     def checklist(self, name: str) -> Checklist | None:
         return find_checklist(name, self.folders())
 
-    def close(self) -> None:
+    async def aopen(self) -> None:
+        """Open the store off the event loop (at start-up), unless one was given."""
+        if self.store_given is None and self._store is None:
+            self._store = await Store.aopen(self.settings.database)
+
+    async def aclose(self) -> None:
         if self._store is not None:
-            self._store.close()
-            self._store = None
+            store, self._store = self._store, None
+            await store.aclose()
 
 
 def get_state(request: Request) -> ServerState:
