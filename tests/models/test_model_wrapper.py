@@ -145,3 +145,23 @@ async def test_streamed_calls_are_recorded(tmp_path):
     store.close()
     assert ok["status"] == "ok" and ok["response_text"].strip() == "one two three" and ok["params"]["stream"]
     assert bad["status"] == "error" and "gone" in bad["error"]
+
+
+def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
+    from jurist.models.base import StatementCheck
+    from jurist.models.model import record_meaning_call
+
+    store = Store(f"sqlite:///{tmp_path}/m.db")
+    check = StatementCheck("a point", True, 0.8, "local/minilm", evidence="said it")
+    call_id = record_meaning_call(store, purpose="checklist_batch", model="local/minilm", trace_id="t",
+                                  request={"question": "expresses", "statements": ["a point"], "text": "said it"},
+                                  response=[check], latency_ms=12.5)
+    record_meaning_call(store, purpose="checklist_batch", model="local/minilm", trace_id="t",
+                        request={"question": "expresses"}, response=None, latency_ms=1.0, error="ConfigError: x")
+    store.flush()
+    rows = {r["id"]: r for r in store.calls(limit=None, trace_id="t")}
+    store.close()
+    ok = rows[call_id]
+    assert ok["status"] == "ok" and ok["params"] == {"question": "expresses"} and ok["endpoint"] == "local"
+    assert '"expressed": true' in ok["response_text"] and "a point" in ok["messages"][0]["content"]
+    assert [r["status"] for r in rows.values() if r["id"] != call_id] == ["error"]

@@ -21,6 +21,7 @@ written from the results.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -33,7 +34,7 @@ from jurist.judges.meaning import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import MeaningJudge
-from jurist.models.model import CallSink, Model
+from jurist.models.model import CallSink, Model, record_meaning_call
 from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
 
 log = logging.getLogger("jurist.checklist")
@@ -175,6 +176,7 @@ class ChecklistEvaluator:
         self.template = builtin("checklist_batch")
         self._model: Model | None = None
         self._meaning: MeaningJudge | None = None
+        self._sink = sink
         if isinstance(judge, Model):
             self._model = judge
         elif judge is not None and not isinstance(judge, str) and hasattr(judge, "expresses"):
@@ -210,7 +212,7 @@ class ChecklistEvaluator:
         if not points:
             return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
         if self._meaning is not None:
-            return await self._by_meaning(points, messages, mode)
+            return await self._by_meaning(points, messages, mode, trace_id)
         return await self._by_llm(points, messages, mode, trace_id)
 
     async def _by_llm(
@@ -250,13 +252,24 @@ class ChecklistEvaluator:
         return result
 
     async def _by_meaning(
-        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode
+        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode,
+        trace_id: str | None,
     ) -> BatchEvaluation:
         assert self._meaning is not None
         latest = next((c for r, c in map(_role_content, reversed(list(messages))) if r == "user"), "")
         if not latest.strip():
             return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
-        checks = await self._meaning.expresses(latest, [p.text for p in points])
+        statements = [p.text for p in points]
+        started, checks, error = time.perf_counter(), None, None
+        try:
+            checks = await self._meaning.expresses(latest, statements)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:  # the local judge's work is on record like any judge call
+            record_meaning_call(self._sink, purpose=PURPOSE, model=self.judge_model, trace_id=trace_id,
+                                request={"question": "expresses", "statements": statements, "text": latest},
+                                response=checks, latency_ms=(time.perf_counter() - started) * 1000.0, error=error)
         result = BatchEvaluation(judge_model=self.judge_model)
         for p, check in zip(points, checks):
             if check.expressed:

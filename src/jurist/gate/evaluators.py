@@ -20,6 +20,7 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
@@ -31,7 +32,7 @@ from jurist.judges.meaning import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import PromptTemplate, builtin
 from jurist.models.base import MeaningJudge
-from jurist.models.model import Model
+from jurist.models.model import CallSink, Model, record_meaning_call
 
 EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
 QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
@@ -267,15 +268,28 @@ class TemplateEvaluator(_JudgeEvaluator):
 class MeaningEvaluator:
     """Quality or comprehensiveness from a meaning judge's coverage of the question's parts."""
 
-    def __init__(self, judge: MeaningJudge, name: str = "comprehensiveness", threshold: float = 0.4) -> None:
+    def __init__(self, judge: MeaningJudge, name: str = "comprehensiveness", threshold: float = 0.4,
+                 sink: CallSink | None = None) -> None:
         self.judge = judge
+        self.sink = sink
         self.name = name
         self.call_type = CALL_SELF_EVALUATION if name == "comprehensiveness" else CALL_QUALITY_EVALUATION
         self.threshold = threshold
         self.model_name: str | None = getattr(judge, "name", None)
 
     async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
-        cov = await self.judge.coverage(last_question(messages), answer)
+        question = last_question(messages)
+        started, cov, error = time.perf_counter(), None, None
+        try:
+            cov = await self.judge.coverage(question, answer)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:  # on record (and in the gate's llm_calls) like an LLM evaluation
+            record_meaning_call(self.sink, purpose=self.call_type, model=self.model_name or "local/minilm",
+                                trace_id=trace_id, request={"question": "coverage", "text": question,
+                                                            "answer": answer},
+                                response=cov, latency_ms=(time.perf_counter() - started) * 1000.0, error=error)
         parts = len(cov.covered) + len(cov.uncovered)
         issues = [f"does not address: {p}" for p in cov.uncovered]
         if self.name == "comprehensiveness":

@@ -112,7 +112,7 @@ class Gate:
             raise ConfigError(f"unknown gate evaluator {name!r}; use 'quality' or 'comprehensiveness'")
         self.config = cfg = cfg.model_copy(update={"evaluator": name})
         if judge is not None and not isinstance(judge, (str, Model)):
-            return MeaningEvaluator(judge, name, cfg.threshold)
+            return MeaningEvaluator(judge, name, cfg.threshold, sink=self._collector)
         if isinstance(judge, Model):
             model = self._wrap(judge)
         else:
@@ -121,7 +121,7 @@ class Gate:
             if ref == LOCAL_JUDGE:
                 from jurist.models.local import get_local_judge
 
-                return MeaningEvaluator(get_local_judge(), name, cfg.threshold)
+                return MeaningEvaluator(get_local_judge(), name, cfg.threshold, sink=self._collector)
             model = resolve_model(ref, self.settings, sink=self._collector)
             self._owned_models.append(model)
         cls = QualityEvaluator if name == "quality" else ComprehensivenessEvaluator
@@ -319,7 +319,7 @@ class Gate:
         elapsed = time.monotonic() - started
         ev.attempt, ev.latency_ms, ev.coverage = number, round(elapsed * 1000.0, 3), coverage
         run.eval_s.append(elapsed)
-        if isinstance(self.evaluator, (FunctionEvaluator, MeaningEvaluator)):
+        if isinstance(self.evaluator, FunctionEvaluator):  # a user's function: listed, not a model call
             run.calls.append({"type": self.evaluator.call_type, "iteration": number,
                               "model": self.evaluator.model_name, "latency_ms": ev.latency_ms,
                               "status": "ok" if ev.passed is not None else "error", "call_id": None})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import random
 import time
 from jurist.ids import new_id
@@ -67,6 +68,34 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def record_meaning_call(
+    sink: CallSink | None,
+    *,
+    purpose: str,
+    model: str,
+    request: dict[str, Any],
+    response: Any,
+    latency_ms: float,
+    trace_id: str | None = None,
+    error: str | None = None,
+) -> str:
+    """Put a meaning judge's work (the local embedding judge answers no chat
+    request) on record like a model call: the question and inputs as the
+    message, the answer as the response. Returns the call id."""
+    call_id = new_id()
+    if sink is not None:
+        sink.record_call(CallRecord(
+            id=call_id, trace_id=trace_id, purpose=purpose, model=model, endpoint="local",
+            messages=[{"role": "user", "content": json.dumps(request, ensure_ascii=False, default=str)}],
+            params={"question": request.get("question")}, request_hash="",
+            response_text=None if response is None else json.dumps(_jsonable(response), ensure_ascii=False,
+                                                                    default=str),
+            input_tokens=0, output_tokens=0, latency_ms=round(latency_ms, 3), attempts=1,
+            status="ok" if error is None else "error", error=error,
+        ))
+    return call_id
 
 
 class Model:

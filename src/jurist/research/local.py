@@ -24,11 +24,10 @@ import json
 import time
 from typing import Any
 
-from jurist.ids import new_id
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
-from jurist.models.base import CallRecord, MeaningJudge
+from jurist.models.base import MeaningJudge
 from jurist.models.local import split_question
-from jurist.models.model import CallSink
+from jurist.models.model import CallSink, record_meaning_call
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.failsafe import describe
@@ -134,13 +133,10 @@ class LocalResearchEvaluator:
 
     def _record(self, subject: dict[str, str], raw: str | None, latency: float, trace_id: str | None,
                 error: str | None) -> None:
-        if self.sink is None:
-            return
-        self.sink.record_call(CallRecord(
-            id=new_id(), trace_id=trace_id, purpose=PURPOSE.format(stage=self.stage), model=self._name(),
-            endpoint="local", messages=[{"role": "user", "content": json.dumps(subject, ensure_ascii=False)}],
-            params={"stage": self.stage}, request_hash="", response_text=raw, input_tokens=0, output_tokens=0,
-            latency_ms=latency, attempts=1, status="error" if error else "ok", error=error))
+        record_meaning_call(self.sink, purpose=PURPOSE.format(stage=self.stage), model=self._name(),
+                            request={"question": f"{self.stage} evaluation", **subject},
+                            response=None if raw is None else json.loads(raw), latency_ms=latency,
+                            trace_id=trace_id, error=error)
 
     async def _plan(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
         query, plan = subject["query"], _load(subject["plan"])

@@ -9,15 +9,13 @@ points), clipped to [0, 1] and mapped onto the scale.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from jurist.ids import new_id
 from dataclasses import dataclass, field
 from typing import Any
 
 from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
-from jurist.models.base import CallRecord, MeaningJudge
-from jurist.models.model import CallSink, Model
+from jurist.models.base import MeaningJudge
+from jurist.models.model import CallSink, Model, record_meaning_call
 from jurist.rubrics.models import Rubric
 from jurist.rubrics.sessions import ChatSession, FormattedSession
 
@@ -163,26 +161,21 @@ class LocalRubricJudge:
         items = rubric.items or []
         text = session.text_of("assistant")
         started = time.perf_counter()
-        status, error, checks = "ok", None, None
+        error, checks = None, None
         try:
             checks = await asyncio.wait_for(self.judge.expresses(text, [i.text for i in items]), timeout)
         except asyncio.TimeoutError:
-            status, error = "error", f"timed out after {timeout:g} s"
+            error = f"timed out after {timeout:g} s"
         except Exception as exc:  # the local judge failing is a failed evaluation, not a crash
-            status, error = "error", f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
         out.latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
-        call_id = new_id()
-        out.call_ids = [call_id]
-        if self.sink is not None:
-            request = {"question": "expresses", "statements": [i.text for i in items], "text": text}
-            self.sink.record_call(CallRecord(
-                id=call_id, trace_id=trace_id, purpose=PURPOSE, model=self.name, endpoint="local",
-                messages=[{"role": "user", "content": json.dumps(request, ensure_ascii=False)}],
-                params={"question": "expresses"}, request_hash="", response_text=None if checks is None else
-                json.dumps([{"statement": c.statement, "expressed": c.expressed, "confidence": round(c.confidence, 4)}
-                            for c in checks], ensure_ascii=False),
-                input_tokens=0, output_tokens=0, latency_ms=out.latency_ms, attempts=1, status=status, error=error,
-            ))
+        out.call_ids = [record_meaning_call(
+            self.sink, purpose=PURPOSE, model=self.name, trace_id=trace_id, latency_ms=out.latency_ms, error=error,
+            request={"question": "expresses", "statements": [i.text for i in items], "text": text},
+            response=None if checks is None else [
+                {"statement": c.statement, "expressed": c.expressed, "confidence": round(c.confidence, 4)}
+                for c in checks],
+        )]
         if checks is None:
             out.reasoning = error or "the local judge failed"
             return out
