@@ -9,9 +9,10 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # torch is pinned to the CPU build so the `local` extra does not pull a GPU build;
-# the langgraph extra is for the gate's LangGraph helper and its tests.
+# the langgraph extra is for the gate's LangGraph helper, the ray extra for the
+# Ray batch engine; both are optional for users and needed by the tests.
 install: $(PY)
-	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,test]"
+	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,ray,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo
