@@ -240,8 +240,8 @@ class ChecklistSession:
             self.last_evaluation = evaluation
             at = self.clock()
             recalled = {pid: evaluation.confidence_per_point.get(pid, 0.5) for pid in evaluation.recalled_point_ids}
-            await self.store.record_checklist_evaluation(_evaluation_row(self, user.seq, unchecked, evaluation, at),
-                                                         recalled, at)
+            row = _evaluation_row(self, user.seq, unchecked, evaluation, at)
+            await self.store.record_checklist_evaluation(row, recalled, at, _summary_row(self, row, len(recalled)))
             by_id = {s.point.id: s for s in self.states}
             for pid, confidence in recalled.items():
                 state = by_id[pid]
@@ -349,3 +349,22 @@ def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[Checkli
         dropped_count=len(ev.dropped_ids), reason=ev.reason, call_ids=list(ev.call_ids),
         input_tokens=ev.input_tokens, output_tokens=ev.output_tokens, created_at=at,
     )
+
+
+def _summary_row(session: ChecklistSession, row: dict[str, Any], newly_recalled: int) -> dict[str, Any]:
+    """The turn's ``evaluations`` row (kind ``checklist``): its score is the share of the
+    checklist recalled after this message; a checklist turn has no pass rule (``passed`` None)."""
+    total = session.total_points or 1
+    progress = (session.recalled_count + newly_recalled) / total
+    failed = row["status"] != "ok"
+    status = {"ok": "scored", "skipped": "skipped"}.get(row["status"], "failed")
+    return {
+        "id": row["id"], "kind": "checklist", "subject_id": session.session_id, "trace_id": session.session_id,
+        "status": status, "score": round(progress, 4), "max_score": 1.0,
+        "percentage": round(progress * 100.0, 2), "judge_model": row["judge_model"], "rubrics_version": None,
+        "source": session.title, "created_at": row["created_at"],
+        "payload": {k: v for k, v in row.items() if k != "created_at"} | {
+            "learner": session.learner, "title": session.title, "recalled_count": session.recalled_count
+            + newly_recalled, "total_points": session.total_points},
+        "passed": None, "escalated": False, "iterations": 1, "failure": row["status"] if failed else None,
+    }

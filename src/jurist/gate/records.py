@@ -92,6 +92,10 @@ def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, j
         "status": status, "score": score, "max_score": 1.0 if score is not None else None,
         "percentage": None if score is None else round(score * 100.0, 2), "judge_model": judge_model,
         "rubrics_version": None, "source": None, "payload": payload,
+        "passed": None if ev is None or ev.passed is None else bool(ev.passed), "escalated": False,
+        "iterations": max(1, len(result.attempts)),
+        "failure": ("error" if result.error else "evaluation_skipped" if result.evaluation_skipped
+                    else None if ev is not None and ev.passed else "below_threshold"),
     }
 
 

@@ -73,7 +73,34 @@ def evaluation_row(rec: EvaluationRecord) -> dict[str, Any]:
         "id": rec.log_id, "kind": KIND, "subject_id": rec.query_id, "trace_id": rec.trace_id, "status": status,
         "score": score, "max_score": 1.0, "percentage": None if score is None else round(score * 100.0, 2),
         "judge_model": ",".join(models)[:200] or None, "rubrics_version": None, "source": None,
-        "payload": rec.to_json(),
+        "payload": rec.to_json(), **facets(rec),
+    }
+
+
+def facets(rec: EvaluationRecord) -> dict[str, Any]:
+    """The dashboard's columns: passed when every evaluated stage passed; the primary failure
+    is the lowest dimension of the first stage that did not pass (``plan.intent_alignment``),
+    or ``evaluation_skipped``."""
+    plan = rec.plan_evaluation
+    sections = [(s, _section(rec, s)) for s in st.STAGE_NAMES if _section(rec, s) is not None]
+    verdicts = [sec.passed for _, sec in sections if not sec.evaluation_skipped and sec.passed is not None]
+    failure = None
+    for stage, sec in sections:
+        if sec.evaluation_skipped:
+            failure = failure or "evaluation_skipped"
+        elif sec.passed is False:
+            scores = sec.scores if stage == st.RETRIEVAL else sec.final_scores
+            worst = min(scores.items(), key=lambda kv: kv[1])[0] if scores else "overall"
+            failure = f"{stage}.{worst}"
+            break
+    escalated = bool(plan and plan.escalated_to_large_model) or any(
+        getattr(a, "escalation", None) is not None
+        for _, sec in sections for a in [sec, *getattr(sec, "attempts", [])])
+    return {
+        "passed": all(verdicts) if verdicts else None,
+        "failure": failure,
+        "escalated": escalated,
+        "iterations": max(1, plan.total_iterations) if plan else 1,
     }
 
 

@@ -18,6 +18,8 @@ from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
 
 RESULT_VERSION = "1.0"
+# A session passes when its weighted total is at least this share of the scale.
+PASS_PERCENTAGE = 70.0
 
 
 class RubricJudge(Protocol):
@@ -143,7 +145,28 @@ def _evaluation_row(result: dict[str, Any], rubric_set: RubricSet, session: Chat
         "rubrics_version": rubric_set.version,
         "source": session.source,
         "payload": result,
+        **facets(result),
     }
+
+
+def facets(result: dict[str, Any]) -> dict[str, Any]:
+    """The dashboard's columns: passed (total >= PASS_PERCENTAGE) and the primary failure.
+
+    The failure of a session that did not pass is its lowest-scoring rubric
+    (relative to that rubric's scale); a failed evaluation, or a passing one
+    with a rubric that could not be scored, is ``evaluation_failed``.
+    """
+    pct = result["summary"]["percentage"]
+    if pct is None:
+        return {"passed": None, "failure": "evaluation_failed", "escalated": False, "iterations": 1}
+    passed = pct >= PASS_PERCENTAGE
+    failure = None
+    if not passed:
+        scored = [r for r in result["rubric_scores"] if r["status"] == SCORED and r["score"] is not None]
+        failure = min(scored, key=lambda r: r["score"] / (r["max_score"] or 1.0))["rubric_id"] if scored else None
+    elif result["status"] != "scored":
+        failure = "evaluation_failed"
+    return {"passed": passed, "failure": failure, "escalated": False, "iterations": 1}
 
 
 def _score_row(o: RubricOutcome) -> dict[str, Any]:

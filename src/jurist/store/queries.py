@@ -97,10 +97,13 @@ def insert_checklist_message(conn: Connection, message: dict[str, Any]) -> None:
 
 
 def record_checklist_evaluation(
-    conn: Connection, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime
+    conn: Connection, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime,
+    summary: dict[str, Any] | None = None,
 ) -> None:
-    """One evaluation row and the points it recalled, in the caller's transaction."""
+    """One evaluation row and the points it recalled (and its ``evaluations`` row), in the caller's transaction."""
     conn.execute(insert(checklist_evaluations), [evaluation])
+    if summary is not None:
+        conn.execute(insert(evaluations), [summary])
     for point_id, confidence in recalled.items():
         conn.execute(
             update(checklist_points)

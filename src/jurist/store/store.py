@@ -27,10 +27,13 @@ from jurist.store import queries
 from jurist.store.tables import evaluations, llm_calls, scores
 
 # The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
+# The dashboard columns (migration 0003), for callers that do not set them: rows
+# written in one batch must all carry the same keys.
+_EVALUATION_DEFAULTS = {"passed": None, "escalated": False, "iterations": 1, "failure": None}
 _STOP = object()
 # How long the background threads wait for more work before a round trip:
 # writes and cache lookups then go to the database many at a time.
@@ -109,7 +112,7 @@ class Store:
 
     def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
         """Queue one evaluation with its per-item scores; returns at once."""
-        evaluation = dict(evaluation)
+        evaluation = {**_EVALUATION_DEFAULTS, **evaluation}
         evaluation.setdefault("created_at", _utcnow())
         rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
         self._queue.put(("evaluation", evaluation, rows))
@@ -266,10 +269,14 @@ class Store:
         await self._in_tx(queries.insert_checklist_message, message)
 
     async def record_checklist_evaluation(
-        self, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime
+        self, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime,
+        summary: dict[str, Any] | None = None,
     ) -> None:
-        """The evaluation of one user message and the points it recalled, in one transaction."""
-        await self._in_tx(queries.record_checklist_evaluation, evaluation, recalled, at)
+        """The evaluation of one user message and the points it recalled, in one transaction;
+        ``summary`` is its ``evaluations`` row (kind ``checklist``), written in the same one."""
+        if summary is not None:
+            summary = {**_EVALUATION_DEFAULTS, **summary}
+        await self._in_tx(queries.record_checklist_evaluation, evaluation, recalled, at, summary)
 
     async def set_checklist_status(self, session_id: str, status: str, at: datetime) -> None:
         await self._in_tx(queries.set_checklist_status, session_id, status, at)

@@ -15,6 +15,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -42,6 +44,7 @@ llm_calls = Table(
     Column("error", Text),
     Column("cached", Boolean, nullable=False, default=False),
     Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Index("ix_llm_calls_usage", "created_at", "input_tokens", "output_tokens", "latency_ms", "status"),
 )
 
 evaluations = Table(
@@ -60,6 +63,16 @@ evaluations = Table(
     Column("source", Text),
     Column("payload", JSON, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    # Filled by every capability (migration 0003), for the dashboard's filters and aggregates:
+    Column("passed", Boolean),  # the capability's own pass rule; None when nothing was scored
+    Column("escalated", Boolean, nullable=False, default=False, server_default=false()),
+    Column("iterations", Integer, nullable=False, default=1, server_default="1"),
+    Column("failure", String(200)),  # the primary failure: a rubric or dimension key, or a failure state
+    # Overview aggregates and the explorer's filters read this index only, never the payloads.
+    Index("ix_evaluations_overview", "created_at", "kind", "status", "percentage", "passed", "escalated",
+          "iterations", "failure"),
+    Index("ix_evaluations_kind_created", "kind", "created_at"),
+    Index("ix_evaluations_failure_created", "failure", "created_at"),
 )
 
 scores = Table(
@@ -81,6 +94,7 @@ scores = Table(
     Column("latency_ms", Float, nullable=False, default=0.0),
     Column("call_id", String(32)),
     Index("ix_scores_evaluation_key", "evaluation_id", "key"),
+    Index("ix_scores_template_key", "template_hash", "key"),
 )
 
 # -- continuous checklist (migration 0002) -------------------------------------
@@ -162,4 +176,63 @@ fsrs_cards = Table(
     Column("last_rating", String(16)),
     Column("last_review", DateTime(timezone=True)),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+
+# -- prompts, offline analysis (migration 0003) ---------------------------------
+
+prompts = Table(
+    "prompts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),  # a template name, e.g. rubric_judge
+    Column("version", Integer, nullable=False),  # 1 is the text shipped with jurist
+    Column("text", Text, nullable=False),
+    Column("hash", String(64), nullable=False, index=True),  # PromptTemplate.hash
+    Column("note", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("name", "version", name="uq_prompts_name_version"),
+)
+
+analysis_runs = Table(
+    "analysis_runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("status", String(32), nullable=False),  # running | done | failed
+    Column("params", JSON, nullable=False),  # filters and thresholds used
+    Column("evaluations", Integer, nullable=False, default=0),  # how many were analysed
+    Column("writer_model", String(200)),  # the judge that wrote the patterns, or None (statistics only)
+    Column("error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+patterns = Table(
+    "patterns",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("run_id", String(32), ForeignKey("analysis_runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("impact", String(16), nullable=False),  # high | medium | low
+    Column("feature_type", String(32), nullable=False),  # term | length | judge_model | prompt_version
+    Column("feature", String(300), nullable=False),
+    Column("dimension", String(200), nullable=False),  # the score compared: "overall" or a rubric/dimension key
+    Column("affected_count", Integer, nullable=False),
+    Column("mean_affected", Float),
+    Column("mean_rest", Float),
+    Column("effect_size", Float),  # Cliff's delta, affected vs the rest
+    Column("p_value", Float),
+    Column("test", String(64)),
+    Column("title", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("suggested_fix", Text),
+    Column("writer", String(200)),  # the model that wrote title/description/fix, or "statistics"
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+pattern_evaluations = Table(
+    "pattern_evaluations",
+    metadata,
+    Column("pattern_id", String(32), ForeignKey("patterns.id", ondelete="CASCADE"), primary_key=True),
+    Column("evaluation_id", String(32), primary_key=True),
+    Index("ix_pattern_evaluations_evaluation", "evaluation_id"),
 )
