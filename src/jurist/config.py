@@ -60,6 +60,7 @@ class Settings(BaseModel):
     rubric_timeout: float = Field(default=120.0, gt=0)
     config_file: str | None = None
     research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
+    api_token: str | None = Field(default=None, repr=False)  # the server's write token (JURIST_API_TOKEN)
 
     @field_validator("aliases")
     @classmethod
@@ -105,6 +106,7 @@ _ENV_FIELDS = {
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
+    "JURIST_API_TOKEN": "api_token",
 }
 
 

@@ -5,7 +5,8 @@
     JuristError
     ├── UsageError            the caller's mistake: fix the input or the config
     │   ├── ConfigError       a missing or invalid setting, key or model reference
-    │   └── InputError        a bad file or value (carries file and line)
+    │   ├── InputError        a bad file or value (carries file and line)
+    │   └── NotFound          a thing asked for by name or id does not exist
     ├── ModelError            a runtime failure talking to a model
     │   ├── RateLimited       429 after every retry (carries retry_after)
     │   ├── ModelTimeout      no answer within the per-call timeout
@@ -44,6 +45,10 @@ class InputError(UsageError):
             where = f"{file}:{line}: " if line is not None else f"{file}: "
         super().__init__(f"{where}{message}")
         self.reason = message
+
+
+class NotFound(UsageError):
+    """A thing asked for by name or id (an evaluation, a prompt version) does not exist."""
 
 
 class ModelError(JuristError):

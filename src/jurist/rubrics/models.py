@@ -110,11 +110,17 @@ class RubricSet(BaseModel):
 def load_rubrics(path: str | Path, default_scale: tuple[float, float] | None = None) -> RubricSet:
     """Load and validate a rubrics file; every problem names the file and the field."""
     p = Path(path)
-    data: Any = read_json(p, "rubrics")
+    return parse_rubrics(read_json(p, "rubrics"), str(p), default_scale)
+
+
+def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | None = None) -> RubricSet:
+    """Validate rubrics given as data (a file's JSON, or a request body); ``source`` names it in errors."""
+    p = source
     if isinstance(data, list):
         data = {"rubrics": data}
     if not isinstance(data, dict) or "rubrics" not in data:
         raise InputError('expected an object with a "rubrics" list, or a list of rubrics', file=str(p))
+    data = dict(data)  # the caller's object is left as it was
     if default_scale is not None and "scale" not in data:
         data["scale"] = default_scale
     if "version" in data:

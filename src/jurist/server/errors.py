@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from jurist.errors import InputError, JuristError, ModelError, UsageError
+from jurist.errors import InputError, JuristError, ModelError, NotFound, UsageError
 
 log = logging.getLogger("jurist.server")
 
@@ -45,6 +45,10 @@ def install_error_handlers(app: FastAPI) -> None:
         ]
         detail = "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors)
         return _json(422, f"invalid request: {detail}", errors)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return _json(404, str(exc))
 
     @app.exception_handler(InputError)
     async def input_error(request: Request, exc: InputError) -> JSONResponse:

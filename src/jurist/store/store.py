@@ -253,6 +253,15 @@ class Store:
         with self.engine.connect() as conn:
             return queries.scores_of(conn, evaluation_id)
 
+    def read(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run one read query function (``fn(conn, *args, **kwargs)``) on a connection."""
+        with self.engine.connect() as conn:
+            return fn(conn, *args, **kwargs)
+
+    async def aread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`read` off the event loop (the server's and the analysis' reads)."""
+        return await asyncio.to_thread(self.read, fn, *args, **kwargs)
+
     # -- continuous checklist (durable when the coroutine returns) -----------
     def _tx(self, fn: Any, *args: Any) -> Any:
         with self.engine.begin() as conn:

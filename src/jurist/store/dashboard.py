@@ -1,0 +1,232 @@
+"""The dashboard's reads: overview aggregates, the explorer's filtered pages, one trace.
+
+Every aggregate is computed by the database (``GROUP BY`` over the covering
+index ``ix_evaluations_overview`` and ``ix_llm_calls_usage``), never by a
+Python loop over rows, so the overview stays fast at 100,000 evaluations.
+Scores are shown on 0..1: ``percentage / 100``, the one scale every kind of
+evaluation shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from jurist.store.tables import evaluations, llm_calls, pattern_evaluations, patterns, scores
+
+KINDS = ("rubric", "gate", "research", "checklist")
+_E = evaluations.c
+# The explorer's columns: everything but the payload.
+_LIST_COLUMNS = [_E.id, _E.kind, _E.subject_id, _E.trace_id, _E.status, _E.score, _E.max_score, _E.percentage,
+                 _E.passed, _E.escalated, _E.iterations, _E.failure, _E.judge_model, _E.created_at]
+
+
+@dataclass(frozen=True)
+class EvaluationFilter:
+    """What the overview and the explorer filter on (all optional)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    kind: str | None = None
+    status: str | None = None
+    failure: str | None = None
+    escalated: bool | None = None
+    passed: bool | None = None
+    min_score: float | None = None  # on 0..1
+    max_score: float | None = None
+    min_iterations: int | None = None
+    max_iterations: int | None = None
+    pattern_id: str | None = None
+    subject_id: str | None = None
+
+    def where(self) -> list[ColumnElement[bool]]:
+        out: list[ColumnElement[bool]] = []
+        if self.since is not None:
+            out.append(_E.created_at >= self.since)
+        if self.until is not None:
+            out.append(_E.created_at < self.until)
+        for column, value in ((_E.kind, self.kind), (_E.status, self.status), (_E.failure, self.failure),
+                              (_E.escalated, self.escalated), (_E.passed, self.passed),
+                              (_E.subject_id, self.subject_id)):
+            if value is not None:
+                out.append(column == value)
+        if self.min_score is not None:
+            out.append(_E.percentage >= self.min_score * 100.0)
+        if self.max_score is not None:
+            out.append(_E.percentage <= self.max_score * 100.0)
+        if self.min_iterations is not None:
+            out.append(_E.iterations >= self.min_iterations)
+        if self.max_iterations is not None:
+            out.append(_E.iterations <= self.max_iterations)
+        if self.pattern_id is not None:
+            out.append(_E.id.in_(select(pattern_evaluations.c.evaluation_id)
+                                 .where(pattern_evaluations.c.pattern_id == self.pattern_id)))
+        return out
+
+
+def _bucket(conn: Connection) -> ColumnElement[Any]:
+    """The score-distribution bin (0..9) of a row, from its percentage."""
+    tenth = _E.percentage / 10.0
+    # CAST truncates on SQLite; PostgreSQL rounds, so floor() first there.
+    whole = cast(func.floor(tenth), Integer) if conn.dialect.name == "postgresql" else cast(tenth, Integer)
+    return case((_E.percentage >= 100.0, 9), else_=whole)
+
+
+def _week(conn: Connection) -> ColumnElement[Any]:
+    """The Monday that starts a row's week, as YYYY-MM-DD."""
+    if conn.dialect.name == "postgresql":
+        return func.to_char(func.date_trunc("week", _E.created_at), "YYYY-MM-DD")
+    return func.date(_E.created_at, "weekday 0", "-6 days")
+
+
+def _ratio(part: Any, whole: Any) -> float | None:
+    return None if not whole else round(float(part) / float(whole), 4)
+
+
+def _score(percentage: Any) -> float | None:
+    return None if percentage is None else round(float(percentage) / 100.0, 4)
+
+
+def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
+    """The overview: totals, pass rate, average score, distribution, failures, trend, iterations, calls."""
+    where = flt.where()
+    passed_n = func.sum(case((_E.passed.is_(True), 1), else_=0))
+    judged_n = func.sum(case((_E.passed.is_not(None), 1), else_=0))
+    escalated_n = func.sum(case((_E.escalated.is_(True), 1), else_=0))
+    failed_n = func.sum(case((_E.status == "failed", 1), else_=0))
+    totals = conn.execute(
+        select(func.count(), passed_n, judged_n, func.avg(_E.percentage), escalated_n, func.avg(_E.iterations),
+               func.max(_E.iterations), failed_n, func.sum(case((_E.iterations > 1, 1), else_=0)))
+        .select_from(evaluations).where(*where)
+    ).one()
+    total, passed, judged, avg_pct, escalated, avg_iter, max_iter, failed, iterated = totals
+    bucket = _bucket(conn).label("bucket")
+    dist = dict(conn.execute(
+        select(bucket, func.count()).where(*where, _E.percentage.is_not(None)).group_by(bucket)).all())
+    failures = conn.execute(
+        select(_E.failure, func.count().label("n")).where(*where, _E.failure.is_not(None))
+        .group_by(_E.failure).order_by(literal_column("n").desc(), _E.failure).limit(20)).all()
+    week = _week(conn).label("week")
+    trend = conn.execute(
+        select(week, func.count(), func.avg(_E.percentage), passed_n, judged_n)
+        .where(*where).group_by(week).order_by(week)).all()
+    kinds = conn.execute(
+        select(_E.kind, func.count(), func.avg(_E.percentage), passed_n, judged_n)
+        .where(*where).group_by(_E.kind).order_by(_E.kind)).all()
+    return {
+        "total": int(total or 0),
+        "passed": int(passed or 0),
+        "judged": int(judged or 0),
+        "pass_rate": _ratio(passed or 0, judged),
+        "average_score": _score(avg_pct),
+        "failed": int(failed or 0),
+        "distribution": [{"bin": b, "low": b / 10, "high": (b + 1) / 10, "count": int(dist.get(b, 0))}
+                         for b in range(10)],
+        "failures": [{"failure": f, "count": int(n)} for f, n in failures],
+        "trend": [{"week": str(w), "count": int(n), "average_score": _score(a), "pass_rate": _ratio(p or 0, j)}
+                  for w, n, a, p, j in trend],
+        "by_kind": [{"kind": k, "count": int(n), "average_score": _score(a), "pass_rate": _ratio(p or 0, j)}
+                    for k, n, a, p, j in kinds],
+        "iterations": {"average": None if avg_iter is None else round(float(avg_iter), 3),
+                       "max": int(max_iter) if max_iter is not None else None,
+                       "iterated": int(iterated or 0), "iterated_rate": _ratio(iterated or 0, total)},
+        "escalations": {"count": int(escalated or 0), "rate": _ratio(escalated or 0, total)},
+        "calls": call_usage(conn, flt.since, flt.until),
+    }
+
+
+def call_usage(conn: Connection, since: datetime | None, until: datetime | None) -> dict[str, Any]:
+    """Tokens and latency of the judge calls in a date range."""
+    c = llm_calls.c
+    where = []
+    if since is not None:
+        where.append(c.created_at >= since)
+    if until is not None:
+        where.append(c.created_at < until)
+    n, tin, tout, avg_lat, max_lat, errors = conn.execute(
+        select(func.count(), func.sum(c.input_tokens), func.sum(c.output_tokens), func.avg(c.latency_ms),
+               func.max(c.latency_ms), func.sum(case((c.status != "ok", 1), else_=0)))
+        .select_from(llm_calls).where(*where)).one()
+    return {"count": int(n or 0), "input_tokens": int(tin or 0), "output_tokens": int(tout or 0),
+            "average_latency_ms": None if avg_lat is None else round(float(avg_lat), 1),
+            "max_latency_ms": None if max_lat is None else round(float(max_lat), 1),
+            "errors": int(errors or 0)}
+
+
+def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+    """One page of evaluations (newest first, no payloads) and how many match in all."""
+    where = flt.where()
+    total = conn.execute(select(func.count()).select_from(evaluations).where(*where)).scalar_one()
+    rows = conn.execute(
+        select(*_LIST_COLUMNS).where(*where).order_by(_E.created_at.desc(), _E.id)
+        .limit(page_size).offset((page - 1) * page_size)).all()
+    return {"total": int(total), "page": page, "page_size": page_size,
+            "items": [_row(dict(r._mapping)) for r in rows]}
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    row["score_normalised"] = _score(row.get("percentage"))
+    return row
+
+
+def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
+    """One evaluation in full: the row with its payload, its scores, its judge calls, its patterns."""
+    row = conn.execute(select(evaluations).where(_E.id == evaluation_id)).first()
+    if row is None:
+        return None
+    ev = _row(dict(row._mapping))
+    score_rows = [dict(r._mapping) for r in conn.execute(
+        select(scores).where(scores.c.evaluation_id == evaluation_id).order_by(scores.c.id))]
+    payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+    call_ids = payload.get("call_ids") if isinstance(payload.get("call_ids"), list) else None
+    if call_ids:  # a checklist turn: its own calls, not the whole session's
+        calls_q = select(llm_calls).where(llm_calls.c.id.in_([str(i) for i in call_ids]))
+    elif ev.get("trace_id"):
+        calls_q = select(llm_calls).where(llm_calls.c.trace_id == ev["trace_id"])
+    else:
+        calls_q = None
+    calls = [] if calls_q is None else [
+        dict(r._mapping) for r in conn.execute(calls_q.order_by(llm_calls.c.created_at, llm_calls.c.id).limit(500))]
+    found = conn.execute(
+        select(patterns.c.id, patterns.c.title, patterns.c.impact)
+        .join(pattern_evaluations, pattern_evaluations.c.pattern_id == patterns.c.id)
+        .where(pattern_evaluations.c.evaluation_id == evaluation_id).order_by(patterns.c.created_at.desc())).all()
+    return {"evaluation": ev, "scores": score_rows, "calls": calls,
+            "patterns": [dict(p._mapping) for p in found]}
+
+
+def failure_types(conn: Connection, limit: int = 200) -> list[str]:
+    """The failure values present (for the explorer's filter)."""
+    rows = conn.execute(select(_E.failure).where(_E.failure.is_not(None)).group_by(_E.failure)
+                        .order_by(_E.failure).limit(limit))
+    return [r[0] for r in rows]
+
+
+def call_page(conn: Connection, *, page: int = 1, page_size: int = 50, purpose: str | None = None,
+              status: str | None = None, model: str | None = None, trace_id: str | None = None,
+              since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
+    """One page of the LLM call log (newest first), with the number matching."""
+    c = llm_calls.c
+    where = [col == v for col, v in ((c.purpose, purpose), (c.status, status), (c.model, model),
+                                     (c.trace_id, trace_id)) if v is not None]
+    if since is not None:
+        where.append(c.created_at >= since)
+    if until is not None:
+        where.append(c.created_at < until)
+    cond = and_(*where) if where else None
+    count_q = select(func.count()).select_from(llm_calls)
+    rows_q = select(llm_calls).order_by(c.created_at.desc(), c.id).limit(page_size).offset((page - 1) * page_size)
+    if cond is not None:
+        count_q, rows_q = count_q.where(cond), rows_q.where(cond)
+    return {"total": int(conn.execute(count_q).scalar_one()), "page": page, "page_size": page_size,
+            "items": [dict(r._mapping) for r in conn.execute(rows_q)]}
+
+
+def get_call(conn: Connection, call_id: str) -> dict[str, Any] | None:
+    row = conn.execute(select(llm_calls).where(llm_calls.c.id == call_id)).first()
+    return dict(row._mapping) if row is not None else None
