@@ -15,10 +15,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Awaitable, Callable, Iterator
 
 from jurist.errors import InputError
 from jurist.jsonfiles import write_json
+from jurist.rubrics.models import RubricSet
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder
@@ -40,8 +41,8 @@ def session_files(sessions_dir: Path) -> list[Path]:
     return [sessions_dir / n for n in names]
 
 
-def _open(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, Any] | None]:
-    """Load a session and, unless ``force``, the result it already has."""
+def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, Any] | None]:
+    """Load a session and, unless ``force``, the result it already has (blocking: run in a thread)."""
     session = load_session(path)
     target = out / result_name(session.session_id)
     if not force and target.exists():
@@ -50,6 +51,17 @@ def _open(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, An
         except (json.JSONDecodeError, OSError):
             pass  # an unreadable result is rescored
     return session, None
+
+
+async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path,
+                        before_write: Callable[[], Awaitable[None]] | None = None) -> dict[str, Any]:
+    """Score one session and write its result file atomically; ``before_write``
+    runs between the two (the Ray engine waits there until the store row is durable)."""
+    result = await evaluator.evaluate(session)
+    if before_write is not None:
+        await before_write()
+    await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
+    return result
 
 
 @dataclass
@@ -68,6 +80,53 @@ class BatchReport:
         return 1 if self.evaluations_failed else 0
 
 
+class BatchTally:
+    """What both batch engines count: the summary, scored / skipped sessions,
+    input errors and session ids already seen; reports progress."""
+
+    def __init__(self, rubric_set: RubricSet, on_progress: ProgressFn | None = None) -> None:
+        self.summary = SummaryBuilder(rubric_set)
+        self.seen: dict[str, str] = {}
+        self.scored = 0
+        self.skipped = 0
+        self._on_progress = on_progress
+
+    def _progress(self, name: str, status: str) -> None:
+        if self._on_progress is not None:
+            self._on_progress(name, status)
+
+    def input_error(self, name: str, message: str) -> None:
+        self.summary.add_input_error(message)
+        self._progress(name, "input_error")
+
+    def claim(self, session_id: str, path: str | Path) -> bool:
+        """True for the first file with this session id; a later one is an input error."""
+        if session_id in self.seen:
+            self.input_error(session_id, f"{path}: session id {session_id!r} is also used by "
+                                        f"{self.seen[session_id]}; skipped")
+            return False
+        self.seen[session_id] = str(path)
+        return True
+
+    def add_existing(self, session_id: str, result: dict[str, Any]) -> None:
+        self.summary.add(result)
+        self.skipped += 1
+        self._progress(session_id, "skipped")
+
+    def add_scored(self, session_id: str, result: dict[str, Any]) -> None:
+        self.summary.add(result)
+        self.scored += 1
+        self._progress(session_id, result["status"])
+
+    async def finish(self, out: Path) -> BatchReport:
+        """Write summary.json and return the report."""
+        data = self.summary.build()
+        summary_path = out / "summary.json"
+        await asyncio.to_thread(write_json, summary_path, data)
+        return BatchReport(data, summary_path, self.scored, self.skipped, self.summary.input_errors,
+                           self.summary.evaluations_failed)
+
+
 async def run_batch(
     evaluator: SessionEvaluator,
     sessions_dir: str | Path,
@@ -83,47 +142,26 @@ async def run_batch(
     files = session_files(Path(sessions_dir))
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = SummaryBuilder(evaluator.rubric_set)
-    seen: dict[str, Path] = {}
-    counts = {"scored": 0, "skipped": 0}
+    tally = BatchTally(evaluator.rubric_set, on_progress)
     todo: Iterator[Path] = iter(files)
-
-    def progress(name: str, status: str) -> None:
-        if on_progress is not None:
-            on_progress(name, status)
 
     async def one(path: Path) -> None:
         try:
-            session, existing = await asyncio.to_thread(_open, path, out, force)
+            session, existing = await asyncio.to_thread(open_session, path, out, force)
         except InputError as exc:
-            summary.add_input_error(str(exc))
-            progress(path.name, "input_error")
+            tally.input_error(path.name, str(exc))
             return
-        if session.session_id in seen:
-            summary.add_input_error(
-                f"{path}: session id {session.session_id!r} is also used by {seen[session.session_id]}; skipped"
-            )
-            progress(session.session_id, "input_error")
+        if not tally.claim(session.session_id, path):
             return
-        seen[session.session_id] = path
         if existing is not None:
-            summary.add(existing)
-            counts["skipped"] += 1
-            progress(session.session_id, "skipped")
+            tally.add_existing(session.session_id, existing)
             return
-        result = await evaluator.evaluate(session)
-        await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
-        summary.add(result)
-        counts["scored"] += 1
-        progress(session.session_id, result["status"])
+        result = await score_session(evaluator, session, out)
+        tally.add_scored(session.session_id, result)
 
     async def worker() -> None:
         for path in todo:  # workers share one iterator: files are opened as they are taken
             await one(path)
 
     await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
-    data = summary.build()
-    summary_path = out / "summary.json"
-    await asyncio.to_thread(write_json, summary_path, data)
-    return BatchReport(data, summary_path, counts["scored"], counts["skipped"], summary.input_errors,
-                       summary.evaluations_failed)
+    return await tally.finish(out)

@@ -187,3 +187,39 @@ def list_fsrs_cards(
     if deck is not None:
         stmt = stmt.where(fsrs_cards.c.deck == deck)
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> int:
+    """Insert evaluations (each with its score rows) whose id is not in the table yet.
+
+    The ids are derived from what was evaluated, so a retried or resumed batch
+    writing the same evaluation again writes nothing. The evaluation insert
+    comes first (``ON CONFLICT DO NOTHING ... RETURNING``), so two processes
+    racing on one id still leave one row and one set of scores. Returns how
+    many evaluations were new.
+    """
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
+        dialect_insert = None
+    new_scores: list[dict[str, Any]] = []
+    written = 0
+    for evaluation, score_rows in items:
+        if dialect_insert is not None:
+            stmt = dialect_insert(evaluations).values(**evaluation).on_conflict_do_nothing(
+                index_elements=[evaluations.c.id]).returning(evaluations.c.id)
+            inserted = conn.execute(stmt).first() is not None
+        else:
+            exists = conn.execute(select(evaluations.c.id).where(evaluations.c.id == evaluation["id"])).first()
+            if exists is None:
+                conn.execute(insert(evaluations), [evaluation])
+            inserted = exists is None
+        if inserted:
+            written += 1
+            new_scores.extend(score_rows)
+    if new_scores:
+        conn.execute(insert(scores), new_scores)
+    return written

@@ -117,6 +117,14 @@ class Store:
         rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
         self._queue.put(("evaluation", evaluation, rows))
 
+    def save_evaluation_once(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+        """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
+        what it evaluates: if a row with that id exists, nothing is written."""
+        evaluation = dict(evaluation)
+        evaluation.setdefault("created_at", _utcnow())
+        rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
+        self._queue.put(("evaluation_once", evaluation, rows))
+
     def flush(self) -> None:
         """Block until everything queued so far is written; raise if a write failed."""
         done = threading.Event()
@@ -195,6 +203,9 @@ class Store:
                 conn.execute(insert(evaluations), evals)
             if score_rows:
                 conn.execute(insert(scores), score_rows)
+            once = [(it[1], it[2]) for it in items if it[0] == "evaluation_once"]
+            if once:
+                queries.insert_evaluations_once(conn, once)
 
     # -- reads -------------------------------------------------------------
     async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
