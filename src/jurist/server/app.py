@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 import jurist
 from jurist.config import Settings
-from jurist.server import health, proxy, tutor, tutor_ws
+from jurist.server import api_evaluations, health, proxy, tutor, tutor_ws
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.sessions import SessionFactory
 from jurist.server.state import ServerState
@@ -73,7 +73,9 @@ def create_app(
     app = FastAPI(
         title="jurist",
         version=jurist.__version__,
-        description="Judge LLM output with LLMs: health, the checklist recall tutor and the gated chat proxy.",
+        description=("Judge LLM output with LLMs: evaluations, metrics, patterns and prompts (the dashboard at "
+                     "/evaluation), the LLM call log, the checklist recall tutor and the gated chat proxy. "
+                     "Writes need `Authorization: Bearer <JURIST_API_TOKEN>` when the server has a token."),
         lifespan=lifespan,
     )
     app.state.jurist = state
@@ -81,6 +83,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(api_evaluations.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     if upstream:

@@ -9,8 +9,9 @@ evaluation shares.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
@@ -77,11 +78,16 @@ def _bucket(conn: Connection) -> ColumnElement[Any]:
     return case((_E.percentage >= 100.0, 9), else_=whole)
 
 
-def _week(conn: Connection) -> ColumnElement[Any]:
-    """The Monday that starts a row's week, as YYYY-MM-DD."""
+def _day(conn: Connection) -> ColumnElement[Any]:
+    """A row's day, as YYYY-MM-DD text."""
     if conn.dialect.name == "postgresql":
-        return func.to_char(func.date_trunc("week", _E.created_at), "YYYY-MM-DD")
-    return func.date(_E.created_at, "weekday 0", "-6 days")
+        return func.to_char(_E.created_at, "YYYY-MM-DD")
+    return func.substr(_E.created_at, 1, 10)  # SQLite keeps date-times as ISO text
+
+
+def _monday(day: str) -> str:
+    d = date.fromisoformat(day[:10])
+    return (d - timedelta(days=d.weekday())).isoformat()
 
 
 def _ratio(part: Any, whole: Any) -> float | None:
@@ -92,50 +98,83 @@ def _score(percentage: Any) -> float | None:
     return None if percentage is None else round(float(percentage) / 100.0, 4)
 
 
+@dataclass
+class _Sums:
+    """Sums of one group of the (kind, day) aggregate, folded into kinds, weeks and the total."""
+
+    count: int = 0
+    passed: int = 0
+    judged: int = 0
+    pct_sum: float = 0.0
+    pct_n: int = 0
+    escalated: int = 0
+    iter_sum: int = 0
+    iter_max: int | None = None
+    failed: int = 0
+    iterated: int = 0
+
+    def add(self, row: Any) -> None:
+        n, p, j, ps, pn, esc, isum, imax, f, it = row
+        self.count += int(n)
+        self.passed += int(p or 0)
+        self.judged += int(j or 0)
+        self.pct_sum += float(ps or 0.0)
+        self.pct_n += int(pn or 0)
+        self.escalated += int(esc or 0)
+        self.iter_sum += int(isum or 0)
+        self.iter_max = imax if self.iter_max is None or (imax is not None and imax > self.iter_max) else self.iter_max
+        self.failed += int(f or 0)
+        self.iterated += int(it or 0)
+
+    @property
+    def average(self) -> float | None:
+        return _score(self.pct_sum / self.pct_n) if self.pct_n else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        return _ratio(self.passed, self.judged)
+
+
 def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
     """The overview: totals, pass rate, average score, distribution, failures, trend, iterations, calls."""
     where = flt.where()
-    passed_n = func.sum(case((_E.passed.is_(True), 1), else_=0))
-    judged_n = func.sum(case((_E.passed.is_not(None), 1), else_=0))
-    escalated_n = func.sum(case((_E.escalated.is_(True), 1), else_=0))
-    failed_n = func.sum(case((_E.status == "failed", 1), else_=0))
-    totals = conn.execute(
-        select(func.count(), passed_n, judged_n, func.avg(_E.percentage), escalated_n, func.avg(_E.iterations),
-               func.max(_E.iterations), failed_n, func.sum(case((_E.iterations > 1, 1), else_=0)))
-        .select_from(evaluations).where(*where)
-    ).one()
-    total, passed, judged, avg_pct, escalated, avg_iter, max_iter, failed, iterated = totals
+    flag = lambda cond: func.sum(case((cond, 1), else_=0))  # noqa: E731
+    day = _day(conn).label("day")
+    groups = conn.execute(
+        select(_E.kind, day, func.count(), flag(_E.passed.is_(True)), flag(_E.passed.is_not(None)),
+               func.sum(_E.percentage), func.count(_E.percentage), flag(_E.escalated.is_(True)),
+               func.sum(_E.iterations), func.max(_E.iterations), flag(_E.status == "failed"),
+               flag(_E.iterations > 1))
+        .where(*where).group_by(_E.kind, day)).all()
+    total, kinds, weeks = _Sums(), defaultdict(_Sums), defaultdict(_Sums)
+    for kind, d, *sums in groups:  # one row per (kind, day): a few hundred, whatever the row count
+        total.add(sums)
+        kinds[kind].add(sums)
+        weeks[_monday(str(d))].add(sums)
     bucket = _bucket(conn).label("bucket")
     dist = dict(conn.execute(
         select(bucket, func.count()).where(*where, _E.percentage.is_not(None)).group_by(bucket)).all())
     failures = conn.execute(
         select(_E.failure, func.count().label("n")).where(*where, _E.failure.is_not(None))
         .group_by(_E.failure).order_by(literal_column("n").desc(), _E.failure).limit(20)).all()
-    week = _week(conn).label("week")
-    trend = conn.execute(
-        select(week, func.count(), func.avg(_E.percentage), passed_n, judged_n)
-        .where(*where).group_by(week).order_by(week)).all()
-    kinds = conn.execute(
-        select(_E.kind, func.count(), func.avg(_E.percentage), passed_n, judged_n)
-        .where(*where).group_by(_E.kind).order_by(_E.kind)).all()
     return {
-        "total": int(total or 0),
-        "passed": int(passed or 0),
-        "judged": int(judged or 0),
-        "pass_rate": _ratio(passed or 0, judged),
-        "average_score": _score(avg_pct),
-        "failed": int(failed or 0),
+        "total": total.count,
+        "passed": total.passed,
+        "judged": total.judged,
+        "pass_rate": total.pass_rate,
+        "average_score": total.average,
+        "failed": total.failed,
         "distribution": [{"bin": b, "low": b / 10, "high": (b + 1) / 10, "count": int(dist.get(b, 0))}
                          for b in range(10)],
         "failures": [{"failure": f, "count": int(n)} for f, n in failures],
-        "trend": [{"week": str(w), "count": int(n), "average_score": _score(a), "pass_rate": _ratio(p or 0, j)}
-                  for w, n, a, p, j in trend],
-        "by_kind": [{"kind": k, "count": int(n), "average_score": _score(a), "pass_rate": _ratio(p or 0, j)}
-                    for k, n, a, p, j in kinds],
-        "iterations": {"average": None if avg_iter is None else round(float(avg_iter), 3),
-                       "max": int(max_iter) if max_iter is not None else None,
-                       "iterated": int(iterated or 0), "iterated_rate": _ratio(iterated or 0, total)},
-        "escalations": {"count": int(escalated or 0), "rate": _ratio(escalated or 0, total)},
+        "trend": [{"week": w, "count": s.count, "average_score": s.average, "pass_rate": s.pass_rate}
+                  for w, s in sorted(weeks.items())],
+        "by_kind": [{"kind": k, "count": s.count, "average_score": s.average, "pass_rate": s.pass_rate}
+                    for k, s in sorted(kinds.items())],
+        "iterations": {"average": round(total.iter_sum / total.count, 3) if total.count else None,
+                       "max": total.iter_max, "iterated": total.iterated,
+                       "iterated_rate": _ratio(total.iterated, total.count)},
+        "escalations": {"count": total.escalated, "rate": _ratio(total.escalated, total.count)},
         "calls": call_usage(conn, flt.since, flt.until),
     }
 

@@ -21,6 +21,17 @@ from jurist.store.tables import (
 )
 
 
+def insert_history(conn: Connection, evals: list[dict[str, Any]], score_rows: list[dict[str, Any]],
+                   calls: list[dict[str, Any]]) -> None:
+    """Bulk insert of evaluations, their scores and calls (imports and synthetic history)."""
+    if calls:
+        conn.execute(insert(llm_calls), calls)
+    if evals:
+        conn.execute(insert(evaluations), evals)
+    if score_rows:
+        conn.execute(insert(scores), score_rows)
+
+
 def list_calls(
     conn: Connection,
     *,

@@ -23,7 +23,8 @@ def upgrade() -> None:
         batch.add_column(sa.Column("failure", sa.String(200)))
     op.create_index("ix_evaluations_overview", "evaluations",
                     ["created_at", "kind", "status", "percentage", "passed", "escalated", "iterations", "failure"])
-    op.create_index("ix_evaluations_kind_created", "evaluations", ["kind", "created_at"])
+    op.drop_index("ix_evaluations_kind", "evaluations")  # the overview index serves kind and status filters
+    op.drop_index("ix_evaluations_status", "evaluations")
     op.create_index("ix_evaluations_failure_created", "evaluations", ["failure", "created_at"])
     op.create_index("ix_llm_calls_usage", "llm_calls",
                     ["created_at", "input_tokens", "output_tokens", "latency_ms", "status"])
@@ -89,8 +90,10 @@ def downgrade() -> None:
     op.drop_table("prompts")
     op.drop_index("ix_scores_template_key", "scores")
     op.drop_index("ix_llm_calls_usage", "llm_calls")
-    for name in ("ix_evaluations_failure_created", "ix_evaluations_kind_created", "ix_evaluations_overview"):
+    for name in ("ix_evaluations_failure_created", "ix_evaluations_overview"):
         op.drop_index(name, "evaluations")
+    op.create_index("ix_evaluations_kind", "evaluations", ["kind"])
+    op.create_index("ix_evaluations_status", "evaluations", ["status"])
     with op.batch_alter_table("evaluations") as batch:
         for col in ("failure", "iterations", "escalated", "passed"):
             batch.drop_column(col)

@@ -1,0 +1,192 @@
+"""The evaluation API: sessions (list, one trace), metrics, the LLM call log, and
+``POST /api/evaluate`` (a rubric evaluation of a posted session).
+
+Every read runs off the event loop (``Store.aread``); all SQL is in
+``jurist.store.dashboard``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+
+from jurist.errors import InputError, NotFound
+from jurist.server.auth import require_write
+from jurist.server.errors import error_responses
+from jurist.server.state import get_state
+from jurist.store import dashboard as q
+
+router = APIRouter(prefix="/api", tags=["evaluations"])
+
+Kind = Literal["rubric", "gate", "research", "checklist"]
+
+
+class EvaluationSummary(BaseModel):
+    """One evaluation as the explorer lists it (no payload)."""
+
+    id: str
+    kind: str
+    subject_id: str
+    trace_id: str | None
+    status: str
+    score: float | None
+    max_score: float | None
+    percentage: float | None
+    score_normalised: float | None = Field(description="percentage / 100: the score on 0..1 every kind shares")
+    passed: bool | None
+    escalated: bool
+    iterations: int
+    failure: str | None
+    judge_model: str | None
+    created_at: datetime
+
+
+class EvaluationPage(BaseModel):
+    total: int
+    page: int
+    page_size: int
+    items: list[EvaluationSummary]
+
+
+class EvaluationTrace(BaseModel):
+    """One evaluation in full: its row with the payload (result.json, the gate's or research record),
+    its score rows, every judge call with prompt and raw response, the patterns it belongs to."""
+
+    evaluation: dict[str, Any]
+    scores: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    patterns: list[dict[str, Any]]
+
+
+class Metrics(BaseModel):
+    total: int
+    passed: int
+    judged: int = Field(description="evaluations with a pass rule (checklist turns have none)")
+    pass_rate: float | None
+    average_score: float | None
+    failed: int
+    distribution: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    trend: list[dict[str, Any]]
+    by_kind: list[dict[str, Any]]
+    iterations: dict[str, Any]
+    escalations: dict[str, Any]
+    calls: dict[str, Any]
+
+
+class CallPage(BaseModel):
+    total: int
+    page: int
+    page_size: int
+    items: list[dict[str, Any]]
+
+
+def evaluation_filter(
+    kind: Kind | None = Query(None, description="rubric | gate | research | checklist"),
+    status: Literal["scored", "partial", "failed", "skipped"] | None = Query(None),
+    failure: str | None = Query(None, max_length=200, description="the primary failure (a rubric or dimension key)"),
+    escalated: bool | None = Query(None),
+    passed: bool | None = Query(None),
+    min_score: float | None = Query(None, ge=0.0, le=1.0, description="on 0..1"),
+    max_score: float | None = Query(None, ge=0.0, le=1.0),
+    min_iterations: int | None = Query(None, ge=1),
+    max_iterations: int | None = Query(None, ge=1),
+    since: datetime | None = Query(None, description="ISO date or date-time, inclusive"),
+    until: datetime | None = Query(None, description="ISO date or date-time, exclusive"),
+    pattern: str | None = Query(None, max_length=32, description="only the evaluations of this pattern"),
+    subject_id: str | None = Query(None, max_length=300),
+) -> q.EvaluationFilter:
+    """The explorer's and the metrics' filters, validated (bad values are 422)."""
+    if min_score is not None and max_score is not None and min_score > max_score:
+        raise InputError(f"min_score {min_score} is above max_score {max_score}")
+    if since is not None and until is not None and since >= until:
+        raise InputError("since must be before until")
+    return q.EvaluationFilter(since=since, until=until, kind=kind, status=status, failure=failure,
+                              escalated=escalated, passed=passed, min_score=min_score, max_score=max_score,
+                              min_iterations=min_iterations, max_iterations=max_iterations, pattern_id=pattern,
+                              subject_id=subject_id)
+
+
+@router.get("/evaluation/sessions", response_model=EvaluationPage, responses=error_responses(400, 422))
+async def list_evaluations(
+    request: Request,
+    flt: q.EvaluationFilter = Depends(evaluation_filter),
+    page: int = Query(1, ge=1, le=100_000),
+    page_size: int = Query(50, ge=1, le=200),
+) -> dict[str, Any]:
+    """Evaluations, newest first, filtered and paginated."""
+    return await get_state(request).store.aread(q.list_page, flt, page=page, page_size=page_size)  # type: ignore[no-any-return]
+
+
+@router.get("/evaluation/sessions/{evaluation_id}", response_model=EvaluationTrace,
+            responses=error_responses(404, 422))
+async def get_evaluation(request: Request, evaluation_id: str) -> dict[str, Any]:
+    """The full trace of one evaluation (the research ``logId`` is its id)."""
+    found = await get_state(request).store.aread(q.trace, evaluation_id)
+    if found is None:
+        raise NotFound(f"no evaluation with id {evaluation_id!r}")
+    return found  # type: ignore[no-any-return]
+
+
+@router.get("/evaluation/metrics", response_model=Metrics, responses=error_responses(400, 422))
+async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> dict[str, Any]:
+    """Aggregate metrics of the evaluations that match the filters."""
+    return await get_state(request).store.aread(q.overview, flt)  # type: ignore[no-any-return]
+
+
+@router.get("/calls", response_model=CallPage, tags=["calls"], responses=error_responses(400, 422))
+async def list_calls(
+    request: Request,
+    purpose: str | None = Query(None, max_length=64),
+    status: Literal["ok", "error", "parse_error"] | None = Query(None),
+    model: str | None = Query(None, max_length=200),
+    trace_id: str | None = Query(None, max_length=64),
+    since: datetime | None = Query(None),
+    until: datetime | None = Query(None),
+    page: int = Query(1, ge=1, le=100_000),
+    page_size: int = Query(50, ge=1, le=200),
+) -> dict[str, Any]:
+    """The LLM call log, newest first: purpose, model, template, messages, raw response, tokens, latency."""
+    return await get_state(request).store.aread(  # type: ignore[no-any-return]
+        q.call_page, page=page, page_size=page_size, purpose=purpose, status=status, model=model,
+        trace_id=trace_id, since=since, until=until)
+
+
+@router.get("/calls/{call_id}", tags=["calls"], responses=error_responses(404))
+async def get_call(request: Request, call_id: str) -> dict[str, Any]:
+    """One LLM call in full."""
+    found = await get_state(request).store.aread(q.get_call, call_id)
+    if found is None:
+        raise NotFound(f"no LLM call with id {call_id!r}")
+    return found  # type: ignore[no-any-return]
+
+
+class EvaluateRequest(BaseModel):
+    """A rubric evaluation of one posted session."""
+
+    rubrics: dict[str, Any] | list[dict[str, Any]] = Field(
+        description="the content of a rubrics file: {\"rubrics\": [...], \"scale\": [1, 5]} or a list of rubrics")
+    session: list[dict[str, Any]] = Field(
+        min_length=1, max_length=2000,
+        description="the session's JSONL lines as objects: {\"role\": \"user\", \"content\": \"...\"}")
+    session_id: str | None = Field(None, max_length=300)
+    judge: str | None = Field(None, max_length=200, description="a model reference or alias (default: configured)")
+
+
+@router.post("/evaluate", dependencies=[Depends(require_write)], status_code=200,
+             responses=error_responses(400, 401, 422, 502))
+async def evaluate(request: Request, body: EvaluateRequest) -> dict[str, Any]:
+    """Score the posted session against the posted rubrics; returns result.json (stored like any other)."""
+    from jurist.rubrics.api import evaluate as run_evaluation
+    from jurist.rubrics.models import parse_rubrics
+    from jurist.rubrics.sessions import parse_session
+
+    state = get_state(request)
+    rubric_set = parse_rubrics(body.rubrics, "request body: rubrics", state.settings.score_scale)
+    lines = [json.dumps(m) for m in body.session]
+    session = parse_session(lines, "request body: session", body.session_id or "posted")
+    return await run_evaluation(rubric_set, session, judge=body.judge, settings=state.settings, store=state.store)
