@@ -1,0 +1,182 @@
+"""The offline pattern detector: what low-scoring evaluations have in common.
+
+``run_analysis`` loads the newest evaluations (bounded by ``limit``), the text
+each one judged and its per-item scores, finds the features whose evaluations
+score significantly lower (:mod:`jurist.analysis.stats`), puts each finding
+into words (:mod:`jurist.analysis.writer`) and stores the run, its patterns
+and the evaluations each pattern covers. Database reads and the statistics
+run in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from typing import Any
+
+from jurist.analysis.prompts import hash_labels
+from jurist.analysis.stats import Finding, Subject, find_patterns
+from jurist.analysis.texts import texts_of
+from jurist.analysis.writer import STATISTICS, Text, write_patterns
+from jurist.config import Settings
+from jurist.errors import ConfigError, InputError, NotFound
+from jurist.ids import new_id
+from jurist.models.model import Model
+from jurist.models.registry import LOCAL_JUDGE, resolve_model, resolve_ref
+from jurist.store import Store
+from jurist.store import analysis as q
+
+KINDS = ("rubric", "gate", "research", "checklist")
+MAX_PATTERNS = 50
+MAX_LIMIT = 100_000
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InputError(f"{name} must be a date and time")
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def check_params(kind: str | None, since: datetime | None, until: datetime | None, min_count: int, alpha: float,
+                 limit: int) -> tuple[datetime | None, datetime | None]:
+    """Raise InputError for a bad filter or threshold; return the dates made timezone-aware (UTC)."""
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    since, until = _aware(since, "since"), _aware(until, "until")
+    if since is not None and until is not None and since >= until:
+        raise InputError("since must be earlier than until")
+    if not isinstance(min_count, int) or min_count < 2:
+        raise InputError("min_count must be an integer of at least 2")
+    if not 0 < alpha < 1:
+        raise InputError("alpha must be between 0 and 1")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit must be between 1 and {MAX_LIMIT:,}")
+    return since, until
+
+
+def writer_model(settings: Settings, writer: str | None, store: Store) -> Model | None:
+    """The LLM that writes the patterns, or None (statistics only).
+
+    An explicit ``writer`` that cannot be used is the caller's error
+    (ConfigError); a configured judge that cannot be used, or the local judge,
+    means the statistics write the text.
+    """
+    ref = writer or settings.judge
+    if not ref:
+        return None
+    try:
+        full = resolve_ref(ref, settings)
+        if full == LOCAL_JUDGE or full.startswith("local/"):
+            if writer:
+                raise ConfigError(f"the writer must be an LLM; {writer!r} is the offline local judge")
+            return None
+        return resolve_model(full, settings, sink=store)
+    except ConfigError:
+        if writer:
+            raise
+        return None
+
+
+def build_subjects(rows: list[dict[str, Any]], texts: dict[str, str], score_rows: list[dict[str, Any]]) -> list[Subject]:
+    by_eval: dict[str, list[dict[str, Any]]] = {}
+    for s in score_rows:
+        by_eval.setdefault(s["evaluation_id"], []).append(s)
+    subjects = []
+    for r in rows:
+        dims: dict[str, tuple[float, str | None]] = {}
+        hashes = set()
+        for s in by_eval.get(r["id"], []):
+            if s["template_hash"]:
+                hashes.add(s["template_hash"])
+            if s["max_score"] and s["key"] not in dims:
+                dims[s["key"]] = (float(s["score"]) / float(s["max_score"]), s["template_hash"])
+        subjects.append(Subject(r["id"], float(r["percentage"]) / 100.0, texts.get(r["id"]), r["judge_model"],
+                                frozenset(hashes), dims))
+    return subjects
+
+
+def _pattern_rows(run_id: str, findings: list[Finding], texts: list[Text], at: datetime
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows, links = [], []
+    for f, t in zip(findings, texts):
+        pid = new_id()
+        rows.append({
+            "id": pid, "run_id": run_id, "impact": f.impact, "feature_type": f.feature_type,
+            "feature": f.feature[:300], "dimension": f.dimension[:200], "affected_count": f.affected_count,
+            "mean_affected": f.mean_affected, "mean_rest": f.mean_rest, "effect_size": f.effect_size,
+            "p_value": f.p_value, "test": "mann-whitney-u", "title": t.title, "description": t.description,
+            "suggested_fix": t.suggested_fix, "writer": t.writer, "created_at": at,
+        })
+        links += [{"pattern_id": pid, "evaluation_id": e} for e in sorted(set(f.affected_ids))]
+    return rows, links
+
+
+def _save_results(conn: Any, run_id: str, rows: list[dict[str, Any]], links: list[dict[str, Any]],
+                  finish: dict[str, Any]) -> None:
+    q.insert_patterns(conn, rows, links)
+    q.finish_run(conn, run_id, finish)
+
+
+async def run_analysis(
+    store: Store,
+    settings: Settings,
+    *,
+    kind: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    writer: str | None = None,
+    min_count: int = 5,
+    alpha: float = 0.05,
+    limit: int = 20000,
+) -> dict[str, Any]:
+    """Analyse the newest ``limit`` evaluations (filtered by kind and time); store and return the run
+    with its patterns, as :func:`latest_patterns` does."""
+    since, until = check_params(kind, since, until, min_count, alpha, limit)
+    model = writer_model(settings, writer, store)  # builds a client; no I/O
+    run_id = new_id()
+    params = {"kind": kind, "since": since.isoformat() if since else None,
+              "until": until.isoformat() if until else None, "writer": writer, "min_count": min_count,
+              "alpha": alpha, "limit": limit}
+    await store.run_write(q.insert_run, {"id": run_id, "status": "running", "params": params, "evaluations": 0,
+                                         "writer_model": None, "created_at": _utcnow()})
+    try:
+        rows = await store.run_read(lambda c: q.evaluations_for_analysis(c, kind=kind, since=since, until=until,
+                                                                         limit=limit))
+        texts = await texts_of(store, rows)
+        score_rows = await store.run_read(q.score_rows_of, [r["id"] for r in rows])
+        labels = await hash_labels(store)
+        subjects = await asyncio.to_thread(build_subjects, rows, texts, score_rows)
+        findings = await asyncio.to_thread(lambda: find_patterns(subjects, min_count=min_count, alpha=alpha,
+                                                                 hash_label=labels))
+        findings = findings[:MAX_PATTERNS]
+        written = await write_patterns(findings, model, timeout=settings.rubric_timeout)
+        used = sorted({t.writer for t in written if t.writer != STATISTICS})
+        pattern_rows, links = _pattern_rows(run_id, findings, written, _utcnow())
+        finish = {"status": "done", "evaluations": len(rows), "writer_model": used[0] if used else None,
+                  "finished_at": _utcnow()}
+        await store.run_write(_save_results, run_id, pattern_rows, links, finish)
+    except BaseException as exc:
+        failed = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000], "finished_at": _utcnow()}
+        await asyncio.shield(store.run_write(q.finish_run, run_id, failed))
+        raise
+    finally:
+        if model is not None:
+            await model.aclose()
+    return await latest_patterns(store, run_id)
+
+
+async def latest_patterns(store: Store, run_id: str | None = None) -> dict[str, Any]:
+    """``{"run": {...} or None, "patterns": [... each with "evaluation_ids" (the first 100)]}``: the
+    given run, else the newest finished one. NotFound for an unknown ``run_id``."""
+    run = await store.run_read(q.get_run, run_id)
+    if run is None:
+        if run_id is not None:
+            raise NotFound(f"no analysis run {run_id!r}")
+        return {"run": None, "patterns": []}
+    return {"run": run, "patterns": await store.run_read(q.patterns_of_run, run["id"])}

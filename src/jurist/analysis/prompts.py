@@ -1,0 +1,169 @@
+"""Every judge and generator prompt with its versions; new versions; diffs.
+
+Version 1 of a prompt is the template file shipped with jurist
+(``src/jurist/templates/<name>.txt``) unless the ``prompts`` table holds a
+version 1 of that name; later versions live in the table. A version's hash is
+:attr:`PromptTemplate.hash`, the hash every judge call records, so scores can
+be grouped by the prompt version that produced them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from datetime import datetime, timezone
+from importlib.resources import files
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from jurist.errors import InputError, NotFound, StoreError
+from jurist.judges.templates import PromptTemplate, placeholders_of
+from jurist.store import Store
+from jurist.store import analysis as q
+
+MAX_PROMPT_CHARS = 100_000
+_ATTEMPTS = 3  # a concurrent writer may take the same next version number
+
+
+def shipped_prompts() -> dict[str, PromptTemplate]:
+    """The templates shipped with jurist, by name (version 1 of each prompt)."""
+    folder = files("jurist") / "templates"
+    out: dict[str, PromptTemplate] = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".txt"):
+            name = entry.name[: -len(".txt")]
+            out[name] = PromptTemplate(name=name, version="1", text=entry.read_text(encoding="utf-8"))
+    return dict(sorted(out.items()))
+
+
+def _shipped_entry(tmpl: PromptTemplate) -> dict[str, Any]:
+    return {"version": 1, "hash": tmpl.hash, "created_at": None, "note": "shipped with jurist", "source": "shipped"}
+
+
+def _stored_entry(row: dict[str, Any]) -> dict[str, Any]:
+    return {"version": row["version"], "hash": row["hash"], "created_at": row["created_at"], "note": row["note"],
+            "source": "stored"}
+
+
+def _merge(shipped: dict[str, PromptTemplate], rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for name, tmpl in shipped.items():
+        by_name[name] = [_shipped_entry(tmpl)]
+    for row in rows:
+        versions = by_name.setdefault(row["name"], [])
+        if row["version"] == 1:  # a stored version 1 replaces the shipped file
+            versions[:] = [v for v in versions if v["version"] != 1]
+        versions.append(_stored_entry(row))
+    for versions in by_name.values():
+        versions.sort(key=lambda v: v["version"])
+    return dict(sorted(by_name.items()))
+
+
+async def list_prompts(store: Store) -> list[dict[str, Any]]:
+    """Every prompt: ``[{"name", "latest_version", "versions": [{"version", "hash", "created_at", "note",
+    "source"}]}]``, by name."""
+    shipped = await asyncio.to_thread(shipped_prompts)
+    rows = await store.run_read(q.list_prompt_versions)
+    return [{"name": name, "latest_version": versions[-1]["version"], "versions": versions}
+            for name, versions in _merge(shipped, rows).items()]
+
+
+async def prompt_versions(store: Store, name: str) -> dict[str, Any]:
+    """One prompt with its versions (as in :func:`list_prompts`); NotFound for an unknown name."""
+    shipped = await asyncio.to_thread(shipped_prompts)
+    rows = await store.run_read(q.list_prompt_versions, name)
+    merged = _merge({name: shipped[name]} if name in shipped else {}, rows)
+    if name not in merged:
+        raise NotFound(f"no prompt named {name!r}; known prompts: {', '.join(shipped)}")
+    return {"name": name, "latest_version": merged[name][-1]["version"], "versions": merged[name]}
+
+
+async def prompt_version(store: Store, name: str, version: int) -> dict[str, Any]:
+    """One version with its text: ``{"name", "version", "hash", "text", "created_at", "note", "source"}``."""
+    row = await store.run_read(q.get_prompt_version, name, version)
+    if row is not None:
+        return {**_stored_entry(row), "name": name, "text": row["text"]}
+    if version == 1:
+        shipped = await asyncio.to_thread(shipped_prompts)
+        if name in shipped:
+            return {**_shipped_entry(shipped[name]), "name": name, "text": shipped[name].text}
+    known = await prompt_versions(store, name)  # NotFound for an unknown name
+    raise NotFound(f"prompt {name!r} has no version {version}; versions: "
+                   f"{', '.join(str(v['version']) for v in known['versions'])}")
+
+
+def _check_placeholders(name: str, text: str, base_text: str) -> None:
+    given = placeholders_of(text, f"prompt {name}")
+    expected = placeholders_of(base_text, f"prompt {name}")
+    missing, unknown = sorted(expected - given), sorted(given - expected)
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join("{" + m + "}" for m in missing))
+        if unknown:
+            parts.append("unknown " + ", ".join("{" + u + "}" for u in unknown))
+        raise InputError(
+            f"the new version of {name!r} must use the same placeholders as version 1: {'; '.join(parts)} "
+            "(write literal braces as {{ }})"
+        )
+
+
+async def create_prompt_version(store: Store, name: str, text: str, note: str | None = None) -> dict[str, Any]:
+    """Store ``text`` as the next version of prompt ``name``; returns it as :func:`prompt_version` does.
+
+    The name must be a known prompt, the text non-empty, under
+    :data:`MAX_PROMPT_CHARS`, and use exactly the placeholders of its first version.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("the prompt text is empty")
+    if len(text) >= MAX_PROMPT_CHARS:
+        raise InputError(f"the prompt text has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS - 1:,}")
+    if note is not None and len(note) > 2000:
+        raise InputError("the note is longer than 2,000 characters")
+    info = await prompt_versions(store, name)  # NotFound for an unknown name
+    base = await prompt_version(store, name, info["versions"][0]["version"])
+    _check_placeholders(name, text, base["text"])
+    tmpl = PromptTemplate(name=name, version="", text=text)
+    shipped_has = any(v["source"] == "shipped" for v in info["versions"])
+
+    def insert_next(conn: Any) -> int:
+        latest = q.latest_prompt_version(conn, name) or 0
+        version = max(latest, 1 if shipped_has else 0) + 1
+        q.insert_prompt_version(conn, {"name": name, "version": version, "text": text, "hash": tmpl.hash,
+                                       "note": note, "created_at": datetime.now(timezone.utc)})
+        return version
+
+    for attempt in range(_ATTEMPTS):
+        try:
+            version = await store.run_write(insert_next)
+            break
+        except IntegrityError:
+            if attempt == _ATTEMPTS - 1:
+                raise StoreError(f"another version of {name!r} was being saved at the same time; "
+                                 "try again") from None
+    return await prompt_version(store, name, version)
+
+
+def diff_lines(a_text: str, b_text: str, context: int = 3) -> list[tuple[str, str]]:
+    """A unified diff of two texts as ``(op, line)`` pairs: op is ``" "`` (same), ``"-"`` (only
+    in a), ``"+"`` (only in b) or ``"@"`` (a hunk header such as ``@@ -3,4 +3,5 @@``)."""
+    out: list[tuple[str, str]] = []
+    lines = difflib.unified_diff(a_text.splitlines(), b_text.splitlines(), lineterm="", n=context)
+    for line in lines:
+        if line.startswith(("---", "+++")) and not out:
+            continue  # the file headers
+        if line.startswith("@@"):
+            out.append(("@", line))
+        else:
+            out.append((line[:1] or " ", line[1:]))
+    return out
+
+
+async def hash_labels(store: Store) -> dict[str, str]:
+    """Every known prompt hash -> ``"<name> v<version>"`` (shipped and stored)."""
+    shipped = await asyncio.to_thread(shipped_prompts)
+    labels = {t.hash: f"{n} v1" for n, t in shipped.items()}
+    for h, (name, version) in (await store.run_read(q.prompt_hash_labels)).items():
+        labels[h] = f"{name} v{version}"
+    return labels

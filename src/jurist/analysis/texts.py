@@ -1,0 +1,91 @@
+"""The text the pattern detector mines for each evaluation: what the user asked.
+
+* rubric: the user turns of the scored session, read from its JSONL file
+  (the evaluation's ``source``) when that file is still there;
+* research: the record's ``userQuery``;
+* gate: the last user message of the request (the payload's messages or
+  ``continue_context``, else the recorded generation call's messages);
+* checklist: the checklist's title.
+
+Evaluations without a text still count for the judge-model and prompt-version
+features.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from jurist.errors import InputError
+from jurist.rubrics.sessions import load_session
+from jurist.store import Store
+from jurist.store import analysis as q
+
+MAX_TEXT = 20_000  # characters kept per evaluation
+MAX_SESSION_BYTES = 5_000_000
+
+
+def last_user_message(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # content parts
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict)) or None
+    return None
+
+
+def session_user_text(source: str | None) -> str | None:
+    """The user turns of a session file, or None when it is gone or unreadable."""
+    if not source or not source.endswith(".jsonl"):
+        return None
+    path = Path(source)
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SESSION_BYTES:
+            return None
+        return load_session(path).text_of("user") or None
+    except (OSError, InputError):
+        return None
+
+
+def _payload_text(kind: str, payload: Any) -> str | None:
+    if not isinstance(payload, dict):
+        return None
+    if kind == "research":
+        query = payload.get("userQuery") or payload.get("user_query")
+        return query if isinstance(query, str) else None
+    if kind == "gate":
+        return last_user_message(payload.get("messages")) or last_user_message(payload.get("continue_context"))
+    return None
+
+
+def _texts_sync(rows: list[dict[str, Any]], payloads: dict[str, Any], generations: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in rows:
+        kind = r["kind"]
+        text: str | None = None
+        if kind == "rubric":
+            text = session_user_text(r["source"])
+        elif kind == "checklist":
+            text = r["source"]
+        elif kind in ("research", "gate"):
+            text = _payload_text(kind, payloads.get(r["id"]))
+            if text is None and kind == "gate" and r["trace_id"]:
+                text = last_user_message(generations.get(r["trace_id"]))
+        if text and text.strip():
+            out[r["id"]] = text[:MAX_TEXT]
+    return out
+
+
+async def texts_of(store: Store, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """evaluation id -> its text, for the evaluations that have one (reads off the event loop)."""
+    payload_ids = [r["id"] for r in rows if r["kind"] in ("research", "gate")]
+    payloads = await store.run_read(q.payloads_of, payload_ids) if payload_ids else {}
+    missing = [r["trace_id"] for r in rows
+               if r["kind"] == "gate" and r["trace_id"] and _payload_text("gate", payloads.get(r["id"])) is None]
+    generations = await store.run_read(q.generation_messages, missing) if missing else {}
+    return await asyncio.to_thread(_texts_sync, rows, payloads, generations)
