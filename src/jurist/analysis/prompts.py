@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from importlib.resources import files
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from jurist.errors import InputError, NotFound, StoreError
 from jurist.judges.templates import PromptTemplate, placeholders_of
@@ -138,7 +138,11 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
         try:
             version = await store.run_write(insert_next)
             break
-        except IntegrityError:
+        except (IntegrityError, OperationalError) as exc:
+            # Two writers took the same number (PostgreSQL: unique violation; SQLite: the
+            # second writer's snapshot is stale, "database is locked"): read again and retry.
+            if isinstance(exc, OperationalError) and "lock" not in str(exc) and "busy" not in str(exc):
+                raise StoreError(f"could not save the prompt version: {str(exc).splitlines()[0]}") from None
             if attempt == _ATTEMPTS - 1:
                 raise StoreError(f"another version of {name!r} was being saved at the same time; "
                                  "try again") from None
