@@ -20,6 +20,15 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
                json.loads((out / "s1_result.json").read_text())["rubric_scores"])
     assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
     assert "completed, 5/5 points recalled" in r.stdout  # the checklist tutor part
+    assert "http://127.0.0.1:8000/evaluation" in r.stdout  # how to open the dashboard on what was stored
+    from jurist.store import Store
+    from jurist.store.dashboard import EvaluationFilter, overview
+
+    with Store(f"sqlite:///{tmp_path / '.jurist' / 'jurist.db'}") as store:
+        metrics = store.read(overview, EvaluationFilter())
+    kinds = {k["kind"]: k["count"] for k in metrics["by_kind"]}
+    assert set(kinds) == {"rubric", "research", "checklist", "gate"} and kinds["rubric"] == 5
+    assert metrics["calls"]["count"] >= 15 and metrics["judged"] > 0
     logs = run_cli("logs", "-n", "50", "--json", "--purpose", "rubric_judge", cwd=tmp_path, env=env)
     rows = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(rows) == 15 and {x["model"] for x in rows} == {"local/minilm"}

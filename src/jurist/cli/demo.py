@@ -66,4 +66,10 @@ def register(app: typer.Typer) -> None:
         console.print(Panel.fit("Answers judged before the user gets them, regenerated when incomplete",
                                 title="jurist demo: response gate"))
         gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
+        console.print(Panel.fit(
+            f"Everything above is stored in {settings.database}.\n"
+            "See it in the dashboard: run [bold]jurist serve[/] in this folder "
+            "(same settings), then open [bold]http://127.0.0.1:8000/evaluation[/]",
+            title="jurist demo: dashboard",
+        ))
         raise typer.Exit(max(report.exit_code, research_code, checklist_code, gate_code))

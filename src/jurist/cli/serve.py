@@ -1,4 +1,4 @@
-"""`jurist serve`: the HTTP server (health, the checklist tutor page) on uvicorn."""
+"""`jurist serve`: the HTTP server (API, dashboard, checklist tutor page) on uvicorn."""
 
 from __future__ import annotations
 
@@ -26,15 +26,21 @@ def register(app: typer.Typer) -> None:
         ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Serve the tutor page (/tutor?points=NAME&learner=NAME) and the API (/docs)."""
+        """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME)."""
         import uvicorn
 
         from jurist.server import create_app
+        from jurist.server.auth import bind_host
 
         settings = load_settings(config)
+        host, why = bind_host(host, settings.api_token)
+        if why:
+            console.print(f"[yellow]{why}[/]")
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
-        console.print(f"jurist serving on http://{host}:{port}/  (tutor: /tutor?points=NAME&learner=NAME)")
+        console.print(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
+                      "tutor: /tutor?points=NAME&learner=NAME)")
+        console.print(f"database: {settings.database}")
         if upstream:
             console.print(f"gate proxy: http://{host}:{port}/v1 -> {upstream}")
         uvicorn.run(server, host=host, port=port, log_level="info")
