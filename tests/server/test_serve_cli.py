@@ -50,3 +50,38 @@ def test_serve_answers_health_on_the_given_port(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _serve_output(tmp_path, host, extra_env):
+    """Start `serve --host HOST`, wait for health on 127.0.0.1, return what it printed."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200", **extra_env)
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--host", host, "--port", str(port)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                time.sleep(0.1)
+        ss = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        listening = {line.split()[3] for line in ss.splitlines()}  # the local addresses
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=10)[0]
+    return out, listening, port
+
+
+def test_without_a_token_serve_stays_on_loopback(tmp_path):
+    out, listening, port = _serve_output(tmp_path, "0.0.0.0", {})
+    assert "no JURIST_API_TOKEN is set" in out and "listening on 127.0.0.1 only" in out
+    assert listening == {f"127.0.0.1:{port}"}
+
+
+def test_with_a_token_serve_binds_where_asked(tmp_path):
+    out, listening, port = _serve_output(tmp_path, "0.0.0.0", {"JURIST_API_TOKEN": "t0ken"})
+    assert "no JURIST_API_TOKEN" not in out and listening == {f"0.0.0.0:{port}"}
