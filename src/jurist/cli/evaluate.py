@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -11,7 +12,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from jurist.cli.common import EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, handle_errors, load_settings
+from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
+                               load_settings)
+from jurist.errors import ConfigError
 from jurist.rubrics import evaluate as evaluate_session
 from jurist.rubrics import evaluate_batch as evaluate_folder
 from jurist.rubrics import load_rubrics
@@ -24,6 +27,13 @@ TemplateOpt = typer.Option(None, "--template", help="Judge prompt template file 
 ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
 TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
+
+
+class Engine(str, enum.Enum):
+    """Where evaluate-batch runs: this process, or a Ray cluster (the `ray` extra)."""
+
+    local = "local"
+    ray = "ray"
 
 
 def result_table(result: dict[str, Any]) -> Table:
@@ -83,20 +93,49 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = ConfigOpt,
         no_cache: bool = NoCacheOpt,
         timeout: Optional[float] = TimeoutOpt,
+        engine: Engine = typer.Option(Engine.local, "--engine", help="local: this process; ray: a Ray cluster."),
+        ray_address: Optional[str] = typer.Option(
+            None, "--ray-address", help="Ray cluster to join ('auto', ray://host:10001); default: start a local one."
+        ),
+        workers: Optional[int] = typer.Option(
+            None, "--workers", min=1, help="Ray: worker processes (default: one per CPU of the cluster)."
+        ),
+        shard_size: int = typer.Option(100, "--shard-size", min=1, help="Ray: sessions per shard."),
+        worker_concurrency: Optional[int] = typer.Option(
+            None, "--worker-concurrency", min=1, help="Ray: requests in flight per worker (default: no own cap)."
+        ),
     ) -> None:
-        """Score every session in a folder; resumable (a rerun scores only what has no result)."""
+        """Score every session in a folder; resumable (a rerun scores only what has no result).
+
+        With --engine ray the sessions are scored by worker processes on a Ray cluster; --max-concurrency
+        then bounds the requests in flight across the whole cluster and --parallel is per worker.
+        """
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
-        report = run_batch_with_progress(
-            rubric_set, sessions_dir, output_dir, parallel=parallel, max_concurrency=max_concurrency,
-            force=force, judge=judge, template=template, settings=settings,
-        )
+        kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force, judge=judge,
+                                  template=template, settings=settings)
+        if engine is Engine.ray:
+            from jurist.rubrics.ray_engine import RayOptions, import_ray
+
+            try:
+                import_ray()  # before any work
+            except ConfigError as exc:  # printed without markup: the message holds "jurist[ray]"
+                err_console.print(f"error: {exc}", markup=False, highlight=False)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+            kw["options"] = RayOptions(address=ray_address, workers=workers, shard_size=shard_size,
+                                       worker_concurrency=worker_concurrency)
+        report = run_batch_with_progress(rubric_set, sessions_dir, output_dir, engine=engine, **kw)
         print_batch_report(report)
         raise typer.Exit(report.exit_code)
 
 
-def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Path, **kw: Any) -> BatchReport:
-    """Run a batch with a rich progress bar over the session files."""
+def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Path, *,
+                            engine: "Engine | str" = "local", **kw: Any) -> BatchReport:
+    """Run a batch (in this process, or on Ray) with a rich progress bar over the session files."""
+    if Engine(engine) is Engine.ray:
+        from jurist.rubrics.ray_engine import evaluate_batch_on_ray as run
+    else:
+        run = evaluate_folder
     total = len(session_files(sessions_dir))
     columns = (TextColumn("[bold]scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
                TimeElapsedColumn(), TimeRemainingColumn())
@@ -106,7 +145,7 @@ def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Pat
         def on_progress(name: str, status: str) -> None:
             progress.update(task, advance=1, last=f"{name}: {status}")
 
-        return asyncio.run(evaluate_folder(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
+        return asyncio.run(run(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
 
 
 def print_batch_report(report: BatchReport) -> None:

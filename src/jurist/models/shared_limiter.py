@@ -1,0 +1,373 @@
+"""One endpoint limiter for a whole Ray cluster.
+
+:class:`Limiter` bounds one process. On a cluster every worker process needs
+the same bounds to hold across all of them, so the counts live in one Ray
+actor per endpoint (:class:`LimiterCore`, wrapped by :func:`limiter_actor`)
+and every worker talks to it through a :class:`SharedLimiter`: the same
+``slot(tokens)`` interface as :class:`Limiter`, so ``Model`` uses either one
+unchanged and concurrency is still bounded in one place.
+
+How permits move:
+
+* A request asks its process's :class:`SharedLimiter` for a slot. Requests
+  waiting in one process go to the actor together, in one call that asks for
+  as many permits as there are waiters; the actor grants what the bounds
+  allow (first come, first served across processes) and counts them as held
+  by that process.
+* When a request ends and another one in the same process is waiting, the
+  permit passes to it directly, with no call to the actor, unless the permit
+  is older than its lease (a second by default): then it goes back to the
+  actor, so processes that wait get their turn. Permits nobody waits for go
+  back at once, in batches. The cluster-wide in-flight bound holds at every
+  moment: a process can only use permits the actor counts as held by it.
+* With requests or tokens per minute configured, every request start is
+  counted by the actor in its sliding window, so permits are not passed on
+  locally.
+* A process registers under a client id when it starts. A restarted worker
+  registers under its old id, and whatever its dead predecessor held is
+  freed.
+
+Ray is imported only when an actor is created (:func:`limiter_actor`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+from jurist.errors import JuristError
+
+ACTOR_NAMESPACE = "jurist"
+DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
+_RETURN_LINGER = 0.002  # permits going back are gathered this long into one call
+
+
+class LimiterCore:
+    """The cluster-wide counts: permits held per client, request and token windows.
+
+    Runs inside the limiter actor (its methods are the actor's methods), on
+    the actor's event loop.
+    """
+
+    def __init__(
+        self,
+        max_in_flight: int,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        window: float = 60.0,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.max_in_flight = max_in_flight
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.window = window
+        self.held: dict[str, int] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.granted = 0
+        self._waiters: collections.deque[tuple[str, list[int], asyncio.Future[int]]] = collections.deque()
+        self._requests: collections.deque[float] = collections.deque()
+        self._tokens: collections.deque[tuple[float, int]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
+                        tokens_per_minute: int | None = None) -> dict[str, Any]:
+        """Change the bounds (the latest explicit setting holds); returns them."""
+        if max_in_flight is not None:
+            if max_in_flight < 1:
+                raise ValueError("max_in_flight must be at least 1")
+            self.max_in_flight = max_in_flight
+        if requests_per_minute is not None:
+            self.requests_per_minute = requests_per_minute
+        if tokens_per_minute is not None:
+            self.tokens_per_minute = tokens_per_minute
+        self._pump()
+        return await self.config()
+
+    async def config(self) -> dict[str, Any]:
+        return {"max_in_flight": self.max_in_flight, "requests_per_minute": self.requests_per_minute,
+                "tokens_per_minute": self.tokens_per_minute, "window": self.window}
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts for monitoring and tests."""
+        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight, "granted": self.granted,
+                "held": dict(self.held), "waiting": sum(len(t) for _, t, f in self._waiters if not f.done())}
+
+    async def register(self, client: str) -> None:
+        """A client (re)starts: free whatever an earlier process with its id still held."""
+        self._give_back(client, self.held.get(client, 0))
+        self.held[client] = 0
+        self._pump()
+
+    async def acquire(self, client: str, tokens: list[int], give_back: int = 0) -> int:
+        """Wait until at least one permit can be granted; grant up to ``len(tokens)``."""
+        self._give_back(client, give_back)
+        if not tokens:
+            self._pump()
+            return 0
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append((client, tokens, fut))
+        self._pump()
+        try:
+            return await fut
+        except asyncio.CancelledError:  # the caller went away: what it was granted goes back
+            if fut.done() and not fut.cancelled():
+                self._give_back(client, fut.result())
+                self._pump()
+            raise
+
+    async def release(self, client: str, n: int) -> None:
+        self._give_back(client, n)
+        self._pump()
+
+    def _give_back(self, client: str, n: int) -> None:
+        n = min(n, self.held.get(client, 0))  # never below zero (a restarted actor knows nothing)
+        if n > 0:
+            self.held[client] -= n
+            self.in_flight -= n
+
+    def _pump(self) -> None:
+        """Grant permits to waiting clients in arrival order while the bounds allow."""
+        while self._waiters:
+            client, tokens, fut = self._waiters[0]
+            if fut.done():
+                self._waiters.popleft()
+                continue
+            n, wait = self._grantable(tokens)
+            if n == 0:
+                if wait > 0 and self._timer is None:
+                    self._timer = asyncio.get_running_loop().call_later(wait, self._on_timer)
+                return
+            self._waiters.popleft()
+            now = time.monotonic()
+            for t in tokens[:n]:
+                if self.requests_per_minute:
+                    self._requests.append(now)
+                if self.tokens_per_minute:
+                    self._tokens.append((now, t))
+            self.held[client] = self.held.get(client, 0) + n
+            self.in_flight += n
+            self.granted += n
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            fut.set_result(n)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._pump()
+
+    def _grantable(self, tokens: list[int]) -> tuple[int, float]:
+        """How many of ``tokens`` may start now, and if none, how long until one may."""
+        room = min(len(tokens), self.max_in_flight - self.in_flight)
+        if room <= 0:
+            return 0, 0.0  # a release wakes the queue
+        now = time.monotonic()
+        horizon = now - self.window
+        while self._requests and self._requests[0] <= horizon:
+            self._requests.popleft()
+        while self._tokens and self._tokens[0][0] <= horizon:
+            self._tokens.popleft()
+        wait = 0.0
+        if self.requests_per_minute:
+            free = self.requests_per_minute - len(self._requests)
+            if free <= 0:
+                return 0, self._requests[0] - horizon
+            room = min(room, free)
+        if self.tokens_per_minute:
+            used = sum(t for _, t in self._tokens)
+            n = 0
+            for t in tokens[:room]:
+                # a request larger than the whole budget may start when the window is empty
+                if used + t > self.tokens_per_minute and (self._tokens or n > 0):
+                    break
+                used += t
+                n += 1
+            if n == 0:
+                wait = self._tokens[0][0] - horizon if self._tokens else 0.0
+                return 0, max(wait, 0.001)
+            room = n
+        return room, 0.0
+
+
+def limiter_actor(
+    endpoint: str,
+    max_in_flight: int,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
+    *,
+    window: float = 60.0,
+) -> Any:
+    """The cluster's limiter actor for ``endpoint``, created on first use.
+
+    A named actor in the ``jurist`` namespace: every driver connected to the
+    cluster that asks for the same endpoint gets the same actor, and the
+    bounds passed here update it. Call from a connected driver (``ray.init``).
+    """
+    import ray
+
+    cls = ray.remote(LimiterCore)
+    actor = cls.options(  # type: ignore[attr-defined]
+        name=f"jurist-limiter:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
+        num_cpus=0, max_restarts=-1, max_concurrency=100_000,
+    ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)
+    ray.get(actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute))
+    return actor
+
+
+@dataclass
+class _Permit:
+    granted_at: float
+
+
+class SharedLimiter:
+    """A process's side of the cluster-wide limiter: ``async with limiter.slot(tokens)``.
+
+    ``max_held`` optionally caps the permits this process holds at once (its
+    share of the cluster bound). Create it inside the event loop that will
+    use it; :meth:`start` registers it with the actor.
+    """
+
+    def __init__(self, actor: Any, client_id: str, *, max_held: int | None = None,
+                 lease: float = DEFAULT_LEASE) -> None:
+        if max_held is not None and max_held < 1:
+            raise ValueError("max_held must be at least 1")
+        self.actor = actor
+        self.client_id = client_id
+        self.max_held = max_held
+        self.lease = lease
+        self.held = 0  # permits this process owns (in use or being passed on)
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.local_handovers = 0
+        self.actor_calls = 0
+        self._rates = False
+        self._started: asyncio.Future[None] | None = None
+        self._waiters: collections.deque[tuple[asyncio.Future[_Permit], int]] = collections.deque()
+        self._pump_task: asyncio.Task[None] | None = None
+        self._returns = 0
+        self._return_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Register with the actor (freeing what a dead predecessor held); read its bounds."""
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_future()
+            try:
+                await self._call(self.actor.register.remote(self.client_id))
+                config = await self._call(self.actor.config.remote())
+                self._rates = bool(config["requests_per_minute"] or config["tokens_per_minute"])
+                self._started.set_result(None)
+            except BaseException as exc:
+                self._started.set_exception(exc)
+                self._started.exception()  # retrieved here; raised below
+                self._started = None
+                raise
+        else:
+            await asyncio.shield(self._started)
+
+    @asynccontextmanager
+    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
+        """Hold one cluster-wide request slot for the duration of the block."""
+        permit = await self._acquire(tokens)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self._release(permit)
+
+    async def _acquire(self, tokens: int) -> _Permit:
+        await self.start()
+        fut: asyncio.Future[_Permit] = asyncio.get_running_loop().create_future()
+        self._waiters.append((fut, tokens))
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.create_task(self._pump())
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self._release(fut.result())  # granted just as the caller gave up
+            raise
+
+    def _release(self, permit: _Permit) -> None:
+        if not self._rates and time.monotonic() - permit.granted_at < self.lease:
+            while self._waiters:
+                fut, _ = self._waiters.popleft()
+                if not fut.done():
+                    self.local_handovers += 1
+                    fut.set_result(permit)
+                    return
+        self.held -= 1
+        self._returns += 1
+        if self._return_task is None or self._return_task.done():
+            self._return_task = asyncio.create_task(self._send_returns())
+
+    async def _send_returns(self) -> None:
+        await asyncio.sleep(_RETURN_LINGER)
+        n, self._returns = self._returns, 0
+        if n:
+            await self._call(self.actor.release.remote(self.client_id, n))
+
+    async def _pump(self) -> None:
+        """Ask the actor for permits for the waiters, in one call at a time."""
+        try:
+            while True:
+                live = [(f, t) for f, t in self._waiters if not f.done()]
+                self._waiters = collections.deque(live)
+                room = len(live) if self.max_held is None else min(len(live), self.max_held - self.held)
+                if room <= 0:
+                    return  # nobody waits, or this process is at its cap: releases pass permits on
+                give_back, self._returns = self._returns, 0
+                granted = await self._call(
+                    self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back))
+                self.held += granted
+                now = time.monotonic()
+                for _ in range(granted):
+                    self._hand_out(_Permit(now))
+        except BaseException as exc:
+            error = exc if isinstance(exc, JuristError) else JuristError(
+                f"the cluster-wide limiter is unreachable ({type(exc).__name__}: {exc}); "
+                "check that the Ray cluster is up")
+            for fut, _ in self._waiters:
+                if not fut.done():
+                    fut.set_exception(error)
+            self._waiters.clear()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    def _hand_out(self, permit: _Permit) -> None:
+        while self._waiters:
+            fut, _ = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(permit)
+                return
+        self.held -= 1  # the waiter went away meanwhile: the permit goes back
+        self._returns += 1
+        if self._return_task is None or self._return_task.done():
+            self._return_task = asyncio.create_task(self._send_returns())
+
+    async def _call(self, ref: Any) -> Any:
+        self.actor_calls += 1
+        return await ref
+
+    async def aclose(self) -> None:
+        """Give back everything this process holds, once no request is waiting.
+
+        A request for permits still on its way to the actor is waited for (its
+        grant comes back and is returned at once), so nothing stays counted.
+        """
+        await self._flush_returns()
+        if self._pump_task is not None and not self._pump_task.done():
+            await asyncio.shield(self._pump_task)
+        await self._flush_returns()
+
+    async def _flush_returns(self) -> None:
+        idle = self.held - self.in_flight
+        self.held -= idle
+        n, self._returns = self._returns + idle, 0
+        if n > 0:
+            await self._call(self.actor.release.remote(self.client_id, n))

@@ -1,0 +1,428 @@
+"""Batch scoring on a Ray cluster: the same results as :func:`run_batch`, more processes.
+
+The driver lists the session files (names only), cuts them into shards and
+hands each shard to one of several worker actors; a worker scores its shard
+with the same ``SessionEvaluator``, result files and store rows as the local
+engine, ``parallel`` sessions at once. The driver feeds every outcome into
+the same :class:`BatchTally`, so ``summary.json`` is built as locally.
+
+* The endpoint's limits hold across the cluster: each worker's ``Model``
+  uses a :class:`~jurist.models.shared_limiter.SharedLimiter` on one limiter
+  actor per endpoint.
+* Resumable as locally: a session with a result file is not scored again.
+* A worker that dies is restarted by Ray and its shards are retried; what
+  the dead worker finished is skipped, what it had stored but not yet
+  written out is scored again, and its store write is ignored: evaluations
+  get ids derived from session, rubrics version and judge, and a result file
+  is written only once its store row is durable.
+
+Ray is imported only here, and only when a batch runs on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jurist.config import Settings
+from jurist.errors import ConfigError, InputError, JuristError
+from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, score_session, session_files
+from jurist.rubrics.models import RubricSet, load_rubrics
+
+# Variables a worker needs to build the same adapters as the driver (keys, base URLs).
+_ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+_PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
+
+
+def import_ray() -> Any:
+    """``ray``, or a ConfigError that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError('the Ray engine needs Ray: pip install "jurist[ray]"') from None
+    return ray
+
+
+def evaluation_id(subject_id: str, rubrics_version: str | None, judge_model: str, generation: str = "") -> str:
+    """The id of a rubric evaluation, derived from what it evaluates (and, for
+    ``--force`` runs, the run's generation), so writing it twice writes it once."""
+    key = "\x1f".join(("rubric", subject_id, rubrics_version or "", judge_model, generation))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+class _OnceSink:
+    """The evaluator's store sink on a worker: deterministic ids, written at most once."""
+
+    def __init__(self, store: Any, generation: str) -> None:
+        self.store = store
+        self.generation = generation
+
+    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+        key = evaluation_id(evaluation["subject_id"], evaluation.get("rubrics_version"),
+                            evaluation.get("judge_model") or "", self.generation)
+        self.store.save_evaluation_once(dict(evaluation, id=key), score_rows)
+
+
+class _Durable:
+    """Waits until everything queued to the store is written; many waiters share one flush."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._next: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def wait(self) -> None:
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        fut = self._next
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+        await asyncio.shield(fut)
+
+    async def _run(self) -> None:
+        while self._next is not None:
+            fut, self._next = self._next, None  # rows queued before this point are in this flush
+            try:
+                await self.store.aflush()
+                fut.set_result(None)
+            except Exception as exc:
+                fut.set_exception(exc)
+
+
+@dataclass
+class WorkerSpec:
+    """Everything a worker needs; sent to it once."""
+
+    rubric_set: RubricSet
+    settings: Settings
+    judge: str
+    template: str | None
+    cache: bool | None
+    output_dir: str
+    force: bool
+    parallel: int
+    generation: str
+    limiter: Any = None  # the limiter actor, or None for the local judge
+    worker_concurrency: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class BatchWorker:
+    """One worker process (a Ray actor): a store, a judge and ``parallel`` session slots."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self._ready: asyncio.Future[dict[str, Any]] | None = None
+        self._queue: asyncio.Queue[tuple[str, asyncio.Future[dict[str, Any]]]] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> dict[str, Any]:
+        """Open the store, build the judge, join the shared limiter (once; also after a restart)."""
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_future()
+            try:
+                self._ready.set_result(await self._setup())
+            except BaseException as exc:
+                self._ready.set_exception(exc)
+                raise
+        return await asyncio.shield(self._ready)
+
+    async def _setup(self) -> dict[str, Any]:
+        import ray
+
+        from jurist.models.shared_limiter import SharedLimiter
+        from jurist.rubrics.api import build_judge
+        from jurist.rubrics.scoring import SessionEvaluator
+        from jurist.store import Store
+
+        spec = self.spec
+        os.environ.update(spec.env)
+        self.store = await Store.aopen(spec.settings.database)
+        self.judge = build_judge(spec.settings, self.store, judge=spec.judge, template=spec.template,
+                                 cache=spec.cache)
+        model = getattr(self.judge, "model", None)
+        self.limiter: SharedLimiter | None = None
+        if model is not None and spec.limiter is not None:
+            actor_id = ray.get_runtime_context().get_actor_id() or uuid.uuid4().hex
+            self.limiter = SharedLimiter(spec.limiter, actor_id, max_held=spec.worker_concurrency)
+            await self.limiter.start()
+            model.limiter = self.limiter  # the Model goes through the cluster-wide limiter
+        self.evaluator = SessionEvaluator(spec.rubric_set, self.judge, _OnceSink(self.store, spec.generation),
+                                          spec.settings.session_char_budget, spec.settings.rubric_timeout)
+        self.durable = _Durable(self.store)
+        self.out = Path(spec.output_dir)
+        self._queue = asyncio.Queue()
+        self._tasks = [asyncio.create_task(self._consume()) for _ in range(spec.parallel)]
+        return await self.info()
+
+    async def info(self) -> dict[str, Any]:
+        import ray
+
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
+
+    async def score(self, files: list[str]) -> list[dict[str, Any]]:
+        """Score a shard; one outcome per file, in order."""
+        await self.start()
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        futures = []
+        for name in files:
+            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+            self._queue.put_nowait((name, fut))
+            futures.append(fut)
+        return list(await asyncio.gather(*futures))
+
+    async def _consume(self) -> None:
+        assert self._queue is not None
+        while True:
+            name, fut = await self._queue.get()
+            try:
+                outcome = await self._one(Path(name))
+            except Exception as exc:
+                if not fut.done():
+                    fut.set_exception(exc)
+            else:
+                if not fut.done():
+                    fut.set_result(outcome)
+
+    async def _one(self, path: Path) -> dict[str, Any]:
+        try:
+            session, existing = await asyncio.to_thread(open_session, path, self.out, self.spec.force)
+        except InputError as exc:
+            return {"file": str(path), "kind": "input_error", "error": str(exc)}
+        if existing is not None:
+            return {"file": str(path), "session_id": session.session_id, "kind": "existing", "result": existing}
+        result = await score_session(self.evaluator, session, self.out, before_write=self.durable.wait)
+        return {"file": str(path), "session_id": session.session_id, "kind": "scored", "result": result}
+
+    async def close(self) -> dict[str, Any]:
+        """Finish: give back permits, close the judge, write the last store rows."""
+        for task in self._tasks:
+            task.cancel()
+        stats: dict[str, Any] = {}
+        if self._ready is not None and self._ready.done() and not self._ready.exception():
+            if self.limiter is not None:
+                stats = {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
+                         "local_handovers": self.limiter.local_handovers}
+                await self.limiter.aclose()
+            model = getattr(self.judge, "model", None)
+            if model is not None:
+                await model.aclose()
+            await self.store.aclose()
+        return stats
+
+
+@dataclass
+class RayOptions:
+    """How the batch runs on the cluster."""
+
+    address: str | None = None  # None: start a local cluster, "auto": the running one, or ray://host:port
+    workers: int | None = None  # worker actors (default: the cluster's CPUs / worker_cpus)
+    worker_cpus: float = 1.0
+    shard_size: int = 100  # sessions per shard
+    worker_concurrency: int | None = None  # requests in flight per worker (default: only the cluster bound)
+    max_restarts: int = 3  # a worker that dies is restarted and its shards retried this many times
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The jurist error inside a Ray task error, or a clear JuristError."""
+    from ray import exceptions as rex
+
+    if isinstance(exc, rex.RayTaskError):
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, JuristError):
+            return cause
+        return JuristError(f"a batch worker failed: {cause or exc}")
+    if isinstance(exc, rex.RayActorError):
+        return JuristError(f"a batch worker died and could not be restarted: {exc}. "
+                           "Finished sessions are kept; rerun to resume.")
+    return exc
+
+
+def _env_for(settings: Settings) -> dict[str, str]:
+    from jurist.models.registry import PRESETS
+
+    names = set(_ENV_PASSED)
+    for ps in [*PRESETS.values(), *settings.providers.values()]:
+        if ps.api_key_env:
+            names.add(ps.api_key_env)
+    return {n: os.environ[n] for n in sorted(names) if os.environ.get(n)}
+
+
+class RayBatch:
+    """One batch run on Ray; :meth:`run` returns the same report as the local engine."""
+
+    def __init__(
+        self,
+        rubric_set: RubricSet,
+        sessions_dir: str | Path,
+        output_dir: str | Path,
+        *,
+        settings: Settings,
+        judge: str | None = None,
+        template: str | Path | None = None,
+        cache: bool | None = None,
+        parallel: int = 5,
+        max_concurrency: int | None = None,
+        force: bool = False,
+        options: RayOptions | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> None:
+        if parallel < 1:
+            raise InputError(f"--parallel must be at least 1, got {parallel}")
+        self.options = options or RayOptions()
+        if self.options.shard_size < 1:
+            raise InputError(f"the shard size must be at least 1, got {self.options.shard_size}")
+        self.rubric_set = rubric_set
+        self.sessions_dir = Path(sessions_dir).resolve()
+        self.output_dir = Path(output_dir).resolve()
+        # Workers run elsewhere: paths must not depend on their working directory.
+        self.settings = settings.model_copy(update={"home": str(Path(settings.home).resolve())})
+        self.judge = judge
+        self.template = str(Path(template).resolve()) if template else None
+        self.cache = cache
+        self.parallel = parallel
+        self.max_concurrency = max_concurrency
+        self.force = force
+        self.on_progress = on_progress
+        self.workers: list[Any] = []
+        self.limiter: Any = None
+        self.worker_stats: list[dict[str, Any]] = []
+        self._started_ray = False
+
+    async def run(self) -> BatchReport:
+        files = await asyncio.to_thread(session_files, self.sessions_dir)
+        await asyncio.to_thread(self.output_dir.mkdir, parents=True, exist_ok=True)
+        spec = await self._spec()
+        from jurist.store import Store
+
+        # Migrate once here, so workers opening the same database at once find it ready.
+        await (await Store.aopen(self.settings.database)).aclose()
+        await asyncio.to_thread(self._launch, spec)
+        try:
+            await asyncio.gather(*(self._await(w.start.remote()) for w in self.workers))
+            tally = BatchTally(self.rubric_set, self.on_progress)
+            await self._dispatch(files, tally)
+            self.worker_stats = list(await asyncio.gather(*(self._await(w.close.remote()) for w in self.workers)))
+            return await tally.finish(self.output_dir)
+        finally:
+            await asyncio.to_thread(self._teardown)
+
+    async def _spec(self) -> WorkerSpec:
+        from jurist.models.registry import LOCAL_JUDGE, judge_ref
+        from jurist.rubrics.api import build_judge
+
+        ref = judge_ref(self.settings, self.judge)
+        spec = WorkerSpec(self.rubric_set, self.settings, ref, self.template, self.cache, str(self.output_dir),
+                          self.force, self.parallel, uuid.uuid4().hex if self.force else "",
+                          worker_concurrency=self.options.worker_concurrency, env=_env_for(self.settings))
+        if ref != LOCAL_JUDGE:
+            # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
+            rj = build_judge(self.settings, None, judge=ref, template=self.template,
+                             max_concurrency=self.max_concurrency, cache=self.cache)
+            model = rj.model  # type: ignore[attr-defined]
+            lim = model.limiter
+            self._bounds = (model.endpoint, lim.max_in_flight, lim.requests_per_minute, lim.tokens_per_minute)
+            await model.aclose()
+        else:
+            self._bounds = None
+        return spec
+
+    def _launch(self, spec: WorkerSpec) -> None:
+        ray = import_ray()
+        from jurist.models.shared_limiter import ACTOR_NAMESPACE, limiter_actor
+
+        if not ray.is_initialized():
+            ray.init(address=self.options.address, namespace=ACTOR_NAMESPACE, log_to_driver=True)
+            self._started_ray = True
+        if self._bounds is not None:
+            endpoint, max_in_flight, rpm, tpm = self._bounds
+            self.limiter = spec.limiter = limiter_actor(endpoint, max_in_flight, rpm, tpm)
+        n = self.options.workers
+        if n is None:
+            n = max(1, int(ray.cluster_resources().get("CPU", 1) // max(self.options.worker_cpus, 0.001)))
+        cls = ray.remote(BatchWorker)
+        restarts = self.options.max_restarts
+        self._spec_ref = ray.put(spec)  # held by the driver, so a restarted worker can read it again
+        self.workers = [
+            cls.options(num_cpus=self.options.worker_cpus, max_restarts=restarts, max_task_retries=restarts,
+                        max_concurrency=1000).remote(self._spec_ref)
+            for _ in range(n)
+        ]
+
+    async def _await(self, ref: Any) -> Any:
+        try:
+            return await asyncio.wrap_future(ref.future())
+        except Exception as exc:
+            raise _cause(exc) from None
+
+    async def _dispatch(self, files: list[Path], tally: BatchTally) -> None:
+        """Keep every worker ``_PREFETCH`` shards ahead; tally outcomes as shards finish."""
+        size = self.options.shard_size
+        shards = ([str(p) for p in files[i:i + size]] for i in range(0, len(files), size))
+        load = [0] * len(self.workers)
+        pending: dict[asyncio.Future[Any], int] = {}
+
+        def fill() -> None:
+            for i, worker in enumerate(self.workers):
+                while load[i] < _PREFETCH:
+                    shard = next(shards, None)
+                    if shard is None:
+                        return
+                    pending[asyncio.ensure_future(self._await(worker.score.remote(shard)))] = i
+                    load[i] += 1
+
+        fill()
+        try:
+            while pending:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for fut in done:
+                    load[pending.pop(fut)] -= 1
+                    for outcome in fut.result():
+                        self._tally(outcome, tally)
+                fill()
+        finally:
+            for fut in pending:
+                fut.cancel()
+
+    @staticmethod
+    def _tally(outcome: dict[str, Any], tally: BatchTally) -> None:
+        if outcome["kind"] == "input_error":
+            tally.input_error(Path(outcome["file"]).name, outcome["error"])
+        elif tally.claim(outcome["session_id"], outcome["file"]):
+            if outcome["kind"] == "existing":
+                tally.add_existing(outcome["session_id"], outcome["result"])
+            else:
+                tally.add_scored(outcome["session_id"], outcome["result"])
+
+    def _teardown(self) -> None:
+        ray = import_ray()
+        for worker in self.workers:
+            try:
+                ray.kill(worker, no_restart=True)
+            except Exception:  # already gone
+                pass
+        if self._started_ray:
+            ray.shutdown()
+
+
+async def evaluate_batch_on_ray(
+    rubrics: str | Path | RubricSet,
+    sessions_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    settings: Settings | None = None,
+    options: RayOptions | None = None,
+    **kwargs: Any,
+) -> BatchReport:
+    """:func:`jurist.rubrics.evaluate_batch` on a Ray cluster (same arguments, plus ``options``)."""
+    settings = settings or await asyncio.to_thread(Settings.load)
+    rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
+        load_rubrics, rubrics, settings.score_scale)
+    return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,
+                          **kwargs).run()
