@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 import jurist
 from jurist.config import Settings
-from jurist.server import api_analysis, api_evaluations, health, proxy, tutor, tutor_ws
+from jurist.server import api_analysis, api_evaluations, dashboard, health, proxy, tutor, tutor_ws
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.sessions import SessionFactory
 from jurist.server.state import ServerState
@@ -85,6 +85,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(api_evaluations.router)
     app.include_router(api_analysis.router)
+    app.include_router(dashboard.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     if upstream:

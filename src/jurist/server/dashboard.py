@@ -1,0 +1,189 @@
+"""The dashboard at ``/evaluation``: server-rendered pages over the stored evaluations.
+
+Overview (aggregates and charts), explorer (filtered, paginated list), one
+evaluation's trace (every judge call with prompt and raw response), the
+research runtime view (progressive disclosure per stage), failure patterns
+and the prompt lab. Pages are Jinja2 templates (autoescaped; nothing from the
+database is ever marked safe); charts are plotly figures built here and drawn
+by plotly.js served from this server, so the pages work offline. Every read
+runs off the event loop; the query parameters are validated by the API's
+``evaluation_filter`` (bad values are 422).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from jurist.errors import InputError, NotFound
+from jurist.server import dashboard_charts as charts
+from jurist.server import dashboard_views as views
+from jurist.server.api_evaluations import evaluation_filter
+from jurist.server.state import get_state
+from jurist.store import dashboard as q
+
+router = APIRouter(prefix="/evaluation", include_in_schema=False)
+
+# Scripts and styles from this origin only (plotly sets inline styles on its SVG).
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evaluation/explorer"),
+       ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"))
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_js() -> bytes:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode("utf-8")
+
+
+def _plotly_version() -> str:
+    import plotly
+
+    return str(plotly.__version__)
+
+
+def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+    env = request.app.state.templates
+    env.env.filters.update(views.FILTERS)
+    response = env.TemplateResponse(
+        request, f"dashboard/{template}",
+        {"nav": NAV, "plotly_src": f"/evaluation/assets/plotly.min.js?v={_plotly_version()}", **context},
+        status_code=status_code)
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response  # type: ignore[no-any-return]
+
+
+def not_found(request: Request, message: str) -> HTMLResponse:
+    return render(request, "not_found.html", {"active": None, "message": message}, status_code=404)
+
+
+def _query(request: Request, **changes: Any) -> str:
+    """The current query string with ``changes`` applied (None drops a key)."""
+    params = {k: v for k, v in request.query_params.items() if v != ""}
+    for k, v in changes.items():
+        if v is None:
+            params.pop(k, None)
+        else:
+            params[k] = str(v)
+    return urlencode(params)
+
+
+@router.get("/assets/plotly.min.js")
+async def plotly_js() -> Response:
+    """plotly.js from the installed plotly package (no CDN)."""
+    body = await asyncio.to_thread(_plotly_js)
+    return Response(body, media_type="application/javascript; charset=utf-8",
+                    headers={"Cache-Control": "public, max-age=31536000, immutable"})
+
+
+@router.get("", response_class=HTMLResponse)
+async def overview_page(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> HTMLResponse:
+    data = await get_state(request).store.aread(q.overview, flt)
+    figures = await asyncio.to_thread(charts.overview_figures, data)
+    return render(request, "overview.html", {
+        "active": "overview", "data": data, "figures": figures, "params": dict(request.query_params),
+        "kinds": q.KINDS, "explorer_query": _query(request)})
+
+
+@router.get("/explorer", response_class=HTMLResponse)
+async def explorer_page(
+    request: Request,
+    flt: q.EvaluationFilter = Depends(evaluation_filter),
+    page: int = Query(1, ge=1, le=100_000),
+    page_size: int = Query(50, ge=1, le=200),
+) -> HTMLResponse:
+    store = get_state(request).store
+    listing, failures = await asyncio.gather(store.aread(q.list_page, flt, page=page, page_size=page_size),
+                                             store.aread(q.failure_types))
+    pages = max(1, -(-listing["total"] // page_size))
+    return render(request, "explorer.html", {
+        "active": "explorer", "listing": listing, "failures": failures, "kinds": q.KINDS,
+        "params": dict(request.query_params), "pages": pages,
+        "prev_query": _query(request, page=page - 1) if page > 1 else None,
+        "next_query": _query(request, page=page + 1) if page < pages else None})
+
+
+@router.get("/evaluations/{evaluation_id}", response_class=HTMLResponse)
+async def trace_page(request: Request, evaluation_id: str) -> HTMLResponse:
+    found = await get_state(request).store.aread(q.trace, evaluation_id)
+    if found is None:
+        return not_found(request, f"No evaluation with id {evaluation_id!r}.")
+    view = await asyncio.to_thread(views.trace_view, found)
+    return render(request, "trace.html", {"active": "explorer", **view})
+
+
+@router.get("/research/{evaluation_id}", response_class=HTMLResponse)
+async def research_page(request: Request, evaluation_id: str) -> HTMLResponse:
+    found = await get_state(request).store.aread(q.trace, evaluation_id)
+    if found is None or found["evaluation"].get("kind") != "research":
+        return not_found(request, f"No research evaluation with id {evaluation_id!r}.")
+    view = await asyncio.to_thread(views.research_view, found["evaluation"])
+    return render(request, "research.html", {"active": "explorer", "evaluation": found["evaluation"], **view})
+
+
+@router.get("/patterns", response_class=HTMLResponse)
+async def patterns_page(request: Request) -> HTMLResponse:
+    from jurist.analysis import latest_patterns
+
+    state = get_state(request)
+    found = await latest_patterns(state.store)
+    return render(request, "patterns.html", {
+        "active": "patterns", "run": found["run"], "patterns": found["patterns"], "kinds": q.KINDS,
+        "token_required": bool(state.settings.api_token)})
+
+
+@router.get("/prompts", response_class=HTMLResponse)
+async def prompts_page(request: Request) -> HTMLResponse:
+    from jurist.analysis import list_prompts
+
+    prompts = await list_prompts(get_state(request).store)
+    return render(request, "prompts.html", {"active": "prompts", "prompts": prompts})
+
+
+@router.get("/prompts/{name}", response_class=HTMLResponse)
+async def prompt_page(
+    request: Request,
+    name: str,
+    a: int | None = Query(None, ge=1, le=1_000_000, description="version A"),
+    b: int | None = Query(None, ge=1, le=1_000_000, description="version B"),
+    key: str | None = Query(None, max_length=200, description="compare on this rubric or dimension key only"),
+) -> HTMLResponse:
+    from jurist.analysis import compare_versions, diff_lines, prompt_version, prompt_versions
+
+    store = get_state(request).store
+    try:
+        info = await prompt_versions(store, name)
+    except NotFound:
+        return not_found(request, f"No prompt named {name!r}.")
+    numbers = [v["version"] for v in info["versions"]]
+    b = b if b is not None else numbers[-1]
+    a = a if a is not None else (numbers[-2] if len(numbers) > 1 else numbers[-1])
+    for v in (a, b):
+        if v not in numbers:
+            return not_found(request, f"Prompt {name!r} has no version {v}.")
+    text_a, text_b = await asyncio.gather(prompt_version(store, name, a), prompt_version(store, name, b))
+    diff = await asyncio.to_thread(diff_lines, text_a["text"], text_b["text"]) if a != b else []
+    comparison, problem = None, None
+    if a == b:
+        problem = "Choose two different versions to compare them." if len(numbers) > 1 else \
+            "This prompt has one version so far; store a second one to compare them."
+    else:
+        try:
+            comparison = await compare_versions(store, name, a, b, key=key)
+        except InputError as exc:
+            problem = str(exc)
+    return render(request, "prompt.html", {
+        "active": "prompts", "prompt": info, "a": a, "b": b, "key": key or "", "text_a": text_a, "text_b": text_b,
+        "diff": diff, "comparison": comparison, "problem": problem})
+
+
+__all__ = ["router"]
