@@ -105,8 +105,8 @@ def _groups(subjects: list[Subject], dimension: str) -> tuple[list[str], np.ndar
     return [s.evaluation_id for s in chosen], np.asarray(values, dtype=float), chosen
 
 
-def _candidates(chosen: list[Subject], dimension: str, min_count: int,
-                hash_label: dict[str, str]) -> list[tuple[str, str, np.ndarray]]:
+def _candidates(chosen: list[Subject], dimension: str, min_count: int, hash_label: dict[str, str],
+                term_sets: dict[str, set[str]]) -> list[tuple[str, str, np.ndarray]]:
     """(feature_type, feature, boolean mask) for every feature with enough on both sides."""
     n = len(chosen)
     out: list[tuple[str, str, np.ndarray]] = []
@@ -117,11 +117,18 @@ def _candidates(chosen: list[Subject], dimension: str, min_count: int,
             out.append((kind, feature, mask))
 
     with_text = np.array([s.text is not None for s in chosen], dtype=bool)
-    term_sets = [terms_of(s.text) if s.text else set() for s in chosen]
-    counts = Counter(t for ts in term_sets for t in ts)
-    frequent = [t for t, c in counts.most_common() if c >= min_count and n - c >= min_count][:MAX_TERMS]
-    for term in frequent:
-        add("term", term, np.array([term in ts for ts in term_sets], dtype=bool))
+    counts = Counter(t for s in chosen for t in term_sets.get(s.evaluation_id, ()))
+    frequent = {t for t, c in counts.most_common() if c >= min_count and n - c >= min_count}
+    frequent = set(sorted(frequent, key=lambda t: (-counts[t], t))[:MAX_TERMS])
+    postings: dict[str, list[int]] = {t: [] for t in frequent}
+    for i, s in enumerate(chosen):
+        for t in term_sets.get(s.evaluation_id, ()):
+            if t in postings:
+                postings[t].append(i)
+    for term in sorted(frequent, key=lambda t: (-counts[t], t)):
+        mask = np.zeros(n, dtype=bool)
+        mask[postings[term]] = True
+        add("term", term, mask)
     if with_text.sum() >= 2 * min_count:
         lengths = np.array([len(s.text) if s.text else 0 for s in chosen])
         cut = float(np.percentile(lengths[with_text], 75))
@@ -149,15 +156,17 @@ def find_patterns(subjects: list[Subject], *, min_count: int = 5, alpha: float =
     if per_dimension:
         keys = Counter(k for s in subjects for k in s.dimensions)
         dimensions += sorted(k for k, c in keys.items() if c >= 2 * min_count)
+    term_sets = {s.evaluation_id: terms_of(s.text) for s in subjects if s.text}
     tested: list[Finding] = []
     for dimension in dimensions:
         ids, values, chosen = _groups(subjects, dimension)
         if len(values) < 2 * min_count or np.ptp(values) == 0:
             continue
-        for kind, feature, mask in _candidates(chosen, dimension, min_count, hash_label):
+        for kind, feature, mask in _candidates(chosen, dimension, min_count, hash_label, term_sets):
             p, delta = compare(values[mask], values[~mask])
-            affected = [i for i, m in zip(ids, mask) if m]
-            examples = [s.text for s, m in zip(chosen, mask) if m and s.text][:3]
+            where = np.flatnonzero(mask)
+            affected = [ids[i] for i in where]
+            examples = [t for t in (chosen[i].text for i in where[:50]) if t][:3]
             tested.append(Finding(kind, feature, dimension, affected, float(values[mask].mean()),
                                   float(values[~mask].mean()), delta, p, examples=examples))
     for f, adjusted in zip(tested, benjamini_hochberg([f.p_raw for f in tested])):
