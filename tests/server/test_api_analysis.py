@@ -26,7 +26,8 @@ def store(tmp_path):
 
 def _client(store: Store, **settings) -> TestClient:
     app = create_app(Settings(**settings), store=store)
-    if not any(getattr(r, "path", None) == "/api/prompts" for r in app.routes):
+    if not any(getattr(r, "original_router", None) is router or getattr(r, "path", None) == "/api/prompts"
+               for r in app.routes):
         app.include_router(router)
     return TestClient(app)
 
