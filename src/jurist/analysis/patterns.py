@@ -143,13 +143,13 @@ async def run_analysis(
     params = {"kind": kind, "since": since.isoformat() if since else None,
               "until": until.isoformat() if until else None, "writer": writer, "min_count": min_count,
               "alpha": alpha, "limit": limit}
-    await store.run_write(q.insert_run, {"id": run_id, "status": "running", "params": params, "evaluations": 0,
+    await store.awrite(q.insert_run, {"id": run_id, "status": "running", "params": params, "evaluations": 0,
                                          "writer_model": None, "created_at": _utcnow()})
     try:
-        rows = await store.run_read(lambda c: q.evaluations_for_analysis(c, kind=kind, since=since, until=until,
+        rows = await store.aread(lambda c: q.evaluations_for_analysis(c, kind=kind, since=since, until=until,
                                                                          limit=limit))
         texts = await texts_of(store, rows)
-        score_rows = await store.run_read(q.score_rows_of, [r["id"] for r in rows])
+        score_rows = await store.aread(q.score_rows_of, [r["id"] for r in rows])
         labels = await hash_labels(store)
         subjects = await asyncio.to_thread(build_subjects, rows, texts, score_rows)
         findings = await asyncio.to_thread(lambda: find_patterns(subjects, min_count=min_count, alpha=alpha,
@@ -160,10 +160,10 @@ async def run_analysis(
         pattern_rows, links = _pattern_rows(run_id, findings, written, _utcnow())
         finish = {"status": "done", "evaluations": len(rows), "writer_model": used[0] if used else None,
                   "finished_at": _utcnow()}
-        await store.run_write(_save_results, run_id, pattern_rows, links, finish)
+        await store.awrite(_save_results, run_id, pattern_rows, links, finish)
     except BaseException as exc:
         failed = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000], "finished_at": _utcnow()}
-        await asyncio.shield(store.run_write(q.finish_run, run_id, failed))
+        await asyncio.shield(store.awrite(q.finish_run, run_id, failed))
         raise
     finally:
         if model is not None:
@@ -174,9 +174,9 @@ async def run_analysis(
 async def latest_patterns(store: Store, run_id: str | None = None) -> dict[str, Any]:
     """``{"run": {...} or None, "patterns": [... each with "evaluation_ids" (the first 100)]}``: the
     given run, else the newest finished one. NotFound for an unknown ``run_id``."""
-    run = await store.run_read(q.get_run, run_id)
+    run = await store.aread(q.get_run, run_id)
     if run is None:
         if run_id is not None:
             raise NotFound(f"no analysis run {run_id!r}")
         return {"run": None, "patterns": []}
-    return {"run": run, "patterns": await store.run_read(q.patterns_of_run, run["id"])}
+    return {"run": run, "patterns": await store.aread(q.patterns_of_run, run["id"])}

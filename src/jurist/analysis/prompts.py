@@ -64,7 +64,7 @@ async def list_prompts(store: Store) -> list[dict[str, Any]]:
     """Every prompt: ``[{"name", "latest_version", "versions": [{"version", "hash", "created_at", "note",
     "source"}]}]``, by name."""
     shipped = await asyncio.to_thread(shipped_prompts)
-    rows = await store.run_read(q.list_prompt_versions)
+    rows = await store.aread(q.list_prompt_versions)
     return [{"name": name, "latest_version": versions[-1]["version"], "versions": versions}
             for name, versions in _merge(shipped, rows).items()]
 
@@ -72,7 +72,7 @@ async def list_prompts(store: Store) -> list[dict[str, Any]]:
 async def prompt_versions(store: Store, name: str) -> dict[str, Any]:
     """One prompt with its versions (as in :func:`list_prompts`); NotFound for an unknown name."""
     shipped = await asyncio.to_thread(shipped_prompts)
-    rows = await store.run_read(q.list_prompt_versions, name)
+    rows = await store.aread(q.list_prompt_versions, name)
     merged = _merge({name: shipped[name]} if name in shipped else {}, rows)
     if name not in merged:
         raise NotFound(f"no prompt named {name!r}; known prompts: {', '.join(shipped)}")
@@ -81,7 +81,7 @@ async def prompt_versions(store: Store, name: str) -> dict[str, Any]:
 
 async def prompt_version(store: Store, name: str, version: int) -> dict[str, Any]:
     """One version with its text: ``{"name", "version", "hash", "text", "created_at", "note", "source"}``."""
-    row = await store.run_read(q.get_prompt_version, name, version)
+    row = await store.aread(q.get_prompt_version, name, version)
     if row is not None:
         return {**_stored_entry(row), "name": name, "text": row["text"]}
     if version == 1:
@@ -136,7 +136,7 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
 
     for attempt in range(_ATTEMPTS):
         try:
-            version = await store.run_write(insert_next)
+            version = await store.awrite(insert_next)
             break
         except (IntegrityError, OperationalError) as exc:
             # Two writers took the same number (PostgreSQL: unique violation; SQLite: the
@@ -168,6 +168,6 @@ async def hash_labels(store: Store) -> dict[str, str]:
     """Every known prompt hash -> ``"<name> v<version>"`` (shipped and stored)."""
     shipped = await asyncio.to_thread(shipped_prompts)
     labels = {t.hash: f"{n} v1" for n, t in shipped.items()}
-    for h, (name, version) in (await store.run_read(q.prompt_hash_labels)).items():
+    for h, (name, version) in (await store.aread(q.prompt_hash_labels)).items():
         labels[h] = f"{name} v{version}"
     return labels

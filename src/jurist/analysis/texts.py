@@ -84,8 +84,8 @@ def _texts_sync(rows: list[dict[str, Any]], payloads: dict[str, Any], generation
 async def texts_of(store: Store, rows: list[dict[str, Any]]) -> dict[str, str]:
     """evaluation id -> its text, for the evaluations that have one (reads off the event loop)."""
     payload_ids = [r["id"] for r in rows if r["kind"] in ("research", "gate")]
-    payloads = await store.run_read(q.payloads_of, payload_ids) if payload_ids else {}
+    payloads = await store.aread(q.payloads_of, payload_ids) if payload_ids else {}
     missing = [r["trace_id"] for r in rows
                if r["kind"] == "gate" and r["trace_id"] and _payload_text("gate", payloads.get(r["id"])) is None]
-    generations = await store.run_read(q.generation_messages, missing) if missing else {}
+    generations = await store.aread(q.generation_messages, missing) if missing else {}
     return await asyncio.to_thread(_texts_sync, rows, payloads, generations)

@@ -2,7 +2,7 @@
 runs, patterns and the evaluation and score rows the statistics read.
 
 Plain functions taking a Connection, like :mod:`jurist.store.queries`; the
-``Store`` runs them off the event loop (``run_read`` / ``run_write``).
+``Store`` runs them off the event loop (``aread`` / ``awrite``).
 """
 
 from __future__ import annotations

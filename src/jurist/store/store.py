@@ -286,16 +286,8 @@ class Store:
         """Run one query function in its own transaction, off the event loop."""
         return await asyncio.to_thread(self._tx, fn, *args)
 
-    def _read(self, fn: Any, *args: Any) -> Any:
-        with self.engine.connect() as conn:
-            return fn(conn, *args)
-
-    async def run_read(self, fn: Any, *args: Any) -> Any:
-        """Run a read query function ``fn(conn, *args)`` in a worker thread (off the event loop)."""
-        return await asyncio.to_thread(self._read, fn, *args)
-
-    async def run_write(self, fn: Any, *args: Any) -> Any:
-        """Run ``fn(conn, *args)`` in its own transaction in a worker thread; durable when it returns."""
+    async def awrite(self, fn: Any, *args: Any) -> Any:
+        """:meth:`write` off the event loop; durable when it returns."""
         return await asyncio.to_thread(self._tx, fn, *args)
 
     async def create_checklist_session(self, session: dict[str, Any], points: list[dict[str, Any]]) -> None:
