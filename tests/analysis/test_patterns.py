@@ -1,6 +1,6 @@
 import json
 import random
-from datetime import timedelta
+from datetime import timedelta, timezone
 
 import pytest
 from sqlalchemy import select
@@ -82,6 +82,9 @@ async def test_filters_bound_what_is_analysed(store):
     result = await run_analysis(store, Settings(), since=START + timedelta(minutes=50))
     assert result["run"]["evaluations"] == 10
     assert result["run"]["params"]["since"].startswith("2026-01-01T00:50")
+    two_hours_east = timezone(timedelta(hours=2))
+    result = await run_analysis(store, Settings(), since=(START + timedelta(minutes=50)).astimezone(two_hours_east))
+    assert result["run"]["evaluations"] == 10
     result = await run_analysis(store, Settings(), limit=30)
     assert result["run"]["evaluations"] == 30
 

@@ -40,7 +40,8 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
         return None
     if not isinstance(value, datetime):
         raise InputError(f"{name} must be a date and time")
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    # In UTC: SQLite keeps times as text, so every bound must use the same offset.
+    return value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def check_params(kind: str | None, since: datetime | None, until: datetime | None, min_count: int, alpha: float,
