@@ -15,6 +15,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,12 @@ async def seed_all(store: Store, tmp_path: Path, history: int = 400) -> dict[str
     return ids
 
 
+def run_async(coro: Any) -> Any:
+    """Run a coroutine to the end from sync code, also where a loop is running (the browser's driver)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 @contextmanager
 def database(backend: str, folder: Path) -> Iterator[str]:
     """A fresh, empty database: a SQLite file, or a PostgreSQL database dropped afterwards."""
@@ -178,7 +185,7 @@ def seeded_store(backend: str, folder: Path, history: int = 400) -> Iterator[tup
         mp.setenv("JURIST_HOME", str(folder / ".jurist"))
         store = Store(url)
         try:
-            ids = asyncio.run(seed_all(store, folder, history))
+            ids = run_async(seed_all(store, folder, history))
             yield store, ids
         finally:
             store.close()
