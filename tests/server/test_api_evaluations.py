@@ -214,6 +214,8 @@ def test_evaluate_needs_the_token_when_one_is_set(tmp_path, provider):
     ({"rubrics": RUBRICS, "session": [{"content": "no role"}]}, 400, "missing field 'role'"),
     ({"rubrics": RUBRICS, "session": []}, 422, "session"),
     ({"session": SESSION}, 422, "rubrics"),
+    ({"rubrics": RUBRICS, "session": SESSION, "template": "/etc/passwd"}, 422, "template"),  # never a file path
+    ({"rubrics": RUBRICS, "session": SESSION, "template": "rubric_judge@9"}, 404, "no prompt 'rubric_judge' version 9"),
 ])
 def test_evaluate_bad_input(tmp_path, provider, body, status, words):
     with _app(tmp_path, provider) as c:

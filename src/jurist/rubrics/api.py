@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from contextlib import asynccontextmanager
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, AsyncIterator
 
 from jurist.config import Settings
 from jurist.judges import builtin, from_file
-from jurist.judges.templates import RUBRIC_PLACEHOLDERS
+from jurist.errors import NotFound
+from jurist.judges.templates import RUBRIC_PLACEHOLDERS, PromptTemplate
 from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model
 from jurist.rubrics.batch import BatchReport, ProgressFn, run_batch
 from jurist.rubrics.judging import LLMRubricJudge, LocalRubricJudge
@@ -17,7 +20,34 @@ from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.scoring import RubricJudge, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.store import Store
+from jurist.store.analysis import get_prompt_version
 from jurist.sync import run_sync
+
+
+_STORED = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)@(?P<version>[0-9]{1,6})$")
+
+
+def load_template(template: str | Path | PromptTemplate | None, store: Store | None) -> PromptTemplate:
+    """The rubric judge's template: the shipped one, a file, or ``<name>@<version>``, a version
+    kept in the store's prompt lab (``PUT /api/prompts/<name>``; version 1 is the shipped text).
+
+    Blocking (file and database reads): call it off the event loop.
+    """
+    if template is None:
+        return builtin("rubric_judge")
+    if isinstance(template, PromptTemplate):
+        return template
+    match = _STORED.match(str(template))
+    if match is None or Path(template).exists():
+        return from_file(template)
+    name, version = match["name"], int(match["version"])
+    row = store.read(get_prompt_version, name, version) if store is not None else None
+    if row is not None:
+        return PromptTemplate(name=name, version=str(version), text=row["text"], source=f"prompt {name}@{version}")
+    if version == 1 and (files("jurist") / "templates" / f"{name}.txt").is_file():
+        return builtin(name)
+    raise NotFound(f"no prompt {name!r} version {version} in the store; list the versions with "
+                   f"GET /api/prompts/{name} (or give a template file)")
 
 
 def build_judge(
@@ -25,18 +55,17 @@ def build_judge(
     store: Store | None,
     *,
     judge: str | None = None,
-    template: str | Path | None = None,
+    template: str | Path | PromptTemplate | None = None,
     max_concurrency: int | None = None,
     cache: bool | None = None,
 ) -> RubricJudge:
     """The rubric judge for a reference (default: settings, else the local judge).
 
-    A user template is checked before any call: an unknown placeholder is an
+    ``template`` is a file, ``<name>@<version>`` (see :func:`load_template`) or a
+    loaded template. It is checked before any call: an unknown placeholder is an
     ``InputError``.
     """
-    free = (from_file(template) if template else builtin("rubric_judge")).check(
-        RUBRIC_PLACEHOLDERS, required={"chat_session"}
-    )
+    free = load_template(template, store).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
     items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
     ref = judge_ref(settings, judge)
     if ref == LOCAL_JUDGE:
@@ -69,7 +98,8 @@ async def _evaluator(
     own = store is None
     store = store or await Store.aopen(settings.database)
     try:
-        rj = build_judge(settings, store, judge=judge, template=template, max_concurrency=max_concurrency,
+        loaded = await asyncio.to_thread(load_template, template, store)
+        rj = build_judge(settings, store, judge=judge, template=loaded, max_concurrency=max_concurrency,
                          cache=cache)
         try:
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)

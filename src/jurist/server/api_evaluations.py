@@ -175,6 +175,9 @@ class EvaluateRequest(BaseModel):
         description="the session's JSONL lines as objects: {\"role\": \"user\", \"content\": \"...\"}")
     session_id: str | None = Field(None, max_length=300)
     judge: str | None = Field(None, max_length=200, description="a model reference or alias (default: configured)")
+    template: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+@[0-9]{1,6}$",
+                                 description="a prompt version of the prompt lab, e.g. rubric_judge@2 "
+                                             "(default: the shipped rubric_judge)")
 
 
 @router.post("/evaluate", dependencies=[Depends(require_write)], status_code=200,
@@ -189,4 +192,5 @@ async def evaluate(request: Request, body: EvaluateRequest) -> dict[str, Any]:
     rubric_set = parse_rubrics(body.rubrics, "request body: rubrics", state.settings.score_scale)
     lines = [json.dumps(m) for m in body.session]
     session = parse_session(lines, "request body: session", body.session_id or "posted")
-    return await run_evaluation(rubric_set, session, judge=body.judge, settings=state.settings, store=state.store)
+    return await run_evaluation(rubric_set, session, judge=body.judge, template=body.template,
+                                settings=state.settings, store=state.store)
