@@ -187,3 +187,11 @@ def test_client_reports_an_unreachable_limiter(cluster):
 
     with pytest.raises(JuristError, match="limiter is unreachable"):
         asyncio.run(go())
+
+
+async def test_core_forget_frees_a_stopped_clients_permits():
+    core = LimiterCore(2)
+    assert await core.acquire("gone", [0, 0]) == 2
+    await core.forget("gone")
+    stats = await core.stats()
+    assert stats["in_flight"] == 0 and "gone" not in stats["held"]

@@ -165,6 +165,7 @@ async def test_resume_after_the_driver_is_interrupted(cluster, provider, tmp_pat
     done = {p.name for p in (tmp_path / "out").glob("*_result.json")}
     assert 8 <= len(done) < 40
     assert not (tmp_path / "out" / "summary.json").exists()
+    assert ray.get(first.limiter.stats.remote())["in_flight"] == 0  # stopped workers keep no permits
     calls = len(provider.requests)
     again = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=2,
                      options=RayOptions(workers=2, shard_size=4))

@@ -104,6 +104,12 @@ class LimiterCore:
         self.held[client] = 0
         self._pump()
 
+    async def forget(self, client: str) -> None:
+        """A client is gone for good (its worker was stopped): free what it held."""
+        self._give_back(client, self.held.get(client, 0))
+        self.held.pop(client, None)
+        self._pump()
+
     async def acquire(self, client: str, tokens: list[int], give_back: int = 0) -> int:
         """Wait until at least one permit can be granted; grant up to ``len(tokens)``."""
         self._give_back(client, give_back)
@@ -201,17 +207,19 @@ def limiter_actor(
     *,
     window: float = 60.0,
 ) -> Any:
-    """The cluster's limiter actor for ``endpoint``, created on first use.
+    """The limiter actor for ``endpoint`` of this driver's Ray job, created on first use.
 
-    A named actor in the ``jurist`` namespace: every driver connected to the
-    cluster that asks for the same endpoint gets the same actor, and the
-    bounds passed here update it. Call from a connected driver (``ray.init``).
+    A named actor in the ``jurist`` namespace, one per endpoint and job: every
+    batch the driver runs against the endpoint (and every worker of those
+    batches, on any node) shares it, and the bounds passed here update it. It
+    ends with the driver. Call from a connected driver (``ray.init``).
     """
     import ray
 
     cls = ray.remote(LimiterCore)
+    job = ray.get_runtime_context().get_job_id()
     actor = cls.options(  # type: ignore[attr-defined]
-        name=f"jurist-limiter:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
+        name=f"jurist-limiter:{job}:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
         num_cpus=0, max_restarts=-1, max_concurrency=100_000,
     ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)
     ray.get(actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute))

@@ -407,6 +407,9 @@ class RayBatch:
                 ray.kill(worker, no_restart=True)
             except Exception:  # already gone
                 pass
+        if self.limiter is not None and self.workers:
+            # A worker stopped before it gave its permits back (an interrupted run) must not keep them.
+            ray.get([self.limiter.forget.remote(w._actor_id.hex()) for w in self.workers])
         if self._started_ray:
             ray.shutdown()
 
