@@ -4,7 +4,7 @@ The app runs under uvicorn on 127.0.0.1 over a store seeded by the
 capabilities (see test_dashboard_pages.seed_all); every request that would
 leave the machine is blocked and recorded, so the charts must render from the
 plotly.js this server ships. Screenshots of each view go to the folder in
-env JURIST_SCREENSHOTS (default: the test's temporary folder), e.g.
+env JURIST_SCREENSHOTS (relative to the repository; default: the test's temporary folder), e.g.
 ``JURIST_SCREENSHOTS=docs/img``.
 
 Needs ``apt-get install chromium`` and ``pip install playwright`` (the Python
@@ -24,6 +24,7 @@ from jurist.config import Settings
 from jurist.server import create_app
 from jurist.store import analysis as qa
 from jurist.store import dashboard as q
+from tests.conftest import REPO
 from tests.server.live import running
 from tests.server.test_browser import ARGS, CHROMIUM, _missing
 from tests.server.test_dashboard_pages import PWN_IMG, PWN_SCRIPT, run_async, seeded_store
@@ -37,7 +38,8 @@ def pct(x: float | None) -> str:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("JURIST_SCREENSHOTS") or tmp_path / "screenshots").resolve()
+    given = os.environ.get("JURIST_SCREENSHOTS")
+    folder = (REPO / given if not Path(given).is_absolute() else Path(given)) if given else tmp_path / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -39,7 +39,7 @@ def distribution(data: dict[str, Any]) -> dict[str, Any]:
     colors = [BAD if b["high"] <= 0.5 else ACCENT for b in bins]
     fig = go.Figure(go.Bar(x=labels, y=[b["count"] for b in bins], marker_color=colors,
                            hovertemplate="score %{x}<br>%{y} evaluations<extra></extra>"),
-                    layout=_layout(xaxis=dict(title=dict(text="score (0–1)")),
+                    layout=_layout(height=340, xaxis=dict(title=dict(text="score (0–1)")),
                                    yaxis=dict(title=dict(text="evaluations"))))
     return _plain(fig)
 
@@ -63,9 +63,9 @@ def trend(data: dict[str, Any]) -> dict[str, Any] | None:
     fig = go.Figure(layout=_layout(
         showlegend=True, legend=dict(orientation="h", y=1.12, x=0),
         margin=dict(t=28, r=48),
-        yaxis=dict(title=dict(text="evaluations")),
-        yaxis2=dict(overlaying="y", side="right", range=[0, 1], showgrid=False, title=dict(text="score / rate"),
-                    tickformat=".0%"),
+        yaxis=dict(title=dict(text="evaluations"), range=[0, max(w["count"] for w in weeks) * 1.15]),
+        yaxis2=dict(overlaying="y", side="right", range=[0, 1.05], showgrid=False, title=dict(text="score / rate"),
+                    tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%"),
         xaxis=dict(type="category")))
     fig.add_bar(x=x, y=[w["count"] for w in weeks], name="evaluations", marker_color="#c9d8f5",
                 hovertemplate="week of %{x}<br>%{y} evaluations<extra></extra>")

@@ -238,11 +238,14 @@ def research_view(ev: dict[str, Any]) -> dict[str, Any]:
             "pass_threshold": cfg.get("pass_threshold"), "skipped": bool(s.get("evaluationSkipped")),
             "skip_reason": s.get("skipReason"), "attempts": attempts,
             "final_dimensions": _dimensions(final, dims), "flagged_severe": bool(s.get("flaggedSevere")),
-            "severe": severe, "warnings": [str(w) for w in _list(s.get("warnings"))],
+            "severe": severe, "warnings": [str(w) for w in _list(s.get("warnings"))
+                                           if not (s.get("flaggedSevere") and "quality warning" in str(w).lower())],
+            "all_warnings": [str(w) for w in _list(s.get("warnings"))],
             "escalated": bool(s.get("escalatedToLargeModel")), "meta_review": _escalation(s.get("metaReview")),
             "chosen": s.get("chosenAttempt") or s.get("finalAttempt"), "regenerated": s.get("regenerated"),
             "iterations": s.get("totalIterations"), "note": s.get("scoringNote"),
         })
+    shown = {w for s in stages for w in s["all_warnings"]}
     return {"query": payload.get("userQuery"), "overall": payload.get("overallScore"),
             "skipped": bool(payload.get("evaluationSkipped")), "skip_reason": payload.get("skipReason"),
-            "stages": stages, "warnings": [str(w) for w in _list(payload.get("warnings"))]}
+            "stages": stages, "warnings": [str(w) for w in _list(payload.get("warnings")) if str(w) not in shown]}
