@@ -185,10 +185,62 @@ async def test_paraphrase_expressed_near_miss_and_unrelated_not(judge: local.Loc
     assert hit.expressed and hit.evidence and "adenosine receptors" in hit.evidence
     assert not miss.expressed
     assert not far.expressed
-    assert far.confidence > miss.confidence  # further from the threshold
+    assert far.confidence >= miss.confidence  # at least as far from the threshold
+    (m_miss,) = await judge.similarity(near, [TOLERANCE], align=True)
+    (m_far,) = await judge.similarity(unrelated, [TOLERANCE], align=True)
+    assert local.expressed_score(m_far) < local.expressed_score(m_miss) < local.EXPRESSED_THRESHOLD
     for check in (hit, miss, far):
         assert check.judge_model == "local/minilm"
         assert 0.5 <= check.confidence <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("statement", "paraphrase", "neighbour"),
+    [
+        (
+            "Insulin lowers blood sugar by helping cells absorb glucose.",
+            "Insulin lets your cells pull sugar out of the blood, so blood sugar goes down.",
+            "Insulin is produced by beta cells in the pancreas.",
+        ),
+        (
+            "A Python tuple cannot be changed after it is created.",
+            "Once you make a tuple in Python you can't modify it.",
+            "Python tuples are written with parentheses and can hold items of different types.",
+        ),
+    ],
+)
+async def test_neighbouring_fact_rejected_by_unmatched_words(
+    judge: local.LocalJudge, statement: str, paraphrase: str, neighbour: str
+) -> None:
+    # The neighbouring fact is as close as a paraphrase by cosine alone (at least
+    # 0.6), but leaves most of the statement's content words without a counterpart.
+    (near,) = await judge.similarity(neighbour, [statement], align=True)
+    (para,) = await judge.similarity(paraphrase, [statement], align=True)
+    assert near.score >= 0.6
+    assert near.unmatched >= 0.5 > para.unmatched
+    (yes,) = await judge.expresses(paraphrase, [statement])
+    (no,) = await judge.expresses(neighbour, [statement])
+    assert yes.expressed and not no.expressed
+    assert no.confidence == pytest.approx(local.confidence(local.expressed_score(near), local.EXPRESSED_THRESHOLD))
+
+
+def test_unmatched_share_counts_content_pieces_without_a_counterpart() -> None:
+    import numpy as np
+
+    e = np.eye(4)
+    pieces = ["the", "cat", "##s", "sleep"]  # "the" is a function word and does not count
+    window = np.stack([e[0], e[1], (e[2] + e[3]) / np.sqrt(2)])  # "##s" and "sleep" at cosine 0.707
+    assert local.unmatched_share(e, pieces, window) == 0.0
+    window = np.stack([e[0], e[1]])  # nothing for "##s" and "sleep"
+    assert local.unmatched_share(e, pieces, window) == pytest.approx(2 / 3)
+    assert local.unmatched_share(e[:1], ["the"], np.stack([e[1]])) == 1.0  # no content piece: all pieces count
+    assert local.unmatched_share(e, pieces, np.zeros((0, 4))) == 1.0
+    assert local.unmatched_share(e[:0], [], window) == 0.0
+    match = local.Match(score=0.7, evidence="x", unmatched=0.5)
+    assert local.expressed_score(match) == pytest.approx(0.7 - local.UNMATCHED_WEIGHT * 0.5)
+    assert local.expressed_score(match, weight=0.0) == 0.7
 
 
 @pytest.mark.slow
@@ -217,7 +269,7 @@ def test_confidence_rises_with_margin_and_is_clipped() -> None:
     values = [local.confidence(t + d, t) for d in (0.0, 0.05, 0.1, 0.2, 0.3, 0.6)]
     assert values == sorted(values)
     assert values[-1] == 1.0
-    assert local.confidence(t - 0.1, t) == local.confidence(t + 0.1, t)
+    assert local.confidence(t - 0.1, t) == pytest.approx(local.confidence(t + 0.1, t))
     assert all(0.5 <= v <= 1.0 for v in values)
 
 
