@@ -118,7 +118,7 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         rows = page.locator("#evaluations tbody tr")
         expect(rows).to_have_count(min(50, expected["total"]))
         assert rows.first.get_attribute("data-id") == ids["gate_regenerated"]  # the newest
-        page.goto(f"{base}/evaluation/explorer?kind=gate")
+        page.goto(f"{base}/evaluation/explorer")
         page.screenshot(path=str(shots / "dashboard-explorer.png"))
         page.goto(f"{base}/evaluation/explorer?kind=gate&min_iterations=2")
         page.locator(f"tr[data-id='{ids['gate_regenerated']}'] a.row-link").click()

@@ -91,21 +91,54 @@ async def seed_gate(store: Store) -> None:
         await gate.aclose()
 
 
+def panel(stage: str, scores: dict[str, float], role: str, model: str, critique: str) -> Any:
+    """A panel's verdict on one stage, as the research evaluators return it."""
+    from jurist.judges.panel import SCORED, PanelResult, RoleResult
+    from tests.research.fakes import WEIGHTS
+
+    w = WEIGHTS[stage]
+    overall = round(sum(w[k] * v for k, v in scores.items()) / sum(w[k] for k in scores), 6)
+    rr = RoleResult(role=role, model=model, dimensions=list(scores), scores=dict(scores), confidence=0.82,
+                    critique=critique, raw_response=json.dumps({"scores": scores, "critique": critique}),
+                    latency_ms=840.0, tokens_used=612)
+    return PanelResult(status=SCORED, scores=dict(scores), overall=overall, confidence=0.82, passed=overall >= 0.7,
+                       panel_scores=dict(scores), panel_overall=overall, role_results=[rr])
+
+
 async def seed_research(store: Store) -> None:
+    """One research evaluation that iterates its plan, flags its retrieval and regenerates its answer,
+    and one whose plan evaluation times out (skipped)."""
     from jurist.research import ResearchEvaluation, research_config
     from jurist.research import stages as st
-    from tests.research.fakes import GOOD_ANSWER, GOOD_RETRIEVAL, SOURCES, FakeEvaluator, Planner, Synthesiser
-    from tests.research.test_store_export import full_run
+    from tests.research.fakes import (BAD_ANSWER, BAD_PLAN, GOOD_ANSWER, GOOD_PLAN, GOOD_RETRIEVAL, SOURCES,
+                                      FakeEvaluator, Planner, Synthesiser)
+    from tests.research.test_plan import critic, critic_reply
 
-    await full_run(store)  # plan iterated, retrieval flagged severe, answer regenerated
-    skipped = ResearchEvaluation(research_config({}), store=store, evaluators={
-        st.PLAN: FakeEvaluator(st.PLAN, TimeoutError("model timeout")),
-        st.RETRIEVAL: FakeEvaluator(st.RETRIEVAL, GOOD_RETRIEVAL),
-        st.ANSWER: FakeEvaluator(st.ANSWER, GOOD_ANSWER)})
+    model = "ollama/qwen3:14b"
+    evaluators = {
+        st.PLAN: FakeEvaluator(st.PLAN, panel(st.PLAN, BAD_PLAN, "coverage_checker", model,
+                                              "The search queries cover the history of the field but not 2024."),
+                               panel(st.PLAN, GOOD_PLAN, "coverage_checker", model,
+                                     "Every part of the question has a query; 2024 is explicit.")),
+        st.RETRIEVAL: FakeEvaluator(st.RETRIEVAL, panel(st.RETRIEVAL, dict(GOOD_RETRIEVAL, context_recall=0.4),
+                                                        "quality_assessor", model,
+                                                        "Two of five parts of the question have no source.")),
+        st.ANSWER: FakeEvaluator(st.ANSWER, panel(st.ANSWER, BAD_ANSWER, "faithfulness_judge", model,
+                                                  "Three claims are not supported by any source."),
+                                 panel(st.ANSWER, GOOD_ANSWER, "faithfulness_judge", model,
+                                       "Grounded in the sources and complete.")),
+    }
 
     async def search(query: str, plan: object) -> list[object]:
         return SOURCES
 
+    full = ResearchEvaluation(research_config({}), store=store, evaluators=evaluators,
+                              critic=critic(critic_reply("targeted_fix")))
+    await full.run("What are the 2024 breakthroughs in quantum computing?", Planner(), search, Synthesiser())
+    skipped = ResearchEvaluation(research_config({}), store=store, evaluators={
+        st.PLAN: FakeEvaluator(st.PLAN, TimeoutError("model timeout")),
+        st.RETRIEVAL: FakeEvaluator(st.RETRIEVAL, GOOD_RETRIEVAL),
+        st.ANSWER: FakeEvaluator(st.ANSWER, GOOD_ANSWER)})
     await skipped.run("Which sources discuss tidal energy?", Planner(), search, Synthesiser())
 
 
