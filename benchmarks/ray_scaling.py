@@ -94,11 +94,14 @@ def main() -> None:
             if not args.skip_local:
                 s = settings("local")
                 n = args.local_concurrency
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), os.times()
                 report = asyncio.run(evaluate_batch(rubric_set, tmpdir / "sessions", tmpdir / "out-local",
                                                     parallel=n // args.rubrics + 16, max_concurrency=n,
                                                     judge="bench/judge", settings=s))
                 rows.append(figures("local", calls, time.perf_counter() - t0, args.latency, n, report))
+                cpu1 = os.times()
+                rows[-1]["cpu_ms_per_call"] = round(
+                    ((cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)) * 1000 / calls, 3)
                 print(json.dumps(rows[-1]), flush=True)
 
             t0 = time.perf_counter()
@@ -118,6 +121,7 @@ def main() -> None:
                           args.latency, in_flight, report)
             row["cluster_peak_in_flight"] = peak
             row["limiter_calls_per_worker"] = [w.get("actor_calls") for w in batch.worker_stats]
+            row["cpu_ms_per_call_workers"] = round(sum(w["cpu_s"] for w in batch.worker_stats) * 1000 / calls, 3)
             rows.append(row)
             print(json.dumps(row), flush=True)
             ray.shutdown()

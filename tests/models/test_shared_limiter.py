@@ -195,3 +195,22 @@ async def test_core_forget_frees_a_stopped_clients_permits():
     await core.forget("gone")
     stats = await core.stats()
     assert stats["in_flight"] == 0 and "gone" not in stats["held"]
+
+
+def test_a_process_holds_at_most_its_own_cap(cluster):
+    limiter = limiter_actor("test://cap", 10)
+
+    async def go():
+        client = SharedLimiter(limiter, "capped", max_held=3)
+
+        async def one():
+            async with client.slot():
+                await asyncio.sleep(0.02)
+
+        await asyncio.gather(*(one() for _ in range(30)))
+        await client.aclose()
+        return client.peak_in_flight
+
+    assert asyncio.run(go()) == 3
+    stats = ray.get(limiter.stats.remote())
+    assert stats["peak_in_flight"] == 3 and stats["in_flight"] == 0

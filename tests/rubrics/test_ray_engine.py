@@ -92,7 +92,8 @@ async def test_same_results_and_summary_as_the_local_engine(cluster, provider, t
     assert set(scores.values()) == {2}
     e = evaluations[0]
     assert e["id"] == evaluation_id(e["subject_id"], RUBRICS.version, e["judge_model"]) and e["judge_model"]
-    assert sum(1 for w in batch.worker_stats if w["actor_calls"] > 0) == 2  # both workers scored
+    assert all(w["scored"] > 0 for w in batch.worker_stats)  # both workers scored sessions
+    assert sum(w["scored"] for w in batch.worker_stats) == 24
 
 
 async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):

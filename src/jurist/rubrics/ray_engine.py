@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import resource
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,7 @@ class BatchWorker:
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._queue: asyncio.Queue[tuple[str, asyncio.Future[dict[str, Any]]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.scored = 0  # sessions this process scored
 
     async def start(self) -> dict[str, Any]:
         """Open the store, build the judge, join the shared limiter (once; also after a restart)."""
@@ -198,16 +200,18 @@ class BatchWorker:
         if existing is not None:
             return {"file": str(path), "session_id": session.session_id, "kind": "existing", "result": existing}
         result = await score_session(self.evaluator, session, self.out, before_write=self.durable.wait)
+        self.scored += 1
         return {"file": str(path), "session_id": session.session_id, "kind": "scored", "result": result}
 
     async def close(self) -> dict[str, Any]:
         """Finish: give back permits, close the judge, write the last store rows."""
         for task in self._tasks:
             task.cancel()
-        stats: dict[str, Any] = {}
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        stats: dict[str, Any] = {"scored": self.scored, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
         if self._ready is not None and self._ready.done() and not self._ready.exception():
             if self.limiter is not None:
-                stats = {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
+                stats |= {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
                          "local_handovers": self.limiter.local_handovers}
                 await self.limiter.aclose()
             model = getattr(self.judge, "model", None)
