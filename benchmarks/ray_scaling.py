@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--worker-concurrency", type=int, default=64)
     ap.add_argument("--cluster-limit", type=int, default=128)
     ap.add_argument("--shard-size", type=int, default=250)
+    ap.add_argument("--parallel", type=int, default=None,
+                    help="sessions at once per worker on Ray (default: worker concurrency / rubrics + 16)")
     ap.add_argument("--skip-local", action="store_true")
     args = ap.parse_args()
 
@@ -109,7 +111,7 @@ def main() -> None:
             print(json.dumps({"ray_cluster_start_s": round(time.perf_counter() - t0, 2)}), flush=True)
             in_flight = min(args.cluster_limit, args.workers * args.worker_concurrency)
             batch = RayBatch(rubric_set, tmpdir / "sessions", tmpdir / "out-ray", settings=settings("ray"),
-                             judge="bench/judge", parallel=args.worker_concurrency // args.rubrics + 16,
+                             judge="bench/judge", parallel=args.parallel or args.worker_concurrency // args.rubrics + 16,
                              max_concurrency=args.cluster_limit,
                              options=RayOptions(workers=args.workers, shard_size=args.shard_size,
                                                 worker_concurrency=args.worker_concurrency))

@@ -38,6 +38,7 @@ from jurist.rubrics.models import RubricSet, load_rubrics
 # Variables a worker needs to build the same adapters as the driver (keys, base URLs).
 _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 _PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
+_FLUSH_LINGER = 0.05  # sessions waiting for their store rows share one flush per this many seconds
 
 
 def import_ray() -> Any:
@@ -87,12 +88,19 @@ class _Durable:
 
     async def _run(self) -> None:
         while self._next is not None:
+            await asyncio.sleep(_FLUSH_LINGER)  # more sessions join this flush
             fut, self._next = self._next, None  # rows queued before this point are in this flush
             try:
                 await self.store.aflush()
                 fut.set_result(None)
             except Exception as exc:
                 fut.set_exception(exc)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process so far (all threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass
@@ -122,6 +130,7 @@ class BatchWorker:
         self._queue: asyncio.Queue[tuple[str, asyncio.Future[dict[str, Any]]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.scored = 0  # sessions this process scored
+        self._cpu_at_start = _cpu()
 
     async def start(self) -> dict[str, Any]:
         """Open the store, build the judge, join the shared limiter (once; also after a restart)."""
@@ -160,6 +169,7 @@ class BatchWorker:
         self.out = Path(spec.output_dir)
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._consume()) for _ in range(spec.parallel)]
+        self._cpu_at_start = _cpu()
         return await self.info()
 
     async def info(self) -> dict[str, Any]:
@@ -207,8 +217,7 @@ class BatchWorker:
         """Finish: give back permits, close the judge, write the last store rows."""
         for task in self._tasks:
             task.cancel()
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        stats: dict[str, Any] = {"scored": self.scored, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
+        stats: dict[str, Any] = {"scored": self.scored, "cpu_s": round(_cpu() - self._cpu_at_start, 3)}
         if self._ready is not None and self._ready.done() and not self._ready.exception():
             if self.limiter is not None:
                 stats |= {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
