@@ -214,3 +214,24 @@ def test_a_process_holds_at_most_its_own_cap(cluster):
     assert asyncio.run(go()) == 3
     stats = ray.get(limiter.stats.remote())
     assert stats["peak_in_flight"] == 3 and stats["in_flight"] == 0
+
+
+def test_waiters_at_the_cap_get_new_permits_when_leases_run_out(cluster):
+    limiter = limiter_actor("test://lease", 10)
+
+    async def go():
+        # requests outlast the lease: every freed permit goes back to the actor, none is passed on
+        client = SharedLimiter(limiter, "capped", max_held=2, lease=0.05)
+
+        async def one():
+            async with client.slot():
+                await asyncio.sleep(0.1)
+
+        start = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*(one() for _ in range(10))), 10)
+        await client.aclose()
+        return time.monotonic() - start, client.peak_in_flight
+
+    elapsed, peak = asyncio.run(go())
+    assert peak == 2 and elapsed < 2.0  # 10 requests, 2 at a time, 0.1 s each
+    assert ray.get(limiter.stats.remote())["in_flight"] == 0

@@ -292,8 +292,7 @@ class SharedLimiter:
         await self.start()
         fut: asyncio.Future[_Permit] = asyncio.get_running_loop().create_future()
         self._waiters.append((fut, tokens))
-        if self._pump_task is None or self._pump_task.done():
-            self._pump_task = asyncio.create_task(self._pump())
+        self._ensure_pump()
         try:
             return await fut
         except asyncio.CancelledError:
@@ -309,10 +308,20 @@ class SharedLimiter:
                     self.local_handovers += 1
                     fut.set_result(permit)
                     return
+        self._give_back_one()
+
+    def _give_back_one(self) -> None:
+        """A permit goes back to the actor; waiters (if any) ask it for new ones."""
         self.held -= 1
         self._returns += 1
         if self._return_task is None or self._return_task.done():
             self._return_task = asyncio.create_task(self._send_returns())
+        if self._waiters:
+            self._ensure_pump()
+
+    def _ensure_pump(self) -> None:
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.create_task(self._pump())
 
     async def _send_returns(self) -> None:
         await asyncio.sleep(_RETURN_LINGER)
@@ -353,10 +362,7 @@ class SharedLimiter:
             if not fut.done():
                 fut.set_result(permit)
                 return
-        self.held -= 1  # the waiter went away meanwhile: the permit goes back
-        self._returns += 1
-        if self._return_task is None or self._return_task.done():
-            self._return_task = asyncio.create_task(self._send_returns())
+        self._give_back_one()  # the waiter went away meanwhile: the permit goes back
 
     async def _call(self, ref: Any) -> Any:
         self.actor_calls += 1
@@ -372,6 +378,8 @@ class SharedLimiter:
         if self._pump_task is not None and not self._pump_task.done():
             await asyncio.shield(self._pump_task)
         await self._flush_returns()
+        if self._return_task is not None and not self._return_task.done():
+            await asyncio.shield(self._return_task)  # a release already on its way is answered
 
     async def _flush_returns(self) -> None:
         idle = self.held - self.in_flight
