@@ -269,9 +269,12 @@ class SharedLimiter:
                 self._rates = bool(config["requests_per_minute"] or config["tokens_per_minute"])
                 self._started.set_result(None)
             except BaseException as exc:
-                self._started.set_exception(exc)
-                self._started.exception()  # retrieved here; raised below
-                self._started = None
+                started, self._started = self._started, None  # the next request tries again
+                if isinstance(exc, Exception):
+                    started.set_exception(exc)
+                    started.exception()  # retrieved here; raised below and to concurrent callers
+                else:
+                    started.cancel()
                 raise
         else:
             await asyncio.shield(self._started)

@@ -138,8 +138,12 @@ class BatchWorker:
             self._ready = asyncio.get_running_loop().create_future()
             try:
                 self._ready.set_result(await self._setup())
-            except BaseException as exc:
+            except Exception as exc:  # a bad judge or store stays bad: every shard call reports it
                 self._ready.set_exception(exc)
+                raise
+            except BaseException:
+                self._ready.cancel()
+                self._ready = None
                 raise
         return await asyncio.shield(self._ready)
 
