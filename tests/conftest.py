@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import importlib
@@ -60,16 +62,19 @@ def _pg_up() -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def pg_url():
-    """A fresh PostgreSQL database on the machine's server, dropped afterwards."""
+@contextmanager
+def fresh_database(backend: str, folder: Path, prefix: str = "jurist_test") -> Iterator[str]:
+    """A fresh, empty database: a SQLite file in ``folder``, or a PostgreSQL database dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{folder}/{prefix}.db"
+        return
     if not _pg_up():
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432")
         pytest.skip("PostgreSQL is not answering on 127.0.0.1:5432")
     from sqlalchemy import create_engine, text
 
-    name = f"jurist_test_{uuid.uuid4().hex[:10]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
@@ -79,6 +84,13 @@ def pg_url():
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory):
+    """A fresh PostgreSQL database on the machine's server, shared by the test session, dropped afterwards."""
+    with fresh_database("postgresql", tmp_path_factory.mktemp("pg")) as url:
+        yield url
 
 
 def run_cli(

@@ -3,7 +3,6 @@
 import pytest
 
 from jurist.analysis import compare_versions, create_prompt_version
-from jurist.config import Settings
 from jurist.errors import NotFound
 from jurist.judges.templates import builtin
 from jurist.rubrics import evaluate

@@ -7,7 +7,6 @@ the SQL aggregates the API runs.
 from __future__ import annotations
 
 import statistics
-import uuid
 from collections import Counter
 from datetime import date, datetime, timedelta, timezone
 
@@ -19,7 +18,7 @@ from jurist.server import create_app
 from jurist.store import Store
 from jurist.testing import Reply
 from jurist.testing.synthetic import seed_history
-from tests.conftest import PG_ADMIN_URL, _pg_up
+from tests.conftest import fresh_database
 
 END = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 N = 600
@@ -28,29 +27,10 @@ N = 600
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def db_url(request, tmp_path_factory):
     """A fresh database of each kind, with N synthetic evaluations over 60 days."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('api') / 'jurist.db'}"
-        drop = None
-    else:
-        if not _pg_up():
-            pytest.skip("PostgreSQL is not answering on 127.0.0.1:5432")
-        from sqlalchemy import create_engine, text
-
-        name = f"jurist_api_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-
-        def drop():
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
-    with Store(url) as store:
-        seed_history(store, N, seed=11, days=60, end=END)
-    yield url
-    if drop:
-        drop()
+    with fresh_database(request.param, tmp_path_factory.mktemp("api"), "jurist_api") as url:
+        with Store(url) as store:
+            seed_history(store, N, seed=11, days=60, end=END)
+        yield url
 
 
 @pytest.fixture(scope="module")

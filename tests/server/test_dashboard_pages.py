@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
-import os
 import re
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -30,7 +28,7 @@ from jurist.server import create_app
 from jurist.store import Store
 from jurist.store import dashboard as q
 from jurist.testing.synthetic import seed_history
-from tests.conftest import _CLEARED, PG_ADMIN_URL, _pg_up
+from tests.conftest import _CLEARED, fresh_database
 
 PWN_SCRIPT = "<script>window.__pwned=1</script>"
 PWN_IMG = '<img src=x onerror="window.__pwned=2">'
@@ -185,33 +183,9 @@ def run_async(coro: Any) -> Any:
 
 
 @contextmanager
-def database(backend: str, folder: Path) -> Iterator[str]:
-    """A fresh, empty database: a SQLite file, or a PostgreSQL database dropped afterwards."""
-    if backend == "sqlite":
-        yield f"sqlite:///{folder}/dashboard.db"
-        return
-    if not _pg_up():
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432")
-        pytest.skip("PostgreSQL is not answering on 127.0.0.1:5432")
-    from sqlalchemy import create_engine, text
-
-    name = f"jurist_dash_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-@contextmanager
 def seeded_store(backend: str, folder: Path, history: int = 400) -> Iterator[tuple[Store, dict[str, Any]]]:
     """A store filled by :func:`seed_all` (in ``folder``, with no provider settings), open until the block ends."""
-    with database(backend, folder) as url, pytest.MonkeyPatch.context() as mp:
+    with fresh_database(backend, folder, "jurist_dash") as url, pytest.MonkeyPatch.context() as mp:
         for var in _CLEARED:
             mp.delenv(var, raising=False)
         mp.chdir(folder)

@@ -18,13 +18,13 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, insert, select
+from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
-from jurist.store.tables import evaluations, llm_calls, scores
+from jurist.store.tables import llm_calls
 
 # The newest migration in migrations/versions (a test keeps the two in step).
 SCHEMA_HEAD = "0003"
@@ -197,12 +197,7 @@ class Store:
         evals = [it[1] for it in items if it[0] == "evaluation"]
         score_rows = [r for it in items if it[0] == "evaluation" for r in it[2]]
         with self.engine.begin() as conn:
-            if calls:
-                conn.execute(insert(llm_calls), calls)
-            if evals:
-                conn.execute(insert(evaluations), evals)
-            if score_rows:
-                conn.execute(insert(scores), score_rows)
+            queries.insert_history(conn, evals, score_rows, calls)
             once = [(it[1], it[2]) for it in items if it[0] == "evaluation_once"]
             if once:
                 queries.insert_evaluations_once(conn, once)
