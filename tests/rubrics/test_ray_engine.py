@@ -1,5 +1,6 @@
 """Batch scoring on a local Ray cluster (two worker processes) against the scripted judge server."""
 
+import asyncio
 import json
 import os
 import signal
@@ -49,6 +50,11 @@ def by_question(delay=0.0):
     return answer
 
 
+async def run(batch, limit=60):
+    """Run a batch; a hang fails the test instead of the whole suite."""
+    return await asyncio.wait_for(batch.run(), limit)
+
+
 def settings_for(server, home, **kw):
     return Settings.load(providers={"fake": {"type": "openai", "base_url": server.base_url, "api_key": "k"}},
                          home=str(home), backoff_base=0.05, backoff_max=0.2, **kw)
@@ -81,7 +87,7 @@ async def test_same_results_and_summary_as_the_local_engine(cluster, provider, t
     ray_settings = settings_for(provider, tmp_path / "ray")
     batch = RayBatch(RUBRICS, sessions, tmp_path / "out-ray", settings=ray_settings, judge="fake/judge", parallel=4,
                      options=RayOptions(workers=2, shard_size=5))
-    report = await batch.run()
+    report = await run(batch)
     assert len(provider.requests) == 2 * calls_local == 2 * 24 * 2
     assert report.scored == local.scored == 24 and report.exit_code == local.exit_code == 0
     assert results(tmp_path / "out-ray") == results(tmp_path / "out-local")
@@ -103,7 +109,7 @@ async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):
     # two workers x 6 sessions x 2 rubrics could send 24 requests at once; the bound is 5 for the cluster
     batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
                      max_concurrency=5, options=RayOptions(workers=2, shard_size=3))
-    report = await batch.run()
+    report = await run(batch)
     assert report.scored == 30
     assert provider.peak_in_flight == 5  # reached, never passed
     stats = ray.get(batch.limiter.stats.remote())
@@ -116,6 +122,7 @@ def _kill_a_worker_once(batch, done):
     def kill():
         pid = ray.get(batch.workers[0].info.remote())["pid"]
         os.kill(pid, signal.SIGKILL)
+        done.killed_pid = pid
         done.set()
 
     def on_progress(name, status):
@@ -126,6 +133,7 @@ def _kill_a_worker_once(batch, done):
     return on_progress
 
 
+@pytest.mark.postgres
 async def test_a_killed_worker_is_restarted_and_every_session_is_scored_once(cluster, provider, tmp_path, pg_url):
     provider.default = by_question(delay=0.03)
     sessions = make_sessions(tmp_path / "s", 48)
@@ -134,8 +142,10 @@ async def test_a_killed_worker_is_restarted_and_every_session_is_scored_once(clu
     batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=4,
                      options=RayOptions(workers=2, shard_size=4))
     batch.on_progress = _kill_a_worker_once(batch, killed)
-    report = await batch.run()
+    report = await run(batch)
     assert killed.is_set()
+    restarted = batch.worker_stats[0]
+    assert restarted["pid"] != killed.killed_pid and restarted["scored"] > 0  # a new process took the shards
     assert report.exit_code == 0 and report.scored + report.skipped == 48
     assert report.summary["batch_summary"]["total_sessions"] == 48
     assert sorted(p.name for p in (tmp_path / "out").glob("*_result.json")) == [
@@ -157,12 +167,12 @@ async def test_resume_after_the_driver_is_interrupted(cluster, provider, tmp_pat
     def stop_after_eight(name, status):
         seen.append(name)
         if len(seen) == 8:
-            raise KeyboardInterrupt  # as if the user pressed Ctrl-C on the driver
+            raise RuntimeError("driver stopped")  # as if the driver process died mid-batch
 
     first = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=2,
                      options=RayOptions(workers=2, shard_size=4), on_progress=stop_after_eight)
-    with pytest.raises(KeyboardInterrupt):
-        await first.run()
+    with pytest.raises(RuntimeError, match="driver stopped"):
+        await run(first)
     done = {p.name for p in (tmp_path / "out").glob("*_result.json")}
     assert 8 <= len(done) < 40
     assert not (tmp_path / "out" / "summary.json").exists()
@@ -170,7 +180,7 @@ async def test_resume_after_the_driver_is_interrupted(cluster, provider, tmp_pat
     calls = len(provider.requests)
     again = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=2,
                      options=RayOptions(workers=2, shard_size=4))
-    report = await again.run()
+    report = await run(again)
     assert report.skipped == len(done) and report.scored == 40 - len(done)
     assert len(provider.requests) - calls == 2 * report.scored  # only what had no result
     evaluations, _ = stored(settings)
@@ -187,7 +197,7 @@ def test_cli_runs_a_batch_on_the_cluster(cluster, provider, tmp_path):
         f"providers:\n  fake:\n    type: openai\n    base_url: {provider.base_url}\n    api_key: k\n")
     proc = run_cli("evaluate-batch", "--rubrics", str(rubrics), "--sessions-dir", str(sessions), "--output-dir",
                    str(tmp_path / "out"), "--judge", "fake/judge", "--engine", "ray", "--ray-address", cluster,
-                   "--workers", "2", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
+                   "--workers", "2", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "6 sessions (6 scored now, 0 already done)" in proc.stdout
     assert len(list((tmp_path / "out").glob("*_result.json"))) == 6

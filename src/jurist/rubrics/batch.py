@@ -5,6 +5,10 @@ session is written at once as ``<session_id>_result.json`` (atomically), so
 an interrupted batch loses at most the sessions in progress. A rerun skips
 sessions whose result exists (``force=True`` rescores all) and still counts
 them in ``summary.json``.
+
+The pieces both engines share live here: :func:`open_session`,
+:func:`score_session` and :class:`BatchTally` (the summary and counts);
+``ray_engine`` runs them in worker processes of a Ray cluster.
 """
 
 from __future__ import annotations

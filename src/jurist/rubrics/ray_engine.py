@@ -221,7 +221,8 @@ class BatchWorker:
         """Finish: give back permits, close the judge, write the last store rows."""
         for task in self._tasks:
             task.cancel()
-        stats: dict[str, Any] = {"scored": self.scored, "cpu_s": round(_cpu() - self._cpu_at_start, 3)}
+        stats: dict[str, Any] = {"pid": os.getpid(), "scored": self.scored,
+                                 "cpu_s": round(_cpu() - self._cpu_at_start, 3)}
         if self._ready is not None and self._ready.done() and not self._ready.exception():
             if self.limiter is not None:
                 stats |= {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
