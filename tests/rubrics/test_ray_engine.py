@@ -240,3 +240,28 @@ def test_cli_says_how_to_install_ray_when_it_is_missing(tmp_path):
                           env={**os.environ, "JURIST_HOME": str(tmp_path / ".jurist"), "COLUMNS": "200"})
     assert proc.returncode == 2
     assert 'pip install "jurist[ray]"' in proc.stderr
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_an_evaluation_written_twice_by_two_processes_is_stored_once(db, tmp_path, request):
+    url = request.getfixturevalue("pg_url") if db == "postgres" else f"sqlite:///{tmp_path / 'j.db'}"
+    key = evaluation_id("sess-x", "1.0", "fake/judge")
+    evaluation = {"id": key, "kind": "rubric", "subject_id": "sess-x", "status": "scored", "score": 3.0,
+                  "rubrics_version": "1.0", "judge_model": "fake/judge", "payload": {"session_id": "sess-x"}}
+    rows = [{"key": "a", "status": "scored", "score": 3.0}, {"key": "b", "status": "scored", "score": 4.0}]
+    Store(url).close()  # migrated once, as the driver does
+    first, second = Store(url), Store(url)  # two workers' stores
+    try:
+        for store in (first, second, first):
+            store.save_evaluation_once(evaluation, rows)
+        first.flush()
+        second.flush()
+        second.save_evaluation_once(dict(evaluation, score=1.0), rows)  # a retried session's second result
+        second.flush()
+        stored_rows = first.evaluations(limit=None, subject_id="sess-x")
+        assert [(e["id"], e["score"]) for e in stored_rows] == [(key, 3.0)]
+        assert sorted(r["key"] for r in first.scores_of(key)) == ["a", "b"]
+    finally:
+        first.close()
+        second.close()
+    assert evaluation_id("sess-x", "1.0", "fake/judge", "run-2") != key  # a --force run writes new rows
