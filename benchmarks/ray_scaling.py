@@ -69,7 +69,7 @@ def main() -> None:
     ap.add_argument("--cluster-limit", type=int, default=128)
     ap.add_argument("--shard-size", type=int, default=250)
     ap.add_argument("--parallel", type=int, default=None,
-                    help="sessions at once per worker on Ray (default: worker concurrency / rubrics + 16)")
+                    help="sessions at once per worker on Ray (default: the worker concurrency)")
     ap.add_argument("--skip-local", action="store_true")
     args = ap.parse_args()
 
@@ -98,7 +98,7 @@ def main() -> None:
                 n = args.local_concurrency
                 t0, cpu0 = time.perf_counter(), os.times()
                 report = asyncio.run(evaluate_batch(rubric_set, tmpdir / "sessions", tmpdir / "out-local",
-                                                    parallel=n // args.rubrics + 16, max_concurrency=n,
+                                                    parallel=n + 16, max_concurrency=n,
                                                     judge="bench/judge", settings=s))
                 rows.append(figures("local", calls, time.perf_counter() - t0, args.latency, n, report))
                 cpu1 = os.times()
@@ -111,7 +111,7 @@ def main() -> None:
             print(json.dumps({"ray_cluster_start_s": round(time.perf_counter() - t0, 2)}), flush=True)
             in_flight = min(args.cluster_limit, args.workers * args.worker_concurrency)
             batch = RayBatch(rubric_set, tmpdir / "sessions", tmpdir / "out-ray", settings=settings("ray"),
-                             judge="bench/judge", parallel=args.parallel or args.worker_concurrency // args.rubrics + 16,
+                             judge="bench/judge", parallel=args.parallel or args.worker_concurrency,
                              max_concurrency=args.cluster_limit,
                              options=RayOptions(workers=args.workers, shard_size=args.shard_size,
                                                 worker_concurrency=args.worker_concurrency))
