@@ -235,3 +235,18 @@ def test_waiters_at_the_cap_get_new_permits_when_leases_run_out(cluster):
     elapsed, peak = asyncio.run(go())
     assert peak == 2 and elapsed < 2.0  # 10 requests, 2 at a time, 0.1 s each
     assert ray.get(limiter.stats.remote())["in_flight"] == 0
+
+
+async def test_core_a_stopped_or_restarted_clients_pending_request_gets_nothing():
+    core = LimiterCore(1)
+    assert await core.acquire("live", [0]) == 1
+    dead_wait = asyncio.ensure_future(core.acquire("stopped", [0]))
+    restarted_wait = asyncio.ensure_future(core.acquire("restarted", [0]))
+    await asyncio.sleep(0.02)
+    await core.forget("stopped")
+    await core.register("restarted")  # its new process asks afresh; the old request is void
+    assert await asyncio.wait_for(dead_wait, 1) == 0 and await asyncio.wait_for(restarted_wait, 1) == 0
+    assert await core.acquire("stopped", [0]) == 0  # a request still on its way from the stopped one
+    await core.release("live", 1)
+    stats = await core.stats()
+    assert stats["in_flight"] == 0 and stats["held"] == {"live": 0, "restarted": 0}

@@ -74,6 +74,7 @@ class LimiterCore:
         self._requests: collections.deque[float] = collections.deque()
         self._tokens: collections.deque[tuple[float, int]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._gone: set[str] = set()  # clients forgotten: their late requests get nothing
 
     async def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
                         tokens_per_minute: int | None = None) -> dict[str, Any]:
@@ -99,21 +100,31 @@ class LimiterCore:
                 "held": dict(self.held), "waiting": sum(len(t) for _, t, f in self._waiters if not f.done())}
 
     async def register(self, client: str) -> None:
-        """A client (re)starts: free whatever an earlier process with its id still held."""
-        self._give_back(client, self.held.get(client, 0))
+        """A client (re)starts: free whatever an earlier process with its id still held
+        or still waited for."""
+        self._gone.discard(client)
+        self._drop(client)
         self.held[client] = 0
         self._pump()
 
     async def forget(self, client: str) -> None:
-        """A client is gone for good (its worker was stopped): free what it held."""
-        self._give_back(client, self.held.get(client, 0))
+        """A client is gone for good (its worker was stopped): free what it held; a
+        request from it still on its way gets nothing."""
+        self._gone.add(client)
+        self._drop(client)
         self.held.pop(client, None)
         self._pump()
+
+    def _drop(self, client: str) -> None:
+        self._give_back(client, self.held.get(client, 0))
+        for c, _, fut in self._waiters:
+            if c == client and not fut.done():
+                fut.set_result(0)
 
     async def acquire(self, client: str, tokens: list[int], give_back: int = 0) -> int:
         """Wait until at least one permit can be granted; grant up to ``len(tokens)``."""
         self._give_back(client, give_back)
-        if not tokens:
+        if not tokens or client in self._gone:
             self._pump()
             return 0
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
