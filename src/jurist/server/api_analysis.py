@@ -19,13 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from jurist import analysis
 from jurist.analysis import ABComparison
 from jurist.server.auth import require_write
-from jurist.server.errors import error_responses
+from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
 
 router = APIRouter(tags=["analysis"])
 
 PromptName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.-]+$",
                                  description="a prompt (template) name")]
+MAX_VERSION = 1_000_000  # larger numbers are not versions (and overflow the database's integers)
 
 
 class PromptVersionInfo(BaseModel):
@@ -107,8 +108,8 @@ class AnalyzeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["rubric", "gate", "research", "checklist"] | None = None
-    since: datetime | None = Field(None, description="only evaluations created at or after this time")
-    until: datetime | None = Field(None, description="only evaluations created before this time")
+    since: IsoDateTime | None = Field(None, description="only evaluations created at or after this time")
+    until: IsoDateTime | None = Field(None, description="only evaluations created before this time")
     writer: str | None = Field(None, max_length=200, description="the LLM that writes the patterns (default: the "
                                                                   "configured judge; none: the statistics)")
     min_count: int = Field(5, ge=2, le=100_000, description="evaluations needed on each side of a feature")
@@ -147,7 +148,7 @@ async def get_prompt(request: Request, name: PromptName) -> dict[str, Any]:
 
 
 @router.get("/api/prompts/{name}/versions/{version}", response_model=PromptText, responses=error_responses(404, 422))
-async def get_prompt_version(request: Request, name: PromptName, version: int = Path(ge=1)) -> dict[str, Any]:
+async def get_prompt_version(request: Request, name: PromptName, version: int = Path(ge=1, le=MAX_VERSION)) -> dict[str, Any]:
     """One version of a prompt, with its text."""
     return await analysis.prompt_version(get_state(request).store, name, version)
 
@@ -160,7 +161,7 @@ async def put_prompt(request: Request, body: NewPromptVersion, name: PromptName)
 
 
 @router.get("/api/prompts/{name}/diff", response_model=PromptDiff, responses=error_responses(404, 422))
-async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1), b: int = Query(ge=1)
+async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1, le=MAX_VERSION), b: int = Query(ge=1, le=MAX_VERSION)
                    ) -> dict[str, Any]:
     """A unified, line-by-line diff between two versions."""
     store = get_state(request).store
@@ -171,7 +172,7 @@ async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1), b: 
 
 @router.get("/api/prompts/{name}/compare", response_model=ABComparison, responses=error_responses(400, 404, 422))
 async def get_comparison(
-    request: Request, name: PromptName, a: int = Query(ge=1), b: int = Query(ge=1),
+    request: Request, name: PromptName, a: int = Query(ge=1, le=MAX_VERSION), b: int = Query(ge=1, le=MAX_VERSION),
     key: str | None = Query(None, min_length=1, max_length=200, description="only this rubric or dimension key"),
 ) -> ABComparison:
     """A/B comparison of two versions on the evaluations they scored: means, difference with a 95%

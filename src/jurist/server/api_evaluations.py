@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from jurist.errors import InputError, NotFound
 from jurist.server.auth import require_write
-from jurist.server.errors import error_responses
+from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
 from jurist.store import dashboard as q
 
@@ -95,16 +95,16 @@ def evaluation_filter(
     max_score: float | None = Query(None, ge=0.0, le=1.0),
     min_iterations: int | None = Query(None, ge=1),
     max_iterations: int | None = Query(None, ge=1),
-    since: datetime | None = Query(None, description="ISO date or date-time, inclusive"),
-    until: datetime | None = Query(None, description="ISO date or date-time, exclusive"),
+    since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
+    until: IsoDateTime | None = Query(None, description="ISO date or date-time, exclusive"),
     pattern: str | None = Query(None, max_length=32, description="only the evaluations of this pattern"),
     subject_id: str | None = Query(None, max_length=300),
 ) -> q.EvaluationFilter:
     """The explorer's and the metrics' filters, validated (bad values are 422)."""
     if min_score is not None and max_score is not None and min_score > max_score:
         raise InputError(f"min_score {min_score} is above max_score {max_score}")
-    if since is not None and until is not None and since >= until:
-        raise InputError("since must be before until")
+    if since is not None and until is not None and since > until:
+        raise InputError("since must not be after until")
     return q.EvaluationFilter(since=since, until=until, kind=kind, status=status, failure=failure,
                               escalated=escalated, passed=passed, min_score=min_score, max_score=max_score,
                               min_iterations=min_iterations, max_iterations=max_iterations, pattern_id=pattern,
@@ -145,8 +145,8 @@ async def list_calls(
     status: Literal["ok", "error", "parse_error"] | None = Query(None),
     model: str | None = Query(None, max_length=200),
     trace_id: str | None = Query(None, max_length=64),
-    since: datetime | None = Query(None),
-    until: datetime | None = Query(None),
+    since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
+    until: IsoDateTime | None = Query(None, description="ISO date or date-time, exclusive"),
     page: int = Query(1, ge=1, le=100_000),
     page_size: int = Query(50, ge=1, le=200),
 ) -> dict[str, Any]:

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+import re
+from datetime import datetime
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, ModelError, NotFound, UsageError
 
 log = logging.getLogger("jurist.server")
+
+
+def _iso_only(value: Any) -> Any:
+    """Dates come as ISO text: a bare number (which pydantic reads as a Unix time) is refused."""
+    if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.match(value.strip())):
+        raise ValueError("expected an ISO date or date-time such as 2026-11-01 or 2026-11-01T12:00:00Z")
+    return value
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+# A date or date-time parameter or field (ISO 8601 only).
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 class ErrorBody(BaseModel):
@@ -29,14 +43,16 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": text.get(s, "Error")} for s in statuses}
 
 
-def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
-    return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status)
+def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None,
+          headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status,
+                        headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _json(exc.status_code, str(exc.detail))
+        return _json(exc.status_code, str(exc.detail), headers=exc.headers)  # Allow, WWW-Authenticate
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

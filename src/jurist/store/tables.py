@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -15,11 +17,38 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     false,
 )
+from sqlalchemy.engine import Dialect
 
 metadata = MetaData()
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A moment in UTC, aware on the way out on every database.
+
+    PostgreSQL keeps the zone; SQLite keeps text without one, so values are
+    converted to UTC before they are written (a naive value is taken as UTC)
+    and marked UTC when read back. Filters given in another zone compare
+    correctly on both.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 llm_calls = Table(
     "llm_calls",
@@ -43,7 +72,7 @@ llm_calls = Table(
     Column("status", String(32), nullable=False, index=True),
     Column("error", Text),
     Column("cached", Boolean, nullable=False, default=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("created_at", UtcDateTime(), nullable=False, index=True),
     Index("ix_llm_calls_usage", "created_at", "input_tokens", "output_tokens", "latency_ms", "status"),
 )
 
@@ -62,7 +91,7 @@ evaluations = Table(
     Column("rubrics_version", String(64)),
     Column("source", Text),
     Column("payload", JSON, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("created_at", UtcDateTime(), nullable=False, index=True),
     # Filled by every capability (migration 0003), for the dashboard's filters and aggregates:
     Column("passed", Boolean),  # the capability's own pass rule; None when nothing was scored
     Column("escalated", Boolean, nullable=False, default=False, server_default=false()),
@@ -111,9 +140,9 @@ checklist_sessions = Table(
     Column("tutor_model", String(200)),
     Column("judge_model", String(200)),
     Column("status", String(32), nullable=False, index=True),  # active | completed | ended
-    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-    Column("completed_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False, index=True),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    Column("completed_at", UtcDateTime()),
 )
 
 checklist_messages = Table(
@@ -124,7 +153,7 @@ checklist_messages = Table(
     Column("seq", Integer, nullable=False),
     Column("role", String(16), nullable=False),  # user | assistant (never the hidden feedback)
     Column("content", Text, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_checklist_messages_session_seq", "session_id", "seq", unique=True),
 )
 
@@ -137,7 +166,7 @@ checklist_points = Table(
     Column("status", String(16), nullable=False),  # pending | recalled
     Column("confidence", Float),
     Column("message_seq", Integer),  # the user message that recalled it
-    Column("recalled_at", DateTime(timezone=True)),
+    Column("recalled_at", UtcDateTime()),
 )
 
 checklist_evaluations = Table(
@@ -160,7 +189,7 @@ checklist_evaluations = Table(
     Column("call_ids", JSON, nullable=False),
     Column("input_tokens", Integer, nullable=False),
     Column("output_tokens", Integer, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
 )
 
 fsrs_cards = Table(
@@ -171,12 +200,12 @@ fsrs_cards = Table(
     Column("point_id", String(200), primary_key=True),
     Column("text", Text, nullable=False),
     Column("card", JSON, nullable=False),  # fsrs.Card.to_dict()
-    Column("due", DateTime(timezone=True), nullable=False, index=True),
+    Column("due", UtcDateTime(), nullable=False, index=True),
     Column("state", String(16), nullable=False),
     Column("reviews", Integer, nullable=False),
     Column("last_rating", String(16)),
-    Column("last_review", DateTime(timezone=True)),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("last_review", UtcDateTime()),
+    Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 
@@ -191,7 +220,7 @@ prompts = Table(
     Column("text", Text, nullable=False),
     Column("hash", String(64), nullable=False, index=True),  # PromptTemplate.hash
     Column("note", Text),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
     UniqueConstraint("name", "version", name="uq_prompts_name_version"),
 )
 
@@ -204,8 +233,8 @@ analysis_runs = Table(
     Column("evaluations", Integer, nullable=False, default=0),  # how many were analysed
     Column("writer_model", String(200)),  # the judge that wrote the patterns, or None (statistics only)
     Column("error", Text),
-    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
-    Column("finished_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False, index=True),
+    Column("finished_at", UtcDateTime()),
 )
 
 patterns = Table(
@@ -227,7 +256,7 @@ patterns = Table(
     Column("description", Text, nullable=False),
     Column("suggested_fix", Text),
     Column("writer", String(200)),  # the model that wrote title/description/fix, or "statistics"
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
 )
 
 pattern_evaluations = Table(
