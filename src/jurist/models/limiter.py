@@ -16,6 +16,72 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 
+def check_in_flight(max_in_flight: int) -> int:
+    if max_in_flight < 1:
+        raise ValueError("max_in_flight must be at least 1")
+    return max_in_flight
+
+
+class RateWindow:
+    """Requests and estimated tokens started in the last ``window`` seconds, against
+    optional per-minute bounds. Shared by :class:`Limiter` and the cluster-wide
+    limiter (``shared_limiter.LimiterCore``)."""
+
+    def __init__(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None,
+                 window: float = 60.0) -> None:
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.window = window
+        self._requests: collections.deque[float] = collections.deque()
+        self._tokens: collections.deque[tuple[float, int]] = collections.deque()
+
+    @property
+    def bounded(self) -> bool:
+        return bool(self.requests_per_minute or self.tokens_per_minute)
+
+    def configure(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None) -> None:
+        if requests_per_minute is not None:
+            self.requests_per_minute = requests_per_minute
+        if tokens_per_minute is not None:
+            self.tokens_per_minute = tokens_per_minute
+
+    def room(self, tokens: list[int], now: float) -> tuple[int, float]:
+        """How many of the requests (their estimated ``tokens``, in order) may start at
+        ``now``, and, when none may, how long until one may."""
+        horizon = now - self.window
+        while self._requests and self._requests[0] <= horizon:
+            self._requests.popleft()
+        while self._tokens and self._tokens[0][0] <= horizon:
+            self._tokens.popleft()
+        room = len(tokens)
+        if self.requests_per_minute:
+            free = self.requests_per_minute - len(self._requests)
+            if free <= 0:
+                return 0, self._requests[0] - horizon
+            room = min(room, free)
+        if self.tokens_per_minute:
+            used = sum(t for _, t in self._tokens)
+            n = 0
+            for t in tokens[:room]:
+                # a request larger than the whole budget may start when the window is empty
+                if used + t > self.tokens_per_minute and (self._tokens or n > 0):
+                    break
+                used += t
+                n += 1
+            if n == 0:
+                return 0, max(self._tokens[0][0] - horizon if self._tokens else 0.0, 0.001)
+            room = n
+        return room, 0.0
+
+    def record(self, tokens: list[int], now: float) -> None:
+        """Count requests (with their estimated tokens) as started at ``now``."""
+        for t in tokens:
+            if self.requests_per_minute:
+                self._requests.append(now)
+            if self.tokens_per_minute:
+                self._tokens.append((now, t))
+
+
 class Limiter:
     """Bounds requests in flight, requests per minute and tokens per minute."""
 
@@ -27,17 +93,11 @@ class Limiter:
         *,
         window: float = 60.0,
     ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
-        self.max_in_flight = max_in_flight
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.window = window
+        self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates = RateWindow(requests_per_minute, tokens_per_minute, window)
         self.in_flight = 0
         self.peak_in_flight = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._requests: collections.deque[float] = collections.deque()
-        self._tokens: collections.deque[tuple[float, int]] = collections.deque()
 
     def configure(
         self,
@@ -47,13 +107,8 @@ class Limiter:
     ) -> None:
         """Change the bounds; waiting requests see the new bound at once."""
         if max_in_flight is not None:
-            if max_in_flight < 1:
-                raise ValueError("max_in_flight must be at least 1")
-            self.max_in_flight = max_in_flight
-        if requests_per_minute is not None:
-            self.requests_per_minute = requests_per_minute
-        if tokens_per_minute is not None:
-            self.tokens_per_minute = tokens_per_minute
+            self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates.configure(requests_per_minute, tokens_per_minute)
         self._wake()
 
     @asynccontextmanager
@@ -97,22 +152,9 @@ class Limiter:
     async def _respect_rates(self, tokens: int) -> None:
         while True:
             now = time.monotonic()
-            horizon = now - self.window
-            while self._requests and self._requests[0] <= horizon:
-                self._requests.popleft()
-            while self._tokens and self._tokens[0][0] <= horizon:
-                self._tokens.popleft()
-            wait = 0.0
-            if self.requests_per_minute and len(self._requests) >= self.requests_per_minute:
-                wait = max(wait, self._requests[0] - horizon)
-            if self.tokens_per_minute and self._tokens:
-                used = sum(t for _, t in self._tokens)
-                if used + tokens > self.tokens_per_minute:
-                    wait = max(wait, self._tokens[0][0] - horizon)
-            if wait <= 0:
-                self._requests.append(now)
-                if self.tokens_per_minute:
-                    self._tokens.append((now, tokens))
+            n, wait = self.rates.room([tokens], now)
+            if n:
+                self.rates.record([tokens], now)
                 return
             await asyncio.sleep(wait)
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from jurist.errors import JuristError
+from jurist.models.limiter import RateWindow, check_in_flight
 
 ACTOR_NAMESPACE = "jurist"
 DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
@@ -60,19 +61,13 @@ class LimiterCore:
         tokens_per_minute: int | None = None,
         window: float = 60.0,
     ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
-        self.max_in_flight = max_in_flight
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.window = window
+        self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates = RateWindow(requests_per_minute, tokens_per_minute, window)
         self.held: dict[str, int] = {}
         self.in_flight = 0
         self.peak_in_flight = 0
         self.granted = 0
         self._waiters: collections.deque[tuple[str, list[int], asyncio.Future[int]]] = collections.deque()
-        self._requests: collections.deque[float] = collections.deque()
-        self._tokens: collections.deque[tuple[float, int]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self._gone: set[str] = set()  # clients forgotten: their late requests get nothing
 
@@ -80,19 +75,15 @@ class LimiterCore:
                         tokens_per_minute: int | None = None) -> dict[str, Any]:
         """Change the bounds (the latest explicit setting holds); returns them."""
         if max_in_flight is not None:
-            if max_in_flight < 1:
-                raise ValueError("max_in_flight must be at least 1")
-            self.max_in_flight = max_in_flight
-        if requests_per_minute is not None:
-            self.requests_per_minute = requests_per_minute
-        if tokens_per_minute is not None:
-            self.tokens_per_minute = tokens_per_minute
+            self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates.configure(requests_per_minute, tokens_per_minute)
         self._pump()
         return await self.config()
 
     async def config(self) -> dict[str, Any]:
-        return {"max_in_flight": self.max_in_flight, "requests_per_minute": self.requests_per_minute,
-                "tokens_per_minute": self.tokens_per_minute, "window": self.window}
+        r = self.rates
+        return {"max_in_flight": self.max_in_flight, "requests_per_minute": r.requests_per_minute,
+                "tokens_per_minute": r.tokens_per_minute, "window": r.window}
 
     async def stats(self) -> dict[str, Any]:
         """Counts for monitoring and tests."""
@@ -161,12 +152,7 @@ class LimiterCore:
                     self._timer = asyncio.get_running_loop().call_later(wait, self._on_timer)
                 return
             self._waiters.popleft()
-            now = time.monotonic()
-            for t in tokens[:n]:
-                if self.requests_per_minute:
-                    self._requests.append(now)
-                if self.tokens_per_minute:
-                    self._tokens.append((now, t))
+            self.rates.record(tokens[:n], time.monotonic())
             self.held[client] = self.held.get(client, 0) + n
             self.in_flight += n
             self.granted += n
@@ -182,32 +168,7 @@ class LimiterCore:
         room = min(len(tokens), self.max_in_flight - self.in_flight)
         if room <= 0:
             return 0, 0.0  # a release wakes the queue
-        now = time.monotonic()
-        horizon = now - self.window
-        while self._requests and self._requests[0] <= horizon:
-            self._requests.popleft()
-        while self._tokens and self._tokens[0][0] <= horizon:
-            self._tokens.popleft()
-        wait = 0.0
-        if self.requests_per_minute:
-            free = self.requests_per_minute - len(self._requests)
-            if free <= 0:
-                return 0, self._requests[0] - horizon
-            room = min(room, free)
-        if self.tokens_per_minute:
-            used = sum(t for _, t in self._tokens)
-            n = 0
-            for t in tokens[:room]:
-                # a request larger than the whole budget may start when the window is empty
-                if used + t > self.tokens_per_minute and (self._tokens or n > 0):
-                    break
-                used += t
-                n += 1
-            if n == 0:
-                wait = self._tokens[0][0] - horizon if self._tokens else 0.0
-                return 0, max(wait, 0.001)
-            room = n
-        return room, 0.0
+        return self.rates.room(tokens[:room], time.monotonic())
 
 
 def limiter_actor(
