@@ -31,24 +31,8 @@ from pathlib import Path
 
 from jurist.testing.provider_server import spawn
 
-RUBRICS = {
-    "version": "1.0",
-    "rubrics": [
-        {"id": f"r{i}", "name": f"Rubric {i}", "description": "How well the assistant answers.",
-         "scoring_criteria": "1 = poor, 5 = excellent", "weight": 1}
-        for i in range(8)
-    ],
-}
-
-
-def make_sessions(folder: Path, n: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        lines = [
-            {"session_id": f"bench-{i:06d}", "role": "user", "content": f"Question {i}: how do I reset my password?"},
-            {"role": "assistant", "content": f"Answer {i}: open Settings, choose Security, then Reset password. " * 3},
-        ]
-        (folder / f"bench-{i:06d}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+# The same rubrics and sessions as the single-process throughput benchmark (this folder).
+from rubric_throughput import RUBRICS, make_sessions  # noqa: E402
 
 
 def figures(name: str, calls: int, wall: float, latency: float, in_flight: int, report: object) -> dict:

@@ -345,7 +345,7 @@ class RayBatch:
                              max_concurrency=self.max_concurrency, cache=self.cache)
             model = rj.model  # type: ignore[attr-defined]
             lim = model.limiter
-            self._bounds = (model.endpoint, lim.max_in_flight, lim.requests_per_minute, lim.tokens_per_minute)
+            self._bounds = (model.endpoint, lim.max_in_flight, lim.rates.requests_per_minute, lim.rates.tokens_per_minute)
             await model.aclose()
         else:
             self._bounds = None
