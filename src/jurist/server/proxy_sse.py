@@ -19,21 +19,14 @@ import time
 from typing import Any
 
 from jurist.gate.types import GateResult
+from jurist.models.error_types import OPENAI_ERROR_TYPES
 
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
 
 
 def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
                  **extra: Any) -> dict[str, Any]:
     """An error body in OpenAI's shape: ``{"error": {message, type, param, code, ...}}``."""
-    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
 
 

@@ -39,6 +39,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
+from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
+
 __all__ = ["ProviderServer", "Reply", "Responder"]
 
 DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
@@ -62,23 +64,6 @@ class Reply:
 
 Responder = Union[Reply, Callable[[dict], Reply]]
 
-_OPENAI_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
 
 
@@ -319,10 +304,10 @@ class _Handler(BaseHTTPRequestHandler):
             phrase = "Overloaded" if status == 529 else "Error"
         message = message or f"{status} {phrase} (scripted by the test)"
         if anthropic:
-            kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
             data: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
         else:
-            kind = _OPENAI_ERROR_TYPES.get(status, "server_error")
+            kind = OPENAI_ERROR_TYPES.get(status, "server_error")
             data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(data).encode(), "application/json", headers)
 
