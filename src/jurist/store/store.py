@@ -243,25 +243,26 @@ class Store:
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
-        with self.engine.connect() as conn:
-            return queries.list_calls(conn, **filters)
+        return self.read(queries.list_calls, **filters)
 
     def evaluations(self, **filters: Any) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            return queries.list_evaluations(conn, **filters)
+        return self.read(queries.list_evaluations, **filters)
 
     def evaluation(self, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """One evaluation row by id (and kind), or None."""
-        with self.engine.connect() as conn:
-            return queries.get_evaluation(conn, evaluation_id, kind)
+        return self.read(queries.get_evaluation, evaluation_id, kind)
 
     def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            return queries.scores_of(conn, evaluation_id)
+        return self.read(queries.scores_of, evaluation_id)
 
     def write(self, fn: Any, *args: Any) -> Any:
         """Run one write query function (``fn(conn, *args)``) in its own transaction, now."""
-        return self._tx(fn, *args)
+        with self.engine.begin() as conn:
+            return fn(conn, *args)
+
+    async def awrite(self, fn: Any, *args: Any) -> Any:
+        """:meth:`write` off the event loop; durable when it returns."""
+        return await asyncio.to_thread(self.write, fn, *args)
 
     def read(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run one read query function (``fn(conn, *args, **kwargs)``) on a connection."""
@@ -273,23 +274,11 @@ class Store:
         return await asyncio.to_thread(self.read, fn, *args, **kwargs)
 
     # -- continuous checklist (durable when the coroutine returns) -----------
-    def _tx(self, fn: Any, *args: Any) -> Any:
-        with self.engine.begin() as conn:
-            return fn(conn, *args)
-
-    async def _in_tx(self, fn: Any, *args: Any) -> Any:
-        """Run one query function in its own transaction, off the event loop."""
-        return await asyncio.to_thread(self._tx, fn, *args)
-
-    async def awrite(self, fn: Any, *args: Any) -> Any:
-        """:meth:`write` off the event loop; durable when it returns."""
-        return await asyncio.to_thread(self._tx, fn, *args)
-
     async def create_checklist_session(self, session: dict[str, Any], points: list[dict[str, Any]]) -> None:
-        await self._in_tx(queries.insert_checklist_session, session, points)
+        await self.awrite(queries.insert_checklist_session, session, points)
 
     async def add_checklist_message(self, message: dict[str, Any]) -> None:
-        await self._in_tx(queries.insert_checklist_message, message)
+        await self.awrite(queries.insert_checklist_message, message)
 
     async def record_checklist_evaluation(
         self, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime,
@@ -299,32 +288,32 @@ class Store:
         ``summary`` is its ``evaluations`` row (kind ``checklist``), written in the same one."""
         if summary is not None:
             summary = {**_EVALUATION_DEFAULTS, **summary}
-        await self._in_tx(queries.record_checklist_evaluation, evaluation, recalled, at, summary)
+        await self.awrite(queries.record_checklist_evaluation, evaluation, recalled, at, summary)
 
     async def set_checklist_status(self, session_id: str, status: str, at: datetime) -> None:
-        await self._in_tx(queries.set_checklist_status, session_id, status, at)
+        await self.awrite(queries.set_checklist_status, session_id, status, at)
 
     async def checklist_session(self, session_id: str) -> dict[str, Any] | None:
-        return await self._in_tx(queries.get_checklist_session, session_id)
+        return await self.awrite(queries.get_checklist_session, session_id)
 
     async def checklist_sessions(self, **filters: Any) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self._tx, lambda conn: queries.list_checklist_sessions(conn, **filters))
 
     async def checklist_points(self, session_id: str) -> list[dict[str, Any]]:
-        return await self._in_tx(queries.checklist_point_states, session_id)
+        return await self.awrite(queries.checklist_point_states, session_id)
 
     async def checklist_messages(self, session_id: str) -> list[dict[str, Any]]:
-        return await self._in_tx(queries.list_checklist_messages, session_id)
+        return await self.awrite(queries.list_checklist_messages, session_id)
 
     async def checklist_evaluations(self, session_id: str) -> list[dict[str, Any]]:
-        return await self._in_tx(queries.list_checklist_evaluations, session_id)
+        return await self.awrite(queries.list_checklist_evaluations, session_id)
 
     async def fsrs_card(self, learner: str, deck: str, point_id: str) -> dict[str, Any] | None:
-        return await self._in_tx(queries.get_fsrs_card, learner, deck, point_id)
+        return await self.awrite(queries.get_fsrs_card, learner, deck, point_id)
 
     async def save_fsrs_card(self, **card: Any) -> None:
         card.setdefault("updated_at", _utcnow())
-        await self._in_tx(queries.upsert_fsrs_card, card)
+        await self.awrite(queries.upsert_fsrs_card, card)
 
     async def fsrs_cards(
         self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
