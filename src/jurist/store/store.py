@@ -297,7 +297,7 @@ class Store:
         return await self.awrite(queries.get_checklist_session, session_id)
 
     async def checklist_sessions(self, **filters: Any) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self._tx, lambda conn: queries.list_checklist_sessions(conn, **filters))
+        return await self.aread(queries.list_checklist_sessions, **filters)  # type: ignore[no-any-return]
 
     async def checklist_points(self, session_id: str) -> list[dict[str, Any]]:
         return await self.awrite(queries.checklist_point_states, session_id)
@@ -318,9 +318,7 @@ class Store:
     async def fsrs_cards(
         self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
     ) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(
-            self._tx, lambda conn: queries.list_fsrs_cards(conn, learner, due_before=due_before, deck=deck)
-        )
+        return await self.aread(queries.list_fsrs_cards, learner, due_before=due_before, deck=deck)  # type: ignore[no-any-return]
 
     def __enter__(self) -> "Store":
         return self
