@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 from datetime import datetime, timezone
 from importlib.resources import files
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from jurist.errors import InputError, NotFound, StoreError
-from jurist.judges.templates import PromptTemplate, placeholders_of
+from jurist.judges.templates import PromptTemplate, builtin, placeholders_of
 from jurist.store import Store
 from jurist.store import analysis as q
 
@@ -26,15 +27,12 @@ MAX_PROMPT_CHARS = 100_000
 _ATTEMPTS = 3  # a concurrent writer may take the same next version number
 
 
+@functools.lru_cache(maxsize=1)
 def shipped_prompts() -> dict[str, PromptTemplate]:
-    """The templates shipped with jurist, by name (version 1 of each prompt)."""
-    folder = files("jurist") / "templates"
-    out: dict[str, PromptTemplate] = {}
-    for entry in folder.iterdir():
-        if entry.name.endswith(".txt"):
-            name = entry.name[: -len(".txt")]
-            out[name] = PromptTemplate(name=name, version="1", text=entry.read_text(encoding="utf-8"))
-    return dict(sorted(out.items()))
+    """The templates shipped with jurist, by name (version 1 of each prompt); read once."""
+    names = sorted(e.name[: -len(".txt")] for e in (files("jurist") / "templates").iterdir()
+                   if e.name.endswith(".txt"))
+    return {name: builtin(name) for name in names}
 
 
 def _shipped_entry(tmpl: PromptTemplate) -> dict[str, Any]:
