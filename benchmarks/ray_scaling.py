@@ -55,6 +55,10 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=None,
                     help="sessions at once per worker on Ray (default: the worker concurrency)")
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--workdir", default=".",
+                    help="where the sessions, results and store go for the run (default: here). Not /tmp: "
+                         "on the 2-core CI machine, creating a file under /tmp costs about 0.5 ms of kernel CPU, "
+                         "against 0.03 ms elsewhere on the same disk")
     args = ap.parse_args()
 
     import ray
@@ -69,7 +73,7 @@ def main() -> None:
     proc, base_url = spawn(args.latency)
     rows = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=args.workdir, prefix=".ray-scaling-") as tmp:
             tmpdir = Path(tmp)
             make_sessions(tmpdir / "sessions", args.sessions)
 

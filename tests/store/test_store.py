@@ -80,6 +80,29 @@ def test_evaluations_with_scores(store):
     assert [s["status"] for s in scores] == ["scored", "evaluation_failed"] and scores[1]["score"] is None
 
 
+def _once(eid, subject, reason, **extra):
+    ev = dict(id=eid, kind="rubric", subject_id=subject, trace_id="t", status="scored", score=4.0, max_score=5.0,
+              percentage=80.0, judge_model="m", rubrics_version="1.0", payload={"subject": subject}, **extra)
+    score = dict(key="a", name="A", score=4.0, max_score=5.0, weight=1.0, status="scored", reason=reason,
+                 judge_model="m", template_hash="x", input_tokens=1, output_tokens=1, latency_ms=1.0, call_id=None)
+    return ev, [score]
+
+
+def test_save_evaluation_once_writes_each_id_once_with_its_first_scores(store):
+    store.save_evaluation_once(*_once("e1", "s1", "first"))
+    store.flush()
+    # One batch: e1 again (already stored), e2 twice, e3 with a column the others lack.
+    store.save_evaluation_once(*_once("e1", "s1", "again"))
+    store.save_evaluation_once(*_once("e2", "s2", "first"))
+    store.save_evaluation_once(*_once("e2", "s2", "again"))
+    store.save_evaluation_once(*_once("e3", "s3", "first", source="f.jsonl"))
+    store.flush()
+    rows = {r["id"]: r for r in store.evaluations(limit=None)}
+    assert sorted(rows) == ["e1", "e2", "e3"] and rows["e3"]["source"] == "f.jsonl"
+    for eid in rows:
+        assert [s["reason"] for s in store.scores_of(eid)] == ["first"]
+
+
 def test_a_failed_write_is_reported_on_flush_and_the_store_keeps_working(store):
     dup = call()
     store.record_call(dup)
@@ -100,6 +123,20 @@ def test_url_normalisation_and_bad_urls(tmp_path):
         Store("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with pytest.raises(ConfigError):
         Store("notadb://x")
+
+
+def test_cached_reply_lookups_search_by_request_hash(tmp_path):
+    """The lookup must not read every successful call (it did, through the status index)."""
+    from jurist.store.queries import cached_replies_query
+
+    s = Store(f"sqlite:///{tmp_path}/plan.db")
+    try:
+        with s.engine.connect() as conn:
+            sql = str(cached_replies_query({"a", "b"}).compile(conn, compile_kwargs={"literal_binds": True}))
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+    finally:
+        s.close()
+    assert "ix_llm_calls_request_hash_status (request_hash=? AND status=?)" in plan
 
 
 def test_schema_head_matches_the_migrations():

@@ -2,10 +2,17 @@
 
 One adapter covers OpenAI, vLLM, Ollama, LM Studio, llama.cpp server, Groq and
 OpenRouter: only ``base_url`` and ``api_key`` differ. It turns a
-:class:`~jurist.models.base.ChatRequest` into one ``chat.completions.create``
-call through the official ``openai`` SDK and maps the SDK's errors onto
-:mod:`jurist.errors` in :func:`map_openai_error`. It never retries
-(``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+:class:`~jurist.models.base.ChatRequest` into one chat-completions call and
+maps errors onto :mod:`jurist.errors` in :func:`map_openai_error`. It never
+retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+
+The official ``openai`` SDK holds the endpoint's configuration (base URL, API
+key, its default headers) and streams. A non-streaming call is one JSON POST
+to ``<base_url>/chat/completions`` with the SDK's headers, sent over aiohttp
+(the HTTP library of the SDK's own ``openai[aiohttp]`` transport) without the
+SDK's per-request machinery: that machinery costs more CPU than the request
+itself (``benchmarks/adapter_overhead.py``), which decides how many calls a
+second one process can make.
 """
 
 from __future__ import annotations
@@ -15,18 +22,15 @@ import json
 import os
 from typing import Any, AsyncIterator
 
+import asyncio
+
+import aiohttp
 import openai
 from openai.types.chat import ChatCompletion
 
-try:  # the SDK's faster transport, installed with openai[aiohttp]
-    import aiohttp
-except ImportError:  # pragma: no cover - the default transport still works
-    aiohttp = None  # type: ignore[assignment]
-
-from jurist.errors import ConfigError, ModelUnavailable
+from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
 from jurist.models.base import ChatRequest, Completion
-from jurist.models.sdk_errors import map_sdk_error
-from jurist.models.sdk_errors import retry_after_seconds, status_error  # noqa: F401  (re-exported)
+from jurist.models.sdk_errors import error_detail, map_sdk_error, retry_after_seconds, status_error
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
 
@@ -71,9 +75,15 @@ class OpenAIChat:
         self.name = f"{provider}/{model}"
         self.structured_output = structured_output
         self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, http_client=_http_client()
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient(
+                verify=_tls_context())
         )
         self.endpoint = str(self._client.base_url).rstrip("/")
+        self._url = f"{self.endpoint}/chat/completions"
+        headers = {**self._client.default_headers, **self._client.auth_headers}
+        self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
+        self._session: aiohttp.ClientSession | None = None  # for non-streaming calls, made in the running loop
+        self._session_loop: asyncio.AbstractEventLoop | None = None
         # False once an "auto" endpoint has refused response_format=json_schema.
         self.schema_supported = structured_output != "prompt"
 
@@ -107,7 +117,10 @@ class OpenAIChat:
             raise mapped from exc
 
     async def aclose(self) -> None:
-        """Close the HTTP client and its connections."""
+        """Close the HTTP clients and their connections."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
         await self._client.close()
 
     # -- internals -----------------------------------------------------------
@@ -117,8 +130,9 @@ class OpenAIChat:
         use_schema = request.response_schema is not None and self.schema_supported
         try:
             return await self._send(request, timeout, stream=stream, use_schema=use_schema)
-        except (openai.BadRequestError, openai.UnprocessableEntityError):
-            if not (use_schema and self.structured_output == "auto"):
+        except (openai.BadRequestError, openai.UnprocessableEntityError, RequestRejected) as exc:
+            refused = getattr(exc, "status", None) in (400, 422) or not isinstance(exc, RequestRejected)
+            if not (refused and use_schema and self.structured_output == "auto"):
                 raise
         response = await self._send(request, timeout, stream=stream, use_schema=False)
         # Only now is it clear the schema, not the request, was what the endpoint refused.
@@ -143,16 +157,32 @@ class OpenAIChat:
             return await self._client.chat.completions.create(
                 **params, timeout=timeout if timeout is not None else openai.NOT_GIVEN
             )
-        # The SDK's generic POST: same auth, base URL, timeouts and error types
-        # as ``chat.completions.create``, without building typed request and
-        # response objects or copying the body, which cost about 1 ms of CPU
-        # per call; the body goes as ready JSON bytes.
-        return await self._client.post(
-            "/chat/completions",
-            cast_to=object,
-            content=json.dumps(params, ensure_ascii=False).encode(),
-            options={"timeout": timeout} if timeout else {},
-        )
+        return await self._post(json.dumps(params, ensure_ascii=False).encode(), timeout)
+
+    async def _post(self, body: bytes, timeout: float | None) -> Any:
+        """One chat-completions POST with the SDK's headers; the parsed JSON reply.
+
+        An HTTP error status raises its jurist error here; transport errors,
+        timeouts and invalid JSON propagate to :meth:`_map`.
+        """
+        async with self._http().post(
+            self._url, data=body, headers=self._headers, allow_redirects=False,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            raw = await response.read()
+            if not 200 <= response.status < 300:
+                raise status_error(response.status, error_detail(raw), response.headers, model=self.name,
+                                   where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint())
+        return json.loads(raw)
+
+    def _http(self) -> aiohttp.ClientSession:
+        """The aiohttp session of the running event loop (a new one for a new loop)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            # No connection cap of its own: the Model's limiter bounds the requests in flight.
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=_tls_context()))
+            self._session_loop = loop
+        return self._session
 
     def _completion(self, response: Any) -> Completion:
         if isinstance(response, ChatCompletion):
@@ -189,14 +219,6 @@ class OpenAIChat:
         if self.provider == "openai":
             return "set OPENAI_API_KEY (or api_key in jurist.yaml) to a valid key"
         return f"set providers.{self.provider}.api_key in jurist.yaml (or its API-key env var) to a valid key"
-
-
-def _http_client() -> Any:
-    """The SDK's aiohttp transport where it is installed (much less CPU per call
-    than the default one under many requests in flight), else the default."""
-    if aiohttp is None:
-        return None
-    return openai.DefaultAioHttpClient(verify=_tls_context())
 
 
 @functools.lru_cache(maxsize=1)

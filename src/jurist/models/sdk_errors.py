@@ -23,10 +23,7 @@ from jurist.errors import (
     RequestRejected,
 )
 
-try:  # the openai SDK's faster transport, installed with openai[aiohttp]
-    import aiohttp
-except ImportError:  # pragma: no cover
-    aiohttp = None  # type: ignore[assignment]
+import aiohttp
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -64,9 +61,9 @@ def map_sdk_error(
     where = f"{model} at {endpoint}"
     if isinstance(exc, JuristError):
         return exc
-    if isinstance(exc, (sdk.APITimeoutError, *HTTP_TIMEOUTS)) and not dropped_connection(exc):
+    if isinstance(exc, (sdk.APITimeoutError, *HTTP_TIMEOUTS, TimeoutError)) and not dropped_connection(exc):
         return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (sdk.APIConnectionError, *HTTP_TRANSPORT_ERRORS)):
+    if isinstance(exc, (sdk.APIConnectionError, *HTTP_TRANSPORT_ERRORS, aiohttp.ClientError)):
         return ModelUnavailable(
             f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
             "running and base_url is right",
@@ -78,7 +75,7 @@ def map_sdk_error(
         )
     if isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
         return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
-    if isinstance(exc, json.JSONDecodeError):
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ModelUnavailable(
             f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
             f"{wire}-compatible",
@@ -95,8 +92,6 @@ def dropped_connection(exc: BaseException) -> bool:
     The SDK's aiohttp transport reports every aiohttp connection error as a
     connect timeout; the original error is still in the exception chain.
     """
-    if aiohttp is None:
-        return False
     seen = 0
     cur: BaseException | None = exc
     while cur is not None and seen < 10:
@@ -161,8 +156,21 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 
 def error_text(exc: Any) -> str:
-    """The server's own error message, if its body has one."""
-    body = getattr(exc, "body", None)
+    """The server's own error message, if the SDK error's body has one."""
+    return _body_message(getattr(exc, "body", None))
+
+
+def error_detail(raw: bytes) -> str:
+    """The server's own error message from a raw error body (JSON or text)."""
+    text = raw[:4096].decode("utf-8", "replace")
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text.strip()
+    return _body_message(body)
+
+
+def _body_message(body: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):

@@ -32,6 +32,26 @@ def insert_history(conn: Connection, evals: list[dict[str, Any]], score_rows: li
         conn.execute(insert(scores), score_rows)
 
 
+def cached_replies_query(hashes: set[str]) -> Any:
+    """Successful calls with these request hashes, oldest first (served by
+    the index on request_hash and status)."""
+    return (
+        select(llm_calls.c.request_hash, llm_calls.c.response_text, llm_calls.c.input_tokens,
+               llm_calls.c.output_tokens, llm_calls.c.created_at)
+        .where(llm_calls.c.request_hash.in_(sorted(hashes)), llm_calls.c.status == "ok",
+               llm_calls.c.response_text.is_not(None))
+        .order_by(llm_calls.c.created_at)
+    )
+
+
+def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, dict[str, Any]]:
+    """The latest successful answer per request hash (the call cache)."""
+    rows = conn.execute(cached_replies_query(hashes)).all()
+    # ordered oldest first, so the latest answer for a hash wins
+    return {r.request_hash: {"text": r.response_text, "input_tokens": r.input_tokens,
+                             "output_tokens": r.output_tokens} for r in rows}
+
+
 def list_calls(
     conn: Connection,
     *,
@@ -216,21 +236,27 @@ def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], 
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     else:  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
         dialect_insert = None
-    new_scores: list[dict[str, Any]] = []
-    written = 0
-    for evaluation, score_rows in items:
-        if dialect_insert is not None:
-            stmt = dialect_insert(evaluations).values(**evaluation).on_conflict_do_nothing(
-                index_elements=[evaluations.c.id]).returning(evaluations.c.id)
-            inserted = conn.execute(stmt).first() is not None
-        else:
-            exists = conn.execute(select(evaluations.c.id).where(evaluations.c.id == evaluation["id"])).first()
-            if exists is None:
+    new_ids: set[str] = set()
+    if dialect_insert is not None:
+        # One compiled statement, executed for many rows at once; RETURNING names the rows that were new.
+        stmt = dialect_insert(evaluations).on_conflict_do_nothing(
+            index_elements=[evaluations.c.id]).returning(evaluations.c.id)
+        by_columns: dict[frozenset[str], list[dict[str, Any]]] = {}
+        for evaluation, _ in items:
+            by_columns.setdefault(frozenset(evaluation), []).append(evaluation)
+        for rows in by_columns.values():
+            new_ids.update(r[0] for r in conn.execute(stmt, rows))
+    else:
+        for evaluation, _ in items:
+            if conn.execute(select(evaluations.c.id).where(evaluations.c.id == evaluation["id"])).first() is None:
                 conn.execute(insert(evaluations), [evaluation])
-            inserted = exists is None
-        if inserted:
-            written += 1
+                new_ids.add(evaluation["id"])
+    new_scores: list[dict[str, Any]] = []
+    written: set[str] = set()
+    for evaluation, score_rows in items:  # the same id twice in one batch: the first one's scores
+        if evaluation["id"] in new_ids and evaluation["id"] not in written:
+            written.add(evaluation["id"])
             new_scores.extend(score_rows)
     if new_scores:
         conn.execute(insert(scores), new_scores)
-    return written
+    return len(written)

@@ -18,16 +18,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
-from jurist.store.tables import llm_calls
 
 # The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
@@ -228,18 +227,8 @@ class Store:
             _answer_all(batch, found)
 
     def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
-        stmt = (
-            select(llm_calls.c.request_hash, llm_calls.c.response_text, llm_calls.c.input_tokens,
-                   llm_calls.c.output_tokens, llm_calls.c.created_at)
-            .where(llm_calls.c.request_hash.in_(sorted(hashes)), llm_calls.c.status == "ok",
-                   llm_calls.c.response_text.is_not(None))
-            .order_by(llm_calls.c.created_at)
-        )
         with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
-        # ordered oldest first, so the latest answer for a hash wins
-        return {r.request_hash: {"text": r.response_text, "input_tokens": r.input_tokens,
-                                 "output_tokens": r.output_tokens} for r in rows}
+            return queries.cached_replies(conn, hashes)
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""

@@ -60,7 +60,7 @@ llm_calls = Table(
     Column("endpoint", String(300), nullable=False),
     Column("template_name", String(200)),
     Column("template_hash", String(64)),
-    Column("request_hash", String(64), nullable=False, index=True),
+    Column("request_hash", String(64), nullable=False),
     Column("messages", JSON, nullable=False),
     Column("params", JSON, nullable=False),
     Column("response_text", Text),
@@ -74,6 +74,7 @@ llm_calls = Table(
     Column("cached", Boolean, nullable=False, default=False),
     Column("created_at", UtcDateTime(), nullable=False, index=True),
     Index("ix_llm_calls_usage", "created_at", "input_tokens", "output_tokens", "latency_ms", "status"),
+    Index("ix_llm_calls_request_hash_status", "request_hash", "status"),  # cached-reply lookups
 )
 
 evaluations = Table(

@@ -16,14 +16,16 @@ dropped connections) and read back what arrived::
         ...
         assert server.requests[0]["json"]["model"] == "gpt-test"
 
-Only the standard library is used, so the same server also runs on its own
-for benchmarks: ``python -m jurist.testing.provider_server --port 0 --latency 0.2``
-prints its base URL and serves until killed.
+Only the standard library is used. For benchmarks, which need fixed replies
+and little CPU rather than scripting, ``python -m jurist.testing.provider_server
+--port 0 --latency 0.2`` serves every request the same reply through
+:mod:`jurist.testing.fixed_server`; it prints its base URL and serves until killed.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import itertools
 import json
@@ -427,22 +429,21 @@ def spawn(latency: float = 0.0, text: str | None = None) -> tuple[subprocess.Pop
 
 def main(argv: list[str] | None = None) -> None:
     """Serve fixed-latency replies until killed; print the OpenAI base URL first."""
+    from jurist.testing.fixed_server import serve
+
     parser = argparse.ArgumentParser(
         prog="python -m jurist.testing.provider_server",
-        description="Scripted OpenAI/Anthropic-compatible server on 127.0.0.1 for benchmarks.",
+        description="Fixed-reply OpenAI/Anthropic-compatible server on 127.0.0.1 for benchmarks.",
     )
     parser.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--text", default=DEFAULT_TEXT, help="message content of every reply")
     args = parser.parse_args(argv)
-    server = ProviderServer(Reply(text=args.text, delay=args.latency), port=args.port).start()
-    print(server.base_url, flush=True)
     try:
-        threading.Event().wait()
+        asyncio.run(serve(Reply(text=args.text, delay=args.latency), args.port,
+                          lambda url: print(url, flush=True)))
     except KeyboardInterrupt:
         pass
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":
