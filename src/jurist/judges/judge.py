@@ -131,9 +131,9 @@ class Judge:
         """Like :meth:`run`, but every failure becomes an ``evaluation_failed`` verdict."""
         base = dict(judge_model=self.model.name, template_hash=self.template.hash)
         try:
-            coro = self.run(variables, parse, trace_id=trace_id, format_hint=format_hint)
-            value, completions = await (asyncio.wait_for(coro, timeout) if timeout else coro)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout or None):
+                value, completions = await self.run(variables, parse, trace_id=trace_id, format_hint=format_hint)
+        except TimeoutError:
             return Verdict(FAILED, None, f"timed out after {timeout:g} s", **base)
         except JudgeParseError as exc:
             comps = getattr(exc, "completions", [])

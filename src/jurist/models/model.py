@@ -231,10 +231,9 @@ class Model:
             try:
                 async with self.limiter.slot(tokens):
                     try:
-                        completion = await asyncio.wait_for(
-                            self.adapter.complete(request, timeout=self.timeout), self.timeout
-                        )
-                    except asyncio.TimeoutError:
+                        async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for
+                            completion = await self.adapter.complete(request, timeout=self.timeout)
+                    except TimeoutError:
                         raise ModelTimeout(
                             f"{self.name} gave no answer within {self.timeout:g} s; "
                             "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",

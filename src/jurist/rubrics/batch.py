@@ -7,8 +7,8 @@ sessions whose result exists (``force=True`` rescores all) and still counts
 them in ``summary.json``.
 
 The pieces both engines share live here: :func:`open_session`,
-:func:`score_session` and :class:`BatchTally` (the summary and counts);
-``ray_engine`` runs them in worker processes of a Ray cluster.
+:func:`result_name` and :class:`BatchTally` (the summary and counts);
+``ray_engine`` uses them in worker processes of a Ray cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from jurist.errors import InputError
 from jurist.jsonfiles import write_json
@@ -57,13 +57,9 @@ def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[
     return session, None
 
 
-async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path,
-                        before_write: Callable[[], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """Score one session and write its result file atomically; ``before_write``
-    runs between the two (the Ray engine waits there until the store row is durable)."""
+async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path) -> dict[str, Any]:
+    """Score one session and write its result file atomically."""
     result = await evaluator.evaluate(session)
-    if before_write is not None:
-        await before_write()
     await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
     return result
 

@@ -32,13 +32,14 @@ from typing import Any
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, JuristError
-from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, score_session, session_files
+from jurist.jsonfiles import write_json
+from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
 
 # Variables a worker needs to build the same adapters as the driver (keys, base URLs).
 _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 _PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
-_FLUSH_LINGER = 0.05  # sessions waiting for their store rows share one flush per this many seconds
+_FLUSH_LINGER = 0.05  # sessions finishing this close together share one store flush and file-writing trip
 
 
 def import_ray() -> Any:
@@ -70,31 +71,59 @@ class _OnceSink:
         self.store.save_evaluation_once(dict(evaluation, id=key), score_rows)
 
 
-class _Durable:
-    """Waits until everything queued to the store is written; many waiters share one flush."""
+class _ResultWriter:
+    """Writes result files once their store rows are durable.
 
-    def __init__(self, store: Any) -> None:
+    Sessions that finish within ``_FLUSH_LINGER`` of each other share one
+    store flush and one trip to a thread, which then writes their files.
+    """
+
+    def __init__(self, store: Any, out: Path) -> None:
         self.store = store
-        self._next: asyncio.Future[None] | None = None
+        self.out = out
+        self._items: list[tuple[str, dict[str, Any]]] = []
+        self._done: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def wait(self) -> None:
-        if self._next is None:
-            self._next = asyncio.get_running_loop().create_future()
-        fut = self._next
+    async def write(self, session_id: str, result: dict[str, Any]) -> None:
+        """Return once the session's store row and then its result file are written."""
+        if self._done is None:
+            self._done = asyncio.get_running_loop().create_future()
+        done = self._done
+        self._items.append((session_id, result))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run())
-        await asyncio.shield(fut)
+        await asyncio.shield(done)
 
     async def _run(self) -> None:
-        while self._next is not None:
-            await asyncio.sleep(_FLUSH_LINGER)  # more sessions join this flush
-            fut, self._next = self._next, None  # rows queued before this point are in this flush
+        while self._done is not None:
+            await asyncio.sleep(_FLUSH_LINGER)  # more sessions join this group
+            items, done = self._items, self._done  # rows queued before this point are in this flush
+            self._items, self._done = [], None
             try:
-                await self.store.aflush()
-                fut.set_result(None)
+                await asyncio.to_thread(self._flush_and_write, items)
+                done.set_result(None)
             except Exception as exc:
-                fut.set_exception(exc)
+                done.set_exception(exc)
+
+    def _flush_and_write(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        self.store.flush()
+        for session_id, result in items:
+            write_json(self.out / result_name(session_id), result)
+
+
+def _open_shard(files: list[str], out: Path, force: bool) -> list[tuple[str, Any, Any]]:
+    """Load a shard's sessions in one go (blocking: run in a thread): per file,
+    (file, session, existing result) or (file, InputError, None)."""
+    opened: list[tuple[str, Any, Any]] = []
+    for name in files:
+        try:
+            session, existing = open_session(Path(name), out, force)
+        except InputError as exc:
+            opened.append((name, exc, None))
+        else:
+            opened.append((name, session, existing))
+    return opened
 
 
 def _cpu() -> float:
@@ -127,7 +156,7 @@ class BatchWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         self._ready: asyncio.Future[dict[str, Any]] | None = None
-        self._queue: asyncio.Queue[tuple[str, asyncio.Future[dict[str, Any]]]] | None = None
+        self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[dict[str, Any]]]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.scored = 0  # sessions this process scored
         self._cpu_at_start = _cpu()
@@ -169,8 +198,8 @@ class BatchWorker:
             model.limiter = self.limiter  # the Model goes through the cluster-wide limiter
         self.evaluator = SessionEvaluator(spec.rubric_set, self.judge, _OnceSink(self.store, spec.generation),
                                           spec.settings.session_char_budget, spec.settings.rubric_timeout)
-        self.durable = _Durable(self.store)
         self.out = Path(spec.output_dir)
+        self.writer = _ResultWriter(self.store, self.out)
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._consume()) for _ in range(spec.parallel)]
         self._cpu_at_start = _cpu()
@@ -186,36 +215,34 @@ class BatchWorker:
         await self.start()
         assert self._queue is not None
         loop = asyncio.get_running_loop()
-        futures = []
-        for name in files:
-            fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-            self._queue.put_nowait((name, fut))
-            futures.append(fut)
-        return list(await asyncio.gather(*futures))
+        outcomes: list[Any] = []
+        for name, session, existing in await asyncio.to_thread(_open_shard, files, self.out, self.spec.force):
+            if isinstance(session, InputError):
+                outcomes.append({"file": name, "kind": "input_error", "error": str(session)})
+            elif existing is not None:
+                outcomes.append({"file": name, "session_id": session.session_id, "kind": "existing",
+                                 "result": existing})
+            else:
+                fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+                self._queue.put_nowait((name, session, fut))
+                outcomes.append(fut)
+        return [await o if isinstance(o, asyncio.Future) else o for o in outcomes]
 
     async def _consume(self) -> None:
         assert self._queue is not None
         while True:
-            name, fut = await self._queue.get()
+            name, session, fut = await self._queue.get()
             try:
-                outcome = await self._one(Path(name))
+                result = await self.evaluator.evaluate(session)
+                await self.writer.write(session.session_id, result)
             except Exception as exc:
                 if not fut.done():
                     fut.set_exception(exc)
             else:
+                self.scored += 1
                 if not fut.done():
-                    fut.set_result(outcome)
-
-    async def _one(self, path: Path) -> dict[str, Any]:
-        try:
-            session, existing = await asyncio.to_thread(open_session, path, self.out, self.spec.force)
-        except InputError as exc:
-            return {"file": str(path), "kind": "input_error", "error": str(exc)}
-        if existing is not None:
-            return {"file": str(path), "session_id": session.session_id, "kind": "existing", "result": existing}
-        result = await score_session(self.evaluator, session, self.out, before_write=self.durable.wait)
-        self.scored += 1
-        return {"file": str(path), "session_id": session.session_id, "kind": "scored", "result": result}
+                    fut.set_result({"file": name, "session_id": session.session_id, "kind": "scored",
+                                    "result": result})
 
     async def close(self) -> dict[str, Any]:
         """Finish: give back permits, close the judge, write the last store rows."""
