@@ -6,13 +6,15 @@ OpenRouter: only ``base_url`` and ``api_key`` differ. It turns a
 maps errors onto :mod:`jurist.errors` in :func:`map_openai_error`. It never
 retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
 
-The official ``openai`` SDK holds the endpoint's configuration (base URL, API
-key, its default headers) and streams. A non-streaming call is one JSON POST
-to ``<base_url>/chat/completions`` with the SDK's headers, sent over aiohttp
-(the HTTP library of the SDK's own ``openai[aiohttp]`` transport) without the
-SDK's per-request machinery: that machinery costs more CPU than the request
-itself (``benchmarks/adapter_overhead.py``), which decides how many calls a
-second one process can make.
+Streams go through the official ``openai`` SDK (over its aiohttp transport).
+A non-streaming call is one JSON POST to ``<base_url>/chat/completions``, with
+the headers the SDK sends (bearer key, ``OpenAI-Organization`` and
+``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``), over
+aiohttp, the HTTP library of the SDK's own ``openai[aiohttp]`` transport,
+without the SDK's per-request machinery: that machinery costs more CPU than
+the request itself (``benchmarks/adapter_overhead.py``), which decides how
+many calls a second one process makes. The SDK (1.4 s to import) is imported
+on the first stream.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from typing import Any, AsyncIterator
 
 import asyncio
 
 import aiohttp
-import openai
-from openai.types.chat import ChatCompletion
 
+from jurist import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
 from jurist.models.base import ChatRequest, Completion
 from jurist.models.sdk_errors import error_detail, map_sdk_error, retry_after_seconds, status_error
@@ -36,10 +38,11 @@ __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_erro
 
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
 NO_KEY = "none"  # sent to self-hosted servers that take no key
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
 
 
 class OpenAIChat:
-    """``ChatModel`` for an OpenAI-compatible endpoint, through ``AsyncOpenAI``.
+    """``ChatModel`` for an OpenAI-compatible endpoint.
 
     ``structured_output``: ``"json_schema"`` always sends the request's schema
     as ``response_format``; ``"prompt"`` never does (the prompt asks for JSON);
@@ -74,14 +77,15 @@ class OpenAIChat:
         self.provider = provider
         self.name = f"{provider}/{model}"
         self.structured_output = structured_output
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient(
-                verify=_tls_context())
-        )
-        self.endpoint = str(self._client.base_url).rstrip("/")
+        self._api_key = api_key
+        self.endpoint = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._url = f"{self.endpoint}/chat/completions"
-        headers = {**self._client.default_headers, **self._client.auth_headers}
-        self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                         "Accept": "application/json", "User-Agent": f"jurist/{__version__}"}
+        for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+            if os.environ.get(variable):
+                self._headers[header] = os.environ[variable]
+        self._client: Any = None  # the SDK's AsyncOpenAI, made for the first stream
         self._session: aiohttp.ClientSession | None = None  # for non-streaming calls, made in the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None
         # False once an "auto" endpoint has refused response_format=json_schema.
@@ -121,7 +125,8 @@ class OpenAIChat:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
 
     # -- internals -----------------------------------------------------------
 
@@ -130,9 +135,8 @@ class OpenAIChat:
         use_schema = request.response_schema is not None and self.schema_supported
         try:
             return await self._send(request, timeout, stream=stream, use_schema=use_schema)
-        except (openai.BadRequestError, openai.UnprocessableEntityError, RequestRejected) as exc:
-            refused = getattr(exc, "status", None) in (400, 422) or not isinstance(exc, RequestRejected)
-            if not (refused and use_schema and self.structured_output == "auto"):
+        except RequestRejected as exc:
+            if not (exc.status in (400, 422) and use_schema and self.structured_output == "auto"):
                 raise
         response = await self._send(request, timeout, stream=stream, use_schema=False)
         # Only now is it clear the schema, not the request, was what the endpoint refused.
@@ -154,9 +158,13 @@ class OpenAIChat:
             }
         if stream:
             params["stream"] = True
-            return await self._client.chat.completions.create(
-                **params, timeout=timeout if timeout is not None else openai.NOT_GIVEN
-            )
+            try:
+                return await self._sdk().chat.completions.create(**params, **({"timeout": timeout} if timeout else {}))
+            except Exception as exc:  # as ours here, so a refused schema is a RequestRejected on both paths
+                mapped = self._map(exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
         return await self._post(json.dumps(params, ensure_ascii=False).encode(), timeout)
 
     async def _post(self, body: bytes, timeout: float | None) -> Any:
@@ -175,6 +183,16 @@ class OpenAIChat:
                                    where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint())
         return json.loads(raw)
 
+    def _sdk(self) -> Any:
+        """The SDK client for streams, made (and the SDK imported) on first use."""
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.endpoint, max_retries=0,
+                http_client=openai.DefaultAioHttpClient(verify=_tls_context()))
+        return self._client
+
     def _http(self) -> aiohttp.ClientSession:
         """The aiohttp session of the running event loop (a new one for a new loop)."""
         loop = asyncio.get_running_loop()
@@ -185,8 +203,6 @@ class OpenAIChat:
         return self._session
 
     def _completion(self, response: Any) -> Completion:
-        if isinstance(response, ChatCompletion):
-            response = response.model_dump()
         if not isinstance(response, dict) or "choices" not in response:
             raise ModelUnavailable(
                 f"{self.name} at {self.endpoint} answered with something that is not a chat completion; "
@@ -223,11 +239,13 @@ class OpenAIChat:
 
 @functools.lru_cache(maxsize=1)
 def _tls_context() -> Any:
-    """One TLS context (the HTTP library's default trust store) shared by every
-    client: loading the certificates costs tens of milliseconds each time."""
-    import httpx2
+    """One TLS context (certifi's trust store, as the SDK's HTTP library uses)
+    shared by every client: loading the certificates costs tens of milliseconds."""
+    import ssl
 
-    return httpx2.create_ssl_context()
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -242,5 +260,8 @@ def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def map_openai_error(exc: BaseException, *, model: str, endpoint: str, key_hint: str) -> Exception:
-    """``openai`` SDK errors as jurist errors (see :func:`map_sdk_error`)."""
-    return map_sdk_error(exc, openai, openai.OpenAIError, model=model, endpoint=endpoint, key_hint=key_hint, wire="OpenAI")
+    """Errors of an OpenAI-protocol call as jurist errors (see :func:`map_sdk_error`);
+    the SDK's own errors only once it is imported (only it raises them)."""
+    sdk = sys.modules.get("openai")
+    return map_sdk_error(exc, sdk, sdk.OpenAIError if sdk else None, model=model, endpoint=endpoint,
+                         key_hint=key_hint, wire="OpenAI")

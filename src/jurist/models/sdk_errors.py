@@ -7,8 +7,8 @@ statuses (with ``Retry-After``), invalid bodies.
 
 from __future__ import annotations
 
-import importlib
 import json
+import sys
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Mapping
@@ -30,50 +30,49 @@ def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Excepti
     """Timeout and transport exception classes of the HTTP libraries the SDKs use.
 
     Recent SDKs run on ``httpx2``, older ones on ``httpx``; a few raw transport
-    errors (e.g. while reading a stream) escape the SDKs' own wrapping.
+    errors (e.g. while reading a stream) escape the SDKs' own wrapping. Only
+    libraries already imported count: the others raised nothing.
     """
     timeouts: list[type[Exception]] = []
     transport: list[type[Exception]] = []
     for name in ("httpx2", "httpx"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        timeouts.append(module.TimeoutException)
-        transport.append(module.TransportError)
+        module = sys.modules.get(name)
+        if module is not None:
+            timeouts.append(module.TimeoutException)
+            transport.append(module.TransportError)
     return tuple(timeouts), tuple(transport)
 
 
-HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS = _transport_errors()
-
-
 def map_sdk_error(
-    exc: BaseException, sdk: Any, base_error: type[Exception], *, model: str, endpoint: str, key_hint: str,
-    wire: str,
+    exc: BaseException, sdk: Any, base_error: type[Exception] | None, *, model: str, endpoint: str,
+    key_hint: str, wire: str,
 ) -> Exception:
     """The one place where SDK (and transport) errors become jurist errors.
 
     ``sdk`` is the ``openai`` or the ``anthropic`` module (both define the same
-    error classes) and ``base_error`` its root error class; ``wire`` names the
-    protocol in messages. Returns the exception to raise; anything unknown is
-    returned unchanged.
+    error classes) and ``base_error`` its root error class, or both None when
+    the SDK was not used; ``wire`` names the protocol in messages. Returns the
+    exception to raise; anything unknown is returned unchanged.
     """
     where = f"{model} at {endpoint}"
+    none: tuple[type[Exception], ...] = ()
+    http_timeouts, http_transport_errors = _transport_errors()
     if isinstance(exc, JuristError):
         return exc
-    if isinstance(exc, (sdk.APITimeoutError, *HTTP_TIMEOUTS, TimeoutError)) and not dropped_connection(exc):
+    if isinstance(exc, (*((sdk.APITimeoutError,) if sdk else none), *http_timeouts, TimeoutError)) \
+            and not dropped_connection(exc):
         return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (sdk.APIConnectionError, *HTTP_TRANSPORT_ERRORS, aiohttp.ClientError)):
+    if isinstance(exc, (*((sdk.APIConnectionError,) if sdk else none), *http_transport_errors, aiohttp.ClientError)):
         return ModelUnavailable(
             f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
             "running and base_url is right",
             model=model,
         )
-    if isinstance(exc, sdk.APIStatusError):
+    if sdk is not None and isinstance(exc, sdk.APIStatusError):
         return status_error(
             exc.status_code, error_text(exc), exc.response.headers, model=model, where=where, key_hint=key_hint
         )
-    if isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
+    if sdk is not None and isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
         return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ModelUnavailable(
@@ -81,7 +80,7 @@ def map_sdk_error(
             f"{wire}-compatible",
             model=model,
         )
-    if isinstance(exc, base_error):
+    if base_error is not None and isinstance(exc, base_error):
         return ModelUnavailable(f"{where} failed: {exc}", model=model)
     return exc
 
