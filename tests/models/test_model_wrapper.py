@@ -165,3 +165,24 @@ def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
     assert ok["status"] == "ok" and ok["params"] == {"question": "expresses"} and ok["endpoint"] == "local"
     assert '"expressed": true' in ok["response_text"] and "a point" in ok["messages"][0]["content"]
     assert [r["status"] for r in rows.values() if r["id"] != call_id] == ["error"]
+
+
+def test_cache_key_is_the_hash_of_the_sorted_request_json() -> None:
+    """The key stays what it always was, so calls cached by earlier versions still hit."""
+    import hashlib
+    import json
+
+    from jurist.models.base import ChatRequest
+
+    for req in (
+        ChatRequest(messages=[{"role": "user", "content": "héllo {x}"}]),
+        ChatRequest(messages=[{"role": "system", "content": "a"}, {"role": "user", "content": "b\n\"c\""}],
+                    temperature=None, max_tokens=None, seed=7,
+                    response_schema={"type": "object", "properties": {"score": {"type": "number"}}}),
+    ):
+        blob = json.dumps({"model": "m/x", "messages": req.messages, "temperature": req.temperature,
+                           "max_tokens": req.max_tokens, "seed": req.seed, "schema": req.response_schema},
+                          sort_keys=True, ensure_ascii=False)
+        assert req.cache_key("m/x") == hashlib.sha256(blob.encode()).hexdigest()
+    assert ChatRequest(messages=[{"role": "user", "content": "a"}]).cache_key("m/x") != \
+        ChatRequest(messages=[{"role": "user", "content": "b"}]).cache_key("m/x")

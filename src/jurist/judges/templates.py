@@ -9,6 +9,7 @@ is loaded, before any call.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import string
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class PromptTemplate:
     text: str
     source: str = "builtin"
 
-    @property
+    @functools.cached_property
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
 

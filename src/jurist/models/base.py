@@ -8,6 +8,7 @@ the reply into a :class:`Completion`, mapping the SDK's errors onto
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -39,20 +40,22 @@ class ChatRequest:
             out["response_schema"] = self.schema_name
         return out
 
+    @functools.cached_property
+    def messages_json(self) -> str:
+        """The messages as JSON text (keys sorted), made once: the cache key and
+        an adapter's request body both use it (a prompt is the bulk of both)."""
+        return json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
+
     def cache_key(self, model: str) -> str:
-        """Stable hash of everything that determines the answer."""
-        blob = json.dumps(
-            {
-                "model": model,
-                "messages": self.messages,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-                "seed": self.seed,
-                "schema": self.response_schema,
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-        )
+        """Stable hash of everything that determines the answer: the SHA-256 of
+        ``json.dumps({model, messages, temperature, max_tokens, seed, schema},
+        sort_keys=True, ensure_ascii=False)``, with the messages' text reused."""
+        fields = (("max_tokens", self.max_tokens), ("messages", None), ("model", model),
+                  ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
+        blob = "{" + ", ".join(
+            f'"{name}": ' + (self.messages_json if name == "messages" else
+                             json.dumps(value, sort_keys=True, ensure_ascii=False))
+            for name, value in fields) + "}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def estimated_tokens(self) -> int:

@@ -144,7 +144,7 @@ class OpenAIChat:
         return response
 
     async def _send(self, request: ChatRequest, timeout: float | None, *, stream: bool, use_schema: bool) -> Any:
-        params: dict[str, Any] = {"model": self.model, "messages": _messages(request.messages)}
+        params: dict[str, Any] = {"model": self.model}
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -157,6 +157,7 @@ class OpenAIChat:
                 "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": False},
             }
         if stream:
+            params["messages"] = _messages(request.messages)
             params["stream"] = True
             try:
                 return await self._sdk().chat.completions.create(**params, **({"timeout": timeout} if timeout else {}))
@@ -165,7 +166,12 @@ class OpenAIChat:
                 if mapped is exc:
                     raise
                 raise mapped from exc
-        return await self._post(json.dumps(params, ensure_ascii=False).encode(), timeout)
+        if any(_bare_tool_turn(m) for m in request.messages):
+            messages = json.dumps(_messages(request.messages), ensure_ascii=False)
+        else:
+            messages = request.messages_json  # serialised once, for the cache key too
+        rest = json.dumps(params, ensure_ascii=False)  # an object with at least "model"
+        return await self._post(('{"messages": ' + messages + ", " + rest[1:]).encode(), timeout)
 
     async def _post(self, body: bytes, timeout: float | None) -> Any:
         """One chat-completions POST with the SDK's headers; the parsed JSON reply.
@@ -248,15 +254,14 @@ def _tls_context() -> Any:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _bare_tool_turn(message: dict[str, str]) -> bool:
+    return message.get("role") == "tool" and "tool_call_id" not in message
+
+
 def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Our messages in OpenAI form; a ``tool`` turn without a call id becomes user text."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.get("role") == "tool" and "tool_call_id" not in m:
-            out.append({"role": "user", "content": f"[tool result] {m.get('content') or ''}"})
-        else:
-            out.append(dict(m))
-    return out
+    return [{"role": "user", "content": f"[tool result] {m.get('content') or ''}"} if _bare_tool_turn(m) else dict(m)
+            for m in messages]
 
 
 def map_openai_error(exc: BaseException, *, model: str, endpoint: str, key_hint: str) -> Exception:
