@@ -13,8 +13,8 @@ the headers the SDK sends (bearer key, ``OpenAI-Organization`` and
 aiohttp, the HTTP library of the SDK's own ``openai[aiohttp]`` transport,
 without the SDK's per-request machinery: that machinery costs more CPU than
 the request itself (``benchmarks/adapter_overhead.py``), which decides how
-many calls a second one process makes. The SDK (1.4 s to import) is imported
-on the first stream.
+many calls a second one process makes. The SDK (over a second to import) is
+imported on the first stream.
 """
 
 from __future__ import annotations
