@@ -10,9 +10,10 @@ $(PY):
 
 # torch is pinned to the CPU build so the `local` extra does not pull a GPU build;
 # the langgraph extra is for the gate's LangGraph helper, the ray extra for the
-# Ray batch engine; both are optional for users and needed by the tests.
+# Ray batch engine, the redis extra for limits shared through Redis; all are
+# optional for users and needed by the tests.
 install: $(PY)
-	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,ray,test]"
+	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,ray,redis,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo

@@ -55,11 +55,34 @@ def provider():
 
 
 def _pg_up() -> bool:
+    return _answers(5432)
+
+
+def _answers(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True
     except OSError:
         return False
+
+
+@pytest.fixture
+def redis_url():
+    """The machine's Redis (database 15), emptied before and after the test."""
+    if not os.environ.get("CI"):
+        pytest.importorskip("redis")  # in CI the extra is installed: a missing one fails below
+    if not _answers(6379):
+        if os.environ.get("CI"):
+            pytest.fail("Redis is not answering on 127.0.0.1:6379")
+        pytest.skip("Redis is not answering on 127.0.0.1:6379")
+    import redis
+
+    url = "redis://127.0.0.1:6379/15"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
 
 
 @contextmanager

@@ -45,6 +45,7 @@ class Settings(BaseModel):
     aliases: dict[str, str] = Field(default_factory=dict)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     database_url: str | None = None
+    limiter_url: str | None = None  # redis://...: endpoint bounds shared by every process using it
     home: str = DEFAULT_HOME
     cache: bool = True
     max_concurrency: int = Field(default=16, ge=1)  # requests in flight per endpoint
@@ -100,6 +101,7 @@ class Settings(BaseModel):
 _ENV_FIELDS = {
     "JURIST_JUDGE": "judge",
     "JURIST_DATABASE_URL": "database_url",
+    "JURIST_LIMITER_URL": "limiter_url",
     "JURIST_HOME": "home",
     "JURIST_CACHE": "cache",
     "JURIST_MAX_CONCURRENCY": "max_concurrency",

@@ -134,6 +134,17 @@ def _kill_a_worker_once(batch, done):
 
 
 @pytest.mark.postgres
+async def test_with_limiter_url_the_cluster_bound_lives_in_redis(cluster, provider, tmp_path, redis_url):
+    provider.default = by_question(delay=0.05)
+    sessions = make_sessions(tmp_path / "s", 20)
+    settings = settings_for(provider, tmp_path / "home", limiter_url=redis_url)
+    batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
+                     max_concurrency=4, options=RayOptions(workers=2, shard_size=3))
+    report = await run(batch)
+    assert report.scored == 20 and batch.limiter is None  # no limiter actor
+    assert provider.peak_in_flight == 4  # the workers' Redis limiter held --max-concurrency, reached
+
+
 async def test_a_killed_worker_is_restarted_and_every_session_is_scored_once(cluster, provider, tmp_path, pg_url):
     provider.default = by_question(delay=0.03)
     sessions = make_sessions(tmp_path / "s", 48)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
@@ -159,12 +160,17 @@ def resolve_model(
     adapter = build_adapter(full, settings)
     provider = full.partition("/")[0]
     ps = settings.providers.get(provider) or PRESETS.get(provider)
-    limiter = limiter_for(
-        adapter.endpoint,
+    bounds = (
         max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
         ps.requests_per_minute if ps else None,
         ps.tokens_per_minute if ps else None,
     )
+    if settings.limiter_url and provider not in ("local", "scripted"):
+        from jurist.models.redis_limiter import redis_limiter_for
+
+        limiter: Any = redis_limiter_for(settings.limiter_url, adapter.endpoint, *bounds)
+    else:
+        limiter = limiter_for(adapter.endpoint, *bounds)
     return Model(
         adapter,
         limiter,

@@ -145,8 +145,9 @@ class WorkerSpec:
     force: bool
     parallel: int
     generation: str
-    limiter: Any = None  # the limiter actor, or None for the local judge
+    limiter: Any = None  # the limiter actor; None for the local judge or a Redis limiter (limiter_url)
     worker_concurrency: int | None = None
+    max_concurrency: int | None = None
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -188,7 +189,7 @@ class BatchWorker:
         os.environ.update(spec.env)
         self.store = await Store.aopen(spec.settings.database)
         self.judge = build_judge(spec.settings, self.store, judge=spec.judge, template=spec.template,
-                                 cache=spec.cache)
+                                 max_concurrency=spec.max_concurrency, cache=spec.cache)
         model = getattr(self.judge, "model", None)
         self.limiter: SharedLimiter | None = None
         if model is not None and spec.limiter is not None:
@@ -365,7 +366,8 @@ class RayBatch:
         ref = judge_ref(self.settings, self.judge)
         spec = WorkerSpec(self.rubric_set, self.settings, ref, self.template, self.cache, str(self.output_dir),
                           self.force, self.parallel, uuid.uuid4().hex if self.force else "",
-                          worker_concurrency=self.options.worker_concurrency, env=_env_for(self.settings))
+                          worker_concurrency=self.options.worker_concurrency, max_concurrency=self.max_concurrency,
+                          env=_env_for(self.settings))
         if ref != LOCAL_JUDGE:
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
             rj = build_judge(self.settings, None, judge=ref, template=self.template,
@@ -385,7 +387,7 @@ class RayBatch:
         if not ray.is_initialized():
             ray.init(address=self.options.address, namespace=ACTOR_NAMESPACE, log_to_driver=True)
             self._started_ray = True
-        if self._bounds is not None:
+        if self._bounds is not None and not self.settings.limiter_url:  # with limiter_url, Redis holds the bounds
             endpoint, max_in_flight, rpm, tpm = self._bounds
             self.limiter = spec.limiter = limiter_actor(endpoint, max_in_flight, rpm, tpm)
         n = self.options.workers

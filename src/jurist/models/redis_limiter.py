@@ -1,0 +1,244 @@
+"""An endpoint limiter whose counts live in Redis, for bounds shared by many processes.
+
+:class:`~jurist.models.limiter.Limiter` bounds one process and the Ray
+engine's limiter actor one Ray job. With ``limiter_url: redis://...`` in
+``jurist.yaml`` (or ``JURIST_LIMITER_URL``), every process that points at the
+same Redis (batch drivers, Ray workers of any job, servers) shares one bound
+per endpoint: the same ``slot(tokens)`` interface, so ``Model`` uses it
+unchanged and concurrency is still bounded in one place.
+
+How it holds:
+
+* The permits in use are a sorted set per endpoint (member: permit id,
+  score: when its lease ends). One Lua script, run by Redis atomically, drops
+  leases that ended, checks the bounds and adds the new permit, so two
+  processes can never both take the last one. Time is Redis's own clock.
+* Requests and estimated tokens started in the last window are a second
+  sorted set; with ``requests_per_minute`` or ``tokens_per_minute`` the same
+  script checks and records them.
+* A process renews the leases of the permits it holds (every third of the
+  lease), so a long request keeps its permit; a process that dies stops
+  renewing and its permits come back when their leases end.
+* Waiting requests of one process ask Redis one at a time, in arrival order,
+  and poll with a short backoff (2 ms growing to 50 ms) or sleep until the
+  rate window has room.
+
+``redis`` (redis-py) is an optional extra: ``pip install "jurist[redis]"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from jurist.errors import ConfigError, JuristError
+from jurist.models.limiter import RateWindow, check_in_flight
+
+KEY_PREFIX = "jurist:limiter:"
+DEFAULT_LEASE = 120.0  # seconds a permit stays taken without renewal
+_POLL_FIRST, _POLL_MAX = 0.002, 0.05
+
+# KEYS: permits, starts. ARGV: permit id, lease ms, max in flight, rpm, tpm, tokens, window ms.
+# Returns {1, 0} when granted, else {0, ms to wait} (0: until a permit is released).
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  return {0, 0}
+end
+local rpm, tpm, tokens, window = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+if rpm > 0 or tpm > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+  local started = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  local count = #started / 2
+  if count > 0 then
+    local oldest = tonumber(started[2])
+    if rpm > 0 and count >= rpm then
+      return {0, oldest + window - now}
+    end
+    if tpm > 0 then
+      local used = 0
+      for i = 1, #started, 2 do
+        used = used + tonumber(string.match(started[i], ':(%d+)$'))
+      end
+      if used + tokens > tpm then
+        return {0, oldest + window - now}
+      end
+    end
+  end
+  redis.call('ZADD', KEYS[2], now, ARGV[1] .. ':' .. tokens)
+  redis.call('PEXPIRE', KEYS[2], window + 1000)
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return {1, 0}
+"""
+
+# KEYS: permits. ARGV: lease ms, permit ids... Pushes the leases of held permits forward.
+_RENEW = """
+local t = redis.call('TIME')
+local until_ = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', until_, ARGV[i])
+end
+return 0
+"""
+
+
+def import_redis() -> Any:
+    """``redis.asyncio``, or a ConfigError that says how to install it."""
+    try:
+        import redis.asyncio as redis_asyncio
+    except ImportError:
+        raise ConfigError('limiter_url needs the Redis client: pip install "jurist[redis]"') from None
+    return redis_asyncio
+
+
+class RedisLimiter:
+    """``async with limiter.slot(tokens)``: one request slot, bounded across every
+    process that uses the same Redis and endpoint.
+
+    The Redis client is made in the first event loop that takes a slot (and
+    again for a new loop).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        endpoint: str,
+        max_in_flight: int = 16,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        *,
+        window: float = 60.0,
+        lease: float = DEFAULT_LEASE,
+    ) -> None:
+        if lease <= 0:
+            raise ValueError("lease must be positive")
+        self.url = url
+        self.endpoint = endpoint
+        self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates = RateWindow(requests_per_minute, tokens_per_minute, window)  # the bounds; counts live in Redis
+        self.lease = lease
+        self.in_flight = 0  # this process's requests in flight
+        self.peak_in_flight = 0
+        self.permits_key = f"{KEY_PREFIX}{endpoint}:permits"
+        self.starts_key = f"{KEY_PREFIX}{endpoint}:starts"
+        self._redis_asyncio = import_redis()
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._turn: asyncio.Lock | None = None
+        self._held: set[str] = set()
+        self._renewer: asyncio.Task[None] | None = None
+
+    def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
+                  tokens_per_minute: int | None = None) -> None:
+        """Change the bounds (this process's view; every process should configure the same)."""
+        if max_in_flight is not None:
+            self.max_in_flight = check_in_flight(max_in_flight)
+        self.rates.configure(requests_per_minute, tokens_per_minute)
+
+    @asynccontextmanager
+    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
+        """Hold one request slot for the duration of the block."""
+        permit = await self._acquire(max(0, int(tokens)))
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            await self._release(permit)
+
+    def _bind(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._client = self._redis_asyncio.from_url(self.url)
+            self._loop = loop
+            self._turn = asyncio.Lock()
+            self._acquire_script = self._client.register_script(_ACQUIRE)
+            self._renew_script = self._client.register_script(_RENEW)
+            self._held = set()
+            self._renewer = None
+
+    async def _acquire(self, tokens: int) -> str:
+        self._bind()
+        assert self._turn is not None
+        permit = uuid.uuid4().hex
+        r = self.rates
+        args = [permit, int(self.lease * 1000), self.max_in_flight, r.requests_per_minute or 0,
+                r.tokens_per_minute or 0, tokens, int(r.window * 1000)]
+        async with self._turn:  # one request of this process asks at a time, in arrival order
+            pause = _POLL_FIRST
+            while True:
+                args[2] = self.max_in_flight
+                granted, wait_ms = await self._redis(self._acquire_script, [self.permits_key, self.starts_key], args)
+                if int(granted):
+                    break
+                if int(wait_ms) > 0:
+                    await asyncio.sleep(int(wait_ms) / 1000)
+                else:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, _POLL_MAX)
+        self._held.add(permit)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew())
+        return permit
+
+    async def _release(self, permit: str) -> None:
+        self._held.discard(permit)
+        try:
+            await asyncio.shield(self._client.zrem(self.permits_key, permit))
+        except Exception:  # Redis gone: the lease ends by itself
+            pass
+
+    async def _renew(self) -> None:
+        """Push forward the leases of this process's permits while it holds any."""
+        while self._held:
+            await asyncio.sleep(self.lease / 3)
+            if self._held:
+                try:
+                    await self._renew_script(keys=[self.permits_key],
+                                             args=[int(self.lease * 1000), *sorted(self._held)])
+                except Exception:  # tried again at the next turn; the lease covers one miss
+                    pass
+
+    async def _redis(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return await script(keys=keys, args=args)
+        except Exception as exc:
+            raise JuristError(
+                f"the shared limiter at {self.url} is unreachable ({type(exc).__name__}: {exc}); "
+                "check that Redis is running, or remove limiter_url to limit each process on its own"
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+            self._loop = None
+
+
+_LIMITERS: dict[tuple[str, str], RedisLimiter] = {}
+
+
+def redis_limiter_for(
+    url: str,
+    endpoint: str,
+    max_in_flight: int | None = None,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
+) -> RedisLimiter:
+    """The process's Redis-backed limiter of an endpoint, created on first use
+    (bounds passed later update it, as :func:`~jurist.models.limiter.limiter_for`)."""
+    lim = _LIMITERS.get((url, endpoint))
+    if lim is None:
+        lim = RedisLimiter(url, endpoint, max_in_flight or 16, requests_per_minute, tokens_per_minute)
+        _LIMITERS[(url, endpoint)] = lim
+    else:
+        lim.configure(max_in_flight, requests_per_minute, tokens_per_minute)
+    return lim

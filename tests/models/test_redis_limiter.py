@@ -1,0 +1,137 @@
+"""The Redis-backed limiter against the machine's Redis: bounds shared by separate clients."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from jurist.config import Settings
+from jurist.errors import JuristError
+from jurist.models.limiter import Limiter
+from jurist.models.redis_limiter import RedisLimiter, redis_limiter_for
+from jurist.models.registry import resolve_model
+
+
+class Meter:
+    """Counts requests inside their slot across every limiter of a test."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self.starts: list[float] = []
+
+    async def request(self, limiter: RedisLimiter, hold: float, tokens: int = 0) -> None:
+        async with limiter.slot(tokens):
+            self.starts.append(time.monotonic())
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            await asyncio.sleep(hold)
+            self.now -= 1
+
+
+async def test_the_in_flight_bound_holds_across_separate_clients(redis_url):
+    # Two limiters with their own Redis connections stand for two processes.
+    a = RedisLimiter(redis_url, "e1", max_in_flight=3)
+    b = RedisLimiter(redis_url, "e1", max_in_flight=3)
+    meter = Meter()
+    try:
+        await asyncio.gather(*(meter.request(lim, 0.05) for lim in [a, b] * 8))
+    finally:
+        await a.aclose()
+        await b.aclose()
+    assert meter.peak == 3 and meter.now == 0  # reached, never passed
+    assert a.peak_in_flight >= 1 and b.peak_in_flight >= 1 and a.in_flight == b.in_flight == 0
+
+
+async def test_endpoints_are_bounded_apart(redis_url):
+    a = RedisLimiter(redis_url, "e1", max_in_flight=1)
+    b = RedisLimiter(redis_url, "e2", max_in_flight=1)
+    meter = Meter()
+    try:
+        await asyncio.gather(meter.request(a, 0.2), meter.request(b, 0.2))
+    finally:
+        await a.aclose()
+        await b.aclose()
+    assert meter.peak == 2
+
+
+async def test_a_dead_holders_permit_comes_back_when_its_lease_ends(redis_url):
+    dead = RedisLimiter(redis_url, "e1", max_in_flight=1, lease=0.6)
+    await dead._acquire(0)  # taken and never released: its process "died"
+    dead._held.clear()  # and stopped renewing
+    alive = RedisLimiter(redis_url, "e1", max_in_flight=1)
+    started = time.monotonic()
+    try:
+        async with alive.slot():
+            waited = time.monotonic() - started
+    finally:
+        await dead.aclose()
+        await alive.aclose()
+    assert 0.3 < waited < 3
+
+
+async def test_a_held_permit_is_renewed_past_its_lease(redis_url):
+    holder = RedisLimiter(redis_url, "e1", max_in_flight=1, lease=0.3)
+    other = RedisLimiter(redis_url, "e1", max_in_flight=1, lease=0.3)
+    meter = Meter()
+    try:
+        await asyncio.gather(meter.request(holder, 1.0), meter.request(other, 0.01))
+    finally:
+        await holder.aclose()
+        await other.aclose()
+    assert meter.peak == 1  # the long request kept its permit for three leases
+
+
+async def test_requests_per_window_are_shared(redis_url):
+    a = RedisLimiter(redis_url, "e1", max_in_flight=50, requests_per_minute=4, window=0.5)
+    b = RedisLimiter(redis_url, "e1", max_in_flight=50, requests_per_minute=4, window=0.5)
+    meter = Meter()
+    started = time.monotonic()
+    try:
+        await asyncio.gather(*(meter.request(lim, 0) for lim in [a, b] * 4))
+    finally:
+        await a.aclose()
+        await b.aclose()
+    assert time.monotonic() - started >= 0.45
+    first = sorted(meter.starts)
+    assert first[4] - first[0] >= 0.45  # the fifth start waited for the window
+
+
+async def test_tokens_per_window_are_shared(redis_url):
+    a = RedisLimiter(redis_url, "e1", max_in_flight=50, tokens_per_minute=100, window=0.5)
+    meter = Meter()
+    try:
+        await asyncio.gather(meter.request(a, 0, tokens=60), meter.request(a, 0, tokens=60))
+    finally:
+        await a.aclose()
+    assert meter.starts[1] - meter.starts[0] >= 0.45
+
+
+async def test_an_unreachable_redis_is_a_clear_error():
+    lim = RedisLimiter("redis://127.0.0.1:1/0", "e1")
+    try:
+        with pytest.raises(JuristError, match="unreachable.*limiter_url"):
+            async with lim.slot():
+                pass
+    finally:
+        await lim.aclose()
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError):
+        RedisLimiter("redis://127.0.0.1:6379/15", "e", max_in_flight=0)
+    with pytest.raises(ValueError):
+        RedisLimiter("redis://127.0.0.1:6379/15", "e", lease=0)
+
+
+def test_limiter_url_gives_models_the_redis_limiter(redis_url, tmp_path):
+    settings = Settings.load(home=str(tmp_path), limiter_url=redis_url,
+                             providers={"p": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k",
+                                              "max_in_flight": 7, "requests_per_minute": 100}})
+    model = resolve_model("p/m", settings)
+    assert isinstance(model.limiter, RedisLimiter)
+    assert model.limiter is redis_limiter_for(redis_url, model.endpoint)  # one per endpoint in the process
+    assert (model.limiter.max_in_flight, model.limiter.rates.requests_per_minute) == (7, 100)
+    assert isinstance(resolve_model("scripted/x", settings).limiter, Limiter)  # in-process judges stay local
