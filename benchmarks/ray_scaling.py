@@ -32,7 +32,7 @@ from pathlib import Path
 from jurist.testing.provider_server import spawn
 
 # The same rubrics and sessions as the single-process throughput benchmark (this folder).
-from rubric_throughput import RUBRICS, make_sessions  # noqa: E402
+from rubric_throughput import RUBRICS, WORKDIR_HELP, make_sessions  # noqa: E402
 
 
 def figures(name: str, calls: int, wall: float, latency: float, in_flight: int, report: object) -> dict:
@@ -55,10 +55,7 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=None,
                     help="sessions at once per worker on Ray (default: the worker concurrency)")
     ap.add_argument("--skip-local", action="store_true")
-    ap.add_argument("--workdir", default=".",
-                    help="where the sessions, results and store go for the run (default: here). Not /tmp: "
-                         "on the 2-core CI machine, creating a file under /tmp costs about 0.5 ms of kernel CPU, "
-                         "against 0.03 ms elsewhere on the same disk")
+    ap.add_argument("--workdir", default=".", help=WORKDIR_HELP)
     args = ap.parse_args()
 
     import ray

@@ -19,13 +19,12 @@ imported on the first stream.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
 import sys
 from typing import Any, AsyncIterator
-
-import asyncio
 
 import aiohttp
 

@@ -13,6 +13,8 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Mapping
 
+import aiohttp
+
 from jurist.errors import (
     AuthFailed,
     JuristError,
@@ -22,8 +24,6 @@ from jurist.errors import (
     RateLimited,
     RequestRejected,
 )
-
-import aiohttp
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -55,14 +55,14 @@ def map_sdk_error(
     exception to raise; anything unknown is returned unchanged.
     """
     where = f"{model} at {endpoint}"
-    none: tuple[type[Exception], ...] = ()
-    http_timeouts, http_transport_errors = _transport_errors()
     if isinstance(exc, JuristError):
         return exc
-    if isinstance(exc, (*((sdk.APITimeoutError,) if sdk else none), *http_timeouts, TimeoutError)) \
-            and not dropped_connection(exc):
+    http_timeouts, http_transport_errors = _transport_errors()
+    sdk_timeouts = (sdk.APITimeoutError,) if sdk else ()
+    sdk_connection = (sdk.APIConnectionError,) if sdk else ()
+    if isinstance(exc, (*sdk_timeouts, *http_timeouts, TimeoutError)) and not dropped_connection(exc):
         return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (*((sdk.APIConnectionError,) if sdk else none), *http_transport_errors, aiohttp.ClientError)):
+    if isinstance(exc, (*sdk_connection, *http_transport_errors, aiohttp.ClientError)):
         return ModelUnavailable(
             f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
             "running and base_url is right",
