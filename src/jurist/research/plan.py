@@ -362,7 +362,9 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
             result = await evaluate_subject(evaluator, st.PLAN, {"query": query, "plan": plan_text(plan)},
                                             trace_id=trace_id, timeout=limit)
         except Exception as exc:
-            reason = f"timed out after {limit:.3g} s" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+            # Name the budget that ran out (the stage's timeout or the attempt's), not the few µs less left of it.
+            bound = options.timeout if options.timeout and options.timeout <= limit else per_attempt
+            reason = f"timed out after {bound:g} s" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
             if n == 1:
                 skip = fail(options, reason, exc)  # raises ResearchBlocked on block
                 record.evaluation_skipped, record.skip_reason = True, skip.reason
