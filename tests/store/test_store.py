@@ -148,3 +148,59 @@ def test_schema_head_matches_the_migrations():
     cfg = Config()
     cfg.set_main_option("script_location", MIGRATIONS)
     assert ScriptDirectory.from_config(cfg).get_current_head() == SCHEMA_HEAD
+
+
+def test_work_queue_gathers_what_arrives_during_the_linger_and_urgent_items_end_it():
+    import threading
+    import time
+
+    from jurist.store.store import _WorkQueue
+
+    q = _WorkQueue(linger=0.3)
+    q.put("a")
+    threading.Timer(0.05, q.put, args=("b",)).start()  # arrives while the taker lingers
+    t0 = time.monotonic()
+    assert q.take() == ["a", "b"]
+    assert time.monotonic() - t0 >= 0.25  # a plain item does not cut the linger short
+
+    q.put("c")
+    threading.Timer(0.05, lambda: q.put("flush", urgent=True)).start()
+    t0 = time.monotonic()
+    assert q.take() == ["c", "flush"]
+    assert time.monotonic() - t0 < 0.25  # an urgent item ends the wait at once
+
+    q.put("stop", urgent=True)  # urgent first item: no wait at all
+    t0 = time.monotonic()
+    assert q.take() == ["stop"]
+    assert time.monotonic() - t0 < 0.1
+
+
+def test_flush_returns_without_waiting_for_the_write_linger(store):
+    import time
+
+    store._queue.linger = 5.0  # the writer waits this long for more rows, unless asked to flush
+    store.record_call(call())
+    time.sleep(0.05)  # the writer has the row and lingers
+    t0 = time.monotonic()
+    store.flush()
+    assert time.monotonic() - t0 < 2.0
+    assert len(store.calls()) == 1
+
+
+def test_cache_lookups_within_the_linger_share_one_query(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/s.db", lookup_linger=0.2)
+    store.record_call(call(request_hash="b", response_text="cached"))
+    store.flush()
+    queries = []
+    lookup = store._cached_replies
+    store._cached_replies = lambda hashes: (queries.append(set(hashes)), lookup(hashes))[1]
+
+    async def main():
+        return await asyncio.gather(store.cached_reply("a"), store.cached_reply("b"), store.cached_reply("c"))
+
+    try:
+        a, b, c = asyncio.run(main())
+    finally:
+        store.close()
+    assert a is None and c is None and b["text"] == "cached"
+    assert queries == [{"a", "b", "c"}]

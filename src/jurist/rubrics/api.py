@@ -20,6 +20,7 @@ from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.scoring import RubricJudge, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.store import Store
+from jurist.store.store import BATCH_LOOKUP_LINGER, LOOKUP_LINGER
 from jurist.store.analysis import get_prompt_version
 from jurist.sync import run_sync
 
@@ -90,13 +91,14 @@ async def _close(judge: RubricJudge) -> None:
 @asynccontextmanager
 async def _evaluator(
     rubrics: str | Path | RubricSet, settings: Settings | None, store: Store | None, *, judge: str | None,
-    template: str | Path | None, cache: bool | None, max_concurrency: int | None = None,
+    template: str | Path | None, cache: bool | None, max_concurrency: int | None = None, batch: bool = False,
 ) -> AsyncIterator[SessionEvaluator]:
     """Settings, rubrics, store and judge for a run, set up and closed off the event loop."""
     settings = settings or await asyncio.to_thread(Settings.load)
     rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
     own = store is None
-    store = store or await Store.aopen(settings.database)
+    store = store or await Store.aopen(settings.database,
+                                       lookup_linger=BATCH_LOOKUP_LINGER if batch else LOOKUP_LINGER)
     try:
         loaded = await asyncio.to_thread(load_template, template, store)
         rj = build_judge(settings, store, judge=judge, template=loaded, max_concurrency=max_concurrency,
@@ -142,7 +144,7 @@ async def evaluate_batch(
 ) -> BatchReport:
     """Score every session file in a folder; write per-session results and summary.json."""
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
-                          max_concurrency=max_concurrency) as evaluator:
+                          max_concurrency=max_concurrency, batch=True) as evaluator:
         return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
                                on_progress=on_progress)
 

@@ -12,7 +12,6 @@ import asyncio
 import queue
 import sys
 import threading
-import time
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
@@ -37,7 +36,10 @@ _STOP = object()
 # How long the background threads wait for more work before a round trip:
 # writes and cache lookups then go to the database many at a time.
 _WRITE_LINGER = 0.05
-_READ_LINGER = 0.002
+LOOKUP_LINGER = 0.002
+# For batch runs: a lookup comes before the request takes a limiter slot, so
+# waiting longer costs no throughput, and one query then answers several calls.
+BATCH_LOOKUP_LINGER = 0.01
 
 
 def normalise_url(url: str) -> str:
@@ -55,7 +57,10 @@ def _utcnow() -> datetime:
 class Store:
     """Persistence for calls, evaluations and scores."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, lookup_linger: float = LOOKUP_LINGER) -> None:
+        """Open (and migrate) the database at ``url``. Cache lookups are gathered
+        for ``lookup_linger`` seconds into one query (``BATCH_LOOKUP_LINGER``
+        suits batch runs; the default, interactive calls)."""
         self.url = normalise_url(url)
         if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
             Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
@@ -66,11 +71,11 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue = _WorkQueue(_WRITE_LINGER)
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
         self._writer.start()
-        self._lookups: queue.Queue[Any] = queue.Queue()
+        self._lookups = _WorkQueue(lookup_linger)
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
         self._closed = False
@@ -127,7 +132,7 @@ class Store:
     def flush(self) -> None:
         """Block until everything queued so far is written; raise if a write failed."""
         done = threading.Event()
-        self._queue.put(("flush", done))
+        self._queue.put(("flush", done), urgent=True)
         done.wait()
         if self._errors:
             errors, self._errors = self._errors, []
@@ -141,9 +146,9 @@ class Store:
         await asyncio.to_thread(self.close)
 
     @classmethod
-    async def aopen(cls, url: str) -> "Store":
-        """Open (and migrate) off the event loop."""
-        return await asyncio.to_thread(cls, url)
+    async def aopen(cls, url: str, **options: Any) -> "Store":
+        """Open (and migrate) off the event loop; ``options`` as for the constructor."""
+        return await asyncio.to_thread(lambda: cls(url, **options))
 
     def close(self) -> None:
         if self._closed:
@@ -152,15 +157,15 @@ class Store:
         try:
             self.flush()
         finally:
-            self._queue.put(_STOP)
-            self._lookups.put(_STOP)
+            self._queue.put(_STOP, urgent=True)
+            self._lookups.put(_STOP, urgent=True)
             self._writer.join(timeout=30)
             self._reader.join(timeout=30)
             self.engine.dispose()
 
     def _write_loop(self) -> None:
         while True:
-            batch = _drain(self._queue, _WRITE_LINGER)
+            batch = self._queue.take()
             stop = False
             pending: list[Any] = []
             waiters: list[threading.Event] = []
@@ -215,7 +220,7 @@ class Store:
 
     def _read_loop(self) -> None:
         while True:
-            batch = _drain(self._lookups, _READ_LINGER)
+            batch = self._lookups.take()
             if _STOP in batch:
                 _answer_all([b for b in batch if b is not _STOP], {})
                 return
@@ -227,8 +232,7 @@ class Store:
             _answer_all(batch, found)
 
     def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
-        with self.engine.connect() as conn:
-            return queries.cached_replies(conn, hashes)
+        return self.read(queries.cached_replies, hashes)  # type: ignore[no-any-return]
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
@@ -316,21 +320,38 @@ class Store:
         self.close()
 
 
-def _drain(q: "queue.Queue[Any]", linger: float) -> list[Any]:
-    """Block for one item, then gather more for up to ``linger`` seconds
-    (at most ``_BATCH``); a flush or stop request ends the wait at once."""
-    batch = [q.get()]
-    deadline = time.monotonic() + linger
-    while len(batch) < _BATCH:
-        last = batch[-1]
-        if last is _STOP or (isinstance(last, tuple) and last and last[0] == "flush"):
-            break
-        remaining = deadline - time.monotonic()
-        try:
-            batch.append(q.get(timeout=remaining) if remaining > 0 else q.get_nowait())
-        except queue.Empty:
-            break
-    return batch
+class _WorkQueue:
+    """Work for one background thread, taken in batches.
+
+    After the first item the thread sleeps for the linger (items put meanwhile
+    do not wake it: waking a thread per item costs more than the work when
+    thousands arrive a second), then takes everything queued, at most
+    ``_BATCH`` at a time. An urgent item (a flush or stop request) ends the
+    sleep at once.
+    """
+
+    def __init__(self, linger: float) -> None:
+        self.linger = linger
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._urgent = threading.Event()
+
+    def put(self, item: Any, *, urgent: bool = False) -> None:
+        self._queue.put(item)
+        if urgent:
+            self._urgent.set()
+
+    def take(self) -> list[Any]:
+        """Block for one item; return it with what else is queued after the linger."""
+        batch = [self._queue.get()]
+        if not self._urgent.is_set():
+            self._urgent.wait(self.linger)
+        self._urgent.clear()  # an urgent item put after this is taken now or by the next call
+        while len(batch) < _BATCH:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
 
 
 def _answer_all(batch: list[Any], found: dict[str, Any]) -> None:
