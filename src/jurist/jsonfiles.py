@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from jurist.errors import InputError
 
 
@@ -27,7 +29,10 @@ def read_json(path: str | Path, what: str) -> Any:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
+    """Write JSON atomically (temporary file, then rename): UTF-8, indented by two
+    spaces, as ``json.dumps(data, indent=2, ensure_ascii=False)`` writes it, but
+    serialised by pydantic's encoder, several times faster (a batch writes one
+    file per session)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_bytes(to_json(data, indent=2) + b"\n")
     os.replace(tmp, path)
