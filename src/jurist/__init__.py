@@ -10,7 +10,10 @@ and from sync code (also inside a running event loop)::
     result = jurist.evaluate_sync("rubrics.json", "session.jsonl")
 """
 
-from jurist.config import Settings
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from jurist.errors import (
     AuthFailed,
     ConfigError,
@@ -25,8 +28,20 @@ from jurist.errors import (
     StoreError,
     UsageError,
 )
-from jurist.rubrics import evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync, load_rubrics, load_session
-from jurist.store import Store
+from jurist.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from jurist.config import Settings
+    from jurist.rubrics import (evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync, load_rubrics,
+                                load_session)
+    from jurist.store import Store
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "Settings": "jurist.config",
+    "Store": "jurist.store",
+    **{name: "jurist.rubrics" for name in ("evaluate", "evaluate_batch", "evaluate_batch_sync", "evaluate_sync",
+                                           "load_rubrics", "load_session")},
+})
 
 __version__ = "0.1.0"
 

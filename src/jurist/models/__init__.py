@@ -1,20 +1,30 @@
 """Talking to LLMs: request types, adapters, the Model wrapper, the registry."""
 
-from jurist.models.base import (
-    CallRecord,
-    ChatModel,
-    ChatRequest,
-    Completion,
-    CoverageResult,
-    MeaningJudge,
-    RelevanceScore,
-    StatementCheck,
-    SupportResult,
-)
-from jurist.models.limiter import Limiter, limiter_for
-from jurist.models.model import Model, RetryPolicy
-from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jurist.lazy import lazy_names
+
+# Imported now: the function ``scripted`` shares its name with its module, which
+# would take the package attribute once imported (and scripted.py is light).
 from jurist.models.scripted import ScriptedChat, script, scripted
+
+if TYPE_CHECKING:
+    from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
+                                    RelevanceScore, StatementCheck, SupportResult)
+    from jurist.models.limiter import Limiter, limiter_for
+    from jurist.models.model import Model, RetryPolicy
+    from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+
+# Imported on first use: the limiter and the error types load without the adapters and their HTTP client.
+__getattr__, __dir__ = lazy_names(__name__, {
+    **dict.fromkeys(("CallRecord", "ChatModel", "ChatRequest", "Completion", "CoverageResult", "MeaningJudge",
+                     "RelevanceScore", "StatementCheck", "SupportResult"), "jurist.models.base"),
+    **dict.fromkeys(("Limiter", "limiter_for"), "jurist.models.limiter"),
+    **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
+    **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
+})
 
 __all__ = [
     "LOCAL_JUDGE",

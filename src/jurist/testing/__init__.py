@@ -6,7 +6,9 @@ runs the module once, without a warning from ``runpy``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jurist.lazy import lazy_names
 
 if TYPE_CHECKING:
     from jurist.testing.provider_server import ProviderServer, Reply, Responder
@@ -14,9 +16,4 @@ if TYPE_CHECKING:
 __all__ = ["ProviderServer", "Reply", "Responder"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from jurist.testing import provider_server
-
-        return getattr(provider_server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(__all__, "jurist.testing.provider_server"))

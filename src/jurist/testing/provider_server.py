@@ -16,10 +16,11 @@ dropped connections) and read back what arrived::
         ...
         assert server.requests[0]["json"]["model"] == "gpt-test"
 
-Only the standard library is used. For benchmarks, which need fixed replies
-and little CPU rather than scripting, ``python -m jurist.testing.provider_server
---port 0 --latency 0.2`` serves every request the same reply through
-:mod:`jurist.testing.fixed_server`; it prints its base URL and serves until killed.
+It needs only the standard library and jurist's table of error types. For
+benchmarks, which need fixed replies and little CPU rather than scripting,
+``python -m jurist.testing.provider_server --port 0 --latency 0.2`` serves
+every request the same reply through :mod:`jurist.testing.fixed_server`; it
+prints its base URL and serves until killed.
 """
 
 from __future__ import annotations
