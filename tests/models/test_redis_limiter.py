@@ -9,8 +9,8 @@ import pytest
 
 from jurist.config import Settings
 from jurist.errors import JuristError
-from jurist.models.limiter import Limiter
-from jurist.models.redis_limiter import RedisLimiter, redis_limiter_for
+from jurist.models.limiter import Limiter, limiter_for
+from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
 
 
@@ -132,6 +132,6 @@ def test_limiter_url_gives_models_the_redis_limiter(redis_url, tmp_path):
                                               "max_in_flight": 7, "requests_per_minute": 100}})
     model = resolve_model("p/m", settings)
     assert isinstance(model.limiter, RedisLimiter)
-    assert model.limiter is redis_limiter_for(redis_url, model.endpoint)  # one per endpoint in the process
+    assert model.limiter is limiter_for(model.endpoint, url=redis_url)  # one per endpoint in the process
     assert (model.limiter.max_in_flight, model.limiter.rates.requests_per_minute) == (7, 100)
     assert isinstance(resolve_model("scripted/x", settings).limiter, Limiter)  # in-process judges stay local

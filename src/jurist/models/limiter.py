@@ -13,7 +13,7 @@ import asyncio
 import collections
 import time
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 
 def check_in_flight(max_in_flight: int) -> int:
@@ -34,10 +34,6 @@ class RateWindow:
         self.window = window
         self._requests: collections.deque[float] = collections.deque()
         self._tokens: collections.deque[tuple[float, int]] = collections.deque()
-
-    @property
-    def bounded(self) -> bool:
-        return bool(self.requests_per_minute or self.tokens_per_minute)
 
     def configure(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None) -> None:
         if requests_per_minute is not None:
@@ -159,7 +155,35 @@ class Limiter:
             await asyncio.sleep(wait)
 
 
-_LIMITERS: dict[str, Limiter] = {}
+class PermitSlots:
+    """``slot()`` for a limiter that hands out permits from elsewhere (the Ray
+    limiter actor, Redis): a subclass's ``_acquire(tokens)`` returns a permit,
+    its ``_release(permit)`` gives it back; this counts the process's requests
+    in flight around them."""
+
+    in_flight = 0
+    peak_in_flight = 0
+
+    async def _acquire(self, tokens: int) -> Any:
+        raise NotImplementedError
+
+    async def _release(self, permit: Any) -> None:
+        raise NotImplementedError
+
+    @asynccontextmanager
+    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
+        """Hold one request slot for the duration of the block."""
+        permit = await self._acquire(tokens)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            await self._release(permit)
+
+
+_LIMITERS: dict[tuple[str | None, str], Any] = {}
 
 
 def limiter_for(
@@ -167,16 +191,26 @@ def limiter_for(
     max_in_flight: int | None = None,
     requests_per_minute: int | None = None,
     tokens_per_minute: int | None = None,
-) -> Limiter:
-    """The process-wide limiter of an endpoint, created on first use.
+    *,
+    url: str | None = None,
+) -> Any:
+    """The process-wide limiter of an endpoint, created on first use: a
+    :class:`Limiter`, or with ``url`` (``redis://...``, the ``limiter_url``
+    setting) a :class:`~jurist.models.redis_limiter.RedisLimiter` whose counts
+    live in that Redis, shared by every process that uses it.
 
     Bounds passed here update the shared limiter, so the latest explicit
     setting (a ``--max-concurrency`` flag, say) holds for every caller.
     """
-    lim = _LIMITERS.get(endpoint)
+    lim = _LIMITERS.get((url, endpoint))
     if lim is None:
-        lim = Limiter(max_in_flight or 16, requests_per_minute, tokens_per_minute)
-        _LIMITERS[endpoint] = lim
+        if url:
+            from jurist.models.redis_limiter import RedisLimiter
+
+            lim = RedisLimiter(url, endpoint, max_in_flight or 16, requests_per_minute, tokens_per_minute)
+        else:
+            lim = Limiter(max_in_flight or 16, requests_per_minute, tokens_per_minute)
+        _LIMITERS[(url, endpoint)] = lim
     else:
         lim.configure(max_in_flight, requests_per_minute, tokens_per_minute)
     return lim

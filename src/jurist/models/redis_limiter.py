@@ -4,8 +4,9 @@
 engine's limiter actor one Ray job. With ``limiter_url: redis://...`` in
 ``jurist.yaml`` (or ``JURIST_LIMITER_URL``), every process that points at the
 same Redis (batch drivers, Ray workers of any job, servers) shares one bound
-per endpoint: the same ``slot(tokens)`` interface, so ``Model`` uses it
-unchanged and concurrency is still bounded in one place.
+per endpoint (:func:`~jurist.models.limiter.limiter_for` with ``url``): the
+same ``slot(tokens)`` interface, so ``Model`` uses it unchanged and
+concurrency is still bounded in one place.
 
 How it holds:
 
@@ -30,11 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from jurist.errors import ConfigError, JuristError
-from jurist.models.limiter import RateWindow, check_in_flight
+from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
 
 KEY_PREFIX = "jurist:limiter:"
 DEFAULT_LEASE = 120.0  # seconds a permit stays taken without renewal
@@ -96,7 +96,7 @@ def import_redis() -> Any:
     return redis_asyncio
 
 
-class RedisLimiter:
+class RedisLimiter(PermitSlots):
     """``async with limiter.slot(tokens)``: one request slot, bounded across every
     process that uses the same Redis and endpoint.
 
@@ -140,18 +140,6 @@ class RedisLimiter:
             self.max_in_flight = check_in_flight(max_in_flight)
         self.rates.configure(requests_per_minute, tokens_per_minute)
 
-    @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
-        """Hold one request slot for the duration of the block."""
-        permit = await self._acquire(max(0, int(tokens)))
-        self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
-            await self._release(permit)
-
     def _bind(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
@@ -169,7 +157,7 @@ class RedisLimiter:
         permit = uuid.uuid4().hex
         r = self.rates
         args = [permit, int(self.lease * 1000), self.max_in_flight, r.requests_per_minute or 0,
-                r.tokens_per_minute or 0, tokens, int(r.window * 1000)]
+                r.tokens_per_minute or 0, max(0, int(tokens)), int(r.window * 1000)]
         async with self._turn:  # one request of this process asks at a time, in arrival order
             pause = _POLL_FIRST
             while True:
@@ -222,23 +210,3 @@ class RedisLimiter:
             self._client = None
             self._loop = None
 
-
-_LIMITERS: dict[tuple[str, str], RedisLimiter] = {}
-
-
-def redis_limiter_for(
-    url: str,
-    endpoint: str,
-    max_in_flight: int | None = None,
-    requests_per_minute: int | None = None,
-    tokens_per_minute: int | None = None,
-) -> RedisLimiter:
-    """The process's Redis-backed limiter of an endpoint, created on first use
-    (bounds passed later update it, as :func:`~jurist.models.limiter.limiter_for`)."""
-    lim = _LIMITERS.get((url, endpoint))
-    if lim is None:
-        lim = RedisLimiter(url, endpoint, max_in_flight or 16, requests_per_minute, tokens_per_minute)
-        _LIMITERS[(url, endpoint)] = lim
-    else:
-        lim.configure(max_in_flight, requests_per_minute, tokens_per_minute)
-    return lim

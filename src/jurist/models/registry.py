@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
@@ -165,12 +164,9 @@ def resolve_model(
         ps.requests_per_minute if ps else None,
         ps.tokens_per_minute if ps else None,
     )
-    if settings.limiter_url and provider not in ("local", "scripted"):
-        from jurist.models.redis_limiter import redis_limiter_for
-
-        limiter: Any = redis_limiter_for(settings.limiter_url, adapter.endpoint, *bounds)
-    else:
-        limiter = limiter_for(adapter.endpoint, *bounds)
+    # In-process judges (local, scripted) have no endpoint to share: their bound stays in the process.
+    url = settings.limiter_url if provider not in ("local", "scripted") else None
+    limiter = limiter_for(adapter.endpoint, *bounds, url=url)
     return Model(
         adapter,
         limiter,

@@ -35,12 +35,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 from jurist.errors import JuristError
-from jurist.models.limiter import RateWindow, check_in_flight
+from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
 
 ACTOR_NAMESPACE = "jurist"
 DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
@@ -178,6 +177,7 @@ def limiter_actor(
     tokens_per_minute: int | None = None,
     *,
     window: float = 60.0,
+    wait: bool = True,
 ) -> Any:
     """The limiter actor for ``endpoint`` of this driver's Ray job, created on first use.
 
@@ -185,6 +185,11 @@ def limiter_actor(
     batch the driver runs against the endpoint (and every worker of those
     batches, on any node) shares it, and the bounds passed here update it. It
     ends with the driver. Call from a connected driver (``ray.init``).
+
+    With ``wait=False`` the handle comes back at once, while the actor's
+    process may still be starting (the bounds are sent ahead of any later
+    call from this driver, so ``ray.get(actor.config.remote())`` returns once
+    they hold).
     """
     import ray
 
@@ -194,7 +199,9 @@ def limiter_actor(
         name=f"jurist-limiter:{job}:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
         num_cpus=0, max_restarts=-1, max_concurrency=100_000,
     ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)
-    ray.get(actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute))
+    configured = actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute)
+    if wait:
+        ray.get(configured)
     return actor
 
 
@@ -203,7 +210,7 @@ class _Permit:
     granted_at: float
 
 
-class SharedLimiter:
+class SharedLimiter(PermitSlots):
     """A process's side of the cluster-wide limiter: ``async with limiter.slot(tokens)``.
 
     ``max_held`` optionally caps the permits this process holds at once (its
@@ -251,18 +258,6 @@ class SharedLimiter:
         else:
             await asyncio.shield(self._started)
 
-    @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
-        """Hold one cluster-wide request slot for the duration of the block."""
-        permit = await self._acquire(tokens)
-        self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
-            self._release(permit)
-
     async def _acquire(self, tokens: int) -> _Permit:
         await self.start()
         fut: asyncio.Future[_Permit] = asyncio.get_running_loop().create_future()
@@ -272,10 +267,14 @@ class SharedLimiter:
             return await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
-                self._release(fut.result())  # granted just as the caller gave up
+                self._pass_on(fut.result())  # granted just as the caller gave up
             raise
 
-    def _release(self, permit: _Permit) -> None:
+    async def _release(self, permit: _Permit) -> None:
+        self._pass_on(permit)
+
+    def _pass_on(self, permit: _Permit) -> None:
+        """A permit a request is done with: to a waiter here, or back to the actor."""
         if not self._rates and time.monotonic() - permit.granted_at < self.lease:
             while self._waiters:
                 fut, _ = self._waiters.popleft()
