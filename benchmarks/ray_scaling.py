@@ -9,7 +9,9 @@ its own process with a fixed latency, writes sessions, then scores them
   ``--cluster-limit`` requests in flight (the shared limiter actor),
 
 and prints for each: calls, wall seconds, the ideal wall (calls x latency /
-requests in flight) and their ratio. The Ray cluster is started before the
+requests in flight) and their ratio. It first prints ``machine_check_s``, the
+CPU seconds of a fixed pure-Python loop, since the figures move with the
+speed of the machine's (shared) CPUs. The Ray cluster is started before the
 clock runs (its start-up time is printed apart); starting the workers, opening
 their stores and joining the limiter are inside the wall time.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from jurist.testing.provider_server import spawn
 
 # The same rubrics and sessions as the single-process throughput benchmark (this folder).
-from rubric_throughput import RUBRICS, WORKDIR_HELP, make_sessions  # noqa: E402
+from rubric_throughput import RUBRICS, WORKDIR_HELP, machine_check, make_sessions  # noqa: E402
 
 
 def figures(name: str, calls: int, wall: float, latency: float, in_flight: int, report: object) -> dict:
@@ -65,6 +67,7 @@ def main() -> None:
     from jurist.rubrics.models import RubricSet
     from jurist.rubrics.ray_engine import RayBatch, RayOptions
 
+    print(json.dumps({"machine_check_s": machine_check(), "cpus": os.cpu_count()}), flush=True)
     calls = args.sessions * args.rubrics
     rubric_set = RubricSet(**{**RUBRICS, "rubrics": RUBRICS["rubrics"][:args.rubrics]})
     proc, base_url = spawn(args.latency)
@@ -116,8 +119,7 @@ def main() -> None:
         proc.kill()
         proc.wait()
     if len(rows) == 2:
-        print(json.dumps({"speedup_ray_over_local": round(rows[0]["wall_s"] / rows[1]["wall_s"], 2),
-                          "cpus": os.cpu_count()}))
+        print(json.dumps({"speedup_ray_over_local": round(rows[0]["wall_s"] / rows[1]["wall_s"], 2)}))
 
 
 if __name__ == "__main__":

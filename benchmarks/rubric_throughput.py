@@ -44,6 +44,17 @@ WORKDIR_HELP = ("where the sessions, results and store go for the run (default: 
                 "/dev/shm (memory) keeps that out of the figures")
 
 
+def machine_check() -> float:
+    """CPU seconds of a fixed pure-Python loop: how fast this machine's CPU is right now.
+
+    The project's machine shares its CPUs; the same loop took from 0.18 to 0.65 s
+    on different days, and every CPU-bound figure moves with it.
+    """
+    t = time.process_time()
+    sum(i * i for i in range(5 * 10**6))
+    return round(time.process_time() - t, 3)
+
+
 def make_sessions(folder: Path, n: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
@@ -175,10 +186,13 @@ def main() -> None:
         print(f"peak RSS ratio {large}/{small} sessions: {ratio:.3f} (target <= 1.5)")
         return
 
+    check = machine_check()
     f = run(args.sessions, args.rubrics, args.latency, args.concurrency, args.parallel, args.workdir)
+    f["machine_check_s"] = check
     if args.json:
         print(json.dumps(f))
         return
+    print(f"machine check:    {check:.3f} s of CPU for a fixed loop (lower is a faster CPU)")
     print(f"calls:            {f['calls']} ({f['sessions']} sessions x {args.rubrics} rubrics, "
           f"{f['failed_evaluations']} failed)")
     print(f"latency:          {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight")
