@@ -45,6 +45,34 @@ async def test_the_in_flight_bound_holds_across_separate_clients(redis_url):
     assert a.peak_in_flight >= 1 and b.peak_in_flight >= 1 and a.in_flight == b.in_flight == 0
 
 
+async def test_max_held_caps_one_process_below_the_shared_bound(redis_url):
+    capped = RedisLimiter(redis_url, "e1", max_in_flight=4, max_held=1)
+    other = RedisLimiter(redis_url, "e1", max_in_flight=4)
+    meter = Meter()
+    try:
+        await asyncio.gather(*(meter.request(capped, 0.05) for _ in range(6)),
+                             *(meter.request(other, 0.05) for _ in range(6)))
+    finally:
+        await capped.aclose()
+        await other.aclose()
+    assert capped.peak_in_flight == 1  # the capped process never held two
+    assert other.peak_in_flight >= 2 and meter.peak <= 4 and meter.now == 0
+
+
+async def test_a_cancelled_wait_gives_back_its_room(redis_url):
+    a = RedisLimiter(redis_url, "e1", max_in_flight=1, max_held=1)
+    try:
+        async with a.slot():
+            waiter = asyncio.create_task(Meter().request(a, 0))
+            await asyncio.sleep(0.05)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        await asyncio.wait_for(Meter().request(a, 0), 2)  # the room came back: no deadlock
+    finally:
+        await a.aclose()
+
+
 async def test_endpoints_are_bounded_apart(redis_url):
     a = RedisLimiter(redis_url, "e1", max_in_flight=1)
     b = RedisLimiter(redis_url, "e2", max_in_flight=1)
@@ -124,6 +152,8 @@ def test_bad_bounds_are_refused():
         RedisLimiter("redis://127.0.0.1:6379/15", "e", max_in_flight=0)
     with pytest.raises(ValueError):
         RedisLimiter("redis://127.0.0.1:6379/15", "e", lease=0)
+    with pytest.raises(ValueError):
+        RedisLimiter("redis://127.0.0.1:6379/15", "e", max_held=0)
 
 
 def test_limiter_url_gives_models_the_redis_limiter(redis_url, tmp_path):

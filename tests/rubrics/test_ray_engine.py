@@ -145,6 +145,19 @@ async def test_with_limiter_url_the_cluster_bound_lives_in_redis(cluster, provid
     assert provider.peak_in_flight == 4  # the workers' Redis limiter held --max-concurrency, reached
 
 
+@pytest.mark.postgres
+async def test_with_limiter_url_worker_concurrency_caps_each_worker(cluster, provider, tmp_path, redis_url):
+    provider.default = by_question(delay=0.05)
+    sessions = make_sessions(tmp_path / "s", 20)
+    settings = settings_for(provider, tmp_path / "home", limiter_url=redis_url)
+    batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
+                     max_concurrency=8, options=RayOptions(workers=2, shard_size=3, worker_concurrency=2))
+    report = await run(batch)
+    assert report.scored == 20
+    assert [w["peak_in_flight"] for w in batch.worker_stats] == [2, 2]  # each worker held at most 2 permits
+    assert provider.peak_in_flight <= 4
+
+
 async def test_a_killed_worker_is_restarted_and_every_session_is_scored_once(cluster, provider, tmp_path, pg_url):
     provider.default = by_question(delay=0.03)
     sessions = make_sessions(tmp_path / "s", 48)

@@ -23,6 +23,9 @@ How it holds:
 * Waiting requests of one process ask Redis one at a time, in arrival order,
   and poll with a short backoff (2 ms growing to 50 ms) or sleep until the
   rate window has room.
+* ``max_held`` optionally caps the permits one process holds at once (a Ray
+  worker's ``worker_concurrency``); requests over it wait in the process
+  without asking Redis.
 
 ``redis`` (redis-py) is an optional extra: ``pip install "jurist[redis]"``.
 """
@@ -101,7 +104,8 @@ class RedisLimiter(PermitSlots):
     process that uses the same Redis and endpoint.
 
     The Redis client is made in the first event loop that takes a slot (and
-    again for a new loop).
+    again for a new loop). ``max_held`` caps this process's permits; set it
+    before the first slot.
     """
 
     def __init__(
@@ -114,9 +118,13 @@ class RedisLimiter(PermitSlots):
         *,
         window: float = 60.0,
         lease: float = DEFAULT_LEASE,
+        max_held: int | None = None,
     ) -> None:
         if lease <= 0:
             raise ValueError("lease must be positive")
+        if max_held is not None and max_held < 1:
+            raise ValueError("max_held must be at least 1")
+        self.max_held = max_held
         self.url = url
         self.endpoint = endpoint
         self.max_in_flight = check_in_flight(max_in_flight)
@@ -130,6 +138,7 @@ class RedisLimiter(PermitSlots):
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._turn: asyncio.Lock | None = None
+        self._room: asyncio.Semaphore | None = None  # max_held, when set
         self._held: set[str] = set()
         self._renewer: asyncio.Task[None] | None = None
 
@@ -146,6 +155,7 @@ class RedisLimiter(PermitSlots):
             self._client = self._redis_asyncio.from_url(self.url)
             self._loop = loop
             self._turn = asyncio.Lock()
+            self._room = asyncio.Semaphore(self.max_held) if self.max_held else None
             self._acquire_script = self._client.register_script(_ACQUIRE)
             self._renew_script = self._client.register_script(_RENEW)
             self._held = set()
@@ -158,18 +168,27 @@ class RedisLimiter(PermitSlots):
         r = self.rates
         args = [permit, int(self.lease * 1000), self.max_in_flight, r.requests_per_minute or 0,
                 r.tokens_per_minute or 0, max(0, int(tokens)), int(r.window * 1000)]
-        async with self._turn:  # one request of this process asks at a time, in arrival order
-            pause = _POLL_FIRST
-            while True:
-                args[2] = self.max_in_flight
-                granted, wait_ms = await self._redis(self._acquire_script, [self.permits_key, self.starts_key], args)
-                if int(granted):
-                    break
-                if int(wait_ms) > 0:
-                    await asyncio.sleep(int(wait_ms) / 1000)
-                else:
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, _POLL_MAX)
+        room = self._room
+        if room is not None:
+            await room.acquire()
+        try:
+            async with self._turn:  # one request of this process asks at a time, in arrival order
+                pause = _POLL_FIRST
+                while True:
+                    args[2] = self.max_in_flight
+                    granted, wait_ms = await self._redis(self._acquire_script, [self.permits_key, self.starts_key],
+                                                         args)
+                    if int(granted):
+                        break
+                    if int(wait_ms) > 0:
+                        await asyncio.sleep(int(wait_ms) / 1000)
+                    else:
+                        await asyncio.sleep(pause)
+                        pause = min(pause * 2, _POLL_MAX)
+        except BaseException:
+            if room is not None:
+                room.release()
+            raise
         self._held.add(permit)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew())
@@ -177,6 +196,8 @@ class RedisLimiter(PermitSlots):
 
     async def _release(self, permit: str) -> None:
         self._held.discard(permit)
+        if self._room is not None:
+            self._room.release()
         try:
             await asyncio.shield(self._client.zrem(self.permits_key, permit))
         except Exception:  # Redis gone: the lease ends by itself

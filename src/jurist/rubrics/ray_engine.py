@@ -198,6 +198,7 @@ class BatchWorker:
     async def _setup(self) -> dict[str, Any]:
         import ray
 
+        from jurist.models.redis_limiter import RedisLimiter
         from jurist.models.shared_limiter import SharedLimiter
         from jurist.rubrics.api import build_judge
         from jurist.rubrics.scoring import SessionEvaluator
@@ -216,6 +217,8 @@ class BatchWorker:
             self.limiter = SharedLimiter(spec.limiter, actor_id, max_held=spec.worker_concurrency)
             await self.limiter.start()
             model.limiter = self.limiter  # the Model goes through the cluster-wide limiter
+        elif model is not None and spec.worker_concurrency and isinstance(model.limiter, RedisLimiter):
+            model.limiter.max_held = spec.worker_concurrency  # limiter_url: this worker's cap on its Redis permits
         self.evaluator = SessionEvaluator(spec.rubric_set, self.judge, _OnceSink(self.store, spec.generation),
                                           spec.settings.session_char_budget, spec.settings.rubric_timeout)
         self.out = Path(spec.output_dir)
@@ -267,6 +270,8 @@ class BatchWorker:
 
     async def close(self) -> dict[str, Any]:
         """Finish: give back permits, close the judge, write the last store rows."""
+        from jurist.models.redis_limiter import RedisLimiter
+
         for task in self._tasks:
             task.cancel()
         stats: dict[str, Any] = {"pid": os.getpid(), "scored": self.scored,
@@ -278,6 +283,9 @@ class BatchWorker:
                 await self.limiter.aclose()
             model = getattr(self.judge, "model", None)
             if model is not None:
+                if self.limiter is None and isinstance(model.limiter, RedisLimiter):
+                    stats["peak_in_flight"] = model.limiter.peak_in_flight
+                    await model.limiter.aclose()  # the worker's Redis connection
                 await model.aclose()
             await self.store.aclose()
         return stats
