@@ -250,3 +250,71 @@ async def test_core_a_stopped_or_restarted_clients_pending_request_gets_nothing(
     await core.release("live", 1)
     stats = await core.stats()
     assert stats["in_flight"] == 0 and stats["held"] == {"live": 0, "restarted": 0}
+
+
+# -- a restarted limiter actor -------------------------------------------------------
+
+
+async def test_core_counts_what_a_client_holds_from_its_first_word_after_a_restart():
+    core = LimiterCore(4)  # a restarted actor: empty counts, nobody registered
+    await core.release("a", 1, holding=3)  # gives one back (unknown here) and still holds 3
+    assert (await core.stats())["held"] == {"a": 3}
+    assert await core.acquire("b", [0, 0, 0], holding=0) == 1  # 3 of the 4 are a's
+    await core.release("a", 1, holding=99)  # later words are counted as usual, not taken as a report
+    stats = await core.stats()
+    assert stats["in_flight"] == 3 and stats["held"] == {"a": 2, "b": 1}
+
+
+async def test_core_a_registered_client_is_never_taken_by_its_report():
+    core = LimiterCore(4)
+    await core.register("a")
+    assert await core.acquire("a", [0], holding=5) == 1  # a fresh client's count starts at its register
+    assert (await core.stats())["in_flight"] == 1
+
+
+async def test_core_grants_nothing_while_paused():
+    core = LimiterCore(4)
+    core.pause(0.3)
+    start = time.monotonic()
+    assert await asyncio.wait_for(core.acquire("a", [0, 0]), 2) == 2
+    assert time.monotonic() - start >= 0.25
+
+
+def test_the_bound_holds_when_the_limiter_actor_is_restarted(cluster):
+    from jurist.models.shared_limiter import RESTART_GRACE
+
+    limiter = limiter_actor("test://restart", 4)
+
+    async def go():
+        meter = {"now": 0, "peak": 0, "after_restart": 0}
+        # the first process keeps its permits, passing them on to its own requests (a long lease):
+        # only its reports tell the restarted actor that it holds them
+        first = SharedLimiter(limiter, "first", lease=30)
+        second = SharedLimiter(limiter, "second", lease=0.2)
+        stop = asyncio.Event()
+
+        async def keep_busy(client):
+            while not stop.is_set():
+                async with client.slot():
+                    meter["now"] += 1
+                    meter["peak"] = max(meter["peak"], meter["now"])
+                    await asyncio.sleep(0.02)
+                    meter["now"] -= 1
+
+        busy = [asyncio.ensure_future(keep_busy(first)) for _ in range(6)]
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(ray.kill, limiter, no_restart=False)  # its process dies; Ray starts a new one
+        await second.start()  # a worker starting now registers with the restarted actor
+        busy += [asyncio.ensure_future(keep_busy(second)) for _ in range(6)]
+        await asyncio.sleep(RESTART_GRACE + 1.5)
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*busy), 10)  # no request failed
+        await first.aclose()
+        await second.aclose()
+        return meter, first.peak_in_flight, second.peak_in_flight
+
+    meter, first_peak, second_peak = asyncio.run(go())
+    assert meter["peak"] == 4 and meter["now"] == 0  # never more than the bound, before or after the restart
+    assert first_peak > 0 and second_peak > 0
+    stats = ray.get(limiter.stats.remote())
+    assert stats["in_flight"] == 0 and stats["peak_in_flight"] <= 4

@@ -26,6 +26,12 @@ How permits move:
 * A process registers under a client id when it starts. A restarted worker
   registers under its old id, and whatever its dead predecessor held is
   freed.
+* Every call a process makes says how many permits it holds, and a process
+  that holds any says so at least every ``RESTART_GRACE / 2`` seconds. If
+  the actor's own process dies, Ray restarts it (and retries the calls that
+  were on their way) with empty counts; the restarted actor grants nothing
+  for ``RESTART_GRACE`` seconds while the processes tell it what they still
+  hold, so the bound keeps holding.
 
 Ray is imported only when an actor is created (:func:`limiter_actor`).
 """
@@ -43,6 +49,7 @@ from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
 
 ACTOR_NAMESPACE = "jurist"
 DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
+RESTART_GRACE = 2 * DEFAULT_LEASE  # a restarted actor waits this long for the holders' reports before granting
 _RETURN_LINGER = 0.002  # permits going back are gathered this long into one call
 
 
@@ -69,6 +76,12 @@ class LimiterCore:
         self._waiters: collections.deque[tuple[str, list[int], asyncio.Future[int]]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self._gone: set[str] = set()  # clients forgotten: their late requests get nothing
+        self._paused_until = 0.0  # monotonic time before which nothing is granted (after a restart)
+        self._heard: set[str] = set()  # clients that registered or reported what they hold
+
+    def pause(self, seconds: float) -> None:
+        """Grant nothing for ``seconds`` (a restarted actor learning what its clients hold)."""
+        self._paused_until = time.monotonic() + seconds
 
     async def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
                         tokens_per_minute: int | None = None) -> dict[str, Any]:
@@ -93,6 +106,7 @@ class LimiterCore:
         """A client (re)starts: free whatever an earlier process with its id still held
         or still waited for."""
         self._gone.discard(client)
+        self._heard.add(client)
         self._drop(client)
         self.held[client] = 0
         self._pump()
@@ -101,6 +115,7 @@ class LimiterCore:
         """A client is gone for good (its worker was stopped): free what it held; a
         request from it still on its way gets nothing."""
         self._gone.add(client)
+        self._heard.add(client)
         self._drop(client)
         self.held.pop(client, None)
         self._pump()
@@ -111,9 +126,23 @@ class LimiterCore:
             if c == client and not fut.done():
                 fut.set_result(0)
 
-    async def acquire(self, client: str, tokens: list[int], give_back: int = 0) -> int:
-        """Wait until at least one permit can be granted; grant up to ``len(tokens)``."""
+    def _holding(self, client: str, holding: int | None) -> None:
+        """The first word from a client this actor has not heard from (it was restarted
+        with empty counts; a client starting afresh registers first): count the permits
+        the client says it holds besides those it gives back."""
+        if client in self._heard:
+            return
+        self._heard.add(client)
+        if holding and client not in self._gone:
+            self.held[client] = self.held.get(client, 0) + holding
+            self.in_flight += holding
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    async def acquire(self, client: str, tokens: list[int], give_back: int = 0, holding: int | None = None) -> int:
+        """Wait until at least one permit can be granted; grant up to ``len(tokens)``.
+        ``holding``: the permits the client holds besides ``give_back``."""
         self._give_back(client, give_back)
+        self._holding(client, holding)
         if not tokens or client in self._gone:
             self._pump()
             return 0
@@ -128,8 +157,9 @@ class LimiterCore:
                 self._pump()
             raise
 
-    async def release(self, client: str, n: int) -> None:
+    async def release(self, client: str, n: int, holding: int | None = None) -> None:
         self._give_back(client, n)
+        self._holding(client, holding)
         self._pump()
 
     def _give_back(self, client: str, n: int) -> None:
@@ -140,6 +170,11 @@ class LimiterCore:
 
     def _pump(self) -> None:
         """Grant permits to waiting clients in arrival order while the bounds allow."""
+        paused = self._paused_until - time.monotonic()
+        if paused > 0:
+            if self._waiters and self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(paused, self._on_timer)
+            return
         while self._waiters:
             client, tokens, fut = self._waiters[0]
             if fut.done():
@@ -193,16 +228,27 @@ def limiter_actor(
     """
     import ray
 
-    cls = ray.remote(LimiterCore)
+    cls = ray.remote(_LimiterActor)
     job = ray.get_runtime_context().get_job_id()
     actor = cls.options(  # type: ignore[attr-defined]
         name=f"jurist-limiter:{job}:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
-        num_cpus=0, max_restarts=-1, max_concurrency=100_000,
+        num_cpus=0, max_restarts=-1, max_task_retries=-1, max_concurrency=100_000,
     ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)
     configured = actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute)
     if wait:
         ray.get(configured)
     return actor
+
+
+class _LimiterActor(LimiterCore):
+    """:class:`LimiterCore` as the Ray actor: after a restart it first pauses for ``RESTART_GRACE``."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        import ray
+
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            self.pause(RESTART_GRACE)
 
 
 @dataclass
@@ -237,6 +283,7 @@ class SharedLimiter(PermitSlots):
         self._pump_task: asyncio.Task[None] | None = None
         self._returns = 0
         self._return_task: asyncio.Task[None] | None = None
+        self._report_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Register with the actor (freeing what a dead predecessor held); read its bounds."""
@@ -246,6 +293,7 @@ class SharedLimiter(PermitSlots):
                 await self._call(self.actor.register.remote(self.client_id))
                 config = await self._call(self.actor.config.remote())
                 self._rates = bool(config["requests_per_minute"] or config["tokens_per_minute"])
+                self._report_task = asyncio.create_task(self._report())
                 self._started.set_result(None)
             except BaseException as exc:
                 started, self._started = self._started, None  # the next request tries again
@@ -301,7 +349,18 @@ class SharedLimiter(PermitSlots):
         await asyncio.sleep(_RETURN_LINGER)
         n, self._returns = self._returns, 0
         if n:
-            await self._call(self.actor.release.remote(self.client_id, n))
+            await self._call(self.actor.release.remote(self.client_id, n, self.held))
+
+    async def _report(self) -> None:
+        """While this process holds permits, tell the actor how many (a restarted actor
+        learns them within its grace; a running one already knows and ignores this)."""
+        while True:
+            await asyncio.sleep(RESTART_GRACE / 2)
+            if self.held > 0:
+                try:
+                    await self._call(self.actor.release.remote(self.client_id, 0, self.held))
+                except Exception:  # the next request reports the actor's loss
+                    pass
 
     async def _pump(self) -> None:
         """Ask the actor for permits for the waiters, in one call at a time."""
@@ -314,7 +373,7 @@ class SharedLimiter(PermitSlots):
                     return  # nobody waits, or this process is at its cap: releases pass permits on
                 give_back, self._returns = self._returns, 0
                 granted = await self._call(
-                    self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back))
+                    self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back, self.held))
                 self.held += granted
                 now = time.monotonic()
                 for _ in range(granted):
@@ -348,6 +407,8 @@ class SharedLimiter(PermitSlots):
         A request for permits still on its way to the actor is waited for (its
         grant comes back and is returned at once), so nothing stays counted.
         """
+        if self._report_task is not None:
+            self._report_task.cancel()
         await self._flush_returns()
         if self._pump_task is not None and not self._pump_task.done():
             await asyncio.shield(self._pump_task)
@@ -360,4 +421,4 @@ class SharedLimiter(PermitSlots):
         self.held -= idle
         n, self._returns = self._returns + idle, 0
         if n > 0:
-            await self._call(self.actor.release.remote(self.client_id, n))
+            await self._call(self.actor.release.remote(self.client_id, n, self.held))
