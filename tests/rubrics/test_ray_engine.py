@@ -133,13 +133,18 @@ def _kill_a_worker_once(batch, done):
     return on_progress
 
 
-@pytest.mark.postgres
-async def test_with_limiter_url_the_cluster_bound_lives_in_redis(cluster, provider, tmp_path, redis_url):
+def redis_batch(provider, tmp_path, redis_url, max_concurrency, **options):
+    """20 sessions on two workers whose Model limiters meet in Redis."""
     provider.default = by_question(delay=0.05)
     sessions = make_sessions(tmp_path / "s", 20)
     settings = settings_for(provider, tmp_path / "home", limiter_url=redis_url)
-    batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
-                     max_concurrency=4, options=RayOptions(workers=2, shard_size=3))
+    return RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
+                    max_concurrency=max_concurrency, options=RayOptions(workers=2, shard_size=3, **options))
+
+
+@pytest.mark.postgres
+async def test_with_limiter_url_the_cluster_bound_lives_in_redis(cluster, provider, tmp_path, redis_url):
+    batch = redis_batch(provider, tmp_path, redis_url, 4)
     report = await run(batch)
     assert report.scored == 20 and batch.limiter is None  # no limiter actor
     assert provider.peak_in_flight == 4  # the workers' Redis limiter held --max-concurrency, reached
@@ -147,11 +152,7 @@ async def test_with_limiter_url_the_cluster_bound_lives_in_redis(cluster, provid
 
 @pytest.mark.postgres
 async def test_with_limiter_url_worker_concurrency_caps_each_worker(cluster, provider, tmp_path, redis_url):
-    provider.default = by_question(delay=0.05)
-    sessions = make_sessions(tmp_path / "s", 20)
-    settings = settings_for(provider, tmp_path / "home", limiter_url=redis_url)
-    batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
-                     max_concurrency=8, options=RayOptions(workers=2, shard_size=3, worker_concurrency=2))
+    batch = redis_batch(provider, tmp_path, redis_url, 8, worker_concurrency=2)
     report = await run(batch)
     assert report.scored == 20
     assert [w["peak_in_flight"] for w in batch.worker_stats] == [2, 2]  # each worker held at most 2 permits

@@ -9,6 +9,7 @@ their own semaphores; they go through ``Model``, which goes through here.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import collections
 import time
@@ -155,7 +156,7 @@ class Limiter:
             await asyncio.sleep(wait)
 
 
-class PermitSlots:
+class PermitSlots(abc.ABC):
     """``slot()`` for a limiter that hands out permits from elsewhere (the Ray
     limiter actor, Redis): a subclass's ``_acquire(tokens)`` returns a permit,
     its ``_release(permit)`` gives it back; this counts the process's requests
@@ -164,11 +165,13 @@ class PermitSlots:
     in_flight = 0
     peak_in_flight = 0
 
+    @abc.abstractmethod
     async def _acquire(self, tokens: int) -> Any:
-        raise NotImplementedError
+        """Wait for a permit for a request of ``tokens`` estimated tokens; return it."""
 
+    @abc.abstractmethod
     async def _release(self, permit: Any) -> None:
-        raise NotImplementedError
+        """Give back a permit ``_acquire`` returned."""
 
     @asynccontextmanager
     async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
