@@ -91,6 +91,7 @@ class JudgeParseError(JuristError):
 
     def __init__(self, message: str, *, raw: str | None = None):
         self.raw = raw
+        self.completions: list = []  # the judge's replies that failed to parse (set by Judge.run)
         super().__init__(message)
 
 

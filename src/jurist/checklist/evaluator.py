@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
 from jurist.config import Settings
-from jurist.judges.judge import FAILED, OK, Judge
+from jurist.judges.judge import OK, Judge
 from jurist.judges.meaning import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
@@ -41,6 +41,7 @@ log = logging.getLogger("jurist.checklist")
 
 Mode = Literal["recall", "rabbithole"]
 PURPOSE = "checklist_batch"
+EVALUATION_FAILED = "evaluation_failed"  # a failed batch evaluation, as stored and shown
 EXCERPT_MESSAGES = 10
 TEMPERATURE = 0.3
 MAX_TOKENS = 1024
@@ -234,7 +235,7 @@ class ChecklistEvaluator:
                     input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
         if not verdict.ok or verdict.value is None:
             log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
-            return BatchEvaluation(status=FAILED, reason=verdict.reason, **base)
+            return BatchEvaluation(status=EVALUATION_FAILED, reason=verdict.reason, **base)
         wanted = {p.id for p in points}
         result = BatchEvaluation(feedback=verdict.value.feedback.strip(), **base)
         for entry in verdict.value.recalledPoints:

@@ -10,29 +10,24 @@ rate limit, unavailable model) into a :class:`Verdict` with status
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 
 from jurist.errors import JudgeParseError, ModelError
+from jurist.judges.outcome import FAILED, OK, Outcome, guarded
 from jurist.judges.templates import PromptTemplate
 from jurist.models.base import ChatRequest, Completion
 from jurist.models.model import Model, Template
 
 T = TypeVar("T")
 
-OK = "ok"
-FAILED = "evaluation_failed"
-
 
 @dataclass
-class Verdict(Generic[T]):
-    """A parsed judgement, or the reason there is none."""
+class Verdict(Outcome[T], Generic[T]):
+    """A parsed judgement, or the reason there is none: an :class:`Outcome`
+    with the judge's model, template and usage."""
 
-    status: str
-    value: T | None
-    reason: str | None
-    judge_model: str
+    judge_model: str = ""
     template_hash: str | None = None
     call_ids: list[str] = field(default_factory=list)
     input_tokens: int = 0
@@ -40,10 +35,6 @@ class Verdict(Generic[T]):
     latency_ms: float = 0.0
     cached: bool = False
     reasked: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.status == OK
 
 
 class Judge:
@@ -116,7 +107,7 @@ class Judge:
         err = JudgeParseError(
             f"the judge's reply could not be parsed after one re-ask: {second.parse_error}", raw=second.text
         )
-        err.completions = [first, second]  # type: ignore[attr-defined]
+        err.completions = [first, second]
         raise err
 
     async def verdict(
@@ -128,19 +119,26 @@ class Judge:
         timeout: float | None = None,
         format_hint: str | None = None,
     ) -> Verdict[T]:
-        """Like :meth:`run`, but every failure becomes an ``evaluation_failed`` verdict."""
+        """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason."""
+        outcome = await guarded(
+            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
+            timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
+        )
         base = dict(judge_model=self.model.name, template_hash=self.template.hash)
-        try:
-            async with asyncio.timeout(timeout or None):
-                value, completions = await self.run(variables, parse, trace_id=trace_id, format_hint=format_hint)
-        except TimeoutError:
-            return Verdict(FAILED, None, f"timed out after {timeout:g} s", **base)
-        except JudgeParseError as exc:
-            comps = getattr(exc, "completions", [])
-            return _with_usage(Verdict(FAILED, None, str(exc), reasked=True, **base), comps)
-        except ModelError as exc:
-            return Verdict(FAILED, None, f"{type(exc).__name__}: {exc}", **base)
-        return _with_usage(Verdict(OK, value, None, reasked=len(completions) > 1, **base), completions)
+        if outcome.ok:
+            assert outcome.value is not None
+            value, completions = outcome.value
+            return _with_usage(Verdict(OK, value, None, **base, reasked=len(completions) > 1), completions)
+        failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type, **base)
+        if isinstance(outcome.error, JudgeParseError):
+            failure.reasked = True
+            return _with_usage(failure, outcome.error.completions)
+        return failure
+
+
+def _reason(exc: BaseException) -> str:
+    """A failed verdict's reason: a parse failure says what was wrong; a model error names its type."""
+    return str(exc) if isinstance(exc, JudgeParseError) else f"{type(exc).__name__}: {exc}"
 
 
 def _with_usage(v: Verdict[T], completions: list[Completion]) -> Verdict[T]:

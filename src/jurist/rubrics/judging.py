@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
+from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.models.base import MeaningJudge
 from jurist.models.model import CallSink, Model, record_meaning_call
 from jurist.rubrics.models import Rubric
@@ -21,6 +21,7 @@ from jurist.rubrics.sessions import ChatSession, FormattedSession
 
 PURPOSE = "rubric_judge"
 SCORED = "scored"
+EVALUATION_FAILED = "evaluation_failed"  # result.json's name for a failed outcome
 
 SCORE_SCHEMA = {
     "type": "object",
@@ -120,7 +121,7 @@ class LLMRubricJudge:
                 format_hint=hint,
             )
         out = RubricOutcome(
-            rubric=rubric, status=FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
+            rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
             judge_model=verdict.judge_model, template_hash=verdict.template_hash,
             input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens,
             latency_ms=verdict.latency_ms, call_ids=verdict.call_ids, cached=verdict.cached,
@@ -153,7 +154,7 @@ class LocalRubricJudge:
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
-        out = RubricOutcome(rubric=rubric, status=FAILED, score=None, scale=scale, reasoning="",
+        out = RubricOutcome(rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning="",
                             judge_model=self.name)
         if not rubric.item_based:
             out.reasoning = f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge"
