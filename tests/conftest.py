@@ -17,7 +17,6 @@ import importlib
 import pytest
 
 from jurist.models import limiter as limiter_mod
-from jurist.models import registry as registry_mod
 
 scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
 
@@ -38,7 +37,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     scripted_mod._SCRIPTED.clear()
     limiter_mod._LIMITERS.clear()
-    registry_mod._announced = False
     return tmp_path
 
 

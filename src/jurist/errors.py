@@ -5,6 +5,8 @@
     JuristError
     ├── UsageError            the caller's mistake: fix the input or the config
     │   ├── ConfigError       a missing or invalid setting, key or model reference
+    │   │   └── Unsupported   the backend cannot answer this kind of question (local/minilm
+    │   │                     asked for free text)
     │   ├── InputError        a bad file or value (carries file and line)
     │   └── NotFound          a thing asked for by name or id does not exist
     ├── ModelError            a runtime failure talking to a model
@@ -32,6 +34,12 @@ class UsageError(JuristError):
 
 class ConfigError(UsageError):
     """A missing or invalid setting, API key or model reference."""
+
+
+class Unsupported(ConfigError):
+    """The backend cannot answer this kind of question: the offline local judge
+    asked to write free text or a free-form score. A judge turns it into a
+    failed verdict with this message; a generator raises it."""
 
 
 class InputError(UsageError):

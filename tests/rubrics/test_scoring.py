@@ -7,7 +7,9 @@ from jurist.config import Settings
 from jurist.errors import ModelTimeout
 from jurist.models import script
 from jurist.models.base import StatementCheck
-from jurist.rubrics import LocalRubricJudge, SessionEvaluator, build_judge, evaluate, load_rubrics
+from jurist.judges import builtin
+from jurist.rubrics import RubricJudge, SessionEvaluator, build_judge, evaluate, load_rubrics
+from jurist.runtime import Runtime
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, Message
 
@@ -107,7 +109,8 @@ async def test_local_judge_refuses_free_form_rubrics_and_scores_items(tmp_path):
     rs = rset(dict(id="free", name="Free", scoring_criteria="1-5"),
               dict(id="items", name="Items", items=[{"id": "a", "text": "adenosine", "points": 1},
                                                     {"id": "b", "text": "other", "points": 1}]))
-    ev = SessionEvaluator(rs, LocalRubricJudge(FakeMeaning("adenosine")))
+    model = Runtime(Settings.load(), open_store=False).wrap(FakeMeaning("adenosine"))
+    ev = SessionEvaluator(rs, RubricJudge(model, builtin("rubric_judge"), builtin("rubric_items_judge")))
     result = await ev.evaluate(SESSION)
     free, items = result["rubric_scores"]
     assert free["status"] == "evaluation_failed"

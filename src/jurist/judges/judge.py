@@ -4,19 +4,26 @@
 parses the reply and, if parsing fails, asks once more showing the model its
 parse error and the expected format; a second failure raises
 :class:`JudgeParseError`. ``Judge.verdict`` turns every failure (parse, timeout,
-rate limit, unavailable model) into a :class:`Verdict` with status
-``evaluation_failed`` and the reason, which capabilities handle by policy.
+rate limit, unavailable model) into a :class:`Verdict` with status ``failed``
+and the reason, which capabilities handle by policy.
+
+A backend that writes no text (the offline ``local/minilm`` judge, or a user's
+meaning judge) is asked the judge's :class:`MeaningQuestion` instead of its
+prompt: the same verdict comes back, and a judge with no such question gives a
+failed verdict with error type ``Unsupported``. Capabilities never ask which
+kind of backend they hold.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Awaitable, Callable, Generic, TypeVar
 
-from jurist.errors import JudgeParseError, ModelError
+from jurist.errors import JudgeParseError, ModelError, Unsupported
 from jurist.judges.outcome import FAILED, OK, Outcome, guarded
 from jurist.judges.templates import PromptTemplate
-from jurist.models.base import ChatRequest, Completion
+from jurist.models.base import ChatRequest, Completion, MeaningJudge
 from jurist.models.model import Model, Template
 
 T = TypeVar("T")
@@ -35,6 +42,16 @@ class Verdict(Outcome[T], Generic[T]):
     latency_ms: float = 0.0
     cached: bool = False
     reasked: bool = False
+
+
+@dataclass
+class MeaningQuestion(Generic[T]):
+    """What a judge asks a backend that only matches meaning, instead of its prompt:
+    ``ask`` puts the question to a :class:`MeaningJudge`, ``answer`` turns the reply
+    into the judge's verdict value (what its prompt's parser would have returned)."""
+
+    ask: Callable[[MeaningJudge], Awaitable[Any]]
+    answer: Callable[[Any], T]
 
 
 class Judge:
@@ -118,8 +135,16 @@ class Judge:
         trace_id: str | None = None,
         timeout: float | None = None,
         format_hint: str | None = None,
+        meaning: MeaningQuestion[T] | None = None,
+        unsupported: str | None = None,
     ) -> Verdict[T]:
-        """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason."""
+        """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
+
+        A backend that writes no text is asked ``meaning`` instead; without one, the
+        verdict fails as ``Unsupported`` with the reason ``unsupported`` (or a general one).
+        """
+        if not self.model.chats:
+            return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
             lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
@@ -134,6 +159,24 @@ class Judge:
             failure.reasked = True
             return _with_usage(failure, outcome.error.completions)
         return failure
+
+
+    async def _by_meaning(self, meaning: MeaningQuestion[T] | None, unsupported: str | None, *,
+                          trace_id: str | None, timeout: float | None) -> Verdict[T]:
+        name = self.model.name
+        if meaning is None or not self.model.answers_meaning:
+            reason = unsupported or (f"{name} only matches meaning and cannot answer the {self.template.name} "
+                                     "prompt; configure an LLM judge")
+            return Verdict(FAILED, None, reason, Unsupported.__name__, judge_model=name)
+        calls = self.model.meaning(self.purpose, trace_id)
+        started = time.perf_counter()
+        outcome = await guarded(lambda: meaning.ask(calls), timeout=timeout)
+        latency = round((time.perf_counter() - started) * 1000.0, 3)
+        if not outcome.ok:
+            return Verdict(FAILED, None, outcome.reason, outcome.error_type, outcome.error, judge_model=name,
+                           call_ids=calls.call_ids, latency_ms=latency)
+        return Verdict(OK, meaning.answer(outcome.value), judge_model=name, call_ids=calls.call_ids,
+                       latency_ms=latency)
 
 
 def _reason(exc: BaseException) -> str:

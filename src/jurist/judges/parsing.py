@@ -94,6 +94,8 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
 class ItemReply:
     met: bool
     reasoning: str
+    confidence: float | None = None  # from a meaning match (the local judge), with its evidence
+    evidence: str | None = None
 
 
 _TRUE = {"true", "yes", "met", "y", "1"}

@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from jurist.errors import ConfigError
+from jurist.errors import ConfigError, Unsupported
 from jurist.models.base import (
     ChatRequest,
     Completion,
@@ -335,6 +335,7 @@ class LocalJudge:
 
     name: str = MODEL_NAME
     endpoint: str = "local"
+    chats = False  # answers meaning questions; writes no text
 
     def __init__(
         self,
@@ -416,12 +417,12 @@ class LocalJudge:
     # --- ChatModel surface -----------------------------------------------------
 
     async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
-        """Always raises ConfigError: the local judge cannot generate text."""
-        raise ConfigError(_NO_TEXT_HINT)
+        """Always raises Unsupported (a ConfigError): the local judge cannot generate text."""
+        raise Unsupported(_NO_TEXT_HINT)
 
     def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
-        """Always raises ConfigError: the local judge cannot generate text."""
-        raise ConfigError(_NO_TEXT_HINT)
+        """Always raises Unsupported (a ConfigError): the local judge cannot generate text."""
+        raise Unsupported(_NO_TEXT_HINT)
 
     async def aclose(self) -> None:
         """Nothing to release; the shared model stays loaded for the process."""

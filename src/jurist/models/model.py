@@ -14,11 +14,15 @@ import random
 import time
 from jurist.ids import new_id
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, cast
 
-from jurist.errors import ModelError, ModelTimeout, RateLimited
-from jurist.models.base import CallRecord, ChatModel, ChatRequest, Completion
+from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
+from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
+                                RelevanceScore, StatementCheck, SupportResult)
 from jurist.models.limiter import Limiter
+
+
+T = TypeVar("T")
 
 
 class CallSink(Protocol):
@@ -70,32 +74,73 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def record_meaning_call(
-    sink: CallSink | None,
-    *,
-    purpose: str,
-    model: str,
-    request: dict[str, Any],
-    response: Any,
-    latency_ms: float,
-    trace_id: str | None = None,
-    error: str | None = None,
-) -> str:
-    """Put a meaning judge's work (the local embedding judge answers no chat
-    request) on record like a model call: the question and inputs as the
-    message, the answer as the response. Returns the call id."""
-    call_id = new_id()
-    if sink is not None:
-        sink.record_call(CallRecord(
-            id=call_id, trace_id=trace_id, purpose=purpose, model=model, endpoint="local",
-            messages=[{"role": "user", "content": json.dumps(request, ensure_ascii=False, default=str)}],
-            params={"question": request.get("question")}, request_hash="",
-            response_text=None if response is None else json.dumps(_jsonable(response), ensure_ascii=False,
-                                                                    default=str),
-            input_tokens=0, output_tokens=0, latency_ms=round(latency_ms, 3), attempts=1,
-            status="ok" if error is None else "error", error=error,
-        ))
-    return call_id
+class MeaningBackend:
+    """Any object answering the meaning questions (:class:`MeaningJudge`), such as
+    a user's own judge, as a backend behind :class:`Model`: it answers meaning
+    questions and, like the local judge, cannot write free text."""
+
+    chats = False
+    endpoint = "local"
+
+    def __init__(self, judge: MeaningJudge) -> None:
+        self.judge = judge
+        self.name = getattr(judge, "name", type(judge).__name__)
+
+    async def expresses(self, text: str, statements: list[str]) -> Any:
+        return await self.judge.expresses(text, statements)
+
+    async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> Any:
+        return await self.judge.coverage(question, answer, parts)
+
+    async def relevance(self, query: str, passages: list[str]) -> Any:
+        return await self.judge.relevance(query, passages)
+
+    async def support(self, answer: str, sources: list[str]) -> Any:
+        return await self.judge.support(answer, sources)
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
+        raise Unsupported(f"{self.name} answers meaning questions only; it cannot write free text")
+
+    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+        raise Unsupported(f"{self.name} answers meaning questions only; it cannot write free text")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class MeaningCalls:
+    """The meaning questions of one purpose and trace, asked through a
+    :class:`Model` (limiter slot, call record); ``call_ids`` lists the calls made."""
+
+    def __init__(self, model: "Model", purpose: str, trace_id: str | None) -> None:
+        self.model = model
+        self.name = model.name
+        self.purpose = purpose
+        self.trace_id = trace_id
+        self.call_ids: list[str] = []
+
+    async def _ask(self, question: str, request: dict[str, Any], fn: Callable[[MeaningJudge], Awaitable[T]]) -> T:
+        answer, call_id = await self.model.ask(question, request, fn, purpose=self.purpose, trace_id=self.trace_id)
+        self.call_ids.append(call_id)
+        return answer
+
+    async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
+        return await self._ask("expresses", {"statements": statements, "text": text},
+                               lambda j: j.expresses(text, statements))
+
+    async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
+        request: dict[str, Any] = {"text": question, "answer": answer}
+        if parts is not None:
+            request["parts"] = parts
+        return await self._ask("coverage", request, lambda j: j.coverage(question, answer, parts))
+
+    async def relevance(self, query: str, passages: list[str]) -> list[RelevanceScore]:
+        return await self._ask("relevance", {"text": query, "passages": passages},
+                               lambda j: j.relevance(query, passages))
+
+    async def support(self, answer: str, sources: list[str]) -> SupportResult:
+        return await self._ask("support", {"answer": answer, "sources": sources},
+                               lambda j: j.support(answer, sources))
 
 
 class Model:
@@ -125,6 +170,53 @@ class Model:
     @property
     def endpoint(self) -> str:
         return self.adapter.endpoint
+
+    @property
+    def chats(self) -> bool:
+        """Whether the backend writes text (an LLM); the local judge does not."""
+        return bool(getattr(self.adapter, "chats", True))
+
+    @property
+    def answers_meaning(self) -> bool:
+        """Whether the backend answers the meaning questions itself (the local judge)."""
+        return isinstance(self.adapter, MeaningJudge)
+
+    def meaning(self, purpose: str, trace_id: str | None = None) -> MeaningCalls:
+        """This backend's meaning questions, each one a recorded call (see :meth:`ask`)."""
+        return MeaningCalls(self, purpose, trace_id)
+
+    async def ask(
+        self, question: str, request: dict[str, Any], fn: Callable[[MeaningJudge], Awaitable[T]], *,
+        purpose: str, trace_id: str | None = None,
+    ) -> tuple[T, str]:
+        """Ask the backend a meaning question (``fn(adapter)``) in a limiter slot and put it on
+        record like a chat call: the question and its inputs as the message, the answer as the
+        response. Returns the answer and the call id; a failure is recorded and raised."""
+        if not self.answers_meaning:
+            raise Unsupported(f"{self.name} does not answer meaning questions directly; ask it through a Judge")
+        started = time.perf_counter()
+        call_id = new_id()
+        answer: Any = None
+        error: str | None = None
+        try:
+            async with self.limiter.slot(0):
+                answer = await fn(cast(MeaningJudge, self.adapter))
+            return answer, call_id
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise
+        finally:
+            if self.sink is not None:
+                self.sink.record_call(CallRecord(
+                    id=call_id, trace_id=trace_id, purpose=purpose, model=self.name, endpoint=self.endpoint,
+                    messages=[{"role": "user", "content": json.dumps({"question": question, **request},
+                                                                     ensure_ascii=False, default=str)}],
+                    params={"question": question}, request_hash="",
+                    response_text=None if error is not None else json.dumps(_jsonable(answer), ensure_ascii=False,
+                                                                             default=str),
+                    input_tokens=0, output_tokens=0, latency_ms=round((time.perf_counter() - started) * 1000.0, 3),
+                    attempts=1, status="ok" if error is None else "error", error=error,
+                ))
 
     async def complete(
         self,

@@ -12,7 +12,6 @@ endpoints and keys come from the presets below or from ``providers:`` in
 from __future__ import annotations
 
 import os
-import sys
 
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
@@ -62,30 +61,11 @@ def resolve_ref(ref: str, settings: Settings) -> str:
     return ref
 
 
-def judge_ref(settings: Settings, explicit: str | None = None, *, announce: bool = True) -> str:
-    """The judge to use: explicit, else settings, else the offline local judge
-    (announced once on stderr with how to configure an LLM instead)."""
+def judge_ref(settings: Settings, explicit: str | None = None) -> str:
+    """The judge to use: explicit, else settings, else the offline local judge.
+    (:meth:`jurist.runtime.Runtime.judge_ref` also gives the notice that no judge is configured.)"""
     ref = explicit or settings.judge
-    if ref:
-        return resolve_ref(ref, settings)
-    if announce:
-        _announce_local()
-    return LOCAL_JUDGE
-
-
-_announced = False
-
-
-def _announce_local() -> None:
-    global _announced
-    if _announced:
-        return
-    _announced = True
-    print(
-        "jurist: no judge configured; using the offline local judge (local/minilm), which can only "
-        "match meaning (item-based rubrics, checklist points, relevance, support).\n" + HOW_TO_CONFIGURE,
-        file=sys.stderr,
-    )
+    return resolve_ref(ref, settings) if ref else LOCAL_JUDGE
 
 
 def provider_settings(provider: str, settings: Settings) -> ProviderSettings:

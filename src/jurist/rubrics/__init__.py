@@ -2,7 +2,7 @@
 
 from jurist.rubrics.api import build_judge, evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync
 from jurist.rubrics.batch import BatchReport, run_batch
-from jurist.rubrics.judging import LLMRubricJudge, LocalRubricJudge, RubricOutcome, item_score
+from jurist.rubrics.judging import RubricJudge, RubricOutcome, item_score
 from jurist.rubrics.models import Rubric, RubricItem, RubricSet, load_rubrics
 from jurist.rubrics.scoring import SessionEvaluator, aggregate
 from jurist.rubrics.sessions import ChatSession, Message, format_session, load_session, parse_session
@@ -10,8 +10,7 @@ from jurist.rubrics.sessions import ChatSession, Message, format_session, load_s
 __all__ = [
     "BatchReport",
     "ChatSession",
-    "LLMRubricJudge",
-    "LocalRubricJudge",
+    "RubricJudge",
     "Message",
     "Rubric",
     "RubricItem",

@@ -13,12 +13,12 @@ from jurist.config import Settings
 from jurist.judges import builtin, from_file
 from jurist.errors import NotFound
 from jurist.judges.templates import RUBRIC_PLACEHOLDERS, PromptTemplate
-from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model
 from jurist.rubrics.batch import BatchReport, ProgressFn, run_batch
-from jurist.rubrics.judging import LLMRubricJudge, LocalRubricJudge
+from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import RubricSet, load_rubrics
-from jurist.rubrics.scoring import RubricJudge, SessionEvaluator
+from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
+from jurist.runtime import Runtime
 from jurist.store import Store
 from jurist.store.store import BATCH_LOOKUP_LINGER, LOOKUP_LINGER
 from jurist.store.analysis import get_prompt_version
@@ -52,63 +52,61 @@ def load_template(template: str | Path | PromptTemplate | None, store: Store | N
 
 
 def build_judge(
-    settings: Settings,
-    store: Store | None,
+    settings: Settings | Runtime,
+    store: Store | None = None,
     *,
     judge: str | None = None,
     template: str | Path | PromptTemplate | None = None,
     max_concurrency: int | None = None,
     cache: bool | None = None,
 ) -> RubricJudge:
-    """The rubric judge for a reference (default: settings, else the local judge).
+    """The rubric judge for a reference (default: settings, else the local judge), from a
+    runtime (or settings and an optional store to record into).
 
     ``template`` is a file, ``<name>@<version>`` (see :func:`load_template`) or a
     loaded template. It is checked before any call: an unknown placeholder is an
     ``InputError``.
     """
+    runtime = settings if isinstance(settings, Runtime) else Runtime(settings, store, open_store=False)
     free = load_template(template, store).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
     items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
-    ref = judge_ref(settings, judge)
-    if ref == LOCAL_JUDGE:
-        from jurist.models.local import get_local_judge
-
-        return LocalRubricJudge(get_local_judge(), sink=store)
-    model = resolve_model(ref, settings, sink=store, max_in_flight=max_concurrency, cache=cache)
-    return LLMRubricJudge(model, free, items, temperature=settings.temperature, seed=settings.seed,
-                          max_tokens=settings.max_tokens)
+    model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
+    cfg = runtime.settings
+    return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:
     return rubrics if isinstance(rubrics, RubricSet) else load_rubrics(rubrics, settings.score_scale)
 
 
-async def _close(judge: RubricJudge) -> None:
-    model = getattr(judge, "model", None)
-    if model is not None:
-        await model.aclose()
 
 
 @asynccontextmanager
 async def _evaluator(
     rubrics: str | Path | RubricSet, settings: Settings | None, store: Store | None, *, judge: str | None,
     template: str | Path | None, cache: bool | None, max_concurrency: int | None = None, batch: bool = False,
+    runtime: Runtime | None = None,
 ) -> AsyncIterator[SessionEvaluator]:
-    """Settings, rubrics, store and judge for a run, set up and closed off the event loop."""
-    settings = settings or await asyncio.to_thread(Settings.load)
-    rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
-    own = store is None
-    store = store or await Store.aopen(settings.database,
-                                       lookup_linger=BATCH_LOOKUP_LINGER if batch else LOOKUP_LINGER)
+    """Rubrics, store and judge for a run, set up and closed off the event loop (the runtime:
+    the one given, else one built here, the library's edge)."""
+    if runtime is None:
+        linger = BATCH_LOOKUP_LINGER if batch else LOOKUP_LINGER
+        runtime = await asyncio.to_thread(lambda: Runtime(settings, store, lookup_linger=linger))
+        own = True
+    else:
+        own = False
     try:
+        settings = runtime.settings
+        rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
+        store = await runtime.astore()
         loaded = await asyncio.to_thread(load_template, template, store)
-        rj = build_judge(settings, store, judge=judge, template=loaded, max_concurrency=max_concurrency,
-                         cache=cache)
+        rj = build_judge(runtime, judge=judge, template=loaded, max_concurrency=max_concurrency, cache=cache)
         try:
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
         finally:
-            await _close(rj)
+            await rj.model.aclose()
     finally:
-        await (store.aclose() if own else store.aflush())
+        await (runtime.aclose() if own else runtime.aflush())
 
 
 async def evaluate(
@@ -120,10 +118,12 @@ async def evaluate(
     settings: Settings | None = None,
     store: Store | None = None,
     cache: bool | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, Any]:
     """Score one session against a rubrics file; returns result.json's content."""
     chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
-    async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache) as evaluator:
+    async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
+                          runtime=runtime) as evaluator:
         return await evaluator.evaluate(chat)
 
 
@@ -141,10 +141,11 @@ async def evaluate_batch(
     store: Store | None = None,
     cache: bool | None = None,
     on_progress: ProgressFn | None = None,
+    runtime: Runtime | None = None,
 ) -> BatchReport:
     """Score every session file in a folder; write per-session results and summary.json."""
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
-                          max_concurrency=max_concurrency, batch=True) as evaluator:
+                          max_concurrency=max_concurrency, batch=True, runtime=runtime) as evaluator:
         return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
                                on_progress=on_progress)
 

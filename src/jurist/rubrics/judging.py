@@ -1,21 +1,23 @@
-"""Scoring one rubric against one session, with an LLM judge or the local judge.
+"""Scoring one rubric against one session.
 
-Both return a :class:`RubricOutcome`: a score on the rubric's scale, or
-``evaluation_failed`` with the reason. Item-based rubrics are graded item by
-item; their score is points earned over points possible (the positive
-points), clipped to [0, 1] and mapped onto the scale.
+:class:`RubricJudge` returns a :class:`RubricOutcome`: a score on the rubric's
+scale, or ``evaluation_failed`` with the reason. Item-based rubrics are graded
+item by item; their score is points earned over points possible (the positive
+points), clipped to [0, 1] and mapped onto the scale. A backend that only
+matches meaning (the offline ``local/minilm`` judge) answers the items by
+whether the assistant's turns express each item, and refuses free-form rubrics.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
-from jurist.models.base import MeaningJudge
-from jurist.models.model import CallSink, Model, record_meaning_call
+from jurist.judges.judge import MeaningQuestion
+from jurist.judges.parsing import ItemReply
+from jurist.models.base import StatementCheck
+from jurist.models.model import Model
 from jurist.rubrics.models import Rubric
 from jurist.rubrics.sessions import ChatSession, FormattedSession
 
@@ -80,8 +82,21 @@ def _item_reasoning(rubric: Rubric, met: dict[str, bool]) -> str:
     return f"criteria met: {', '.join(got) or 'none'}; not met: {', '.join(missed) or 'none'}"
 
 
-class LLMRubricJudge:
-    """One judge call per rubric through a chat model."""
+def _items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict[str, ItemReply]]:
+    """The items as a meaning question: does the assistant's text express each item?"""
+    items = rubric.items or []
+
+    def answer(checks: list[StatementCheck]) -> dict[str, ItemReply]:
+        return {i.id: ItemReply(met=c.expressed, reasoning="", confidence=round(c.confidence, 4),
+                                evidence=c.evidence)
+                for i, c in zip(items, checks)}
+
+    text = session.text_of("assistant")
+    return MeaningQuestion(lambda judge: judge.expresses(text, [i.text for i in items]), answer)
+
+
+class RubricJudge:
+    """One judge call per rubric."""
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024) -> None:
@@ -109,7 +124,8 @@ class LLMRubricJudge:
         if rubric.item_based:
             ids = [i.id for i in rubric.items or []]
             verdict: Verdict[Any] = await self._items.verdict(
-                variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout
+                variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
+                meaning=_items_question(rubric, session),
             )
         else:
             hint = (
@@ -119,6 +135,7 @@ class LLMRubricJudge:
             verdict = await self._free.verdict(
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
                 format_hint=hint,
+                unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
@@ -134,59 +151,19 @@ class LLMRubricJudge:
             met = {k: v.met for k, v in replies.items()}
             out.score = item_score(rubric, met, scale)
             out.reasoning = _item_reasoning(rubric, met)
-            out.items = [
-                {"id": i.id, "text": i.text, "points": i.points, "met": met[i.id], "reasoning": replies[i.id].reasoning}
-                for i in rubric.items or []
-            ]
+            out.items = [_item_entry(i, replies[i.id]) for i in rubric.items or []]
         else:
             out.score = verdict.value.score
             out.reasoning = verdict.value.reasoning
         return out
 
 
-class LocalRubricJudge:
-    """The offline embedding judge: scores item-based rubrics, refuses free-form ones."""
-
-    def __init__(self, judge: MeaningJudge, sink: CallSink | None = None) -> None:
-        self.judge = judge
-        self.name = judge.name
-        self.sink = sink
-
-    async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
-                    formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
-        out = RubricOutcome(rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning="",
-                            judge_model=self.name)
-        if not rubric.item_based:
-            out.reasoning = f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge"
-            return out
-        items = rubric.items or []
-        text = session.text_of("assistant")
-        started = time.perf_counter()
-        error, checks = None, None
-        try:
-            checks = await asyncio.wait_for(self.judge.expresses(text, [i.text for i in items]), timeout)
-        except asyncio.TimeoutError:
-            error = f"timed out after {timeout:g} s"
-        except Exception as exc:  # the local judge failing is a failed evaluation, not a crash
-            error = f"{type(exc).__name__}: {exc}"
-        out.latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
-        out.call_ids = [record_meaning_call(
-            self.sink, purpose=PURPOSE, model=self.name, trace_id=trace_id, latency_ms=out.latency_ms, error=error,
-            request={"question": "expresses", "statements": [i.text for i in items], "text": text},
-            response=None if checks is None else [
-                {"statement": c.statement, "expressed": c.expressed, "confidence": round(c.confidence, 4)}
-                for c in checks],
-        )]
-        if checks is None:
-            out.reasoning = error or "the local judge failed"
-            return out
-        met = {i.id: c.expressed for i, c in zip(items, checks)}
-        out.status = SCORED
-        out.score = item_score(rubric, met, scale)
-        out.reasoning = _item_reasoning(rubric, met)
-        out.items = [
-            {"id": i.id, "text": i.text, "points": i.points, "met": c.expressed,
-             "confidence": round(c.confidence, 4), "evidence": c.evidence}
-            for i, c in zip(items, checks)
-        ]
-        return out
+def _item_entry(item: Any, reply: ItemReply) -> dict[str, Any]:
+    """One item of result.json: a judge's reasoning, or a meaning match's confidence and evidence."""
+    entry: dict[str, Any] = {"id": item.id, "text": item.text, "points": item.points, "met": reply.met}
+    if reply.confidence is None:
+        entry["reasoning"] = reply.reasoning
+    else:
+        entry["confidence"] = reply.confidence
+        entry["evidence"] = reply.evidence
+    return entry

@@ -13,21 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from jurist.rubrics.judging import SCORED, RubricOutcome
+from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
 
 RESULT_VERSION = "1.0"
 # A session passes when its weighted total is at least this share of the scale.
 PASS_PERCENTAGE = 70.0
-
-
-class RubricJudge(Protocol):
-    name: str
-
-    async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
-                    formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
-        ...
 
 
 class EvaluationSink(Protocol):
