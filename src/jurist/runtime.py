@@ -24,7 +24,7 @@ from typing import Any
 
 from jurist.config import Settings
 from jurist.models.base import CallRecord, MeaningJudge
-from jurist.models.model import MeaningBackend, Model
+from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, resolve_model, resolve_ref
 from jurist.store import Store
 from jurist.store.store import LOOKUP_LINGER
@@ -123,9 +123,10 @@ class Runtime:
         return resolve_ref(ref, self.settings)
 
     def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
-              record: bool = True) -> Model:
-        """A ready :class:`Model` for a reference or alias, recording into this runtime."""
-        return resolve_model(ref, self.settings, sink=self.sink if record else None,
+              sink: CallSink | None = None) -> Model:
+        """A ready :class:`Model` for a reference or alias, recording into ``sink`` (default:
+        this runtime's store)."""
+        return resolve_model(ref, self.settings, sink=sink if sink is not None else self.sink,
                              max_in_flight=max_in_flight, cache=cache)
 
     def judge(self, judge: Judgelike = None, *, default: str | None = None, cache: bool | None = None,

@@ -8,7 +8,6 @@ from jurist.gate.evaluators import (
     EvaluationFailed,
     FunctionEvaluator,
     GateEvaluator,
-    MeaningEvaluator,
     QualityEvaluator,
     TemplateEvaluator,
 )
@@ -33,6 +32,6 @@ __all__ = [
     "Attempt", "CALL_COMPREHENSIVE_RETRY", "CALL_GENERATION", "CALL_QUALITY_EVALUATION", "CALL_REGENERATION",
     "CALL_SELF_EVALUATION", "ComprehensivenessEvaluator", "ENCOURAGEMENT", "Evaluation", "EvaluationFailed",
     "FunctionEvaluator", "Gate", "GateConfig", "GateEvaluator", "GateEvent", "GateResult", "Generator",
-    "IterationLimit", "MeaningEvaluator", "QualityEvaluator", "REVISION_MESSAGE", "TemplateEvaluator",
+    "IterationLimit", "QualityEvaluator", "REVISION_MESSAGE", "TemplateEvaluator",
     "evaluations_list", "result_json",
 ]

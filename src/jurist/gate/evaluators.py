@@ -10,8 +10,9 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
 - :class:`ComprehensivenessEvaluator`: note 004's check (``gate_comprehensive``)
   on the user and assistant turns only (tool results and media stripped) ->
   ``comprehensive`` and ``reason``.
-- :class:`MeaningEvaluator`: the same two questions answered by a
-  :class:`~jurist.models.base.MeaningJudge` (the offline ``local/minilm``).
+- Both ask a backend that only matches meaning (the offline ``local/minilm``,
+  or a user's :class:`~jurist.models.base.MeaningJudge`) which parts of the
+  question the answer covers instead (:func:`coverage_evaluation`).
 - :class:`TemplateEvaluator`: a user's judge template and output schema.
 - :class:`FunctionEvaluator`: a user's ``async def fn(messages, answer)``
   returning an Evaluation, a dict, a score (float) or a verdict (bool).
@@ -20,19 +21,18 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
 from __future__ import annotations
 
 import inspect
-import time
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
 from jurist.errors import JuristError
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
-from jurist.judges.judge import Judge
+from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.meaning import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import PromptTemplate, builtin
-from jurist.models.base import MeaningJudge
-from jurist.models.model import CallSink, Model, record_meaning_call
+from jurist.models.base import CoverageResult
+from jurist.models.model import Model
 
 EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
 QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
@@ -202,11 +202,28 @@ def coerce(result: Any, threshold: float) -> Evaluation:
 # --- evaluators -------------------------------------------------------------------------
 
 
+def coverage_evaluation(cov: CoverageResult, name: str, threshold: float) -> Evaluation:
+    """Quality or comprehensiveness from which parts of the question an answer covers
+    (the meaning question a backend that writes no text answers)."""
+    parts = len(cov.covered) + len(cov.uncovered)
+    issues = [f"does not address: {p}" for p in cov.uncovered]
+    if name == "comprehensiveness":
+        ok = not cov.uncovered
+        reason = "covers every part of the question" if ok else "; ".join(issues)
+        return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues)
+    score = len(cov.covered) / parts if parts else 0.0
+    conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
+    hint = f"Also address: {'; '.join(cov.uncovered)}" if cov.uncovered else None
+    return Evaluation(attempt=0, passed=score >= threshold, quality_score=round(score, 4),
+                      confidence_score=round(conf, 4), issues=issues, improvement_hint=hint)
+
+
 class _JudgeEvaluator:
-    """An LLM judge (template + schema + one re-ask) behind the gate's interface."""
+    """A judge (template + schema + one re-ask) behind the gate's interface."""
 
     name = "custom"
     call_type = CALL_QUALITY_EVALUATION
+    by_coverage = False  # a backend that only matches meaning answers by the question's coverage
 
     def __init__(self, judge: Judge, parse: Callable[[str], Any], threshold: float) -> None:
         self.judge = judge
@@ -214,11 +231,20 @@ class _JudgeEvaluator:
         self.threshold = threshold
         self.model_name: str | None = judge.model.name
 
+    def _coverage(self, messages: list[dict[str, Any]], answer: str) -> MeaningQuestion[Any] | None:
+        if not self.by_coverage:
+            return None
+        question = last_question(messages)
+        return MeaningQuestion(lambda judge: judge.coverage(question, answer),
+                               lambda cov: coverage_evaluation(cov, self.name, self.threshold))
+
     async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
-        verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id)
+        verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id,
+                                           meaning=self._coverage(messages, answer))
         if not verdict.ok:
             raise EvaluationFailed(verdict.reason or "the judge gave no verdict")
-        return coerce(verdict.value, self.threshold)
+        value = verdict.value
+        return value if isinstance(value, Evaluation) else coerce(value, self.threshold)
 
 
 class QualityEvaluator(_JudgeEvaluator):
@@ -226,6 +252,7 @@ class QualityEvaluator(_JudgeEvaluator):
 
     name = "quality"
     call_type = CALL_QUALITY_EVALUATION
+    by_coverage = True
 
     def __init__(self, model: Model, threshold: float = 0.4) -> None:
         judge = Judge(model, builtin("gate_quality"), purpose=self.call_type, format_hint=QUALITY_HINT,
@@ -238,6 +265,7 @@ class ComprehensivenessEvaluator(_JudgeEvaluator):
 
     name = "comprehensiveness"
     call_type = CALL_SELF_EVALUATION
+    by_coverage = True
 
     def __init__(self, model: Model, threshold: float = 0.4) -> None:
         judge = Judge(model, builtin("gate_comprehensive"), purpose=self.call_type, format_hint=COMPREHENSIVE_HINT,
@@ -263,44 +291,6 @@ class TemplateEvaluator(_JudgeEvaluator):
         hint = "JSON following this schema: " + str(json_schema)
         judge = Judge(model, template, purpose=call_type, format_hint=hint, schema=json_schema, schema_name="gate")
         super().__init__(judge, parse, threshold)
-
-
-class MeaningEvaluator:
-    """Quality or comprehensiveness from a meaning judge's coverage of the question's parts."""
-
-    def __init__(self, judge: MeaningJudge, name: str = "comprehensiveness", threshold: float = 0.4,
-                 sink: CallSink | None = None) -> None:
-        self.judge = judge
-        self.sink = sink
-        self.name = name
-        self.call_type = CALL_SELF_EVALUATION if name == "comprehensiveness" else CALL_QUALITY_EVALUATION
-        self.threshold = threshold
-        self.model_name: str | None = getattr(judge, "name", None)
-
-    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
-        question = last_question(messages)
-        started, cov, error = time.perf_counter(), None, None
-        try:
-            cov = await self.judge.coverage(question, answer)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            raise
-        finally:  # on record (and in the gate's llm_calls) like an LLM evaluation
-            record_meaning_call(self.sink, purpose=self.call_type, model=self.model_name or "local/minilm",
-                                trace_id=trace_id, request={"question": "coverage", "text": question,
-                                                            "answer": answer},
-                                response=cov, latency_ms=(time.perf_counter() - started) * 1000.0, error=error)
-        parts = len(cov.covered) + len(cov.uncovered)
-        issues = [f"does not address: {p}" for p in cov.uncovered]
-        if self.name == "comprehensiveness":
-            ok = not cov.uncovered
-            reason = "covers every part of the question" if ok else "; ".join(issues)
-            return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues)
-        score = len(cov.covered) / parts if parts else 0.0
-        conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
-        hint = f"Also address: {'; '.join(cov.uncovered)}" if cov.uncovered else None
-        return Evaluation(attempt=0, passed=score >= self.threshold, quality_score=round(score, 4),
-                          confidence_score=round(conf, 4), issues=issues, improvement_hint=hint)
 
 
 class FunctionEvaluator:

@@ -38,7 +38,6 @@ from jurist.gate.evaluators import (
     ComprehensivenessEvaluator,
     FunctionEvaluator,
     GateEvaluator,
-    MeaningEvaluator,
     QualityEvaluator,
 )
 from jurist.gate.parallel import Run as _Run, Snapshots as _Snapshots, spawn as _task
@@ -55,7 +54,7 @@ from jurist.gate.types import (
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
-from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+from jurist.runtime import Runtime
 from jurist.store import Store
 
 _END = object()
@@ -78,17 +77,25 @@ class _OutOfBudget(Exception):
 class Gate:
     """Evaluate before send; regenerate with the judge's feedback (see the module doc)."""
 
-    def __init__(self, config: GateConfig | None = None, *, settings: Settings | None = None,
-                 store: Store | None = None, evaluator: str | Callable[..., Any] | GateEvaluator | None = None,
+    def __init__(self, config: GateConfig | None = None, *, runtime: Runtime | None = None,
+                 settings: Settings | None = None, store: Store | None = None,
+                 evaluator: str | Callable[..., Any] | GateEvaluator | None = None,
                  judge: str | Model | MeaningJudge | None = None) -> None:
+        """``runtime`` (or ``settings`` and ``store`` to build one from) resolves the models and
+        holds the store the records go to; a gate opens nothing itself until its first record."""
         self.config = config or GateConfig()
-        self.settings = settings or Settings.load()
-        self._own_store = store is None
-        self.store = store if store is not None else Store(self.settings.database)
-        self._collector = CallCollector(self.store)
+        self._own_runtime = runtime is None
+        self.runtime = Runtime.of(runtime, settings, store)
+        self.settings = self.runtime.settings
+        self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
         self.evaluator = self._build_evaluator(evaluator, judge)
+
+    @property
+    def store(self) -> Store:
+        """The store the gate's records go to (the runtime's)."""
+        return self.runtime.store
 
     # -- construction -------------------------------------------------------------------
     def _wrap(self, model: Model) -> Model:
@@ -111,25 +118,18 @@ class Gate:
         if name not in ("quality", "comprehensiveness"):
             raise ConfigError(f"unknown gate evaluator {name!r}; use 'quality' or 'comprehensiveness'")
         self.config = cfg = cfg.model_copy(update={"evaluator": name})
-        if judge is not None and not isinstance(judge, (str, Model)):
-            return MeaningEvaluator(judge, name, cfg.threshold, sink=self._collector)
-        if isinstance(judge, Model):
-            model = self._wrap(judge)
+        if isinstance(judge, Model) or (judge is not None and not isinstance(judge, str)):
+            model = self._wrap(self.runtime.judge(judge))
         else:
             ref = judge or cfg.judge or ("fast" if "fast" in self.settings.aliases else None)
-            ref = resolve_ref(ref, self.settings) if ref else judge_ref(self.settings)
-            if ref == LOCAL_JUDGE:
-                from jurist.models.local import get_local_judge
-
-                return MeaningEvaluator(get_local_judge(), name, cfg.threshold, sink=self._collector)
-            model = resolve_model(ref, self.settings, sink=self._collector)
+            model = self.runtime.model(self.runtime.judge_ref(ref), sink=self._collector)
             self._owned_models.append(model)
         cls = QualityEvaluator if name == "quality" else ComprehensivenessEvaluator
         return cls(model, cfg.threshold)
 
     def _generator_model(self, ref: str) -> Model:
         if ref not in self._models:
-            self._models[ref] = model = resolve_model(ref, self.settings, sink=self._collector, cache=False)
+            self._models[ref] = model = self.runtime.model(ref, sink=self._collector, cache=False)
             self._owned_models.append(model)
         return self._models[ref]
 
@@ -148,6 +148,8 @@ class Gate:
                      trace_id: str | None = None) -> AsyncIterator[GateEvent]:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
+        if self.runtime.has_store:
+            await self.runtime.astore()  # opened (off the loop) before the first call needs it
         run = _Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
                    time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
         try:
@@ -172,8 +174,8 @@ class Gate:
         for model in self._owned_models:
             await model.aclose()
         self._owned_models.clear()
-        if self._own_store:
-            await self.store.aclose()
+        if self._own_runtime:
+            await self.runtime.aclose()
 
     # -- one request --------------------------------------------------------------------
     async def _drive(self, run: _Run, generate: Generator) -> AsyncIterator[GateEvent]:
@@ -200,7 +202,7 @@ class Gate:
                 if snaps:
                     await snaps.cancel()
                 if not run.attempts:
-                    yield self._error(run, exc, text)
+                    yield await self._error(run, exc, text)
                     return
                 reason = "budget" if isinstance(exc, _OutOfBudget) else "regeneration_failed"
                 run.calls.append({"type": kind, "iteration": number, "model": None, "status": "error",
@@ -244,7 +246,7 @@ class Gate:
         if last is not None:
             yield GateEvent("evaluation", {**asdict(last), "accepted": True, "accepted_attempt": accepted.number,
                                            "accept_reason": reason})
-        self._save(result)
+        await self._save(result)
         yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
                                  "accept_reason": reason, "evaluations": evaluations_list(result),
                                  "llm_calls": result.llm_calls}, result=result)
@@ -325,7 +327,7 @@ class Gate:
                               "status": "ok" if ev.passed is not None else "error", "call_id": None})
         return ev
 
-    def _error(self, run: _Run, exc: Exception, partial: str) -> GateEvent:
+    async def _error(self, run: _Run, exc: Exception, partial: str) -> GateEvent:
         code = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
             "BUDGET" if isinstance(exc, _OutOfBudget) else "GENERATION_FAILED")
         context = getattr(exc, "messages", None) or run.original
@@ -333,7 +335,7 @@ class Gate:
         result = GateResult(answer=partial, accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
                             llm_calls=list(run.calls), trace_id=run.trace_id, error=message,
                             continue_context=[dict(m) for m in context])
-        self._save(result)
+        await self._save(result)
         return GateEvent("error", {"error": message, "code": code, "show_continue_button": True,
                                    "continue_context": result.continue_context, "partial_answer": partial,
                                    "last_user_message": policy.last_user_message(context),
@@ -347,9 +349,11 @@ class Gate:
                           trace_id=run.trace_id, evaluation_skipped=skipped is not None,
                           skip_reason=skipped.skipped_reason if skipped else None)
 
-    def _save(self, result: GateResult) -> None:
+    async def _save(self, result: GateResult) -> None:
+        if not self.runtime.has_store:
+            return
         model = self.evaluator.model_name
-        self.store.save_evaluation(
+        (await self.runtime.astore()).save_evaluation(
             evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
                            strategy=self.config.strategy, evaluator=self.evaluator.name),
             score_rows(result, judge_model=model))
