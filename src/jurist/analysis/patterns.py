@@ -22,7 +22,7 @@ from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, NotFound
 from jurist.ids import new_id
 from jurist.models.model import Model
-from jurist.models.registry import LOCAL_JUDGE, resolve_model, resolve_ref
+from jurist.models.registry import resolve_model, resolve_ref, writes_text
 from jurist.store import Store
 from jurist.store import analysis as q
 
@@ -73,7 +73,7 @@ def writer_model(settings: Settings, writer: str | None, store: Store) -> Model 
         return None
     try:
         full = resolve_ref(ref, settings)
-        if full == LOCAL_JUDGE or full.startswith("local/"):
+        if not writes_text(full):
             if writer:
                 raise ConfigError(f"the writer must be an LLM; {writer!r} is the offline local judge")
             return None

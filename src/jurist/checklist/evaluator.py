@@ -21,7 +21,6 @@ written from the results.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -29,13 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
 from jurist.config import Settings
-from jurist.judges.judge import OK, Judge
+from jurist.judges.judge import OK, Judge, MeaningQuestion
 from jurist.judges.meaning import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
-from jurist.models.base import MeaningJudge
-from jurist.models.model import CallSink, Model, record_meaning_call
-from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+from jurist.models.base import MeaningJudge, StatementCheck
+from jurist.models.model import Model
+from jurist.models.registry import judge_ref
+from jurist.runtime import Runtime
+from jurist.store import Store
 
 log = logging.getLogger("jurist.checklist")
 
@@ -129,11 +130,20 @@ class BatchEvaluation:
 
 def checklist_judge_ref(settings: Settings, explicit: str | None = None) -> str:
     """The batch judge: explicit, else alias ``fast``, else ``settings.judge``, else ``local/minilm``."""
-    if explicit:
-        return resolve_ref(explicit, settings)
-    if "fast" in settings.aliases:
-        return resolve_ref("fast", settings)
-    return judge_ref(settings)
+    return judge_ref(settings, explicit or ("fast" if "fast" in settings.aliases else None))
+
+
+def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> MeaningQuestion[RawBatchResponse]:
+    """The batch as a meaning question: does the learner's latest message express each point?"""
+
+    def answer(checks: list[StatementCheck]) -> RawBatchResponse:
+        recalled = [RawRecalledPoint(id=p.id, confidence=round(c.confidence, 4), observation=c.evidence or "")
+                    for p, c in zip(points, checks) if c.expressed]
+        ids = [r.id for r in recalled]
+        remaining = [p.id for p in points if p.id not in ids]
+        return RawBatchResponse(recalledPoints=recalled, feedback=minimal_feedback(ids, remaining, mode))
+
+    return MeaningQuestion(lambda judge: judge.expresses(latest, [p.text for p in points]), answer)
 
 
 def excerpt(messages: Sequence[ChecklistMessage | dict[str, Any]], n: int = EXCERPT_MESSAGES) -> str:
@@ -164,39 +174,37 @@ def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> s
 
 
 class ChecklistEvaluator:
-    """Judges all unchecked points against the recent conversation, one call per message."""
+    """Judges all unchecked points against the recent conversation, one call per message.
+
+    A backend that only matches meaning (the offline ``local/minilm``) answers
+    whether the learner's latest message expresses each point instead of the
+    prompt, through the same judge (:class:`~jurist.judges.judge.MeaningQuestion`).
+    """
 
     def __init__(
         self,
         judge: str | Model | MeaningJudge | None = None,
         *,
+        runtime: Runtime | None = None,
         settings: Settings | None = None,
-        sink: CallSink | None = None,
+        sink: Store | None = None,
     ) -> None:
-        self.settings = settings or Settings.load()
+        """``runtime`` (or ``settings`` and the ``sink`` store calls are recorded in) resolves
+        ``judge``: explicit, else alias ``fast``, else the configured judge, else ``local/minilm``."""
+        rt = runtime if runtime is not None else Runtime(settings, sink, open_store=False)
+        self.settings = rt.settings
         self.template = builtin("checklist_batch")
-        self._model: Model | None = None
-        self._meaning: MeaningJudge | None = None
-        self._sink = sink
-        if isinstance(judge, Model):
-            self._model = judge
-        elif judge is not None and not isinstance(judge, str) and hasattr(judge, "expresses"):
-            self._meaning = judge
-        else:
-            ref = checklist_judge_ref(self.settings, judge)
-            if ref == LOCAL_JUDGE:
-                from jurist.models.local import get_local_judge
-
-                self._meaning = get_local_judge()
-            else:
-                self._model = resolve_model(ref, self.settings, sink=sink)
+        default = "fast" if "fast" in self.settings.aliases else None
+        self._owned = judge is None or isinstance(judge, str)
+        self._model = rt.judge(judge, default=default)
+        self._judge = Judge(
+            self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT, schema=SCHEMA,
+            schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS,
+        )
 
     @property
     def judge_model(self) -> str:
-        if self._model is not None:
-            return self._model.name
-        assert self._meaning is not None
-        return self._meaning.name
+        return self._model.name
 
     async def evaluate_batch(
         self,
@@ -212,25 +220,16 @@ class ChecklistEvaluator:
         points = list(unchecked_points)
         if not points:
             return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
-        if self._meaning is not None:
-            return await self._by_meaning(points, messages, mode, trace_id)
-        return await self._by_llm(points, messages, mode, trace_id)
-
-    async def _by_llm(
-        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode,
-        trace_id: str | None,
-    ) -> BatchEvaluation:
-        assert self._model is not None
-        judge = Judge(
-            self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT, schema=SCHEMA,
-            schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS,
-        )
+        latest = next((c for r, c in map(_role_content, reversed(list(messages))) if r == "user"), "")
+        if not latest.strip():
+            return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
         variables = {
             "feedback_instruction": RECALL_INSTRUCTION if mode == "recall" else RABBITHOLE_INSTRUCTION,
             "points": "\n".join(quote("statement", p.text, p.id) for p in points),
             "conversation": excerpt(messages),
         }
-        verdict = await judge.verdict(variables, parse_batch_response, trace_id=trace_id)
+        verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,
+                                            meaning=_points_question(points, latest, mode))
         base = dict(judge_model=verdict.judge_model, call_ids=verdict.call_ids,
                     input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
         if not verdict.ok or verdict.value is None:
@@ -252,35 +251,6 @@ class ChecklistEvaluator:
             log.warning("checklist judge named unknown point ids %s; dropped", result.dropped_ids)
         return result
 
-    async def _by_meaning(
-        self, points: list[ChecklistPoint], messages: Sequence[ChecklistMessage | dict[str, Any]], mode: Mode,
-        trace_id: str | None,
-    ) -> BatchEvaluation:
-        assert self._meaning is not None
-        latest = next((c for r, c in map(_role_content, reversed(list(messages))) if r == "user"), "")
-        if not latest.strip():
-            return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
-        statements = [p.text for p in points]
-        started, checks, error = time.perf_counter(), None, None
-        try:
-            checks = await self._meaning.expresses(latest, statements)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            raise
-        finally:  # the local judge's work is on record like any judge call
-            record_meaning_call(self._sink, purpose=PURPOSE, model=self.judge_model, trace_id=trace_id,
-                                request={"question": "expresses", "statements": statements, "text": latest},
-                                response=checks, latency_ms=(time.perf_counter() - started) * 1000.0, error=error)
-        result = BatchEvaluation(judge_model=self.judge_model)
-        for p, check in zip(points, checks):
-            if check.expressed:
-                result.recalled_point_ids.append(p.id)
-                result.confidence_per_point[p.id] = round(check.confidence, 4)
-                result.observations[p.id] = check.evidence or ""
-        remaining = [p.id for p in points if p.id not in result.confidence_per_point]
-        result.feedback = minimal_feedback(result.recalled_point_ids, remaining, mode)
-        return result
-
     async def aclose(self) -> None:
-        if self._model is not None:
+        if self._owned:
             await self._model.aclose()

@@ -38,7 +38,7 @@ from jurist.judges.meaning import quote
 from jurist.judges.templates import builtin
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
-from jurist.models.registry import LOCAL_JUDGE, resolve_model, resolve_ref
+from jurist.models.registry import resolve_model, resolve_ref, writes_text
 from jurist.store import Store
 
 log = logging.getLogger("jurist.checklist")
@@ -62,8 +62,8 @@ def tutor_ref(settings: Settings, explicit: str | None = None) -> str:
                 "strong" if "strong" in settings.aliases else None, settings.judge):
         if ref:
             full = resolve_ref(ref, settings)
-            if full == LOCAL_JUDGE:
-                raise ConfigError(f"{LOCAL_JUDGE} cannot be the tutor: it cannot write replies; {HOW_TO_CONFIGURE_TUTOR}")
+            if not writes_text(full):
+                raise ConfigError(f"{full} cannot be the tutor: it cannot write replies; {HOW_TO_CONFIGURE_TUTOR}")
             return full
     raise ConfigError(HOW_TO_CONFIGURE_TUTOR)
 

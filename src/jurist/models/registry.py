@@ -68,6 +68,11 @@ def judge_ref(settings: Settings, explicit: str | None = None) -> str:
     return resolve_ref(ref, settings) if ref else LOCAL_JUDGE
 
 
+def writes_text(ref: str) -> bool:
+    """Whether a ``provider/model`` reference can write replies (the local judge only matches meaning)."""
+    return ref.partition("/")[0] != "local"
+
+
 def provider_settings(provider: str, settings: Settings) -> ProviderSettings:
     """Preset for a provider, overlaid with ``providers.<name>`` from jurist.yaml."""
     preset = PRESETS.get(provider)

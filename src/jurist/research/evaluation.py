@@ -36,6 +36,7 @@ from jurist.research.records import (
     RetrievalEvaluation, now,
 )
 from jurist.research.retrieval import evaluate_retrieval
+from jurist.runtime import Runtime
 from jurist.store import Store
 
 KIND = "research"
@@ -109,15 +110,15 @@ class ResearchEvaluation:
     ``store`` one is opened on ``settings.database`` when first needed.
     """
 
-    def __init__(self, config: ResearchConfig | None = None, *, settings: Settings | None = None,
-                 store: Store | None = None, evaluators: dict[str, st.StageEvaluator] | None = None,
+    def __init__(self, config: ResearchConfig | None = None, *, runtime: Runtime | None = None,
+                 settings: Settings | None = None, store: Store | None = None, evaluators: dict[str, st.StageEvaluator] | None = None,
                  critic: PlanCritic | None = None, log_id: str | None = None, query_id: str | None = None,
                  trace_id: str | None = None) -> None:
         if log_id is not None and (not log_id or len(log_id) > 32 or not log_id.replace("-", "").isalnum()):
             raise InputError(f"log id {log_id!r} must be 1 to 32 letters, digits or '-' (e.g. uuid4().hex)")
-        self._settings = settings
-        self.config = config or load_research_config(settings=settings)
-        self._store, self._own_store = store, False
+        self._runtime_given, self._settings, self._store_given = runtime, settings, store
+        self._runtime: Runtime | None = runtime
+        self.config = config or load_research_config(settings=runtime.settings if runtime else settings)
         self.log_id = log_id or new_id()
         self.trace_id = trace_id or self.log_id
         self._query_id = query_id
@@ -144,16 +145,20 @@ class ResearchEvaluation:
 
     # -- wiring ----------------------------------------------------------------------
     @property
+    def runtime(self) -> Runtime:
+        """The runtime given, else one over the settings and store given (its store opened when
+        first needed and closed by :meth:`aclose`)."""
+        if self._runtime is None:
+            self._runtime = Runtime.of(None, self._settings, self._store_given)
+        return self._runtime
+
+    @property
     def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = Settings.load()
-        return self._settings
+        return self.runtime.settings
 
     @property
     def store(self) -> Store:
-        if self._store is None:
-            self._store, self._own_store = Store(self.settings.database), True
-        return self._store
+        return self.runtime.store
 
     def _sink_lazy(self) -> Any:
         owner = self
@@ -266,9 +271,9 @@ class ResearchEvaluation:
                     await close()
                 except Exception as exc:  # closing never fails the research
                     logger.info("closing %r failed: %s", ev, exc)
-        if self._own_store and self._store is not None:
-            await self._store.aclose()
-            self._store, self._own_store = None, False
+        if self._runtime_given is None and self._runtime is not None:
+            runtime, self._runtime = self._runtime, None
+            await runtime.aclose()
 
     async def __aenter__(self) -> "ResearchEvaluation":
         return self

@@ -27,7 +27,8 @@ from typing import Any
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
 from jurist.models.base import MeaningJudge
 from jurist.models.local import split_question
-from jurist.models.model import CallSink, record_meaning_call
+from jurist.models.limiter import limiter_for
+from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.failsafe import describe
@@ -99,24 +100,30 @@ class LocalResearchEvaluator:
         self._judge = _judge(self._judge)
         return self._judge
 
+    def _model(self) -> Model:
+        """The judge behind :class:`Model`: the stage's questions are one recorded call."""
+        backend = MeaningBackend(self.judge)
+        return Model(backend, limiter_for(backend.endpoint, 16), sink=self.sink, cache=False)
+
     async def evaluate(self, subject: dict[str, str], *, task: str = "", trace_id: str | None = None) -> PanelResult:
         """Score the stage's meaning-matching dimensions; a judge failure is a
         skipped result (like a panel with no surviving role), never a crash."""
         started = time.perf_counter()
+        stage = getattr(self, f"_{self.stage}")
         try:
-            scores, conf, critique, details = await getattr(self, f"_{self.stage}")(subject)
+            (scores, conf, critique, details), _ = await self._model().ask(
+                f"{self.stage} evaluation", dict(subject), lambda _judge: stage(subject),
+                purpose=PURPOSE.format(stage=self.stage), trace_id=trace_id)
         except Exception as exc:  # e.g. sentence-transformers missing: ConfigError with the fix
             latency = round((time.perf_counter() - started) * 1000.0, 3)
             role = RoleResult(role=ROLE, model=self._name(), dimensions=[], scores={}, confidence=0.0, critique="",
                               raw_response="", latency_ms=latency, tokens_used=0, status="failed",
                               error=describe(exc))
-            self._record(subject, None, latency, trace_id, describe(exc))
             return PanelResult(status=SKIPPED, scores={}, overall=None, confidence=0.0, passed=None,
                                panel_scores={}, panel_overall=None, role_results=[role],
                                skip_reason=f"the local judge failed: {describe(exc)}")
         latency = round((time.perf_counter() - started) * 1000.0, 3)
         raw = json.dumps(details, ensure_ascii=False)
-        self._record(subject, raw, latency, trace_id, None)
         weights = self.config.stages.of(self.stage).weights
         used = {k: weights.get(k, 0.0) for k in scores}
         total = sum(used.values())
@@ -130,13 +137,6 @@ class LocalResearchEvaluator:
 
     def _name(self) -> str:
         return getattr(self._judge, "name", None) or MODEL
-
-    def _record(self, subject: dict[str, str], raw: str | None, latency: float, trace_id: str | None,
-                error: str | None) -> None:
-        record_meaning_call(self.sink, purpose=PURPOSE.format(stage=self.stage), model=self._name(),
-                            request={"question": f"{self.stage} evaluation", **subject},
-                            response=None if raw is None else json.loads(raw), latency_ms=latency,
-                            trace_id=trace_id, error=error)
 
     async def _plan(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
         query, plan = subject["query"], _load(subject["plan"])

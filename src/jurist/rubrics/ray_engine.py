@@ -391,7 +391,7 @@ class RayBatch:
             await asyncio.to_thread(self._teardown)
 
     async def _spec(self) -> WorkerSpec:
-        from jurist.models.registry import LOCAL_JUDGE, judge_ref
+        from jurist.models.registry import judge_ref, writes_text
         from jurist.rubrics.api import build_judge
 
         ref = judge_ref(self.settings, self.judge)
@@ -399,7 +399,7 @@ class RayBatch:
                           self.force, self.parallel, uuid.uuid4().hex if self.force else "",
                           worker_concurrency=self.options.worker_concurrency, max_concurrency=self.max_concurrency,
                           env=_env_for(self.settings))
-        if ref != LOCAL_JUDGE:
+        if writes_text(ref):  # an endpoint to bound across the cluster (the local judge runs in each worker)
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
             rj = build_judge(self.settings, None, judge=ref, template=self.template,
                              max_concurrency=self.max_concurrency, cache=self.cache)
