@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test bench
+.PHONY: install demo test typecheck bench
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -20,6 +20,9 @@ demo: install
 
 test:
 	$(PY) -m pytest -q
+
+typecheck:
+	$(PY) -m mypy
 
 bench:
 	$(PY) benchmarks/rubric_throughput.py
