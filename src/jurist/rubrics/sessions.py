@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from jurist.errors import InputError
-from jurist.judges.prompting import TURN_ROLES, escape, escape_turn_markers, turn_header
+from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
 
 ROLES = TURN_ROLES
-OPEN, CLOSE = "<chat_session>", "</chat_session>"
+TAG = "chat_session"
+OPEN, CLOSE = f"<{TAG}>", f"</{TAG}>"
 
 
 @dataclass
@@ -131,7 +132,7 @@ def format_session(session: ChatSession, budget: int) -> FormattedSession:
             + f"\n\n[... {omitted:,} characters omitted from the middle of this session ...]\n\n"
             + tail
         )
-    return FormattedSession(f"{OPEN}\n{escape(body)}\n{CLOSE}", omitted > 0, omitted)
+    return FormattedSession(quote(TAG, body), omitted > 0, omitted)
 
 
 def _turn_starts(turns: list[str]) -> set[int]:
