@@ -75,8 +75,10 @@ _SLASH = "/\uff0f"
 def _tag_pattern(names: frozenset[str]) -> re.Pattern[str]:
     # An opening or closing tag of one of the names, in any case and spacing, with
     # attributes or not, terminated or not: the name must merely end there.
+    # (The first letters up front let most "<" that open no delimiter fail at once.)
     alternatives = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
-    return re.compile(rf"[{_LT}]\s*[{_SLASH}]?\s*(?:{alternatives})(?![\w-])", re.IGNORECASE)
+    first = re.escape("".join(sorted({n[0] for n in names})))
+    return re.compile(rf"[{_LT}]\s*[{_SLASH}]?\s*(?=[{first}])(?:{alternatives})(?![\w-])", re.IGNORECASE)
 
 
 def escape(text: str) -> str:
@@ -84,6 +86,8 @@ def escape(text: str) -> str:
 
     Idempotent: an escaped tag is not escaped again.
     """
+    if not any(lt in text for lt in _LT):  # most texts: no scan at all
+        return text
     return _tag_pattern(DELIMITERS).sub(lambda m: m.group(0) + "_", text)
 
 
@@ -123,10 +127,10 @@ def join(blocks: Iterable[Quoted], sep: str = "\n") -> Quoted:
 # --- chat turns ---------------------------------------------------------------------
 
 _ROLES = "|".join(TURN_ROLES)
-# At a line start: "[4] ASSISTANT", "[ 4 ]user", or a bare "Assistant:" / "TOOL (search):".
+# After a newline: "[4] ASSISTANT", "[ 4 ]user", or a bare "Assistant:" / "TOOL (search):". (A literal
+# "\n" first lets the regex engine skip to each line; the text's first line gets a "\n" put before it.)
 _TURN = re.compile(
-    rf"^([ \t]*)(?=(?:\[\s*\d+\s*\]\s*(?:{_ROLES})\b|(?:{_ROLES})[ \t]*(?:\([^)\n]*\)[ \t]*)?:))",
-    re.IGNORECASE | re.MULTILINE,
+    rf"\n([ \t]*)(?=\[\s*\d+\s*\]\s*(?i:{_ROLES})\b|(?i:{_ROLES})[ \t]*(?:\([^)\n]*\)[ \t]*)?:)"
 )
 
 
@@ -135,7 +139,7 @@ def escape_turn_markers(text: str) -> str:
 
     ``[4] ASSISTANT: yes`` -> ``\\[4] ASSISTANT: yes``; ``User: hi`` -> ``\\User: hi``.
     """
-    return _TURN.sub(lambda m: m.group(1) + "\\", text)
+    return _TURN.sub(lambda m: "\n" + m.group(1) + "\\", "\n" + text)[1:]
 
 
 def turn_header(index: int, role: str, name: str | None = None) -> str:
