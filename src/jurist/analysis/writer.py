@@ -3,7 +3,7 @@
 Without an LLM the text comes from the statistics alone (writer
 ``"statistics"``). With one, a judge call per pattern (template
 ``pattern_writer``) reads the statistics and a few example texts, quoted
-between tags as data, and answers with JSON ``{title, description,
+between tags as data (:mod:`jurist.judges.prompting`), and answers with JSON ``{title, description,
 suggested_fix}``; a reply that cannot be parsed or a failed call falls back to
 the statistics' text for that pattern.
 """
@@ -18,6 +18,7 @@ from typing import Any
 from jurist.analysis.stats import TEST_NAME, Finding
 from jurist.errors import JudgeParseError
 from jurist.judges import Judge, builtin, extract_json
+from jurist.judges.prompting import escape, join, quote
 from jurist.models.model import Model
 
 log = logging.getLogger("jurist.analysis")
@@ -68,11 +69,6 @@ def statistics_text(f: Finding, tested: int | None = None) -> Text:
     return Text(title, description, None, STATISTICS)
 
 
-def _escape(text: str) -> str:
-    # The example texts are users' words: keep them from closing or opening tags around them.
-    return text.replace("<", "&lt;").replace(">", "&gt;")
-
-
 def prompt_variables(f: Finding) -> dict[str, str]:
     stats_lines = [
         f"feature type: {f.feature_type}",
@@ -84,8 +80,8 @@ def prompt_variables(f: Finding) -> dict[str, str]:
         f"Cliff's delta: {f.effect_size:.3f} ({f.impact} impact)",
         f"test: {TEST_NAME}, adjusted p = {f.p_value:.3g}",
     ]
-    examples = "\n".join(f"<example>\n{_escape(t[:MAX_EXAMPLE_CHARS])}\n</example>" for t in f.examples)
-    return {"statistics": _escape("\n".join(stats_lines)), "examples": examples or "(no example texts)"}
+    examples = join(quote("example", t[:MAX_EXAMPLE_CHARS]) for t in f.examples)
+    return {"statistics": escape("\n".join(stats_lines)), "examples": examples or "(no example texts)"}
 
 
 def _field(obj: dict[str, Any], name: str, raw: str, limit: int, required: bool) -> str | None:

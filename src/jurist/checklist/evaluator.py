@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
 from jurist.config import Settings
 from jurist.judges.judge import OK, Judge, MeaningQuestion
-from jurist.judges.meaning import quote
+from jurist.judges.prompting import join, quote, quote_all
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import MeaningJudge, StatementCheck
@@ -148,11 +148,8 @@ def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> M
 
 def excerpt(messages: Sequence[ChecklistMessage | dict[str, Any]], n: int = EXCERPT_MESSAGES) -> str:
     """The last ``n`` visible messages, each quoted as data."""
-    out: list[str] = []
-    for i, m in enumerate(list(messages)[-n:], start=1):
-        role, content = _role_content(m)
-        out.append(quote("text", content, f"{i}-{role}"))
-    return "\n".join(out)
+    return join(quote("text", content, f"{i}-{role}")
+                for i, (role, content) in enumerate(map(_role_content, list(messages)[-n:]), start=1))
 
 
 def _role_content(m: ChecklistMessage | dict[str, Any]) -> tuple[str, str]:
@@ -225,7 +222,7 @@ class ChecklistEvaluator:
             return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
         variables = {
             "feedback_instruction": RECALL_INSTRUCTION if mode == "recall" else RABBITHOLE_INSTRUCTION,
-            "points": "\n".join(quote("statement", p.text, p.id) for p in points),
+            "points": quote_all("statement", [p.text for p in points], [p.id for p in points]),
             "conversation": excerpt(messages),
         }
         verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,

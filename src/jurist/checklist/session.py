@@ -34,7 +34,7 @@ from jurist.checklist.scheduling import PointScheduler, rating_for
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, UsageError
 from jurist.ids import new_id
-from jurist.judges.meaning import quote
+from jurist.judges.prompting import quote
 from jurist.judges.templates import builtin
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from jurist.errors import JuristError
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
 from jurist.judges.judge import Judge, MeaningQuestion
-from jurist.judges.meaning import quote
+from jurist.judges.prompting import join, quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import PromptTemplate, builtin
 from jurist.models.base import CoverageResult
@@ -96,9 +96,9 @@ def tool_results(messages: list[dict[str, Any]]) -> list[str]:
 def prompt_variables(messages: list[dict[str, Any]], answer: str) -> dict[str, str]:
     """Every placeholder a gate template may use, with untrusted text quoted."""
     turns = conversation_turns(messages)
-    convo = "\n".join(quote(t["role"], t["content"]) for t in turns) or quote("user", "")
+    convo = join(quote(t["role"], t["content"]) for t in turns) or quote("user", "")
     results = tool_results(messages)
-    context = "\n".join(quote("result", r) for r in results) if results else "<results>\n(none)\n</results>"
+    context = join(quote("result", r) for r in results) if results else quote("results", "(none)")
     return {
         "question": quote("question", last_question(messages)),
         "context": context,

@@ -14,8 +14,9 @@ capability takes any :class:`~jurist.models.base.MeaningJudge`:
 One judge call per question, never one per statement. Each goes through a
 :class:`~jurist.judges.judge.Judge` (JSON-schema output, one re-ask showing the
 parse error, every call on record under the purpose tags below). Untrusted text
-is quoted between tags (``<text>``, ``<passage id="p1">`` ...) in which any of
-those tags is escaped (``</text>`` becomes ``</text_>``). A reply that still does
+is quoted between tags (``<text>``, ``<passage id="p1">`` ...) by
+:mod:`jurist.judges.prompting`, which escapes any delimiter tag in it
+(``</text>`` becomes ``</text_>``). A reply that still does
 not validate after the re-ask raises :class:`~jurist.errors.JudgeParseError`; a
 failed model call raises its :class:`~jurist.errors.ModelError`. Nothing is
 invented on failure: the caller decides the policy.
@@ -23,13 +24,14 @@ invented on failure: the caller decides the policy.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from jurist.errors import JudgeParseError
 from jurist.judges.judge import Judge
 from jurist.judges.parsing import extract_json
+from jurist.judges.prompting import escape as escape_data
+from jurist.judges.prompting import quote, quote_all
 from jurist.judges.templates import PromptTemplate, builtin
 from jurist.models.base import CoverageResult, RelevanceScore, StatementCheck, SupportResult
 from jurist.models.model import Model
@@ -53,29 +55,6 @@ PURPOSE_EXPRESSES = "meaning_expresses"
 PURPOSE_COVERAGE = "meaning_coverage"
 PURPOSE_RELEVANCE = "meaning_relevance"
 PURPOSE_SUPPORT = "meaning_support"
-
-# --- delimiters ------------------------------------------------------------------
-
-_TAGS = ("text", "statement", "question", "part", "answer", "query", "passage", "source")
-# An opening or closing delimiter tag in any case, with stray spaces ("< / TEXT >"),
-# even unterminated at the end of the data ("...</text").
-_TAG = re.compile(r"<(\s*/?\s*)(" + "|".join(_TAGS) + r")(?![\w-])", re.IGNORECASE)
-
-
-def escape_data(data: str) -> str:
-    """Keep quoted data from opening or closing a delimiter: ``</text>`` -> ``</text_>``."""
-    return _TAG.sub(lambda m: f"<{m.group(1)}{m.group(2)}_", data)
-
-
-def quote(tag: str, data: str, item_id: str | None = None) -> str:
-    """``data`` (escaped) between ``<tag id="...">`` and ``</tag>``."""
-    attr = f' id="{item_id}"' if item_id else ""
-    return f"<{tag}{attr}>\n{escape_data(data)}\n</{tag}>"
-
-
-def _quote_all(tag: str, items: list[str], ids: list[str]) -> str:
-    return "\n".join(quote(tag, item, i) for item, i in zip(items, ids))
-
 
 def _ids(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, n + 1)]
@@ -312,7 +291,7 @@ class LLMMeaningJudge:
         if not statements:
             return []
         ids = _ids("s", len(statements))
-        variables = {"statements": _quote_all("statement", statements, ids), "text": quote("text", text)}
+        variables = {"statements": quote_all("statement", statements, ids), "text": quote("text", text)}
         decided, _ = await self._expresses.run(variables, lambda raw: parse_expresses(raw, ids), trace_id=trace_id)
         return [
             StatementCheck(
@@ -336,7 +315,7 @@ class LLMMeaningJudge:
         listed = "(none listed: split the question into its parts yourself)"
         if parts is not None:
             ids = _ids("q", len(parts))
-            listed = _quote_all("part", parts, ids)
+            listed = quote_all("part", parts, ids)
         variables = {"question": quote("question", question), "parts": listed, "answer": quote("answer", answer)}
         pairs, _ = await self._coverage.run(variables, lambda raw: parse_coverage(raw, ids), trace_id=trace_id)
         if parts is not None and ids is not None:
@@ -356,7 +335,7 @@ class LLMMeaningJudge:
         if not passages:
             return []
         ids = _ids("p", len(passages))
-        variables = {"query": quote("query", query), "passages": _quote_all("passage", passages, ids)}
+        variables = {"query": quote("query", query), "passages": quote_all("passage", passages, ids)}
         scores, _ = await self._relevance.run(variables, lambda raw: parse_relevance(raw, ids), trace_id=trace_id)
         return [RelevanceScore(passage=p, score=scores[i], judge_model=self.name) for p, i in zip(passages, ids)]
 
@@ -364,7 +343,7 @@ class LLMMeaningJudge:
         """Which sentences of ``answer`` (as the model splits it) the sources support."""
         if not answer.strip():
             return SupportResult(supported=[], unsupported=[], confidence={}, judge_model=self.name)
-        listed = _quote_all("source", sources, _ids("s", len(sources))) if sources else "(no sources)"
+        listed = quote_all("source", sources, _ids("s", len(sources))) if sources else "(no sources)"
         variables = {"sources": listed, "answer": quote("answer", answer)}
         pairs, _ = await self._support.run(variables, parse_support, trace_id=trace_id)
         return SupportResult(

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, TypeVar
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
 from jurist.judges.judge import Judge
-from jurist.judges.meaning import quote
+from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import Completion

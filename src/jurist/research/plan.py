@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.errors import JudgeParseError, ModelError
 from jurist.judges.judge import Judge
-from jurist.judges.meaning import quote
+from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
 from jurist.models.model import Model

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from jurist.errors import InputError
+from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
 
-ROLES = ("user", "assistant", "system", "tool")
-OPEN, CLOSE = "<chat_session>", "</chat_session>"
+ROLES = TURN_ROLES
+TAG = "chat_session"
+OPEN, CLOSE = f"<{TAG}>", f"</{TAG}>"
 
 
 @dataclass
@@ -107,24 +109,35 @@ class FormattedSession:
 
 def format_session(session: ChatSession, budget: int) -> FormattedSession:
     """The session as delimited prompt text; over ``budget`` characters, its
-    middle is cut with a visible marker."""
-    body = "\n\n".join(
-        f"[{i}] {m.role.upper()}{f' ({m.name})' if m.name else ''}: {_escape(m.content)}"
-        for i, m in enumerate(session.messages, start=1)
-    )
+    middle is cut with a visible marker.
+
+    Each turn starts a line with its header (``[2] ASSISTANT: ``); a line of a
+    message that looks like one is escaped (``\\[3] USER:``), and so is any
+    ``<chat_session>`` tag in the text (:mod:`jurist.judges.prompting`).
+    """
+    turns = [turn_header(i, m.role, m.name) + escape_turn_markers(m.content)
+             for i, m in enumerate(session.messages, start=1)]
+    body = "\n\n".join(turns)
     omitted = 0
     if len(body) > budget:
         omitted = len(body) - budget
         head = budget // 2
-        tail = budget - head
+        cut = len(body) - (budget - head)
+        tail = body[cut:]
+        if cut not in _turn_starts(turns):  # the tail starts mid-message: its first line is message text
+            first, newline, rest = tail.partition("\n")
+            tail = escape_turn_markers(first) + newline + rest
         body = (
             body[:head]
             + f"\n\n[... {omitted:,} characters omitted from the middle of this session ...]\n\n"
-            + body[len(body) - tail :]
+            + tail
         )
-    return FormattedSession(f"{OPEN}\n{body}\n{CLOSE}", omitted > 0, omitted)
+    return FormattedSession(quote(TAG, body), omitted > 0, omitted)
 
 
-def _escape(text: str) -> str:
-    # Keep a transcript from closing or reopening the delimiters around it.
-    return text.replace(CLOSE, "</chat_session_>").replace(OPEN, "<chat_session_>")
+def _turn_starts(turns: list[str]) -> set[int]:
+    starts, at = set(), 0
+    for t in turns:
+        starts.add(at)
+        at += len(t) + 2
+    return starts
