@@ -16,7 +16,6 @@ import importlib
 
 import pytest
 
-from jurist.models import limiter as limiter_mod
 from jurist.models import registry as registry_mod
 
 scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
@@ -37,7 +36,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     scripted_mod._SCRIPTED.clear()
-    limiter_mod._LIMITERS.clear()
     registry_mod._announced = False
     return tmp_path
 

@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Protocol
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited
 from jurist.models.base import CallRecord, ChatModel, ChatRequest, Completion
-from jurist.models.limiter import Limiter
+from jurist.models.limiter import RequestLimiter
 
 
 class CallSink(Protocol):
@@ -104,7 +104,7 @@ class Model:
     def __init__(
         self,
         adapter: ChatModel,
-        limiter: Limiter,
+        limiter: RequestLimiter,
         *,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
