@@ -333,6 +333,13 @@ def _max_held(query: str, url: str) -> int | None:
     return n
 
 
+def with_max_held(url: str, max_held: int) -> str:
+    """``url`` with ``max_held`` set in its query (this process's share of the bound)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"] + [("max_held", str(max_held))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def open_limiter(endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
     """A new limiter for ``endpoint``, of the backend ``url`` names (``memory://`` when none)."""
     parts = urlsplit(url or "memory://")
