@@ -16,7 +16,6 @@ import importlib
 
 import pytest
 
-from jurist.models import limiter as limiter_mod
 
 scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
 
@@ -36,7 +35,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     scripted_mod._SCRIPTED.clear()
-    limiter_mod._LIMITERS.clear()
     return tmp_path
 
 

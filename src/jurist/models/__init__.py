@@ -13,7 +13,7 @@ from jurist.models.scripted import ScriptedChat, script, scripted
 if TYPE_CHECKING:
     from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
                                     RelevanceScore, StatementCheck, SupportResult)
-    from jurist.models.limiter import Limiter, limiter_for
+    from jurist.models.limiter import Limiter, LimiterBounds, LimiterPool, RequestLimiter, limiter_for, open_limiter
     from jurist.models.model import Model, RetryPolicy
     from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__, {
     **dict.fromkeys(("CallRecord", "ChatModel", "ChatRequest", "Completion", "CoverageResult", "MeaningJudge",
                      "RelevanceScore", "StatementCheck", "SupportResult"), "jurist.models.base"),
-    **dict.fromkeys(("Limiter", "limiter_for"), "jurist.models.limiter"),
+    **dict.fromkeys(("Limiter", "LimiterBounds", "LimiterPool", "RequestLimiter", "limiter_for", "open_limiter"),
+                   "jurist.models.limiter"),
     **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
     **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
 })
@@ -34,15 +35,19 @@ __all__ = [
     "Completion",
     "CoverageResult",
     "Limiter",
+    "LimiterBounds",
+    "LimiterPool",
     "MeaningJudge",
     "Model",
     "RelevanceScore",
+    "RequestLimiter",
     "RetryPolicy",
     "ScriptedChat",
     "StatementCheck",
     "SupportResult",
     "judge_ref",
     "limiter_for",
+    "open_limiter",
     "resolve_model",
     "resolve_ref",
     "script",

@@ -1,10 +1,31 @@
 """The one place where concurrency towards a model endpoint is bounded.
 
-One :class:`Limiter` per endpoint, shared by everything in the process
-(:func:`limiter_for`): at most ``max_in_flight`` requests at once, and
-optionally at most ``requests_per_minute`` requests and ``tokens_per_minute``
-estimated tokens in any sliding 60-second window. Capabilities never make
-their own semaphores; they go through ``Model``, which goes through here.
+Every limiter is a :class:`RequestLimiter`: ``async with limiter.slot(tokens)``
+around one request, ``stats()`` for monitoring, ``aclose()`` at the end. One
+URL chooses the backend (:func:`open_limiter`):
+
+* ``memory://`` (the default): a :class:`Limiter` whose counts live in this
+  process;
+* ``redis://host:port/db``: a :class:`~jurist.models.redis_limiter.RedisLimiter`
+  whose counts live in that Redis, shared by every process that uses it;
+* ``ray://`` or ``ray://<job id>``: a
+  :class:`~jurist.models.shared_limiter.SharedLimiter` on the limiter actor of
+  that Ray job (of this process's job when none is named), shared by every
+  process of the job.
+
+Any of them takes ``?max_held=N``: this process holds at most ``N`` of the
+endpoint's requests in flight (its share of a shared bound).
+
+The bounds are at most ``max_in_flight`` requests at once, and optionally at
+most ``requests_per_minute`` requests and ``tokens_per_minute`` estimated
+tokens in any sliding 60-second window. A :class:`LimiterPool` keeps one
+limiter per endpoint and URL, so everything that uses it shares the bound;
+``Model`` is given its limiter when it is built. Capabilities never make their
+own semaphores.
+
+A limiter may be used from several event loops at once (``jurist.sync.run_sync``
+runs a coroutine on a second loop in another thread): the bound holds across
+them.
 """
 
 from __future__ import annotations
@@ -12,9 +33,14 @@ from __future__ import annotations
 import abc
 import asyncio
 import collections
+import threading
 import time
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Protocol, runtime_checkable
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+
+from jurist.errors import ConfigError
 
 
 def check_in_flight(max_in_flight: int) -> int:
@@ -79,12 +105,64 @@ class RateWindow:
                 self._tokens.append((now, t))
 
 
+@runtime_checkable
+class RequestLimiter(Protocol):
+    """What ``Model`` needs from a limiter, whatever holds the counts."""
+
+    def slot(self, tokens: int = 0) -> AbstractAsyncContextManager[None]:
+        """Hold one request slot (for a request of ``tokens`` estimated tokens) for the block."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """This process's view: requests in flight now, the peak, and the bounds it knows."""
+        ...
+
+    async def aclose(self) -> None:
+        """Give back whatever is held and close connections."""
+        ...
+
+
+@dataclass(frozen=True)
+class LimiterBounds:
+    """Bounds of one endpoint; ``None`` keeps what the limiter has (16 in flight when new)."""
+
+    max_in_flight: int | None = None
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
+DEFAULT_IN_FLIGHT = 16
+
+
+class _Waiter:
+    """A request waiting for a slot of a :class:`Limiter`, on its own event loop."""
+
+    __slots__ = ("loop", "fut", "granted")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.fut: asyncio.Future[None] = loop.create_future()
+        self.granted = False
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Limiter:
-    """Bounds requests in flight, requests per minute and tokens per minute."""
+    """Bounds requests in flight, requests per minute and tokens per minute in this process.
+
+    Waiting requests get their slot in arrival order, whichever event loop (and
+    thread) they wait on: a freed slot is handed to the next waiter under a
+    thread lock and its loop is woken thread-safely.
+    """
 
     def __init__(
         self,
-        max_in_flight: int = 16,
+        max_in_flight: int = DEFAULT_IN_FLIGHT,
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         *,
@@ -94,7 +172,8 @@ class Limiter:
         self.rates = RateWindow(requests_per_minute, tokens_per_minute, window)
         self.in_flight = 0
         self.peak_in_flight = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._lock = threading.Lock()
+        self._waiters: collections.deque[_Waiter] = collections.deque()
 
     def configure(
         self,
@@ -103,10 +182,12 @@ class Limiter:
         tokens_per_minute: int | None = None,
     ) -> None:
         """Change the bounds; waiting requests see the new bound at once."""
-        if max_in_flight is not None:
-            self.max_in_flight = check_in_flight(max_in_flight)
-        self.rates.configure(requests_per_minute, tokens_per_minute)
-        self._wake()
+        with self._lock:
+            if max_in_flight is not None:
+                self.max_in_flight = check_in_flight(max_in_flight)
+            self.rates.configure(requests_per_minute, tokens_per_minute)
+            woken = self._grant()
+        self._deliver(woken)
 
     @asynccontextmanager
     async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
@@ -118,41 +199,83 @@ class Limiter:
         finally:
             self._release()
 
+    def stats(self) -> dict[str, Any]:
+        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight, "waiting": len(self._waiters),
+                "max_in_flight": self.max_in_flight, "requests_per_minute": self.rates.requests_per_minute,
+                "tokens_per_minute": self.rates.tokens_per_minute}
+
+    async def aclose(self) -> None:
+        """Nothing to give back: the counts live in this object."""
+
     async def _acquire(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self.in_flight >= self.max_in_flight:
-            fut: asyncio.Future[None] = loop.create_future()
-            self._waiters.append(fut)
-            try:
-                await fut
-            except asyncio.CancelledError:
-                if fut in self._waiters:
-                    self._waiters.remove(fut)
-                elif fut.done() and not fut.cancelled():
-                    self._wake()  # pass the wake-up on
-                raise
+        with self._lock:
+            if self.in_flight < self.max_in_flight:  # a free slot means nobody waits (slots are handed over)
+                self._take()
+                return
+            waiter = _Waiter(asyncio.get_running_loop())
+            self._waiters.append(waiter)
+        try:
+            await waiter.fut
+        except asyncio.CancelledError:
+            with self._lock:
+                if not waiter.granted:
+                    self._waiters.remove(waiter)
+                    owned = False
+                else:  # handed a slot just as the caller gave up: it goes on (unless _wake_one gives it back)
+                    owned = waiter.fut.done() and not waiter.fut.cancelled()
+            if owned:
+                self._release()
+            raise
+
+    def _take(self) -> None:
         self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if self.in_flight > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight
 
     def _release(self) -> None:
-        self.in_flight -= 1
-        self._wake()
+        with self._lock:
+            self.in_flight -= 1
+            woken = self._grant()
+        self._deliver(woken)
 
-    def _wake(self) -> None:
-        free = self.max_in_flight - self.in_flight
-        while free > 0 and self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                free -= 1
+    def _grant(self) -> list[_Waiter]:
+        """Hand free slots to waiters in arrival order (call with the lock held)."""
+        woken: list[_Waiter] = []
+        while self._waiters and self.in_flight < self.max_in_flight:
+            waiter = self._waiters.popleft()
+            waiter.granted = True
+            self._take()
+            woken.append(waiter)
+        return woken
+
+    def _deliver(self, woken: list[_Waiter]) -> None:
+        if not woken:
+            return
+        here = _running_loop()
+        for waiter in woken:
+            if waiter.loop is here:
+                self._wake_one(waiter)
+            else:
+                try:
+                    waiter.loop.call_soon_threadsafe(self._wake_one, waiter)
+                except RuntimeError:  # its loop is closed: nobody will use the slot
+                    self._release()
+
+    def _wake_one(self, waiter: _Waiter) -> None:
+        """On the waiter's loop: give it its slot, or take the slot back if it gave up."""
+        if waiter.fut.cancelled():
+            self._release()
+        elif not waiter.fut.done():
+            waiter.fut.set_result(None)
 
     async def _respect_rates(self, tokens: int) -> None:
         while True:
-            now = time.monotonic()
-            n, wait = self.rates.room([tokens], now)
-            if n:
-                self.rates.record([tokens], now)
-                return
+            with self._lock:
+                now = time.monotonic()
+                n, wait = self.rates.room([tokens], now)
+                if n:
+                    self.rates.record([tokens], now)
+                    return
             await asyncio.sleep(wait)
 
 
@@ -160,10 +283,11 @@ class PermitSlots(abc.ABC):
     """``slot()`` for a limiter that hands out permits from elsewhere (the Ray
     limiter actor, Redis): a subclass's ``_acquire(tokens)`` returns a permit,
     its ``_release(permit)`` gives it back; this counts the process's requests
-    in flight around them."""
+    in flight around them (from any thread)."""
 
     in_flight = 0
     peak_in_flight = 0
+    _count_lock = threading.Lock()  # counts only: held for a few instructions
 
     @abc.abstractmethod
     async def _acquire(self, tokens: int) -> Any:
@@ -173,20 +297,104 @@ class PermitSlots(abc.ABC):
     async def _release(self, permit: Any) -> None:
         """Give back a permit ``_acquire`` returned."""
 
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Give back what is held; close connections."""
+
     @asynccontextmanager
     async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
         """Hold one request slot for the duration of the block."""
         permit = await self._acquire(tokens)
-        self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        with self._count_lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             yield
         finally:
-            self.in_flight -= 1
+            with self._count_lock:
+                self.in_flight -= 1
             await self._release(permit)
 
+    def stats(self) -> dict[str, Any]:
+        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight}
 
-_LIMITERS: dict[tuple[str | None, str], Any] = {}
+
+def _max_held(query: str, url: str) -> int | None:
+    """``max_held`` from a limiter URL's query (the only parameter jurist reads there)."""
+    values = parse_qs(query).get("max_held")
+    if not values:
+        return None
+    try:
+        n = int(values[-1])
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(f"limiter URL {url!r}: max_held must be a whole number of at least 1")
+    return n
+
+
+def with_max_held(url: str, max_held: int) -> str:
+    """``url`` with ``max_held`` set in its query (this process's share of the bound)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"] + [("max_held", str(max_held))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def open_limiter(endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
+    """A new limiter for ``endpoint``, of the backend ``url`` names (``memory://`` when none)."""
+    parts = urlsplit(url or "memory://")
+    max_in_flight = bounds.max_in_flight or DEFAULT_IN_FLIGHT
+    rpm, tpm = bounds.requests_per_minute, bounds.tokens_per_minute
+    max_held = _max_held(parts.query, url or "")
+    if parts.scheme == "memory":
+        return Limiter(min(max_in_flight, max_held or max_in_flight), rpm, tpm)
+    if parts.scheme in ("redis", "rediss", "unix"):
+        from jurist.models.redis_limiter import RedisLimiter
+
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"])
+        return RedisLimiter(urlunsplit(parts._replace(query=query)), endpoint, max_in_flight, rpm, tpm,
+                            max_held=max_held)
+    if parts.scheme == "ray":
+        from jurist.models.shared_limiter import open_shared_limiter
+
+        return open_shared_limiter(parts.netloc or None, endpoint, max_in_flight, rpm, tpm, max_held=max_held)
+    raise ConfigError(f"limiter URL {url!r}: use memory://, redis://host:port/db or ray:// (ray://<job id>)")
+
+
+class LimiterPool:
+    """One limiter per endpoint and limiter URL, shared by everything that uses the pool.
+
+    ``get`` opens the limiter on first use (:func:`open_limiter`); later calls
+    return the same one, and bounds they pass update it, so the latest explicit
+    setting (a ``--max-concurrency`` flag, say) holds for every caller.
+    Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._limiters: dict[tuple[str | None, str], RequestLimiter] = {}
+        self._lock = threading.Lock()
+
+    def get(self, endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
+        key = (url or None, endpoint)
+        with self._lock:
+            lim = self._limiters.get(key)
+            if lim is None:
+                self._limiters[key] = lim = open_limiter(endpoint, bounds, url)
+                return lim
+        configure = getattr(lim, "configure", None)
+        if configure is not None:
+            configure(bounds.max_in_flight, bounds.requests_per_minute, bounds.tokens_per_minute)
+        return lim
+
+    async def aclose(self) -> None:
+        """Close every limiter of the pool (and forget them)."""
+        with self._lock:
+            limiters, self._limiters = list(self._limiters.values()), {}
+        for lim in limiters:
+            await lim.aclose()
+
+
+_PROCESS_POOL = LimiterPool()
 
 
 def limiter_for(
@@ -196,24 +404,10 @@ def limiter_for(
     tokens_per_minute: int | None = None,
     *,
     url: str | None = None,
-) -> Any:
-    """The process-wide limiter of an endpoint, created on first use: a
-    :class:`Limiter`, or with ``url`` (``redis://...``, the ``limiter_url``
-    setting) a :class:`~jurist.models.redis_limiter.RedisLimiter` whose counts
-    live in that Redis, shared by every process that uses it.
-
-    Bounds passed here update the shared limiter, so the latest explicit
-    setting (a ``--max-concurrency`` flag, say) holds for every caller.
-    """
-    lim = _LIMITERS.get((url, endpoint))
-    if lim is None:
-        if url:
-            from jurist.models.redis_limiter import RedisLimiter
-
-            lim = RedisLimiter(url, endpoint, max_in_flight or 16, requests_per_minute, tokens_per_minute)
-        else:
-            lim = Limiter(max_in_flight or 16, requests_per_minute, tokens_per_minute)
-        _LIMITERS[(url, endpoint)] = lim
-    else:
-        lim.configure(max_in_flight, requests_per_minute, tokens_per_minute)
-    return lim
+    pool: LimiterPool | None = None,
+) -> RequestLimiter:
+    """The limiter of an endpoint in ``pool`` (:meth:`LimiterPool.get`), created on
+    first use. Without a pool, the process's own pool: one limiter per endpoint
+    and URL for every caller in the process."""
+    bounds = LimiterBounds(max_in_flight, requests_per_minute, tokens_per_minute)
+    return (pool or _PROCESS_POOL).get(endpoint, bounds, url)

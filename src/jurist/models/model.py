@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, c
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
                                 RelevanceScore, StatementCheck, SupportResult)
-from jurist.models.limiter import Limiter
+from jurist.models.limiter import RequestLimiter
 
 
 T = TypeVar("T")
@@ -149,7 +149,7 @@ class Model:
     def __init__(
         self,
         adapter: ChatModel,
-        limiter: Limiter,
+        limiter: RequestLimiter,
         *,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,

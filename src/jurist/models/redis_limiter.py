@@ -4,9 +4,9 @@
 engine's limiter actor one Ray job. With ``limiter_url: redis://...`` in
 ``jurist.yaml`` (or ``JURIST_LIMITER_URL``), every process that points at the
 same Redis (batch drivers, Ray workers of any job, servers) shares one bound
-per endpoint (:func:`~jurist.models.limiter.limiter_for` with ``url``): the
-same ``slot(tokens)`` interface, so ``Model`` uses it unchanged and
-concurrency is still bounded in one place.
+per endpoint (:func:`~jurist.models.limiter.open_limiter` with a ``redis://``
+URL): a :class:`~jurist.models.limiter.RequestLimiter` like the others, so
+``Model`` uses it unchanged and concurrency is still bounded in one place.
 
 How it holds:
 
@@ -24,8 +24,11 @@ How it holds:
   and poll with a short backoff (2 ms growing to 50 ms) or sleep until the
   rate window has room.
 * ``max_held`` optionally caps the permits one process holds at once (a Ray
-  worker's ``worker_concurrency``); requests over it wait in the process
-  without asking Redis.
+  worker's ``worker_concurrency``, or ``?max_held=N`` in the URL); requests
+  over it wait in the process without asking Redis.
+* Each event loop that takes slots (a second one driven by ``run_sync`` in
+  another thread, say) has its own Redis connection and renewal task; the
+  counts are Redis's, so the bound holds across loops.
 
 ``redis`` (redis-py) is an optional extra: ``pip install "jurist[redis]"``.
 """
@@ -33,11 +36,14 @@ How it holds:
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from jurist.errors import ConfigError, JuristError
-from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
+from jurist.models.limiter import Limiter, PermitSlots, RateWindow, check_in_flight
 
 KEY_PREFIX = "jurist:limiter:"
 DEFAULT_LEASE = 120.0  # seconds a permit stays taken without renewal
@@ -99,13 +105,24 @@ def import_redis() -> Any:
     return redis_asyncio
 
 
+@dataclass
+class _LoopState:
+    """What one event loop uses to talk to Redis: its client, scripts, held permits."""
+
+    client: Any
+    acquire: Any
+    renew: Any
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    held: set[str] = field(default_factory=set)
+    renewer: asyncio.Task[None] | None = None
+
+
 class RedisLimiter(PermitSlots):
     """``async with limiter.slot(tokens)``: one request slot, bounded across every
     process that uses the same Redis and endpoint.
 
-    The Redis client is made in the first event loop that takes a slot (and
-    again for a new loop). ``max_held`` caps this process's permits; set it
-    before the first slot.
+    Each event loop that takes a slot gets its own Redis client. ``max_held``
+    caps this process's permits, across its loops.
     """
 
     def __init__(
@@ -135,12 +152,9 @@ class RedisLimiter(PermitSlots):
         self.permits_key = f"{KEY_PREFIX}{endpoint}:permits"
         self.starts_key = f"{KEY_PREFIX}{endpoint}:starts"
         self._redis_asyncio = import_redis()
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._turn: asyncio.Lock | None = None
-        self._room: asyncio.Semaphore | None = None  # max_held, when set
-        self._held: set[str] = set()
-        self._renewer: asyncio.Task[None] | None = None
+        self._room = Limiter(max_held) if max_held else None  # this process's cap, across its loops
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops_lock = threading.Lock()
 
     def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
                   tokens_per_minute: int | None = None) -> None:
@@ -149,35 +163,42 @@ class RedisLimiter(PermitSlots):
             self.max_in_flight = check_in_flight(max_in_flight)
         self.rates.configure(requests_per_minute, tokens_per_minute)
 
-    def _bind(self) -> None:
+    def stats(self) -> dict[str, Any]:
+        r = self.rates
+        return {**super().stats(), "max_in_flight": self.max_in_flight, "requests_per_minute": r.requests_per_minute,
+                "tokens_per_minute": r.tokens_per_minute, "max_held": self.max_held}
+
+    def _state(self) -> _LoopState:
+        """The running loop's client and scripts, made on its first slot."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._client = self._redis_asyncio.from_url(self.url)
-            self._loop = loop
-            self._turn = asyncio.Lock()
-            self._room = asyncio.Semaphore(self.max_held) if self.max_held else None
-            self._acquire_script = self._client.register_script(_ACQUIRE)
-            self._renew_script = self._client.register_script(_RENEW)
-            self._held = set()
-            self._renewer = None
+        state = self._loops.get(loop)
+        if state is None:
+            client = self._redis_asyncio.from_url(self.url)
+            state = _LoopState(client, client.register_script(_ACQUIRE), client.register_script(_RENEW))
+            with self._loops_lock:
+                self._loops[loop] = state
+        return state
+
+    @property
+    def _held(self) -> set[str]:
+        """The permits the running loop holds (tests stop a "dead" holder's renewals through it)."""
+        return self._state().held
 
     async def _acquire(self, tokens: int) -> str:
-        self._bind()
-        assert self._turn is not None
+        state = self._state()
         permit = uuid.uuid4().hex
         r = self.rates
         args = [permit, int(self.lease * 1000), self.max_in_flight, r.requests_per_minute or 0,
                 r.tokens_per_minute or 0, max(0, int(tokens)), int(r.window * 1000)]
         room = self._room
         if room is not None:
-            await room.acquire()
+            await room._acquire()
         try:
-            async with self._turn:  # one request of this process asks at a time, in arrival order
+            async with state.turn:  # one request of this loop asks at a time, in arrival order
                 pause = _POLL_FIRST
                 while True:
                     args[2] = self.max_in_flight
-                    granted, wait_ms = await self._redis(self._acquire_script, [self.permits_key, self.starts_key],
-                                                         args)
+                    granted, wait_ms = await self._redis(state.acquire, [self.permits_key, self.starts_key], args)
                     if int(granted):
                         break
                     if int(wait_ms) > 0:
@@ -187,30 +208,30 @@ class RedisLimiter(PermitSlots):
                         pause = min(pause * 2, _POLL_MAX)
         except BaseException:
             if room is not None:
-                room.release()
+                room._release()
             raise
-        self._held.add(permit)
-        if self._renewer is None or self._renewer.done():
-            self._renewer = asyncio.create_task(self._renew())
+        state.held.add(permit)
+        if state.renewer is None or state.renewer.done():
+            state.renewer = asyncio.create_task(self._renew(state))
         return permit
 
     async def _release(self, permit: str) -> None:
-        self._held.discard(permit)
+        state = self._state()
+        state.held.discard(permit)
         if self._room is not None:
-            self._room.release()
+            self._room._release()
         try:
-            await asyncio.shield(self._client.zrem(self.permits_key, permit))
+            await asyncio.shield(state.client.zrem(self.permits_key, permit))
         except Exception:  # Redis gone: the lease ends by itself
             pass
 
-    async def _renew(self) -> None:
-        """Push forward the leases of this process's permits while it holds any."""
-        while self._held:
+    async def _renew(self, state: _LoopState) -> None:
+        """Push forward the leases of this loop's permits while it holds any."""
+        while state.held:
             await asyncio.sleep(self.lease / 3)
-            if self._held:
+            if state.held:
                 try:
-                    await self._renew_script(keys=[self.permits_key],
-                                             args=[int(self.lease * 1000), *sorted(self._held)])
+                    await state.renew(keys=[self.permits_key], args=[int(self.lease * 1000), *sorted(state.held)])
                 except Exception:  # tried again at the next turn; the lease covers one miss
                     pass
 
@@ -224,10 +245,11 @@ class RedisLimiter(PermitSlots):
             ) from exc
 
     async def aclose(self) -> None:
-        if self._renewer is not None:
-            self._renewer.cancel()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-            self._loop = None
-
+        """Close the running loop's Redis connection (the leases of permits still held end by themselves)."""
+        loop = asyncio.get_running_loop()
+        with self._loops_lock:
+            state = self._loops.pop(loop, None)
+        if state is not None:
+            if state.renewer is not None:
+                state.renewer.cancel()
+            await state.client.aclose()

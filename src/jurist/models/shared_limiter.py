@@ -3,9 +3,12 @@
 :class:`Limiter` bounds one process. On a cluster every worker process needs
 the same bounds to hold across all of them, so the counts live in one Ray
 actor per endpoint (:class:`LimiterCore`, wrapped by :func:`limiter_actor`)
-and every worker talks to it through a :class:`SharedLimiter`: the same
-``slot(tokens)`` interface as :class:`Limiter`, so ``Model`` uses either one
-unchanged and concurrency is still bounded in one place.
+and every worker talks to it through a :class:`SharedLimiter`, a
+:class:`~jurist.models.limiter.RequestLimiter` like the others, so ``Model``
+uses it unchanged and concurrency is still bounded in one place. The limiter
+URL ``ray://<job id>`` (or ``ray://`` for this process's job) names the job's
+actors: :func:`open_shared_limiter`, through
+:func:`~jurist.models.limiter.open_limiter`.
 
 How permits move:
 
@@ -32,6 +35,10 @@ How permits move:
   were on their way) with empty counts; the restarted actor grants nothing
   for ``RESTART_GRACE`` seconds while the processes tell it what they still
   hold, so the bound keeps holding.
+* The event loop that starts the client (a Ray worker's) batches and passes
+  permits on as above. A request from another event loop (a second one that
+  ``run_sync`` drives in another thread) asks the actor for its own permit
+  and gives it back directly; it counts towards ``held`` and ``max_held``.
 
 Ray is imported only when an actor is created (:func:`limiter_actor`).
 """
@@ -40,17 +47,28 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from jurist.errors import JuristError
+from jurist.errors import ConfigError, JuristError
 from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
 
 ACTOR_NAMESPACE = "jurist"
 DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
 RESTART_GRACE = 2 * DEFAULT_LEASE  # a restarted actor waits this long for the holders' reports before granting
 _RETURN_LINGER = 0.002  # permits going back are gathered this long into one call
+
+
+def import_ray() -> Any:
+    """``ray``, or a ConfigError that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError('the Ray engine needs Ray: pip install "jurist[ray]"') from None
+    return ray
 
 
 class LimiterCore:
@@ -205,6 +223,11 @@ class LimiterCore:
         return self.rates.room(tokens[:room], time.monotonic())
 
 
+def actor_name(job: str, endpoint: str) -> str:
+    """The name of the limiter actor of ``endpoint`` in Ray job ``job`` (namespace ``jurist``)."""
+    return f"jurist-limiter:{job}:{endpoint}"
+
+
 def limiter_actor(
     endpoint: str,
     max_in_flight: int,
@@ -213,13 +236,15 @@ def limiter_actor(
     *,
     window: float = 60.0,
     wait: bool = True,
+    job: str | None = None,
 ) -> Any:
     """The limiter actor for ``endpoint`` of this driver's Ray job, created on first use.
 
     A named actor in the ``jurist`` namespace, one per endpoint and job: every
     batch the driver runs against the endpoint (and every worker of those
     batches, on any node) shares it, and the bounds passed here update it. It
-    ends with the driver. Call from a connected driver (``ray.init``).
+    ends with the driver. Call from a connected driver (``ray.init``) or one of
+    its workers; ``job`` names another job's (default: this process's job).
 
     With ``wait=False`` the handle comes back at once, while the actor's
     process may still be starting (the bounds are sent ahead of any later
@@ -229,15 +254,37 @@ def limiter_actor(
     import ray
 
     cls = ray.remote(_LimiterActor)
-    job = ray.get_runtime_context().get_job_id()
-    actor = cls.options(  # type: ignore[attr-defined]
-        name=f"jurist-limiter:{job}:{endpoint}", namespace=ACTOR_NAMESPACE, get_if_exists=True,
+    job = job or ray.get_runtime_context().get_job_id()
+    actor = cls.options(  # type: ignore[attr-defined]  # ray.remote's result is typed as the class
+        name=actor_name(job, endpoint), namespace=ACTOR_NAMESPACE, get_if_exists=True,
         num_cpus=0, max_restarts=-1, max_task_retries=-1, max_concurrency=100_000,
     ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)
     configured = actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute)
     if wait:
         ray.get(configured)
     return actor
+
+
+def open_shared_limiter(
+    job: str | None,
+    endpoint: str,
+    max_in_flight: int,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
+    *,
+    max_held: int | None = None,
+) -> "SharedLimiter":
+    """This process's client of the limiter actor of ``endpoint`` in Ray job ``job``
+    (this process's job when ``None``), the actor created if it does not exist yet
+    and given these bounds. The client id is this process's actor id when it is a
+    Ray actor (a restarted worker frees what its predecessor held), else a new id.
+    Needs a connected Ray (``ray.init``, or a Ray worker)."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        raise JuristError("the limiter URL ray:// needs a connected Ray: call ray.init() first, or run on a worker")
+    actor = limiter_actor(endpoint, max_in_flight, requests_per_minute, tokens_per_minute, wait=False, job=job)
+    client_id = ray.get_runtime_context().get_actor_id() or uuid.uuid4().hex
+    return SharedLimiter(actor, client_id, max_held=max_held)
 
 
 class _LimiterActor(LimiterCore):
@@ -254,14 +301,16 @@ class _LimiterActor(LimiterCore):
 @dataclass
 class _Permit:
     granted_at: float
+    direct: bool = False  # asked for by a request from another loop than the home loop
 
 
 class SharedLimiter(PermitSlots):
     """A process's side of the cluster-wide limiter: ``async with limiter.slot(tokens)``.
 
     ``max_held`` optionally caps the permits this process holds at once (its
-    share of the cluster bound). Create it inside the event loop that will
-    use it; :meth:`start` registers it with the actor.
+    share of the cluster bound). The event loop of the first request (or of
+    :meth:`start`, which registers the client with the actor) is its home
+    loop; requests from other loops take the direct way (see the module).
     """
 
     def __init__(self, actor: Any, client_id: str, *, max_held: int | None = None,
@@ -284,9 +333,40 @@ class SharedLimiter(PermitSlots):
         self._returns = 0
         self._return_task: asyncio.Task[None] | None = None
         self._report_task: asyncio.Task[None] | None = None
+        self._home: asyncio.AbstractEventLoop | None = None
+        self._held_lock = threading.Lock()  # held, for requests from other loops
+
+    def stats(self) -> dict[str, Any]:
+        return {**super().stats(), "held": self.held, "max_held": self.max_held, "actor_calls": self.actor_calls,
+                "local_handovers": self.local_handovers}
+
+    def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
+                  tokens_per_minute: int | None = None) -> None:
+        """Send new bounds to the actor (the latest explicit setting holds for the job)."""
+        if max_in_flight is not None or requests_per_minute is not None or tokens_per_minute is not None:
+            self.actor.configure.remote(max_in_flight, requests_per_minute, tokens_per_minute)
+
+    def _at_home(self) -> bool:
+        """Whether the running loop is the home loop (the first loop to use this client
+        becomes it; so does a new one once the old is closed)."""
+        loop = asyncio.get_running_loop()
+        if self._home is loop:
+            return True
+        if self._home is None or self._home.is_closed():
+            self._home = loop
+            self._waiters.clear()
+            self._pump_task = self._return_task = self._report_task = None
+            if self._started is not None and not self._started.done():
+                self._started = None
+            return True
+        return False
 
     async def start(self) -> None:
         """Register with the actor (freeing what a dead predecessor held); read its bounds."""
+        if not self._at_home():
+            if self._started is None or not self._started.done() or self._started.exception():
+                raise JuristError("start the cluster-wide limiter's client on its home event loop first")
+            return
         if self._started is None:
             self._started = asyncio.get_running_loop().create_future()
             try:
@@ -307,6 +387,8 @@ class SharedLimiter(PermitSlots):
             await asyncio.shield(self._started)
 
     async def _acquire(self, tokens: int) -> _Permit:
+        if not self._at_home():
+            return await self._acquire_direct(tokens)
         await self.start()
         fut: asyncio.Future[_Permit] = asyncio.get_running_loop().create_future()
         self._waiters.append((fut, tokens))
@@ -319,7 +401,37 @@ class SharedLimiter(PermitSlots):
             raise
 
     async def _release(self, permit: _Permit) -> None:
+        if permit.direct:
+            with self._held_lock:
+                self.held -= 1
+                holding = self.held
+            await self._call(self.actor.release.remote(self.client_id, 1, holding))
+            return
         self._pass_on(permit)
+
+    async def _acquire_direct(self, tokens: int) -> _Permit:
+        """A permit for a request from another loop than the home loop: asked for alone."""
+        pause = 0.002
+        while True:  # a place under max_held is reserved first
+            with self._held_lock:
+                if self.max_held is None or self.held < self.max_held:
+                    self.held += 1
+                    holding = self.held - 1
+                    break
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        try:
+            granted = await self._call(self.actor.acquire.remote(self.client_id, [tokens], 0, holding))
+            if not granted:
+                raise JuristError("the cluster-wide limiter no longer serves this process (its job ended)")
+        except BaseException as exc:
+            with self._held_lock:
+                self.held -= 1
+            if isinstance(exc, JuristError) or not isinstance(exc, Exception):
+                raise
+            raise JuristError(f"the cluster-wide limiter is unreachable ({type(exc).__name__}: {exc}); "
+                              "check that the Ray cluster is up") from exc
+        return _Permit(time.monotonic(), direct=True)
 
     def _pass_on(self, permit: _Permit) -> None:
         """A permit a request is done with: to a waiter here, or back to the actor."""
@@ -334,7 +446,8 @@ class SharedLimiter(PermitSlots):
 
     def _give_back_one(self) -> None:
         """A permit goes back to the actor; waiters (if any) ask it for new ones."""
-        self.held -= 1
+        with self._held_lock:
+            self.held -= 1
         self._returns += 1
         if self._return_task is None or self._return_task.done():
             self._return_task = asyncio.create_task(self._send_returns())
@@ -374,7 +487,8 @@ class SharedLimiter(PermitSlots):
                 give_back, self._returns = self._returns, 0
                 granted = await self._call(
                     self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back, self.held))
-                self.held += granted
+                with self._held_lock:
+                    self.held += granted
                 now = time.monotonic()
                 for _ in range(granted):
                     self._hand_out(_Permit(now))
@@ -417,8 +531,9 @@ class SharedLimiter(PermitSlots):
             await asyncio.shield(self._return_task)  # a release already on its way is answered
 
     async def _flush_returns(self) -> None:
-        idle = self.held - self.in_flight
-        self.held -= idle
+        with self._held_lock:
+            idle = self.held - self.in_flight
+            self.held -= idle
         n, self._returns = self._returns + idle, 0
         if n > 0:
             await self._call(self.actor.release.remote(self.client_id, n, self.held))

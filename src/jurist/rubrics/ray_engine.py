@@ -6,9 +6,11 @@ with the same ``SessionEvaluator``, result files and store rows as the local
 engine, ``parallel`` sessions at once. The driver feeds every outcome into
 the same :class:`BatchTally`, so ``summary.json`` is built as locally.
 
-* The endpoint's limits hold across the cluster: each worker's ``Model``
-  uses a :class:`~jurist.models.shared_limiter.SharedLimiter` on one limiter
-  actor per endpoint.
+* The endpoint's limits hold across the cluster: each worker builds its
+  judge with the limiter URL ``ray://<job id>`` (or the ``redis://`` one of
+  ``limiter_url``), so its ``Model`` is born with a
+  :class:`~jurist.models.shared_limiter.SharedLimiter` on the job's limiter
+  actor for the endpoint.
 * Resumable as locally: a session with a result file is not scored again.
 * A worker that dies is restarted by Ray and its shards are retried; what
   the dead worker finished is skipped, what it had stored but not yet
@@ -32,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from jurist.config import Settings
-from jurist.errors import ConfigError, InputError, JuristError
+from jurist.errors import InputError, JuristError
 from jurist.jsonfiles import write_json
+from jurist.models.limiter import with_max_held
+from jurist.models.shared_limiter import import_ray
 from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
 
@@ -42,15 +46,6 @@ _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHRO
 _PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
 _FLUSH_LINGER = 0.05  # sessions finishing this close together share one store flush and file-writing trip
 _GC_YOUNG = 10_000  # allocations between young-generation collections in a worker (Python's default: 700)
-
-
-def import_ray() -> Any:
-    """``ray``, or a ConfigError that says how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError('the Ray engine needs Ray: pip install "jurist[ray]"') from None
-    return ray
 
 
 def evaluation_id(subject_id: str, rubrics_version: str | None, judge_model: str, generation: str = "") -> str:
@@ -163,7 +158,7 @@ class WorkerSpec:
     force: bool
     parallel: int
     generation: str
-    limiter: Any = None  # the limiter actor; None for the local judge or a Redis limiter (limiter_url)
+    limiter_url: str | None = None  # the workers' limiter: ray://<job id> or limiter_url, with max_held
     worker_concurrency: int | None = None
     max_concurrency: int | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -196,9 +191,6 @@ class BatchWorker:
         return await asyncio.shield(self._ready)
 
     async def _setup(self) -> dict[str, Any]:
-        import ray
-
-        from jurist.models.redis_limiter import RedisLimiter
         from jurist.models.shared_limiter import SharedLimiter
         from jurist.rubrics.api import build_judge
         from jurist.rubrics.scoring import SessionEvaluator
@@ -208,17 +200,12 @@ class BatchWorker:
         spec = self.spec
         os.environ.update(spec.env)
         self.store = await Store.aopen(spec.settings.database, lookup_linger=BATCH_LOOKUP_LINGER)
-        self.judge = build_judge(spec.settings, self.store, judge=spec.judge, template=spec.template,
+        settings = spec.settings.model_copy(update={"limiter_url": spec.limiter_url})
+        self.judge = build_judge(settings, self.store, judge=spec.judge, template=spec.template,
                                  max_concurrency=spec.max_concurrency, cache=spec.cache)
         model = getattr(self.judge, "model", None)
-        self.limiter: SharedLimiter | None = None
-        if model is not None and spec.limiter is not None:
-            actor_id = ray.get_runtime_context().get_actor_id() or uuid.uuid4().hex
-            self.limiter = SharedLimiter(spec.limiter, actor_id, max_held=spec.worker_concurrency)
-            await self.limiter.start()
-            model.limiter = self.limiter  # the Model goes through the cluster-wide limiter
-        elif model is not None and spec.worker_concurrency and isinstance(model.limiter, RedisLimiter):
-            model.limiter.max_held = spec.worker_concurrency  # limiter_url: this worker's cap on its Redis permits
+        if model is not None and isinstance(model.limiter, SharedLimiter):
+            await model.limiter.start()  # registered now: a restarted worker frees what its predecessor held
         self.evaluator = SessionEvaluator(spec.rubric_set, self.judge, _OnceSink(self.store, spec.generation),
                                           spec.settings.session_char_budget, spec.settings.rubric_timeout)
         self.out = Path(spec.output_dir)
@@ -270,22 +257,16 @@ class BatchWorker:
 
     async def close(self) -> dict[str, Any]:
         """Finish: give back permits, close the judge, write the last store rows."""
-        from jurist.models.redis_limiter import RedisLimiter
-
         for task in self._tasks:
             task.cancel()
         stats: dict[str, Any] = {"pid": os.getpid(), "scored": self.scored,
                                  "cpu_s": round(_cpu() - self._cpu_at_start, 3)}
         if self._ready is not None and self._ready.done() and not self._ready.exception():
-            if self.limiter is not None:
-                stats |= {"peak_in_flight": self.limiter.peak_in_flight, "actor_calls": self.limiter.actor_calls,
-                         "local_handovers": self.limiter.local_handovers}
-                await self.limiter.aclose()
             model = getattr(self.judge, "model", None)
             if model is not None:
-                if self.limiter is None and isinstance(model.limiter, RedisLimiter):
-                    stats["peak_in_flight"] = model.limiter.peak_in_flight
-                    await model.limiter.aclose()  # the worker's Redis connection
+                limiter = model.limiter.stats()
+                stats |= {k: limiter[k] for k in ("peak_in_flight", "actor_calls", "local_handovers") if k in limiter}
+                await model.limiter.aclose()  # permits go back; the Redis connection closes
                 await model.aclose()
             await self.store.aclose()
         return stats
@@ -404,8 +385,8 @@ class RayBatch:
             rj = build_judge(self.settings, None, judge=ref, template=self.template,
                              max_concurrency=self.max_concurrency, cache=self.cache)
             model = rj.model  # type: ignore[attr-defined]
-            lim = model.limiter
-            self._bounds = (model.endpoint, lim.max_in_flight, lim.rates.requests_per_minute, lim.rates.tokens_per_minute)
+            lim = model.limiter.stats()
+            self._bounds = (model.endpoint, lim["max_in_flight"], lim["requests_per_minute"], lim["tokens_per_minute"])
             await model.aclose()
         else:
             self._bounds = None
@@ -418,10 +399,14 @@ class RayBatch:
         if not ray.is_initialized():
             ray.init(address=self.options.address, namespace=ACTOR_NAMESPACE, log_to_driver=True)
             self._started_ray = True
-        if self._bounds is not None and not self.settings.limiter_url:  # with limiter_url, Redis holds the bounds
+        spec.limiter_url = self.settings.limiter_url  # with limiter_url, its backend holds the bounds
+        if self._bounds is not None and not spec.limiter_url:
             endpoint, max_in_flight, rpm, tpm = self._bounds
             # Not waited for here: its process starts while the workers' processes do.
-            self.limiter = spec.limiter = limiter_actor(endpoint, max_in_flight, rpm, tpm, wait=False)
+            self.limiter = limiter_actor(endpoint, max_in_flight, rpm, tpm, wait=False)
+            spec.limiter_url = f"ray://{ray.get_runtime_context().get_job_id()}"
+        if spec.limiter_url and self.options.worker_concurrency:
+            spec.limiter_url = with_max_held(spec.limiter_url, self.options.worker_concurrency)
         n = self.options.workers
         if n is None:
             n = max(1, int(ray.cluster_resources().get("CPU", 1) // max(self.options.worker_cpus, 0.001)))
