@@ -8,7 +8,7 @@ import pytest
 from jurist.config import Settings
 from jurist.errors import AuthFailed, ModelTimeout, ModelUnavailable, RateLimited
 from jurist.models import ChatRequest, Limiter, resolve_model, script
-from jurist.models.model import RetryPolicy
+from jurist.models.model import Model, RetryPolicy
 from jurist.store import Store
 
 REQ = ChatRequest(messages=[{"role": "user", "content": "hi"}])
@@ -147,17 +147,30 @@ async def test_streamed_calls_are_recorded(tmp_path):
     assert bad["status"] == "error" and "gone" in bad["error"]
 
 
-def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
+async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
+    """A meaning question asked through Model is one call record, failed ones too."""
+    from jurist.errors import ConfigError
     from jurist.models.base import StatementCheck
-    from jurist.models.model import record_meaning_call
+    from jurist.models.limiter import limiter_for
+    from jurist.models.model import MeaningBackend
+
+    check = StatementCheck("a point", True, 0.8, "local/minilm", evidence="said it")
+
+    class Meaning:
+        name = "local/minilm"
+
+        async def expresses(self, text, statements):
+            if not statements:
+                raise ConfigError("x")
+            return [check]
 
     store = Store(f"sqlite:///{tmp_path}/m.db")
-    check = StatementCheck("a point", True, 0.8, "local/minilm", evidence="said it")
-    call_id = record_meaning_call(store, purpose="checklist_batch", model="local/minilm", trace_id="t",
-                                  request={"question": "expresses", "statements": ["a point"], "text": "said it"},
-                                  response=[check], latency_ms=12.5)
-    record_meaning_call(store, purpose="checklist_batch", model="local/minilm", trace_id="t",
-                        request={"question": "expresses"}, response=None, latency_ms=1.0, error="ConfigError: x")
+    model = Model(MeaningBackend(Meaning()), limiter_for("local", 4), sink=store, cache=False)
+    calls = model.meaning("checklist_batch", trace_id="t")
+    assert await calls.expresses("said it", ["a point"]) == [check]
+    call_id, = calls.call_ids
+    with pytest.raises(ConfigError):
+        await calls.expresses("said it", [])
     store.flush()
     rows = {r["id"]: r for r in store.calls(limit=None, trace_id="t")}
     store.close()
