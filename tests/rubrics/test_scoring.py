@@ -108,7 +108,7 @@ async def test_local_judge_refuses_free_form_rubrics_and_scores_items(tmp_path):
               dict(id="items", name="Items", items=[{"id": "a", "text": "adenosine", "points": 1},
                                                     {"id": "b", "text": "other", "points": 1}]))
     ev = SessionEvaluator(rs, LocalRubricJudge(FakeMeaning("adenosine")))
-    result = await ev.evaluate(SESSION)
+    result = (await ev.evaluate(SESSION)).to_json()  # result.json as data
     free, items = result["rubric_scores"]
     assert free["status"] == "evaluation_failed"
     assert free["reasoning"] == "the local judge cannot score free-form rubric free; configure an LLM judge"

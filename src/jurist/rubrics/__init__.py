@@ -4,11 +4,13 @@ from jurist.rubrics.api import build_judge, evaluate, evaluate_batch, evaluate_b
 from jurist.rubrics.batch import BatchReport, run_batch
 from jurist.rubrics.judging import LLMRubricJudge, LocalRubricJudge, RubricOutcome, item_score
 from jurist.rubrics.models import Rubric, RubricItem, RubricSet, load_rubrics
+from jurist.rubrics.results import BatchSummary, RubricResult, RubricScore
 from jurist.rubrics.scoring import SessionEvaluator, aggregate
 from jurist.rubrics.sessions import ChatSession, Message, format_session, load_session, parse_session
 
 __all__ = [
     "BatchReport",
+    "BatchSummary",
     "ChatSession",
     "LLMRubricJudge",
     "LocalRubricJudge",
@@ -16,6 +18,8 @@ __all__ = [
     "Rubric",
     "RubricItem",
     "RubricOutcome",
+    "RubricResult",
+    "RubricScore",
     "RubricSet",
     "SessionEvaluator",
     "aggregate",

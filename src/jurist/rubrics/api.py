@@ -121,10 +121,11 @@ async def evaluate(
     store: Store | None = None,
     cache: bool | None = None,
 ) -> dict[str, Any]:
-    """Score one session against a rubrics file; returns result.json's content."""
+    """Score one session against a rubrics file; returns result.json's content
+    (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`)."""
     chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache) as evaluator:
-        return await evaluator.evaluate(chat)
+        return (await evaluator.evaluate(chat)).to_json()
 
 
 async def evaluate_batch(
