@@ -17,6 +17,7 @@
     │   └── RequestRejected   400/404/422: the endpoint refused the request
     ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
     └── StoreError            the database refused a write or a read
+        └── PayloadError      a stored payload no model reads (unknown kind, fields that do not fit)
 
 Every message says what was wrong and what to do about it.
 """
@@ -105,3 +106,11 @@ class JudgeParseError(JuristError):
 
 class StoreError(JuristError):
     """The store could not write or read; the message names the database error."""
+
+
+class PayloadError(StoreError):
+    """A stored evaluation payload that cannot be read as its kind's model."""
+
+    def __init__(self, message: str, *, kind: str | None = None):
+        self.kind = kind
+        super().__init__(message)

@@ -111,7 +111,7 @@ async def test_local_judge_refuses_free_form_rubrics_and_scores_items(tmp_path):
                                                     {"id": "b", "text": "other", "points": 1}]))
     model = Runtime(Settings.load(), open_store=False).wrap(FakeMeaning("adenosine"))
     ev = SessionEvaluator(rs, RubricJudge(model, builtin("rubric_judge"), builtin("rubric_items_judge")))
-    result = await ev.evaluate(SESSION)
+    result = (await ev.evaluate(SESSION)).to_json()  # result.json as data
     free, items = result["rubric_scores"]
     assert free["status"] == "evaluation_failed"
     assert free["reasoning"] == "the local judge cannot score free-form rubric free; configure an LLM judge"

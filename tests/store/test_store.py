@@ -80,6 +80,26 @@ def test_evaluations_with_scores(store):
     assert [s["status"] for s in scores] == ["scored", "evaluation_failed"] and scores[1]["score"] is None
 
 
+def test_typed_rows_and_plain_rows_share_one_batch(store):
+    """A typed row (payload a model with kind and version) and a dict of columns are written alike."""
+    from jurist.checklist import ChecklistTurn
+    from jurist.store import EvaluationRow, evaluation_values
+
+    turn = ChecklistTurn(id="t1", session_id="cs", message_seq=1, status="ok", recalled={"p": 0.9})
+    typed = EvaluationRow(id="typed", subject_id="cs", status="scored", score=0.5, max_score=1.0, payload=turn)
+    values = evaluation_values(typed)
+    assert values["kind"] == "checklist" and values["payload"] == turn.to_json() and "created_at" not in values
+    assert values["passed"] is None and values["iterations"] == 1
+    store.save_evaluation(typed, [])
+    store.save_evaluation(dict(id="plain", kind="rubric", subject_id="s", status="scored", payload={"x": 1}), [])
+    store.save_evaluation_once(EvaluationRow(id="once", subject_id="cs", status="scored", payload=turn), [])
+    store.flush()
+    rows = {r["id"]: r for r in store.evaluations(limit=None)}
+    assert rows["typed"]["kind"] == rows["once"]["kind"] == "checklist"
+    assert rows["typed"]["payload"] == {**turn.to_json()} and rows["typed"]["payload"]["version"] == "1.0"
+    assert rows["plain"]["payload"] == {"x": 1} and rows["plain"]["iterations"] == 1
+
+
 def _once(eid, subject, reason, **extra):
     ev = dict(id=eid, kind="rubric", subject_id=subject, trace_id="t", status="scored", score=4.0, max_score=5.0,
               percentage=80.0, judge_model="m", rubrics_version="1.0", payload={"subject": subject}, **extra)

@@ -4,6 +4,7 @@ schedules each point per learner. See docs/checklist.md."""
 
 from jurist.checklist.evaluator import BatchEvaluation, ChecklistEvaluator, checklist_judge_ref, parse_batch_response
 from jurist.checklist.points import Checklist, ChecklistMessage, ChecklistPoint, load_checklist, parse_checklist
+from jurist.checklist.records import ChecklistTurn
 from jurist.checklist.scheduling import DuePoint, PointScheduler, default_scheduler, due_points, rating_for
 from jurist.checklist.session import (
     EVENTS,
@@ -23,6 +24,7 @@ __all__ = [
     "ChecklistMessage",
     "ChecklistPoint",
     "ChecklistSession",
+    "ChecklistTurn",
     "DuePoint",
     "PointScheduler",
     "PointState",

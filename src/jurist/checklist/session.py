@@ -30,6 +30,7 @@ from fsrs import Rating, Scheduler
 
 from jurist.checklist.evaluator import BatchEvaluation, ChecklistEvaluator, Mode
 from jurist.checklist.points import Checklist, ChecklistMessage, ChecklistPoint, load_checklist, parse_checklist
+from jurist.checklist.records import ChecklistTurn
 from jurist.checklist.scheduling import PointScheduler, rating_for
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, UsageError
@@ -39,7 +40,7 @@ from jurist.judges.templates import builtin
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
 from jurist.models.registry import resolve_model, resolve_ref, writes_text
-from jurist.store import Store
+from jurist.store import EvaluationRow, Store
 
 log = logging.getLogger("jurist.checklist")
 
@@ -351,20 +352,20 @@ def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[Checkli
     )
 
 
-def _summary_row(session: ChecklistSession, row: dict[str, Any], newly_recalled: int) -> dict[str, Any]:
-    """The turn's ``evaluations`` row (kind ``checklist``): its score is the share of the
-    checklist recalled after this message; a checklist turn has no pass rule (``passed`` None)."""
+def _summary_row(session: ChecklistSession, row: dict[str, Any], newly_recalled: int) -> EvaluationRow:
+    """The turn's ``evaluations`` row (kind ``checklist``, payload a :class:`ChecklistTurn`): its score
+    is the share of the checklist recalled after this message; a checklist turn has no pass rule."""
     total = session.total_points or 1
-    progress = (session.recalled_count + newly_recalled) / total
+    recalled_count = session.recalled_count + newly_recalled
+    progress = recalled_count / total
     failed = row["status"] != "ok"
     status = {"ok": "scored", "skipped": "skipped"}.get(row["status"], "failed")
-    return {
-        "id": row["id"], "kind": "checklist", "subject_id": session.session_id, "trace_id": session.session_id,
-        "status": status, "score": round(progress, 4), "max_score": 1.0,
-        "percentage": round(progress * 100.0, 2), "judge_model": row["judge_model"], "rubrics_version": None,
-        "source": session.title, "created_at": row["created_at"],
-        "payload": {k: v for k, v in row.items() if k != "created_at"} | {
-            "learner": session.learner, "title": session.title, "recalled_count": session.recalled_count
-            + newly_recalled, "total_points": session.total_points},
-        "passed": None, "escalated": False, "iterations": 1, "failure": row["status"] if failed else None,
-    }
+    turn = ChecklistTurn.model_validate({k: v for k, v in row.items() if k != "created_at"} | {
+        "learner": session.learner, "title": session.title, "recalled_count": recalled_count,
+        "total_points": session.total_points})
+    return EvaluationRow(
+        id=row["id"], subject_id=session.session_id, trace_id=session.session_id, status=status,
+        score=round(progress, 4), max_score=1.0, percentage=round(progress * 100.0, 2),
+        judge_model=row["judge_model"], source=session.title, created_at=row["created_at"], payload=turn,
+        passed=None, failure=row["status"] if failed else None,
+    )

@@ -12,7 +12,7 @@ from jurist.gate.evaluators import (
     TemplateEvaluator,
 )
 from jurist.gate.gate import Gate, IterationLimit
-from jurist.gate.records import evaluations_list, result_json
+from jurist.gate.records import GateRecord, evaluations_list, result_json
 from jurist.gate.types import (
     CALL_COMPREHENSIVE_RETRY,
     CALL_GENERATION,
@@ -31,7 +31,7 @@ from jurist.gate.types import (
 __all__ = [
     "Attempt", "CALL_COMPREHENSIVE_RETRY", "CALL_GENERATION", "CALL_QUALITY_EVALUATION", "CALL_REGENERATION",
     "CALL_SELF_EVALUATION", "ComprehensivenessEvaluator", "ENCOURAGEMENT", "Evaluation", "EvaluationFailed",
-    "FunctionEvaluator", "Gate", "GateConfig", "GateEvaluator", "GateEvent", "GateResult", "Generator",
+    "FunctionEvaluator", "Gate", "GateConfig", "GateEvaluator", "GateEvent", "GateRecord", "GateResult", "Generator",
     "IterationLimit", "QualityEvaluator", "REVISION_MESSAGE", "TemplateEvaluator",
     "evaluations_list", "result_json",
 ]

@@ -86,6 +86,8 @@ class Gate:
         self.config = config or GateConfig()
         self._own_runtime = runtime is None
         self.runtime = Runtime.of(runtime, settings, store)
+        if self._own_runtime and self.runtime.has_store:
+            self.runtime.store  # noqa: B018 - the convenience form opens its store here, outside any request's budget
         self.settings = self.runtime.settings
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}

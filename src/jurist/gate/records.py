@@ -1,14 +1,24 @@
-"""The gate's record: the LLM calls of a request, the result as JSON, store rows."""
+"""The gate's record: the LLM calls of a request, the result as JSON, store rows.
+
+:class:`GateRecord` is the stored payload of a gated request (kind ``gate``):
+the :class:`~jurist.gate.types.GateResult` with the strategy, the evaluator
+and note 004's ``evaluations`` list.
+"""
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from jurist.gate.types import GateResult
 from jurist.models.base import CallRecord
 from jurist.models.model import CallSink
+from jurist.store.rows import EvaluationRow
+
+GATE_RECORD_VERSION = "1.0"
 
 #: The attempt an LLM call belongs to; set on the tasks the gate creates.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attempt", default=0)
@@ -77,26 +87,89 @@ def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
     return out
 
 
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class EvaluationEntry(_Part):
+    """One evaluation of one attempt (:class:`~jurist.gate.types.Evaluation`)."""
+
+    attempt: int
+    passed: bool | None = None  # None: evaluation skipped (fail-safe)
+    quality_score: float | None = None
+    confidence_score: float | None = None
+    issues: list[str] = Field(default_factory=list)
+    improvement_hint: str | None = None
+    comprehensive: bool | None = None
+    reason: str | None = None
+    latency_ms: float = 0.0
+    skipped_reason: str | None = None
+    coverage: float | None = None
+
+
+class AttemptEntry(_Part):
+    """One answer the gate produced (:class:`~jurist.gate.types.Attempt`)."""
+
+    number: int
+    kind: str  # generation | regeneration | comprehensive_retry
+    text: str = ""
+    latency_ms: float | None = None
+    evaluation: EvaluationEntry | None = None
+
+
+class GateRecord(_Part):
+    """The stored record of one gated request."""
+
+    kind: Literal["gate"] = "gate"
+    version: str = GATE_RECORD_VERSION
+    answer: str = ""
+    accepted_attempt: int = 0
+    accept_reason: str | None = None
+    attempts: list[AttemptEntry] = Field(default_factory=list)
+    evaluations: list[EvaluationEntry] = Field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    trace_id: str | None = None
+    evaluation_skipped: bool = False
+    skip_reason: str | None = None
+    error: str | None = None
+    continue_context: list[dict[str, Any]] | None = None
+    strategy: str | None = None
+    evaluator: str | None = None
+    evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, result: GateResult, *, strategy: str | None, evaluator: str | None) -> "GateRecord":
+        return cls.model_validate({**result_json(result), "strategy": strategy, "evaluator": evaluator,
+                                   "evaluations_list": evaluations_list(result)})
+
+    def evaluation_of(self, attempt: AttemptEntry) -> EvaluationEntry | None:
+        """The attempt's evaluation (older records kept it only in ``evaluations``)."""
+        if attempt.evaluation is not None:
+            return attempt.evaluation
+        return next((e for e in self.evaluations if e.attempt == attempt.number), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
 def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, judge_model: str | None,
-                   strategy: str, evaluator: str) -> dict[str, Any]:
-    """The ``evaluations`` row (kind ``gate``) for one gated request."""
+                   strategy: str, evaluator: str) -> EvaluationRow:
+    """The ``evaluations`` row (kind ``gate``) for one gated request; its payload is a :class:`GateRecord`."""
     accepted = next((a for a in result.attempts if a.number == result.accepted_attempt), None)
     ev = accepted.evaluation if accepted else None
     score = None if ev is None else (ev.quality_score if ev.quality_score is not None
                                     else (None if ev.comprehensive is None else float(ev.comprehensive)))
     status = "failed" if result.error else ("skipped" if result.evaluation_skipped else "scored")
-    payload = result_json(result)
-    payload.update(strategy=strategy, evaluator=evaluator, evaluations_list=evaluations_list(result))
-    return {
-        "id": evaluation_id, "kind": "gate", "subject_id": subject_id, "trace_id": result.trace_id,
-        "status": status, "score": score, "max_score": 1.0 if score is not None else None,
-        "percentage": None if score is None else round(score * 100.0, 2), "judge_model": judge_model,
-        "rubrics_version": None, "source": None, "payload": payload,
-        "passed": None if ev is None or ev.passed is None else bool(ev.passed), "escalated": False,
-        "iterations": max(1, len(result.attempts)),
-        "failure": ("error" if result.error else "evaluation_skipped" if result.evaluation_skipped
-                    else None if ev is not None and ev.passed else "below_threshold"),
-    }
+    return EvaluationRow(
+        id=evaluation_id, subject_id=subject_id, trace_id=result.trace_id, status=status, score=score,
+        max_score=1.0 if score is not None else None,
+        percentage=None if score is None else round(score * 100.0, 2), judge_model=judge_model,
+        payload=GateRecord.of(result, strategy=strategy, evaluator=evaluator),
+        passed=None if ev is None or ev.passed is None else bool(ev.passed), escalated=False,
+        iterations=max(1, len(result.attempts)),
+        failure=("error" if result.error else "evaluation_skipped" if result.evaluation_skipped
+                 else None if ev is not None and ev.passed else "below_threshold"),
+    )
 
 
 def score_rows(result: GateResult, *, judge_model: str | None) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.records import EvaluationRecord
 from jurist.jsonfiles import write_json
-from jurist.store import Store
+from jurist.store import EvaluationRow, Store
 
 KIND = "research"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -62,19 +62,18 @@ def _models(results: list[Any]) -> list[str]:
     return sorted({r.model for r in results if r.model})
 
 
-def evaluation_row(rec: EvaluationRecord) -> dict[str, Any]:
-    """The ``evaluations`` row of a record."""
+def evaluation_row(rec: EvaluationRecord) -> EvaluationRow:
+    """The ``evaluations`` row of a record; its payload is the record."""
     stages = [s for s in st.STAGE_NAMES if _section(rec, s) is not None]
     skipped = [s for s in stages if _section(rec, s).evaluation_skipped]
     status = "skipped" if stages and len(skipped) == len(stages) else "partial" if skipped else "scored"
     models = sorted({m for s in stages for m in _models(_final_results(rec, s))})
     score = rec.overall_score
-    return {
-        "id": rec.log_id, "kind": KIND, "subject_id": rec.query_id, "trace_id": rec.trace_id, "status": status,
-        "score": score, "max_score": 1.0, "percentage": None if score is None else round(score * 100.0, 2),
-        "judge_model": ",".join(models)[:200] or None, "rubrics_version": None, "source": None,
-        "payload": rec.to_json(), **facets(rec),
-    }
+    return EvaluationRow(
+        id=rec.log_id, subject_id=rec.query_id, trace_id=rec.trace_id, status=status, score=score, max_score=1.0,
+        percentage=None if score is None else round(score * 100.0, 2), judge_model=",".join(models)[:200] or None,
+        payload=rec, **facets(rec),
+    )
 
 
 def facets(rec: EvaluationRecord) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from jurist.judges.panel import Escalation, PanelResult, RoleResult
 
 Mode = Literal["targeted_fix", "full_regeneration", "alternative_approach"]
+RECORD_VERSION = "1.0"
 
 
 def now() -> str:
@@ -176,8 +177,14 @@ class AnswerEvaluation(Record):
 
 
 class EvaluationRecord(Record):
-    """The whole evaluation of one research query (the note's EvaluationRecord)."""
+    """The whole evaluation of one research query (the note's EvaluationRecord).
 
+    Also the stored payload of a ``research`` evaluation: ``kind`` and
+    ``version`` name its format (a record stored before they existed reads as
+    version 1.0)."""
+
+    kind: Literal["research"] = "research"
+    version: str = RECORD_VERSION
     log_id: str
     query_id: str
     timestamp: str = Field(default_factory=now)

@@ -4,17 +4,21 @@ from jurist.rubrics.api import build_judge, evaluate, evaluate_batch, evaluate_b
 from jurist.rubrics.batch import BatchReport, run_batch
 from jurist.rubrics.judging import RubricJudge, RubricOutcome, item_score
 from jurist.rubrics.models import Rubric, RubricItem, RubricSet, load_rubrics
+from jurist.rubrics.results import BatchSummary, RubricResult, RubricScore
 from jurist.rubrics.scoring import SessionEvaluator, aggregate
 from jurist.rubrics.sessions import ChatSession, Message, format_session, load_session, parse_session
 
 __all__ = [
     "BatchReport",
+    "BatchSummary",
     "ChatSession",
     "RubricJudge",
     "Message",
     "Rubric",
     "RubricItem",
     "RubricOutcome",
+    "RubricResult",
+    "RubricScore",
     "RubricSet",
     "SessionEvaluator",
     "aggregate",

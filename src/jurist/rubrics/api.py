@@ -120,11 +120,12 @@ async def evaluate(
     cache: bool | None = None,
     runtime: Runtime | None = None,
 ) -> dict[str, Any]:
-    """Score one session against a rubrics file; returns result.json's content."""
+    """Score one session against a rubrics file; returns result.json's content
+    (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`)."""
     chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
                           runtime=runtime) as evaluator:
-        return await evaluator.evaluate(chat)
+        return (await evaluator.evaluate(chat)).to_json()
 
 
 async def evaluate_batch(

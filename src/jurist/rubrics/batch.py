@@ -14,16 +14,18 @@ The pieces both engines share live here: :func:`open_session`,
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from pydantic import ValidationError
+
 from jurist.errors import InputError
 from jurist.jsonfiles import write_json
 from jurist.rubrics.models import RubricSet
+from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder
@@ -45,19 +47,19 @@ def session_files(sessions_dir: Path) -> list[Path]:
     return [sessions_dir / n for n in names]
 
 
-def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, dict[str, Any] | None]:
+def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, RubricResult | None]:
     """Load a session and, unless ``force``, the result it already has (blocking: run in a thread)."""
     session = load_session(path)
     target = out / result_name(session.session_id)
     if not force and target.exists():
         try:
-            return session, json.loads(target.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, OSError):
+            return session, RubricResult.model_validate_json(target.read_bytes())
+        except (ValidationError, OSError):
             pass  # an unreadable result is rescored
     return session, None
 
 
-async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path) -> dict[str, Any]:
+async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path) -> RubricResult:
     """Score one session and write its result file atomically."""
     result = await evaluator.evaluate(session)
     await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
@@ -66,7 +68,7 @@ async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: 
 
 @dataclass
 class BatchReport:
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # summary.json's content
     summary_path: Path
     scored: int  # sessions scored in this run
     skipped: int  # sessions that already had a result
@@ -108,22 +110,22 @@ class BatchTally:
         self.seen[session_id] = str(path)
         return True
 
-    def add_existing(self, session_id: str, result: dict[str, Any]) -> None:
+    def add_existing(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
         self.skipped += 1
         self._progress(session_id, "skipped")
 
-    def add_scored(self, session_id: str, result: dict[str, Any]) -> None:
+    def add_scored(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
         self.scored += 1
-        self._progress(session_id, result["status"])
+        self._progress(session_id, result.status)
 
     async def finish(self, out: Path) -> BatchReport:
         """Write summary.json and return the report."""
-        data = self.summary.build()
+        summary = self.summary.build()
         summary_path = out / "summary.json"
-        await asyncio.to_thread(write_json, summary_path, data)
-        return BatchReport(data, summary_path, self.scored, self.skipped, self.summary.input_errors,
+        await asyncio.to_thread(write_json, summary_path, summary)
+        return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
                            self.summary.evaluations_failed)
 
 

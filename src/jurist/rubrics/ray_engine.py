@@ -24,6 +24,7 @@ Ray is imported only here, and only when a batch runs on it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import hashlib
 import os
@@ -40,6 +41,8 @@ from jurist.models.limiter import with_max_held
 from jurist.models.shared_limiter import import_ray
 from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
+from jurist.rubrics.results import RubricResult
+from jurist.store.rows import EvaluationRow
 
 # Variables a worker needs to build the same adapters as the driver (keys, base URLs).
 _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
@@ -62,10 +65,10 @@ class _OnceSink:
         self.store = store
         self.generation = generation
 
-    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
-        key = evaluation_id(evaluation["subject_id"], evaluation.get("rubrics_version"),
-                            evaluation.get("judge_model") or "", self.generation)
-        self.store.save_evaluation_once(dict(evaluation, id=key), score_rows)
+    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+        key = evaluation_id(evaluation.subject_id, evaluation.rubrics_version, evaluation.judge_model or "",
+                            self.generation)
+        self.store.save_evaluation_once(dataclasses.replace(evaluation, id=key), score_rows)
 
 
 class _ResultWriter:
@@ -78,11 +81,11 @@ class _ResultWriter:
     def __init__(self, store: Any, out: Path) -> None:
         self.store = store
         self.out = out
-        self._items: list[tuple[str, dict[str, Any]]] = []
+        self._items: list[tuple[str, RubricResult]] = []
         self._done: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def write(self, session_id: str, result: dict[str, Any]) -> None:
+    async def write(self, session_id: str, result: RubricResult) -> None:
         """Return once the session's store row and then its result file are written."""
         if self._done is None:
             self._done = asyncio.get_running_loop().create_future()
@@ -103,7 +106,7 @@ class _ResultWriter:
             except Exception as exc:
                 done.set_exception(exc)
 
-    def _flush_and_write(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+    def _flush_and_write(self, items: list[tuple[str, RubricResult]]) -> None:
         self.store.flush()
         for session_id, result in items:
             write_json(self.out / result_name(session_id), result)

@@ -8,22 +8,23 @@ weighted total is over the rubrics that were scored.
 from __future__ import annotations
 
 import asyncio
-from jurist.ids import new_id
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from jurist.ids import new_id
 from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
 from jurist.rubrics.models import Rubric, RubricSet
+from jurist.rubrics.results import ResultSummary, RubricResult, RubricScore, Tokens, Truncation
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
+from jurist.store.rows import EvaluationRow
 
-RESULT_VERSION = "1.0"
 # A session passes when its weighted total is at least this share of the scale.
 PASS_PERCENTAGE = 70.0
 
 
 class EvaluationSink(Protocol):
-    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
         ...
 
 
@@ -37,62 +38,52 @@ def _round(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> dict[str, Any]:
-    """The note's ``summary``: weighted mean over the scored rubrics, on the set's scale."""
-    lo, hi = rubric_set.scale
-    scored = [o for o in outcomes if o.status == SCORED and o.score is not None]
-    total_weight = sum(o.rubric.weight for o in scored)
+def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> ResultSummary:
+    """The result's ``summary``: weighted mean over the scored rubrics, on the set's scale."""
+    hi = rubric_set.scale[1]
+    scored = [(o, o.score) for o in outcomes if o.status == SCORED and o.score is not None]
+    total_weight = sum(o.rubric.weight for o, _ in scored)
     total = (
-        sum(_rescale(o.score, o.scale, rubric_set.scale) * o.rubric.weight for o in scored) / total_weight  # type: ignore[arg-type]
+        sum(_rescale(score, o.scale, rubric_set.scale) * o.rubric.weight for o, score in scored) / total_weight
         if total_weight > 0 else None
     )
-    return {
-        "total_score": _round(total),
-        "max_score": hi,
-        "percentage": _round(total / hi * 100.0, 2) if total is not None and hi else None,
-        "rubrics_evaluated": len(scored),
-        "rubrics_failed": len(outcomes) - len(scored),
-    }
+    return ResultSummary(
+        total_score=_round(total),
+        max_score=hi,
+        percentage=_round(total / hi * 100.0, 2) if total is not None and hi else None,
+        rubrics_evaluated=len(scored),
+        rubrics_failed=len(outcomes) - len(scored),
+    )
+
+
+def rubric_score(o: RubricOutcome) -> RubricScore:
+    """One rubric's entry of ``rubric_scores``."""
+    optional: dict[str, Any] = {}
+    if o.cached:
+        optional["cached"] = True
+    if o.items is not None:
+        optional["items"] = o.items
+    return RubricScore(
+        rubric_id=o.rubric.id, rubric_name=o.rubric.name, score=_round(o.score), max_score=o.scale[1],
+        reasoning=o.reasoning, status=o.status, weight=o.rubric.weight, judge_model=o.judge_model,
+        tokens=Tokens(input=o.input_tokens, output=o.output_tokens), latency_ms=round(o.latency_ms, 1), **optional,
+    )
 
 
 def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[RubricOutcome], *,
-                 trace_id: str, judge_model: str, formatted: FormattedSession) -> dict[str, Any]:
+                 trace_id: str, judge_model: str, formatted: FormattedSession) -> RubricResult:
     summary = aggregate(rubric_set, outcomes)
-    failed = summary["rubrics_failed"]
-    status = "scored" if failed == 0 else ("failed" if summary["rubrics_evaluated"] == 0 else "partial")
-    rubric_scores = []
-    for o in outcomes:
-        entry: dict[str, Any] = {
-            "rubric_id": o.rubric.id,
-            "rubric_name": o.rubric.name,
-            "score": _round(o.score),
-            "max_score": o.scale[1],
-            "reasoning": o.reasoning,
-            "status": o.status,
-            "weight": o.rubric.weight,
-            "judge_model": o.judge_model,
-            "tokens": {"input": o.input_tokens, "output": o.output_tokens},
-            "latency_ms": round(o.latency_ms, 1),
-        }
-        if o.cached:
-            entry["cached"] = True
-        if o.items is not None:
-            entry["items"] = o.items
-        rubric_scores.append(entry)
-    result: dict[str, Any] = {
-        "version": RESULT_VERSION,
-        "session_id": session.session_id,
-        "evaluated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "rubrics_version": rubric_set.version,
-        "status": status,
-        "judge_model": judge_model,
-        "trace_id": trace_id,
-        "rubric_scores": rubric_scores,
-        "summary": summary,
-    }
+    failed = summary.rubrics_failed
+    status = "scored" if failed == 0 else ("failed" if summary.rubrics_evaluated == 0 else "partial")
+    optional: dict[str, Any] = {}
     if formatted.truncated:
-        result["truncated"] = {"omitted_chars": formatted.omitted_chars}
-    return result
+        optional["truncated"] = Truncation(omitted_chars=formatted.omitted_chars)
+    return RubricResult(
+        session_id=session.session_id,
+        evaluated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rubrics_version=rubric_set.version, status=status, judge_model=judge_model, trace_id=trace_id,
+        rubric_scores=[rubric_score(o) for o in outcomes], summary=summary, **optional,
+    )
 
 
 @dataclass
@@ -105,8 +96,8 @@ class SessionEvaluator:
     char_budget: int = 60_000
     rubric_timeout: float = 120.0
 
-    async def evaluate(self, session: ChatSession) -> dict[str, Any]:
-        """Score ``session`` against every rubric (in parallel); return result.json's content."""
+    async def evaluate(self, session: ChatSession) -> RubricResult:
+        """Score ``session`` against every rubric (in parallel); return its result.json."""
         trace_id = new_id()
         formatted = format_session(session, self.char_budget)
         outcomes = await asyncio.gather(*(
@@ -117,46 +108,36 @@ class SessionEvaluator:
         result = build_result(self.rubric_set, session, list(outcomes), trace_id=trace_id,
                               judge_model=self.judge.name, formatted=formatted)
         if self.store is not None:
-            self.store.save_evaluation(_evaluation_row(result, self.rubric_set, session),
-                                       [_score_row(o) for o in outcomes])
+            self.store.save_evaluation(evaluation_row(result, session), [_score_row(o) for o in outcomes])
         return result
 
 
-def _evaluation_row(result: dict[str, Any], rubric_set: RubricSet, session: ChatSession) -> dict[str, Any]:
-    s = result["summary"]
-    return {
-        "id": new_id(),
-        "kind": "rubric",
-        "subject_id": session.session_id,
-        "trace_id": result["trace_id"],
-        "status": result["status"],
-        "score": s["total_score"],
-        "max_score": s["max_score"],
-        "percentage": s["percentage"],
-        "judge_model": result["judge_model"],
-        "rubrics_version": rubric_set.version,
-        "source": session.source,
-        "payload": result,
-        **facets(result),
-    }
+def evaluation_row(result: RubricResult, session: ChatSession) -> EvaluationRow:
+    """The ``evaluations`` row (kind ``rubric``) of a result; its payload is the result."""
+    s = result.summary
+    return EvaluationRow(
+        id=new_id(), subject_id=session.session_id, trace_id=result.trace_id, status=result.status,
+        score=s.total_score, max_score=s.max_score, percentage=s.percentage, judge_model=result.judge_model,
+        rubrics_version=result.rubrics_version, source=session.source, payload=result, **facets(result),
+    )
 
 
-def facets(result: dict[str, Any]) -> dict[str, Any]:
+def facets(result: RubricResult) -> dict[str, Any]:
     """The dashboard's columns: passed (total >= PASS_PERCENTAGE) and the primary failure.
 
     The failure of a session that did not pass is its lowest-scoring rubric
     (relative to that rubric's scale); a failed evaluation, or a passing one
     with a rubric that could not be scored, is ``evaluation_failed``.
     """
-    pct = result["summary"]["percentage"]
+    pct = result.summary.percentage
     if pct is None:
         return {"passed": None, "failure": "evaluation_failed", "escalated": False, "iterations": 1}
     passed = pct >= PASS_PERCENTAGE
     failure = None
     if not passed:
-        scored = [r for r in result["rubric_scores"] if r["status"] == SCORED and r["score"] is not None]
-        failure = min(scored, key=lambda r: r["score"] / (r["max_score"] or 1.0))["rubric_id"] if scored else None
-    elif result["status"] != "scored":
+        scored = [(r, r.score) for r in result.rubric_scores if r.status == SCORED and r.score is not None]
+        failure = min(scored, key=lambda rs: rs[1] / (rs[0].max_score or 1.0))[0].rubric_id if scored else None
+    elif result.status != "scored":
         failure = "evaluation_failed"
     return {"passed": passed, "failure": failure, "escalated": False, "iterations": 1}
 

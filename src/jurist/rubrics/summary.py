@@ -1,12 +1,11 @@
-"""Batch statistics: summary.json in the design note's shape, plus failure counts."""
+"""Batch statistics: summary.json (a :class:`BatchSummary`), plus failure counts."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
-
 from jurist.rubrics.models import RubricSet
+from jurist.rubrics.results import BatchStats, BatchSummary, FailureCounts, RubricResult, RubricStats
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
@@ -27,24 +26,22 @@ class SummaryBuilder:
         self.names = {r.id: r.name for r in rubric_set.rubrics}
         self.input_errors: list[str] = []
 
-    def add(self, result: dict[str, Any]) -> None:
+    def add(self, result: RubricResult) -> None:
         self.sessions += 1
-        total = result.get("summary", {}).get("total_score")
+        total = result.summary.total_score
         if total is not None:
-            self.totals.append(float(total))
-        status = result.get("status")
-        if status == "failed":
+            self.totals.append(total)
+        if result.status == "failed":
             self.sessions_failed += 1
-        elif status == "partial":
+        elif result.status == "partial":
             self.sessions_partial += 1
-        for rs in result.get("rubric_scores", []):
-            rid = rs.get("rubric_id")
-            if rid not in self.per_rubric:
+        for rs in result.rubric_scores:
+            if rs.rubric_id not in self.per_rubric:
                 continue
-            if rs.get("status") == "scored" and rs.get("score") is not None:
-                self.per_rubric[rid].append(float(rs["score"]))
+            if rs.status == "scored" and rs.score is not None:
+                self.per_rubric[rs.rubric_id].append(rs.score)
             else:
-                self.failures[rid] += 1
+                self.failures[rs.rubric_id] += 1
 
     def add_input_error(self, message: str) -> None:
         self.input_errors.append(message)
@@ -53,7 +50,7 @@ class SummaryBuilder:
     def evaluations_failed(self) -> int:
         return sum(self.failures.values())
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> BatchSummary:
         lo, hi = self.rubric_set.scale
         t = self.totals
         distribution = {str(k): 0 for k in range(math.floor(lo), math.ceil(hi) + 1)}
@@ -63,29 +60,29 @@ class SummaryBuilder:
         per_rubric = {}
         for rid, vals in self.per_rubric.items():
             attempted = len(vals) + self.failures[rid]
-            per_rubric[rid] = {
-                "name": self.names[rid],
-                "average": _r(statistics.fmean(vals)) if vals else None,
-                "median": _r(statistics.median(vals)) if vals else None,
-                "scored": len(vals),
-                "failed": self.failures[rid],
-                "failure_rate": _r(self.failures[rid] / attempted) if attempted else 0.0,
-            }
-        return {
-            "batch_summary": {
-                "total_sessions": self.sessions,
-                "average_score": _r(statistics.fmean(t)) if t else None,
-                "median_score": _r(statistics.median(t)) if t else None,
-                "std_deviation": _r(statistics.pstdev(t)) if len(t) > 1 else (0.0 if t else None),
-                "score_distribution": distribution,
-                "max_score": hi,
-            },
-            "per_rubric_summary": per_rubric,
-            "failures": {
-                "evaluations_failed": self.evaluations_failed,
-                "sessions_with_failures": self.sessions_failed + self.sessions_partial,
-                "sessions_without_score": self.sessions_failed,
-                "input_errors": self.input_errors,
-            },
-            "rubrics_version": self.rubric_set.version,
-        }
+            per_rubric[rid] = RubricStats(
+                name=self.names[rid],
+                average=_r(statistics.fmean(vals)) if vals else None,
+                median=_r(statistics.median(vals)) if vals else None,
+                scored=len(vals),
+                failed=self.failures[rid],
+                failure_rate=round(self.failures[rid] / attempted, 4) if attempted else 0.0,
+            )
+        return BatchSummary(
+            batch_summary=BatchStats(
+                total_sessions=self.sessions,
+                average_score=_r(statistics.fmean(t)) if t else None,
+                median_score=_r(statistics.median(t)) if t else None,
+                std_deviation=_r(statistics.pstdev(t)) if len(t) > 1 else (0.0 if t else None),
+                score_distribution=distribution,
+                max_score=hi,
+            ),
+            per_rubric_summary=per_rubric,
+            failures=FailureCounts(
+                evaluations_failed=self.evaluations_failed,
+                sessions_with_failures=self.sessions_failed + self.sessions_partial,
+                sessions_without_score=self.sessions_failed,
+                input_errors=list(self.input_errors),
+            ),
+            rubrics_version=self.rubric_set.version,
+        )

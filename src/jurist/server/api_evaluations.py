@@ -13,8 +13,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
+from sqlalchemy.engine import Connection
 
-from jurist.errors import InputError, NotFound
+from jurist.errors import InputError, NotFound, PayloadError
+from jurist.payloads import read_payload
 from jurist.server.auth import require_write
 from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
@@ -53,13 +55,16 @@ class EvaluationPage(BaseModel):
 
 
 class EvaluationTrace(BaseModel):
-    """One evaluation in full: its row with the payload (result.json, the gate's or research record),
-    its score rows, every judge call with prompt and raw response, the patterns it belongs to."""
+    """One evaluation in full: its row with the payload (result.json, the gate's or research record,
+    a checklist turn: each with its ``kind`` and ``version``), its score rows, every judge call with
+    prompt and raw response, the patterns it belongs to."""
 
     evaluation: dict[str, Any]
     scores: list[dict[str, Any]]
     calls: list[dict[str, Any]]
     patterns: list[dict[str, Any]]
+    payload_error: str | None = Field(
+        None, description="why the payload could not be read as its kind's model (it is then returned as stored)")
 
 
 class Metrics(BaseModel):
@@ -126,10 +131,25 @@ async def list_evaluations(
             responses=error_responses(404, 422))
 async def get_evaluation(request: Request, evaluation_id: str) -> dict[str, Any]:
     """The full trace of one evaluation (the research ``logId`` is its id)."""
-    found = await get_state(request).store.aread(q.trace, evaluation_id)
+    found: dict[str, Any] | None = await get_state(request).store.aread(_trace, evaluation_id)
     if found is None:
         raise NotFound(f"no evaluation with id {evaluation_id!r}")
-    return found  # type: ignore[no-any-return]
+    return found
+
+
+def _trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
+    """:func:`q.trace` with the payload read as its kind's model: a payload stored before
+    ``kind`` and ``version`` existed comes back with them; one that no model reads comes
+    back as stored, with ``payload_error``."""
+    found: dict[str, Any] | None = q.trace(conn, evaluation_id)
+    if found is None:
+        return None
+    ev = found["evaluation"]
+    try:
+        ev["payload"] = read_payload(ev["kind"], ev["payload"]).to_json()
+    except PayloadError as exc:
+        found["payload_error"] = str(exc)
+    return found
 
 
 @router.get("/evaluation/metrics", response_model=Metrics, responses=error_responses(400, 422))

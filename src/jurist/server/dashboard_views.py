@@ -1,20 +1,41 @@
 """What the trace and research pages show, read from a stored evaluation.
 
-Payloads differ per kind (rubric result.json, the gate's record, the research
-EvaluationRecord in camelCase, a checklist turn); these functions turn one
-into plain dicts and lists for the templates, tolerating missing or odd
-fields (a payload is data from the past, not a contract). Nothing here marks
-text as safe: the templates escape everything.
+A payload is read as its kind's model (:func:`jurist.payloads.read_payload`:
+rubric result.json, the gate's record, the research EvaluationRecord, a
+checklist turn); these functions turn one into plain dicts and lists for the
+templates. A payload that no model reads is not an error of the page: it is
+shown as stored, with the reason. Nothing here marks text as safe: the
+templates escape everything.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
-STAGES = (("plan", "planEvaluation", "Stage 1: Planning"), ("retrieval", "retrievalEvaluation", "Stage 2: Retrieval"),
-          ("answer", "answerEvaluation", "Stage 3: Answer"))
+from pydantic import ValidationError
+
+from jurist.checklist.records import ChecklistTurn
+from jurist.errors import PayloadError
+from jurist.gate.records import GateRecord
+from jurist.payloads import read_payload
+from jurist.research import stages as st
+from jurist.research.config import StageConfig, StagesConfig
+from jurist.research.records import (
+    AnswerAttempt,
+    AnswerEvaluation,
+    EscalationResult,
+    EvaluationRecord,
+    EvaluatorResult,
+    IterationDecision,
+    PlanAttempt,
+    PlanEvaluation,
+    RetrievalEvaluation,
+)
+from jurist.rubrics.results import RubricResult
+
+STAGE_TITLES = {st.PLAN: "Stage 1: Planning", st.RETRIEVAL: "Stage 2: Retrieval", st.ANSWER: "Stage 3: Answer"}
 
 
 # -- template filters ---------------------------------------------------------
@@ -79,17 +100,10 @@ FILTERS = {"num": num, "pct": pct, "count": count, "when": when, "label": label,
 
 
 # -- helpers -------------------------------------------------------------------
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _messages(call: dict[str, Any]) -> list[dict[str, str]]:
+    messages = call.get("messages")  # a stored llm_calls row
     out = []
-    for m in _list(call.get("messages")):
+    for m in messages if isinstance(messages, list) else []:
         if isinstance(m, dict):
             content = m.get("content")
             out.append({"role": str(m.get("role", "?")), "content": content if isinstance(content, str)
@@ -103,149 +117,184 @@ def call_view(call: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- per kind --------------------------------------------------------------------
-def rubric_section(payload: dict[str, Any]) -> dict[str, Any]:
-    rubrics = []
-    for r in _list(payload.get("rubric_scores")):
-        r = _dict(r)
-        rubrics.append({"id": r.get("rubric_id"), "name": r.get("rubric_name") or r.get("rubric_id"),
-                        "score": r.get("score"), "max_score": r.get("max_score"), "status": r.get("status"),
-                        "weight": r.get("weight"), "reasoning": r.get("reasoning"), "judge_model": r.get("judge_model"),
-                        "items": [_dict(i) for i in _list(r.get("items"))]})
-    return {"rubrics": rubrics, "session_id": payload.get("session_id"), "total": _dict(payload.get("total_score")),
-            "status": payload.get("status")}
+def rubric_section(result: RubricResult) -> dict[str, Any]:
+    rubrics = [{"id": r.rubric_id, "name": r.rubric_name or r.rubric_id, "score": r.score, "max_score": r.max_score,
+                "status": r.status, "weight": r.weight, "reasoning": r.reasoning, "judge_model": r.judge_model,
+                "items": list(r.items or [])} for r in result.rubric_scores]
+    return {"rubrics": rubrics, "session_id": result.session_id, "summary": result.summary, "status": result.status}
 
 
-def gate_section(payload: dict[str, Any]) -> dict[str, Any]:
+def gate_section(record: GateRecord) -> dict[str, Any]:
     attempts = []
-    evals = {e.get("attempt"): e for e in map(_dict, _list(payload.get("evaluations"))) if e}
-    for a in map(_dict, _list(payload.get("attempts"))):
-        ev = _dict(a.get("evaluation")) or _dict(evals.get(a.get("number")))
-        attempts.append({"number": a.get("number"), "kind": a.get("kind"), "text": a.get("text"),
-                         "latency_ms": a.get("latency_ms"), "evaluation": ev,
-                         "issues": [str(i) for i in _list(ev.get("issues"))]})
-    accepted = payload.get("accepted_attempt")
+    for a in record.attempts:
+        ev = record.evaluation_of(a)
+        attempts.append({"number": a.number, "kind": a.kind, "text": a.text, "latency_ms": a.latency_ms,
+                         "evaluation": ev, "issues": list(ev.issues) if ev is not None else []})
+    accepted = record.accepted_attempt
     before = attempts[0] if len(attempts) > 1 else None
     after = next((a for a in attempts if a["number"] == accepted), attempts[-1] if attempts else None)
-    return {"attempts": attempts, "accepted": accepted, "accept_reason": payload.get("accept_reason"),
-            "answer": payload.get("answer"), "strategy": payload.get("strategy"), "evaluator": payload.get("evaluator"),
-            "skipped": payload.get("evaluation_skipped"), "skip_reason": payload.get("skip_reason"),
-            "error": payload.get("error"), "before": before, "after": after if before is not None else None,
-            "calls": [_dict(c) for c in _list(payload.get("llm_calls"))]}
+    return {"attempts": attempts, "accepted": accepted, "accept_reason": record.accept_reason,
+            "answer": record.answer, "strategy": record.strategy, "evaluator": record.evaluator,
+            "skipped": record.evaluation_skipped, "skip_reason": record.skip_reason, "error": record.error,
+            "before": before, "after": after if before is not None else None, "calls": record.llm_calls}
 
 
-def checklist_section(payload: dict[str, Any]) -> dict[str, Any]:
-    recalled = _dict(payload.get("recalled"))
-    observations = _dict(payload.get("observations"))
-    return {"title": payload.get("title"), "learner": payload.get("learner"), "mode": payload.get("mode"),
-            "message_seq": payload.get("message_seq"), "status": payload.get("status"),
-            "recalled": [{"id": k, "confidence": v, "observation": observations.get(k)} for k, v in recalled.items()],
-            "unchecked": [str(u) for u in _list(payload.get("unchecked"))],
-            "feedback": payload.get("feedback"), "dropped": [str(d) for d in _list(payload.get("dropped_ids"))],
-            "recalled_count": payload.get("recalled_count"), "total_points": payload.get("total_points"),
-            "session_id": payload.get("session_id"), "reason": payload.get("reason")}
+def checklist_section(turn: ChecklistTurn) -> dict[str, Any]:
+    return {"title": turn.title, "learner": turn.learner, "mode": turn.mode, "message_seq": turn.message_seq,
+            "status": turn.status,
+            "recalled": [{"id": k, "confidence": v, "observation": turn.observations.get(k)}
+                         for k, v in turn.recalled.items()],
+            "unchecked": list(turn.unchecked), "feedback": turn.feedback, "dropped": list(turn.dropped_ids),
+            "recalled_count": turn.recalled_count, "total_points": turn.total_points,
+            "session_id": turn.session_id, "reason": turn.reason}
 
 
-def research_summary(payload: dict[str, Any]) -> dict[str, Any]:
-    stages = []
-    for key, field, title in STAGES:
-        s = _dict(payload.get(field))
-        stages.append({"key": key, "title": title, "overall": s.get("overall"), "passed": s.get("passed"),
-                       "skipped": bool(s.get("evaluationSkipped")), "skip_reason": s.get("skipReason")})
-    return {"query": payload.get("userQuery"), "overall": payload.get("overallScore"), "stages": stages}
+def _sections(rec: EvaluationRecord) -> list[tuple[str, str, Any]]:
+    """(key, title, section or None) of the three stages, in order."""
+    return [(st.PLAN, STAGE_TITLES[st.PLAN], rec.plan_evaluation),
+            (st.RETRIEVAL, STAGE_TITLES[st.RETRIEVAL], rec.retrieval_evaluation),
+            (st.ANSWER, STAGE_TITLES[st.ANSWER], rec.answer_evaluation)]
+
+
+def research_summary(rec: EvaluationRecord) -> dict[str, Any]:
+    stages = [{"key": key, "title": title, "overall": s.overall if s else None, "passed": s.passed if s else None,
+               "skipped": bool(s and s.evaluation_skipped), "skip_reason": s.skip_reason if s else None}
+              for key, title, s in _sections(rec)]
+    return {"query": rec.user_query, "overall": rec.overall_score, "stages": stages}
+
+
+_SECTIONS: dict[type, Callable[[Any], dict[str, Any]]] = {
+    RubricResult: rubric_section, GateRecord: gate_section, ChecklistTurn: checklist_section,
+    EvaluationRecord: research_summary,
+}
 
 
 def trace_view(found: dict[str, Any]) -> dict[str, Any]:
+    """The trace page: the row, its payload read as its kind's model (a payload that no
+    model reads is shown as stored, with the reason), scores, calls, patterns."""
     ev = found["evaluation"]
-    payload = _dict(ev.get("payload"))
-    kind = ev.get("kind")
-    section: dict[str, Any] = {}
-    if kind == "rubric":
-        section = rubric_section(payload)
-    elif kind == "gate":
-        section = gate_section(payload)
-    elif kind == "checklist":
-        section = checklist_section(payload)
-    elif kind == "research":
-        section = research_summary(payload)
-    known = kind in ("rubric", "gate", "checklist", "research") and bool(section)
-    return {"evaluation": ev, "kind": kind, "section": section, "known_payload": known and not payload.get("synthetic"),
-            "payload_text": pretty(payload), "scores": found["scores"],
+    raw = ev.get("payload")
+    kind, section, error = ev.get("kind"), {}, None
+    if not (isinstance(raw, dict) and raw.get("synthetic")):  # generated history has no payload to show
+        try:
+            payload = read_payload(kind, raw)
+        except PayloadError as exc:
+            error = str(exc)
+        else:
+            kind, section = payload.kind, _SECTIONS[type(payload)](payload)
+    return {"evaluation": ev, "kind": kind, "section": section, "known_payload": bool(section),
+            "payload_error": error, "payload_text": pretty(raw), "scores": found["scores"],
             "calls": [call_view(c) for c in found["calls"]], "patterns": found["patterns"]}
 
 
 # -- research runtime view ----------------------------------------------------------
-def _dimensions(scores: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
+def _stage_configs(rec: EvaluationRecord) -> dict[str, StageConfig]:
+    """The stages' thresholds as configured for this record (none when the record has no
+    configuration, or one this version cannot read)."""
+    stages = rec.config.get("stages")
+    if not isinstance(stages, dict):
+        return {}
+    try:
+        parsed = StagesConfig.model_validate(stages)
+    except ValidationError:
+        return {}
+    return {key: parsed.of(key) for key in st.STAGE_NAMES}
+
+
+def _dimensions(scores: dict[str, float], config: StageConfig | None) -> list[dict[str, Any]]:
     out = []
     for dim, score in scores.items():
-        threshold = _dict(config.get(dim)).get("threshold")
-        below = threshold is not None and isinstance(score, (int, float)) and score < threshold
+        cfg = config.dimensions.get(dim) if config else None
+        threshold = cfg.threshold if cfg else None
+        below = threshold is not None and score < threshold
         out.append({"key": dim, "label": label(dim), "score": score, "threshold": threshold, "below": below})
     return out
 
 
-def _critiques(attempt: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for r in map(_dict, _list(attempt.get("evaluatorResults"))):
-        if r.get("critique") or r.get("error"):
-            out.append({"role": r.get("role"), "model": r.get("model"), "text": r.get("critique"),
-                        "error": r.get("error"), "confidence": r.get("confidence")})
-    return out
+def _critiques(results: list[EvaluatorResult]) -> list[dict[str, Any]]:
+    return [{"role": r.role, "model": r.model, "text": r.critique, "error": r.error, "confidence": r.confidence}
+            for r in results if r.critique or r.error]
 
 
-def _escalation(value: Any) -> dict[str, Any] | None:
-    e = _dict(value)
-    if not e:
+def _escalation(e: EscalationResult | None) -> dict[str, Any] | None:
+    if e is None:
         return None
-    return {"trigger": e.get("trigger"), "triggers": [str(t) for t in _list(e.get("triggers"))],
-            "model": e.get("model"), "review": e.get("panelReview"), "verdict": e.get("finalVerdict"),
-            "scores": _dict(e.get("scores")), "status": e.get("status"), "error": e.get("error")}
+    return {"trigger": e.trigger, "triggers": list(e.triggers), "model": e.model, "review": e.panel_review,
+            "verdict": e.final_verdict, "scores": e.scores, "status": e.status, "error": e.error}
 
 
-def _attempt(a: dict[str, Any], number: int, total: int, dims: dict[str, Any]) -> dict[str, Any]:
-    decision = _dict(a.get("iterationDecision"))
+def _decision(d: IterationDecision | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {"mode": d.mode, "critique": d.critique, "feedback": d.feedback_to_planner, "failure_type": d.failure_type,
+            "issues": [{"issue": i.issue, "fix": i.fix} for i in d.specific_issues]}
+
+
+def _attempt(a: PlanAttempt | AnswerAttempt | RetrievalEvaluation, number: int, total: int,
+             config: StageConfig | None) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "number": number, "total": total, "passed": a.passed, "overall": a.overall,
+        "skipped": a.evaluation_skipped, "skip_reason": a.skip_reason,
+        "dimensions": _dimensions(a.aggregated_scores, config), "critiques": _critiques(a.evaluator_results),
+        "failed_rules": [], "decision": None, "escalation": _escalation(a.escalation), "note": a.scoring_note,
+        "plan": None, "answer": None, "feedback": None,
+    }
+    if isinstance(a, PlanAttempt):
+        view.update(number=a.attempt_number or number, failed_rules=list(a.failed_rules),
+                    decision=_decision(a.iteration_decision), plan=a.plan)
+    elif isinstance(a, AnswerAttempt):
+        view.update(number=a.attempt_number or number, answer=a.answer, feedback=a.feedback)
+    elif not a.aggregated_scores:
+        view["dimensions"] = _dimensions(a.scores, config)
+    return view
+
+
+def _stage(key: str, title: str, s: PlanEvaluation | RetrievalEvaluation | AnswerEvaluation | None,
+           config: StageConfig | None) -> dict[str, Any]:
+    if s is None:
+        return {"key": key, "title": title, "present": False, "overall": None, "passed": None,
+                "pass_threshold": config.pass_threshold if config else None, "skipped": False, "skip_reason": None,
+                "attempts": [], "final_dimensions": [], "flagged_severe": False, "severe": [], "warnings": [],
+                "all_warnings": [], "escalated": False, "meta_review": None, "chosen": None, "regenerated": None,
+                "iterations": None, "note": None}
+    attempts: list[Any] = [s] if isinstance(s, RetrievalEvaluation) else list(s.attempts)  # retrieval: no loop
+    max_attempts = s.max_attempts if isinstance(s, PlanEvaluation) else None
+    total = max(len(attempts), max_attempts or 0) if key == st.PLAN else len(attempts)
+    final = s.aggregated_scores if isinstance(s, RetrievalEvaluation) else s.final_scores
+    flagged = isinstance(s, RetrievalEvaluation) and s.flagged_severe
+    severe = s.severe_dimensions if isinstance(s, RetrievalEvaluation) else []
+    warnings = [str(w) for w in s.warnings]
     return {
-        "number": a.get("attemptNumber") or number, "total": total, "passed": a.get("passed"),
-        "overall": a.get("overall"), "skipped": bool(a.get("evaluationSkipped")), "skip_reason": a.get("skipReason"),
-        "dimensions": _dimensions(_dict(a.get("aggregatedScores")) or _dict(a.get("scores")), dims),
-        "critiques": _critiques(a), "failed_rules": [str(r) for r in _list(a.get("failedRules"))],
-        "decision": {"mode": decision.get("mode"), "critique": decision.get("critique"),
-                     "feedback": decision.get("feedbackToPlanner"), "failure_type": decision.get("failureType"),
-                     "issues": [_dict(i) for i in _list(decision.get("specificIssues"))]} if decision else None,
-        "escalation": _escalation(a.get("escalation")), "note": a.get("scoringNote"),
-        "plan": a.get("plan"), "answer": a.get("answer"), "feedback": a.get("feedback"),
+        "key": key, "title": title, "present": True, "overall": s.overall, "passed": s.passed,
+        "pass_threshold": config.pass_threshold if config else None, "skipped": s.evaluation_skipped,
+        "skip_reason": s.skip_reason, "attempts": [_attempt(a, i + 1, total, config) for i, a in enumerate(attempts)],
+        "final_dimensions": _dimensions(final, config), "flagged_severe": flagged,
+        "severe": [{"key": d, "label": label(d), "score": final.get(d)} for d in severe],
+        "warnings": [w for w in warnings if not (flagged and "quality warning" in w.lower())],
+        "all_warnings": warnings,
+        "escalated": isinstance(s, PlanEvaluation) and s.escalated_to_large_model,
+        "meta_review": _escalation(s.meta_review) if isinstance(s, PlanEvaluation) else None,
+        "chosen": s.chosen_attempt if isinstance(s, PlanEvaluation) else (
+            s.final_attempt if isinstance(s, AnswerEvaluation) else None),
+        "regenerated": s.regenerated if isinstance(s, AnswerEvaluation) else None,
+        "iterations": s.total_iterations if isinstance(s, PlanEvaluation) else None, "note": s.scoring_note,
     }
 
 
 def research_view(ev: dict[str, Any]) -> dict[str, Any]:
     """The runtime view: one box per stage with its score and pass mark, attempts, critiques,
-    escalation, skipped and severe-failure notices."""
-    payload = _dict(ev.get("payload"))
-    config = _dict(_dict(payload.get("config")).get("stages"))
-    stages = []
-    for key, field, title in STAGES:
-        s = _dict(payload.get(field))
-        cfg = _dict(config.get(key))
-        dims = _dict(cfg.get("dimensions"))
-        raw_attempts = [_dict(a) for a in _list(s.get("attempts"))]
-        if not raw_attempts and s:
-            raw_attempts = [s]  # retrieval: one evaluation, no loop
-        total = max(len(raw_attempts), int(s.get("maxAttempts") or 0)) if key == "plan" else len(raw_attempts)
-        attempts = [_attempt(a, i + 1, total, dims) for i, a in enumerate(raw_attempts)]
-        final = _dict(s.get("finalScores")) or _dict(s.get("aggregatedScores"))
-        severe = [{"key": d, "label": label(d), "score": final.get(d)} for d in _list(s.get("severeDimensions"))]
-        stages.append({
-            "key": key, "title": title, "present": bool(s), "overall": s.get("overall"), "passed": s.get("passed"),
-            "pass_threshold": cfg.get("pass_threshold"), "skipped": bool(s.get("evaluationSkipped")),
-            "skip_reason": s.get("skipReason"), "attempts": attempts,
-            "final_dimensions": _dimensions(final, dims), "flagged_severe": bool(s.get("flaggedSevere")),
-            "severe": severe, "warnings": [str(w) for w in _list(s.get("warnings"))
-                                           if not (s.get("flaggedSevere") and "quality warning" in str(w).lower())],
-            "all_warnings": [str(w) for w in _list(s.get("warnings"))],
-            "escalated": bool(s.get("escalatedToLargeModel")), "meta_review": _escalation(s.get("metaReview")),
-            "chosen": s.get("chosenAttempt") or s.get("finalAttempt"), "regenerated": s.get("regenerated"),
-            "iterations": s.get("totalIterations"), "note": s.get("scoringNote"),
-        })
+    escalation, skipped and severe-failure notices. A payload that is not a readable research
+    record gives an empty view with ``payload_error`` saying why."""
+    try:
+        rec = read_payload(ev.get("kind"), ev.get("payload"))
+        if not isinstance(rec, EvaluationRecord):
+            raise PayloadError(f"the stored payload is a {rec.kind} payload, not a research record", kind=rec.kind)
+    except PayloadError as exc:
+        return {"query": None, "overall": None, "skipped": False, "skip_reason": None, "stages": [], "warnings": [],
+                "payload_error": str(exc)}
+    configs = _stage_configs(rec)
+    stages = [_stage(key, title, s, configs.get(key)) for key, title, s in _sections(rec)]
     shown = {w for s in stages for w in s["all_warnings"]}
-    return {"query": payload.get("userQuery"), "overall": payload.get("overallScore"),
-            "skipped": bool(payload.get("evaluationSkipped")), "skip_reason": payload.get("skipReason"),
-            "stages": stages, "warnings": [str(w) for w in _list(payload.get("warnings")) if str(w) not in shown]}
+    return {"query": rec.user_query, "overall": rec.overall_score, "skipped": rec.evaluation_skipped,
+            "skip_reason": rec.skip_reason, "stages": stages,
+            "warnings": [str(w) for w in rec.warnings if str(w) not in shown], "payload_error": None}

@@ -15,7 +15,7 @@ import threading
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
@@ -23,15 +23,13 @@ from sqlalchemy.engine import Engine
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
+from jurist.store.rows import EvaluationRow, evaluation_values
 
 # The newest migration in migrations/versions (a test keeps the two in step).
 SCHEMA_HEAD = "0004"
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
-# The dashboard columns (migration 0003), for callers that do not set them: rows
-# written in one batch must all carry the same keys.
-_EVALUATION_DEFAULTS = {"passed": None, "escalated": False, "iterations": 1, "failure": None}
 _STOP = object()
 # How long the background threads wait for more work before a round trip:
 # writes and cache lookups then go to the database many at a time.
@@ -52,6 +50,13 @@ def normalise_url(url: str) -> str:
 
 def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _evaluation_rows(evaluation: EvaluationRow | Mapping[str, Any],
+                     score_rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    values = evaluation_values(evaluation)
+    values.setdefault("created_at", _utcnow())
+    return values, [dict(r, evaluation_id=values["id"]) for r in score_rows]
 
 
 class Store:
@@ -114,20 +119,16 @@ class Store:
         row["created_at"] = row["created_at"] or _utcnow()
         self._queue.put(("call", row))
 
-    def save_evaluation(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
-        """Queue one evaluation with its per-item scores; returns at once."""
-        evaluation = {**_EVALUATION_DEFAULTS, **evaluation}
-        evaluation.setdefault("created_at", _utcnow())
-        rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
-        self._queue.put(("evaluation", evaluation, rows))
+    def save_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
+                        score_rows: list[dict[str, Any]]) -> None:
+        """Queue one evaluation (a typed row, or its columns) with its per-item scores; returns at once."""
+        self._queue.put(("evaluation", *_evaluation_rows(evaluation, score_rows)))
 
-    def save_evaluation_once(self, evaluation: dict[str, Any], score_rows: list[dict[str, Any]]) -> None:
+    def save_evaluation_once(self, evaluation: EvaluationRow | Mapping[str, Any],
+                             score_rows: list[dict[str, Any]]) -> None:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
-        evaluation = dict(evaluation)
-        evaluation.setdefault("created_at", _utcnow())
-        rows = [dict(r, evaluation_id=evaluation["id"]) for r in score_rows]
-        self._queue.put(("evaluation_once", evaluation, rows))
+        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
 
     def flush(self) -> None:
         """Block until everything queued so far is written; raise if a write failed."""
@@ -275,13 +276,12 @@ class Store:
 
     async def record_checklist_evaluation(
         self, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime,
-        summary: dict[str, Any] | None = None,
+        summary: EvaluationRow | Mapping[str, Any] | None = None,
     ) -> None:
         """The evaluation of one user message and the points it recalled, in one transaction;
         ``summary`` is its ``evaluations`` row (kind ``checklist``), written in the same one."""
-        if summary is not None:
-            summary = {**_EVALUATION_DEFAULTS, **summary}
-        await self.awrite(queries.record_checklist_evaluation, evaluation, recalled, at, summary)
+        values = None if summary is None else {"created_at": at, **evaluation_values(summary)}
+        await self.awrite(queries.record_checklist_evaluation, evaluation, recalled, at, values)
 
     async def set_checklist_status(self, session_id: str, status: str, at: datetime) -> None:
         await self.awrite(queries.set_checklist_status, session_id, status, at)

@@ -1,0 +1,144 @@
+"""result.json and summary.json as pydantic models (the files are written from them).
+
+Field names and their order are the files' documented format
+(docs/rubrics.md). A few keys are written only when they apply (``cached``,
+``items``, an item's ``reasoning`` / ``confidence`` / ``evidence``,
+``truncated``): those are the fields marked *optional*, written when given and
+left out otherwise, so a file read back is written again byte for byte.
+
+A :class:`RubricResult` is also the payload of the store's ``rubric``
+evaluations: ``kind`` and ``version`` name its format; a result written before
+``kind`` existed reads as ``kind="rubric"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+RESULT_KIND = "rubric"
+RESULT_VERSION = "1.0"
+
+
+class _FileModel(BaseModel):
+    """Base: extra keys are kept (a newer file read by an older jurist); the
+    ``_optional`` fields are written only when they were given."""
+
+    model_config = ConfigDict(extra="allow")
+    _optional: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _given_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self._optional - self.model_fields_set:
+            data.pop(name, None)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as the file's JSON data."""
+        return self.model_dump(mode="json")
+
+
+class ItemDecision(_FileModel):
+    """One criterion of an item-based rubric: met or not, and why (an LLM judge
+    gives ``reasoning``; the local judge ``confidence`` and ``evidence``)."""
+
+    _optional = frozenset({"reasoning", "confidence", "evidence"})
+
+    id: str
+    text: str
+    points: float
+    met: bool
+    reasoning: str | None = None
+    confidence: float | None = None
+    evidence: str | None = None
+
+
+class Tokens(_FileModel):
+    input: int = 0
+    output: int = 0
+
+
+class RubricScore(_FileModel):
+    """One rubric's entry of ``rubric_scores``."""
+
+    _optional = frozenset({"cached", "items"})
+
+    rubric_id: str
+    rubric_name: str
+    score: float | None
+    max_score: float
+    reasoning: str | None = None
+    status: str  # scored | evaluation_failed
+    weight: float = 1.0
+    judge_model: str | None = None
+    tokens: Tokens = Field(default_factory=Tokens)
+    latency_ms: float = 0.0
+    cached: bool = False
+    items: list[ItemDecision] | None = None
+
+
+class ResultSummary(_FileModel):
+    total_score: float | None
+    max_score: float
+    percentage: float | None
+    rubrics_evaluated: int
+    rubrics_failed: int
+
+
+class Truncation(_FileModel):
+    omitted_chars: int
+
+
+class RubricResult(_FileModel):
+    """result.json: one session scored against a rubric set."""
+
+    _optional = frozenset({"truncated"})
+
+    kind: Literal["rubric"] = RESULT_KIND
+    version: str = RESULT_VERSION
+    session_id: str
+    evaluated_at: str
+    rubrics_version: str | None = None
+    status: str  # scored | partial | failed
+    judge_model: str | None = None
+    trace_id: str | None = None
+    rubric_scores: list[RubricScore] = Field(default_factory=list)
+    summary: ResultSummary
+    truncated: Truncation | None = None
+
+
+# -- summary.json ---------------------------------------------------------------------
+class BatchStats(_FileModel):
+    total_sessions: int
+    average_score: float | None
+    median_score: float | None
+    std_deviation: float | None
+    score_distribution: dict[str, int]
+    max_score: float
+
+
+class RubricStats(_FileModel):
+    name: str
+    average: float | None
+    median: float | None
+    scored: int
+    failed: int
+    failure_rate: float
+
+
+class FailureCounts(_FileModel):
+    evaluations_failed: int
+    sessions_with_failures: int
+    sessions_without_score: int
+    input_errors: list[str] = Field(default_factory=list)
+
+
+class BatchSummary(_FileModel):
+    """summary.json: the statistics of a batch."""
+
+    batch_summary: BatchStats
+    per_rubric_summary: dict[str, RubricStats]
+    failures: FailureCounts
+    rubrics_version: str | None = None

@@ -1,0 +1,78 @@
+"""Typed input of the ``evaluations`` table.
+
+Every capability stores its evaluations as an :class:`EvaluationRow`: the
+columns the explorer filters and aggregates on, and the payload, a pydantic
+model with ``kind`` and ``version`` (``RubricResult``, ``GateRecord``, the
+research ``EvaluationRecord``, ``ChecklistTurn``). :func:`evaluation_values`
+is the one place that turns a row (or a plain dict of columns, as imports
+and synthetic histories write them) into the values inserted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class StoredPayload(Protocol):
+    """What the store needs of a payload model."""
+
+    kind: str
+    version: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The payload as JSON data, as it is stored and returned over HTTP."""
+        ...
+
+
+@dataclass
+class EvaluationRow:
+    """One ``evaluations`` row; ``kind`` is the payload's."""
+
+    id: str
+    subject_id: str
+    status: str  # scored | partial | failed | skipped
+    payload: StoredPayload
+    trace_id: str | None = None
+    score: float | None = None
+    max_score: float | None = None
+    percentage: float | None = None
+    judge_model: str | None = None
+    rubrics_version: str | None = None
+    source: str | None = None
+    passed: bool | None = None
+    escalated: bool = False
+    iterations: int = 1
+    failure: str | None = None
+    created_at: datetime | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.payload.kind
+
+
+_COLUMNS = tuple(f.name for f in fields(EvaluationRow))
+# What a plain dict of columns may leave out.
+_DEFAULTS = {f.name: f.default for f in fields(EvaluationRow)
+             if f.name not in ("id", "subject_id", "status", "payload", "created_at")}
+
+
+def evaluation_values(row: EvaluationRow | Mapping[str, Any]) -> dict[str, Any]:
+    """The column values of an evaluation: every column present (rows written in one
+    batch must carry the same keys), the payload as JSON data, ``created_at`` left
+    out when not set (the store fills it)."""
+    if isinstance(row, EvaluationRow):
+        values = {name: getattr(row, name) for name in _COLUMNS}
+        values["kind"] = row.kind
+    else:
+        values = {**_DEFAULTS, **row}
+    payload = values["payload"]
+    if isinstance(payload, StoredPayload):
+        values["payload"] = payload.to_json()
+        values.setdefault("kind", payload.kind)
+    if values.get("created_at") is None:
+        values.pop("created_at", None)
+    return values
+
