@@ -34,7 +34,8 @@ from jurist.judges.templates import builtin
 from jurist.models.model import Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
-from jurist.research.failsafe import StageOptions, describe, disabled, evaluate_subject, fail, logger
+from jurist.judges.outcome import describe, timed_out
+from jurist.research.failsafe import StageOptions, disabled, evaluate_subject, fail, logger
 from jurist.research.records import (
     EscalationResult, IterationDecision, Issue, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
 )
@@ -344,7 +345,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
         return PlanOutcome(first, record)
     iterate = config.evaluation.plan_evaluation.iteration_enabled
     max_attempts = record.max_attempts = config.max_attempts if iterate else 1
-    per_attempt = config.iteration.timeout_per_attempt / 1000.0
+    per_attempt = config.iteration.attempt_seconds
     plan, mode, feedback = first, None, None
     for n in range(1, max_attempts + 1):
         clock = _Deadline(per_attempt)
@@ -364,7 +365,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
         except Exception as exc:
             # Name the budget that ran out (the stage's timeout or the attempt's), not the few µs less left of it.
             bound = options.timeout if options.timeout and options.timeout <= limit else per_attempt
-            reason = f"timed out after {bound:g} s" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+            reason = timed_out(bound) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
             if n == 1:
                 skip = fail(options, reason, exc)  # raises ResearchBlocked on block
                 record.evaluation_skipped, record.skip_reason = True, skip.reason
