@@ -36,7 +36,6 @@ from jurist.research.records import (
     RetrievalEvaluation, now,
 )
 from jurist.research.retrieval import evaluate_retrieval
-from jurist.research.vocabulary import DEFAULT_ROLES
 from jurist.store import Store
 
 KIND = "research"
@@ -170,6 +169,7 @@ class ResearchEvaluation:
 
     def _build_panel(self, stage: str) -> Any:
         from jurist.judges.panel import Panel, roles_for
+        from jurist.research.vocabulary import DEFAULT_ROLES
 
         cfg, stage_cfg = self.config, self.config.stages.of(stage)
         roles = roles_for(list(stage_cfg.dimensions), DEFAULT_ROLES, models=cfg.role_models())
