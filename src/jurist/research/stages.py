@@ -9,7 +9,7 @@ reads the validated configuration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from jurist.research.vocabulary import DIMENSION_DESCRIPTIONS
 
@@ -28,9 +28,9 @@ RULE_IF_BORDERLINE = "if_borderline"  # iterate only when the overall score is b
 RULE_NONE = "none"  # never forces an iteration by itself
 
 # Iteration modes (the critic's recommendation, and what the planner is asked for).
-TARGETED_FIX = "targeted_fix"
-FULL_REGENERATION = "full_regeneration"
-ALTERNATIVE_APPROACH = "alternative_approach"
+TARGETED_FIX: Final = "targeted_fix"
+FULL_REGENERATION: Final = "full_regeneration"
+ALTERNATIVE_APPROACH: Final = "alternative_approach"
 MODES: tuple[str, ...] = (TARGETED_FIX, FULL_REGENERATION, ALTERNATIVE_APPROACH)
 
 
