@@ -37,7 +37,7 @@ from jurist.research.config import ResearchConfig
 from jurist.judges.outcome import describe, guarded, timed_out
 from jurist.research.failsafe import Guarded, StageOptions, disabled, evaluate_subject, fail, logger
 from jurist.research.records import (
-    EscalationResult, IterationDecision, Issue, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
+    EscalationResult, IterationDecision, Issue, Mode, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
 )
 
 PURPOSE_CRITIC = "plan_critic"
@@ -283,7 +283,7 @@ def fallback_decision(attempt: PlanAttempt, error: str) -> IterationDecision:
     """Feedback from the panel's own critiques when the critic fails."""
     issues = [Issue(issue=rule, fix="raise this dimension") for rule in attempt.failed_rules]
     critique = " ".join(r.critique for r in attempt.evaluator_results if r.critique)
-    mode = st.FULL_REGENERATION
+    mode: Mode = st.FULL_REGENERATION
     return IterationDecision(mode=mode, specific_issues=issues, critique=critique,
                              feedback_to_planner=feedback_text(attempt, critique, issues, mode),
                              status="failed", error=error)
