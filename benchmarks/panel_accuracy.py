@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from jurist.config import Settings
 from jurist.judges.panel import Panel, Role, roles_for
+from jurist.research.vocabulary import DEFAULT_ROLES
 from jurist.models import script
 from jurist.models.base import ChatRequest
 
@@ -133,7 +134,7 @@ async def run(n: int, seed: int, correlation: float) -> None:
 
     settings = Settings.load(max_retries=0, cache=False)
     dims = list(WEIGHTS)
-    roles = roles_for(dims, models={name: f"scripted/{name}" for name in ROLES})
+    roles = roles_for(dims, DEFAULT_ROLES, models={name: f"scripted/{name}" for name in ROLES})
     panels = {
         "single judge": Panel([Role("single", dims, model="scripted/single")], WEIGHTS, settings=settings),
         "panel, no escalation": Panel(roles, WEIGHTS, settings=settings),

@@ -41,15 +41,16 @@ def pct(values: list[float], q: float) -> float:
 async def run(base_url: str, latency: float, reps: int, warmup: int) -> None:
     from jurist.config import Settings
     from jurist.judges.panel import Panel, Role, roles_for
+    from jurist.research.vocabulary import DEFAULT_ROLES, DIMENSION_DESCRIPTIONS
 
     settings = Settings.load(
         providers={"bench": {"type": "openai", "base_url": base_url, "api_key": "bench"}},
         max_retries=0, cache=False, timeout=30,
     )
     single = Panel([Role("single", DIMENSIONS)], WEIGHTS, settings=settings, model="bench/small",
-                   escalation_model="bench/big")
-    panel = Panel(roles_for(DIMENSIONS), WEIGHTS, settings=settings, model="bench/small",
-                  escalation_model="bench/big")
+                   escalation_model="bench/big", dimension_descriptions=DIMENSION_DESCRIPTIONS)
+    panel = Panel(roles_for(DIMENSIONS, DEFAULT_ROLES), WEIGHTS, settings=settings, model="bench/small",
+                  escalation_model="bench/big", dimension_descriptions=DIMENSION_DESCRIPTIONS)
     subject = {"user_query": "How do I reset my password?",
                "answer": "Open Settings, choose Security, then Reset password."}
     times: dict[str, list[float]] = {"single": [], "panel": []}

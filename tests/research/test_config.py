@@ -109,6 +109,29 @@ def test_separate_file_without_section_and_dict(isolated):
     assert load_research_config().stages.plan.pass_threshold == 0.7  # no file: the defaults
 
 
+def test_model_replaces_every_default_model():
+    c = research_config({"model": "openai/gpt-4o-mini"})
+    assert set(c.role_models().values()) == {"openai/gpt-4o-mini"} and len(c.role_models()) == 5
+    assert c.escalation_model == "openai/gpt-4o-mini" and c.critic() == "openai/gpt-4o-mini"
+    assert c.snapshot()["evaluators"]["fact_checker"] == {"model": "openai/gpt-4o-mini"}  # what ran, on record
+    named = research_config({"model": "openai/gpt-4o-mini", "evaluators": {"fact_checker": "openai/gpt-4o"},
+                             "escalation_model": None, "critic_model": "anthropic/claude-haiku-4-5"})
+    assert named.role_models()["fact_checker"] == "openai/gpt-4o"
+    assert named.role_models()["intent_analyst"] == "openai/gpt-4o-mini"
+    assert named.escalation_model is None and named.critic() == "anthropic/claude-haiku-4-5"
+    unset = research_config({"model": "openai/gpt-4o-mini", "evaluators": {"coverage_checker": None}})
+    assert "coverage_checker" not in unset.role_models()  # the panel's default model: research.model
+
+
+def test_milliseconds_in_the_file_seconds_in_the_code():
+    c = research_config({"role_timeout": 1500, "iteration": {"timeout_per_attempt": 20000},
+                         "evaluation": {"answerEvaluation": {"timeout": 250}}})
+    assert (c.role_timeout_seconds, c.iteration.attempt_seconds) == (1.5, 20.0)
+    assert c.evaluation.of("answer").timeout_seconds == 0.25 and StageOptions.of("answer", c).timeout == 0.25
+    assert ResearchConfig().role_timeout_seconds is None
+    assert c.snapshot()["role_timeout"] == 1500  # the record keeps the file's units
+
+
 def test_global_switch_disables_every_stage():
     c = research_config({"evaluation": {"enabled": False}})
     assert not any(StageOptions.of(s, c).enabled for s in ("plan", "retrieval", "answer"))

@@ -6,8 +6,9 @@ import json
 
 from jurist.config import Settings
 from jurist.models import ChatRequest, script, scripted
-from jurist.research import ResearchEvaluation, research_config
+from jurist.research import ResearchEvaluation, load_research_config, research_config
 from jurist.store import Store
+from jurist.testing import Reply
 
 from tests.research.fakes import SOURCES, Planner, Synthesiser
 
@@ -89,3 +90,72 @@ async def test_unresolvable_models_skip_the_stages(tmp_path):
     assert plan["objective"] == "plan 1" and answer == "answer 1"
     assert rec.evaluation_skipped and "unknown provider 'nosuchprovider'" in rec.plan_evaluation.skip_reason
     assert rec.retrieval_evaluation.evaluation_skipped and rec.answer_evaluation.evaluation_skipped
+
+
+# --- research.model against the real HTTP provider ------------------------------------------------
+
+
+def _http_reply(body: dict) -> Reply:
+    """Role, escalation and critic replies, by the JSON schema the request asks for."""
+    schema = body["response_format"]["json_schema"]
+    request = ChatRequest(messages=body["messages"], response_schema=schema["schema"])
+    replies = {"panel_role": role_reply, "panel_escalation": escalation_reply,
+               "plan_critic": lambda _: CRITIC, "plan_meta_review": lambda _: CRITIC}
+    return Reply(text=replies[schema["name"]](request))
+
+
+async def test_research_model_reaches_every_role_critic_and_escalation(isolated, provider, monkeypatch):
+    # As a new user configures it: an OpenAI-compatible server, a judge, and research.model.
+    monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("JURIST_JUDGE", "openai/gpt-4o-mini")
+    (isolated / "jurist.yaml").write_text("max_retries: 0\ntimeout: 5\nresearch:\n  model: openai/gpt-4o-mini\n")
+    provider.default = _http_reply
+    settings = Settings.load()
+    store = Store(f"sqlite:///{isolated}/p.db")
+    try:
+        async with ResearchEvaluation(load_research_config(settings=settings), settings=settings,
+                                      store=store) as ev:
+            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
+            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
+            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
+            rec = ev.record()
+    finally:
+        store.close()
+    assert not rec.evaluation_skipped and rec.skip_reason is None, rec.skip_reason
+    sent = [(r["json"]["model"], r["json"]["response_format"]["json_schema"]["name"]) for r in provider.requests]
+    assert {model for model, _ in sent} == {"gpt-4o-mini"}
+    assert {purpose for _, purpose in sent} == {"panel_role", "panel_escalation", "plan_critic"}
+    roles = {r["json"]["messages"][0]["content"].split(" on a panel", 1)[0].removeprefix("You are the ")
+             for r in provider.requests if r["json"]["response_format"]["json_schema"]["name"] == "panel_role"}
+    assert roles == set(ROLES)
+    used = {r.model for s in (*rec.plan_evaluation.attempts, rec.retrieval_evaluation, *rec.answer_evaluation.attempts)
+            for r in s.evaluator_results}
+    assert used == {"openai/gpt-4o-mini"}
+    assert rec.plan_evaluation.attempts[0].escalation.model == "openai/gpt-4o-mini"
+    assert rec.plan_evaluation.attempts[0].iteration_decision.critic_model == "openai/gpt-4o-mini"
+
+
+async def test_an_evaluator_whose_every_call_fails_says_so(isolated, provider, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    (isolated / "jurist.yaml").write_text("max_retries: 0\nresearch:\n  model: openai/gpt-4o-mini\n")
+    provider.default = Reply(status=500, text=None)
+    settings = Settings.load()
+    store = Store(f"sqlite:///{isolated}/p.db")
+    try:
+        async with ResearchEvaluation(load_research_config(settings=settings), settings=settings,
+                                      store=store) as ev:
+            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
+            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
+            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
+            rec = ev.record()
+    finally:
+        store.close()
+    assert provider.requests and {r["json"]["model"] for r in provider.requests} == {"gpt-4o-mini"}
+    assert rec.evaluation_skipped and rec.overall_score is None
+    summary = rec.summary()
+    assert summary["evaluationSkipped"] is True and summary["skipReason"] == rec.skip_reason
+    for stage in ("plan", "retrieval", "answer"):
+        reason = next(p for p in rec.skip_reason.split("; ") if p.startswith(f"{stage}: "))
+        assert "every role failed" in reason and "openai/gpt-4o-mini" in reason, reason

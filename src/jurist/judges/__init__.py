@@ -2,12 +2,11 @@
 
 from jurist.judges.judge import FAILED, OK, Judge, Verdict
 from jurist.judges.meaning import LLMMeaningJudge
-from jurist.judges.panel import DEFAULT_ROLES, Panel, PanelResult, Role, RoleResult, roles_for
+from jurist.judges.panel import Panel, PanelResult, Role, RoleResult, roles_for
 from jurist.judges.parsing import ItemReply, ScoreReply, extract_json, parse_items, parse_score
 from jurist.judges.templates import PromptTemplate, builtin, from_file
 
 __all__ = [
-    "DEFAULT_ROLES",
     "FAILED",
     "OK",
     "ItemReply",

@@ -9,6 +9,11 @@ confidence is low, two roles disagree on a dimension, or the overall score is
 near the pass mark, one call to the escalation model (purpose
 ``panel_escalation``) reviews the panel and gives the final scores. No
 surviving role gives a ``skipped`` result, never an invented score.
+
+The panel is generic: roles, dimensions and their descriptions are given by
+the caller (research's five roles and eleven dimensions are in
+:mod:`jurist.research.vocabulary`). Role and escalation statuses are the
+outcome statuses of :mod:`jurist.judges.outcome`.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, TypeVar
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
 from jurist.judges.judge import Judge
+from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, guarded
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
@@ -31,10 +37,7 @@ from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, resolve_model, resolve_ref
 
-OK = "ok"
-FAILED = "failed"
-SCORED = "scored"
-SKIPPED = "skipped"
+SCORED = "scored"  # a panel with scores; roles and escalation are OK or FAILED, a panel without scores SKIPPED
 
 TRIGGER_LOW_CONFIDENCE = "low_confidence"
 TRIGGER_DISAGREEMENT = "disagreement"
@@ -53,7 +56,7 @@ class Role:
     name: str  # e.g. "intent_analyst"
     dimensions: list[str]  # dimension keys, e.g. ["intent_alignment", "relevance"]
     model: str | None = None  # model reference or alias; None: the panel's default model
-    instructions: str | None = None  # the role's own instructions; None: the built-in text for known roles
+    instructions: str | None = None  # the role's own instructions; None: a generic line
 
 
 @dataclass
@@ -111,47 +114,11 @@ class PanelResult:
         return dataclasses.asdict(self)
 
 
-DIMENSION_DESCRIPTIONS: dict[str, str] = {
-    "intent_alignment": "Does the plan correctly interpret what the user wants?",
-    "query_coverage": "Do the search queries cover all aspects of the question?",
-    "scope_appropriateness": "Is the plan neither too narrow nor too broad for the question?",
-    "context_recall": "Were all the documents needed to answer fully retrieved?",
-    "context_precision": "Are the retrieved documents actually relevant?",
-    "source_quality": "Authority, recency and credibility of the sources.",
-    "faithfulness": "Is the answer grounded in the sources (no hallucination)?",
-    "relevance": "Does the answer address what the user asked?",
-    "factual_accuracy": "Is the information actually correct?",
-    "completeness": "Does it cover all aspects with sufficient depth?",
-    "coherence": "Logical flow, organisation, readability.",
-}
-
-ROLE_INSTRUCTIONS: dict[str, str] = {
-    "intent_analyst": "You check whether the work understood what the user actually wants (the goal behind "
-    "the question, its constraints and implied needs) and addresses that rather than a nearby question.",
-    "coverage_checker": "You work systematically: list the aspects of the user's question and what a full "
-    "answer needs, then check each against the material. A missing aspect lowers the score however good "
-    "the rest is.",
-    "faithfulness_judge": "You compare claims with the sources given: a claim the sources do not state is "
-    "unsupported, however plausible. For retrieved documents, judge whether each is relevant to the question.",
-    "quality_assessor": "You judge craft and credibility: logical flow, organisation and readability; the "
-    "authority, recency and credibility of sources; and whether the scope suits the question.",
-    "fact_checker": "You are a sceptic with broad knowledge: check whether the statements are true, "
-    "independently of the sources given, and lower your confidence for claims you cannot verify.",
-}
-
-# The note's five roles; ``instructions=None`` means the built-in text above.
-DEFAULT_ROLES: list[Role] = [
-    Role("intent_analyst", ["intent_alignment", "relevance"]),
-    Role("coverage_checker", ["query_coverage", "completeness", "context_recall"]),
-    Role("faithfulness_judge", ["faithfulness", "context_precision"]),
-    Role("quality_assessor", ["coherence", "source_quality", "scope_appropriateness"]),
-    Role("fact_checker", ["factual_accuracy"]),
-]
 _GENERIC_INSTRUCTIONS = "Judge the material carefully on the dimensions below."
 
 
 def roles_for(
-    dimensions: Sequence[str], roles: Sequence[Role] = DEFAULT_ROLES, models: Mapping[str, str] | None = None
+    dimensions: Sequence[str], roles: Sequence[Role], models: Mapping[str, str] | None = None
 ) -> list[Role]:
     """Copies of ``roles`` restricted to ``dimensions`` (roles left with none are
     dropped), with ``models`` (role name -> model reference) overriding models.
@@ -319,7 +286,7 @@ class Panel:
         self.settings, self.store = settings, store
         self.pass_threshold, self.low_confidence = pass_threshold, low_confidence
         self.disagreement, self.borderline, self.role_timeout = disagreement, borderline, role_timeout
-        self.descriptions = {**DIMENSION_DESCRIPTIONS, **(dimension_descriptions or {})}
+        self.descriptions = dict(dimension_descriptions or {})
         self._check()
         self._models: dict[str, Model] = {}
         self._templates = {
@@ -418,38 +385,37 @@ class Panel:
         return result
 
     async def _call(self, judge: Judge, variables: dict[str, str], parse: Callable[[str], T], trace_id: str | None,
-                    timeout: float | None) -> tuple[T | None, str | None, str, float, int]:
-        """One judge call: (reply or None, error or None, last raw text, latency ms, tokens)."""
+                    timeout: float | None) -> tuple[Outcome[T], str, float, int]:
+        """One judge call under ``timeout`` (role_timeout): (outcome of the reply, last raw text, latency ms,
+        tokens). A time-out, a reply still invalid after the re-ask or a model error is a failed outcome."""
         started = time.perf_counter()
         completions: list[Completion] = []
-        reply: T | None = None
-        error: str | None = None
-        try:
-            run = judge.run(variables, parse, trace_id=trace_id)
-            reply, completions = await (asyncio.wait_for(run, timeout) if timeout else run)
-        except asyncio.TimeoutError:
-            error = f"timed out after {timeout:g} s (role_timeout)"
-        except JudgeParseError as exc:
-            completions, error = getattr(exc, "completions", []), str(exc)
-        except ModelError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        raw = completions[-1].text if completions else ""
+
+        async def call() -> T:
+            reply, done = await judge.run(variables, parse, trace_id=trace_id)
+            completions.extend(done)
+            return reply
+
+        outcome = await guarded(call, timeout=timeout, budget="role_timeout", reason=_reason,
+                                catch=(JudgeParseError, ModelError))
+        if outcome.failed:  # a reply that could not be parsed still cost its calls
+            completions = list(getattr(outcome.error, "completions", None) or [])
         if not completions:  # no call came back: the wall time is all there is
-            return reply, error, raw, round((time.perf_counter() - started) * 1000.0, 3), 0
+            return outcome, "", round((time.perf_counter() - started) * 1000.0, 3), 0
         latency = round(sum(c.latency_ms for c in completions), 3)
-        return reply, error, raw, latency, sum(c.input_tokens + c.output_tokens for c in completions)
+        return outcome, completions[-1].text, latency, sum(c.input_tokens + c.output_tokens for c in completions)
 
     async def _run_role(self, role: Role, judge: Judge, task: str, material: str, trace_id: str | None) -> RoleResult:
         variables = {"role_name": role.name, "dimensions": self._dimension_list(role.dimensions),
-                     "role_instructions": role.instructions or ROLE_INSTRUCTIONS.get(role.name, _GENERIC_INSTRUCTIONS),
+                     "role_instructions": role.instructions or _GENERIC_INSTRUCTIONS,
                      "format": judge.format_hint, "task": task, "subject": material}
         parse = functools.partial(parse_role_reply, dimensions=role.dimensions)
-        reply, error, raw, latency, tokens = await self._call(judge, variables, parse, trace_id, self.role_timeout)
+        outcome, raw, latency, tokens = await self._call(judge, variables, parse, trace_id, self.role_timeout)
         out = RoleResult(role.name, judge.model.name, list(role.dimensions), {}, 0.0, "", raw, latency, tokens)
-        if reply is None:
-            out.status, out.error = FAILED, error
+        if outcome.value is None:
+            out.status, out.error = FAILED, outcome.reason
         else:
-            out.scores, out.confidence, out.critique = reply
+            out.scores, out.confidence, out.critique = outcome.value
         return out
 
     async def _escalate(self, panel: PanelResult, task: str, material: str, trace_id: str | None) -> Escalation:
@@ -465,9 +431,11 @@ class Panel:
         variables = {"dimensions": self._dimension_list(dims), "format": hint, "task": task, "subject": material,
                      "triggers": why, "panel": self._panel_text(panel)}
         parse = functools.partial(parse_escalation_reply, dimensions=dims, roles=roles)
-        reply, error, _, latency, tokens = await self._call(judge, variables, parse, trace_id, None)
+        outcome, _, latency, tokens = await self._call(judge, variables, parse, trace_id, None)
+        reply = outcome.value
         if reply is None:
-            return Escalation(list(panel.triggers), judge.model.name, "", {}, "", {}, latency, tokens, FAILED, error)
+            return Escalation(list(panel.triggers), judge.model.name, "", {}, "", {}, latency, tokens, FAILED,
+                              outcome.reason)
         return Escalation(list(panel.triggers), judge.model.name, reply.panel_review, reply.trust, reply.verdict,
                           reply.scores, latency, tokens)
 
@@ -490,6 +458,11 @@ class Panel:
         """Close the models this panel resolved."""
         for model in self._models.values():
             await model.aclose()
+
+
+def _reason(exc: BaseException) -> str:
+    """A failed call's reason: a parse error as it is (it says what was wrong), else ``ErrorType: message``."""
+    return str(exc) if isinstance(exc, JudgeParseError) else f"{type(exc).__name__}: {exc}"
 
 
 def _material(subject: Mapping[str, str]) -> str:

@@ -28,11 +28,15 @@ from jurist.research.records import (
 )
 from jurist.research.retrieval import evaluate_retrieval
 from jurist.research.stages import ANSWER, PLAN, RETRIEVAL, StageEvaluator
+from jurist.research.vocabulary import DEFAULT_ROLES, DIMENSION_DESCRIPTIONS, ROLE_INSTRUCTIONS
 
 __all__ = [
     "ANSWER",
+    "DEFAULT_ROLES",
+    "DIMENSION_DESCRIPTIONS",
     "PLAN",
     "RETRIEVAL",
+    "ROLE_INSTRUCTIONS",
     "AnswerAttempt",
     "AnswerEvaluation",
     "AnswerOutcome",

@@ -15,7 +15,8 @@ from typing import Any, Awaitable, Callable
 
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
-from jurist.research.failsafe import StageOptions, describe, evaluate_subject, guarded, logger
+from jurist.judges.outcome import describe
+from jurist.research.failsafe import StageOptions, evaluate_subject, guarded, logger
 from jurist.research.records import AnswerAttempt, AnswerEvaluation, fill_stage, unscored_note
 from jurist.research.retrieval import sources_text
 
@@ -47,7 +48,7 @@ async def _evaluate(attempt: AnswerAttempt, query: str, sources: list[Any], *, e
     """Evaluate one answer into ``attempt``; returns a warning, if any."""
     subject = {"query": query, "sources": sources_text(sources), "answer": attempt.answer}
     outcome = await guarded(options, lambda: evaluate_subject(evaluator, st.ANSWER, subject, trace_id=trace_id))
-    if outcome.value is None:
+    if not outcome.ok or outcome.value is None:
         attempt.evaluation_skipped, attempt.skip_reason = True, outcome.reason
         return outcome.warning
     fill_stage(attempt, outcome.value, list(config.stages.answer.dimensions))

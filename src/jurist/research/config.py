@@ -4,7 +4,8 @@ The shape is the design note's (snake_case at the top, camelCase inside
 ``evaluation:``); every default is the note's::
 
     research:
-      evaluators:                       # per role; a role without a model uses `model`
+      model: openai/gpt-4o-mini         # every role, the critic and the escalation not named below
+      evaluators:                       # per role
         intent_analyst: {model: ollama/llama3.1:8b}
         coverage_checker: {model: ollama/qwen3:14b}
       escalation_model: ollama/qwen3:30b
@@ -20,9 +21,16 @@ The shape is the design note's (snake_case at the top, camelCase inside
         retrievalEvaluation: {enabled: true, timeout: 30000, failAction: continue}
         answerEvaluation: {enabled: true, regenerationEnabled: true, timeout: 45000, failAction: continue}
 
-Times are milliseconds, as in the note. :func:`load_research_config` reads the
-section (or a separate YAML file), validates it and raises
-:class:`~jurist.errors.ConfigError` naming the bad field.
+Times are milliseconds in the file, as in the note; the ``*_seconds``
+properties convert them, and the rest of the code works in seconds only.
+:func:`load_research_config` reads the section (or a separate YAML file),
+validates it and raises :class:`~jurist.errors.ConfigError` naming the bad
+field.
+
+Models: a role's own ``evaluators.<role>.model``, else ``model``, else the
+note's Ollama default of that role; the escalation: ``escalation_model``,
+else ``model``, else the note's default; the plan critic: ``critic_model``,
+else the intent_analyst's model.
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from jurist.config import Settings, read_yaml
 from jurist.errors import ConfigError
 from jurist.research import stages as st
+from jurist.research import vocabulary as vocab
 
 FailAction = Literal["continue", "warn", "block"]
 
@@ -56,6 +65,11 @@ class IterationConfig(_Strict):
     max_attempts: int = Field(default=3, ge=1, le=10)
     timeout_per_attempt: int = Field(default=60000, gt=0)  # ms
     escalation_after_attempt: int = Field(default=2, ge=1)
+
+    @property
+    def attempt_seconds(self) -> float:
+        """``timeout_per_attempt`` in seconds."""
+        return self.timeout_per_attempt / 1000.0
 
 
 class EscalationConfig(_Strict):
@@ -138,25 +152,31 @@ class StagesConfig(_Strict):
         return getattr(self, stage)
 
 
-class PlanEvaluationConfig(_Strict):
+class _StageSwitches(_Strict):
+    """The fail-safe switches every stage has; ``timeout`` is milliseconds (one evaluation)."""
+
     enabled: bool = True
+    timeout: int = Field(gt=0)
+    fail_action: FailAction = Field(default="continue", alias="failAction")
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.timeout / 1000.0
+
+
+class PlanEvaluationConfig(_StageSwitches):
     iteration_enabled: bool = Field(default=True, alias="iterationEnabled")
     max_attempts: int = Field(default=3, ge=1, le=10, alias="maxAttempts")
     timeout: int = Field(default=60000, gt=0)  # ms, one evaluation of one plan
-    fail_action: FailAction = Field(default="continue", alias="failAction")
 
 
-class RetrievalEvaluationConfig(_Strict):
-    enabled: bool = True
+class RetrievalEvaluationConfig(_StageSwitches):
     timeout: int = Field(default=30000, gt=0)
-    fail_action: FailAction = Field(default="continue", alias="failAction")
 
 
-class AnswerEvaluationConfig(_Strict):
-    enabled: bool = True
+class AnswerEvaluationConfig(_StageSwitches):
     regeneration_enabled: bool = Field(default=True, alias="regenerationEnabled")
     timeout: int = Field(default=45000, gt=0)
-    fail_action: FailAction = Field(default="continue", alias="failAction")
 
 
 class EvaluationConfig(_Strict):
@@ -168,18 +188,19 @@ class EvaluationConfig(_Strict):
         default_factory=RetrievalEvaluationConfig, alias="retrievalEvaluation")
     answer_evaluation: AnswerEvaluationConfig = Field(default_factory=AnswerEvaluationConfig, alias="answerEvaluation")
 
-
-def _default_evaluators() -> dict[str, EvaluatorConfig]:
-    return {role: EvaluatorConfig(model=m) for role, m in st.DEFAULT_ROLE_MODELS.items()}
+    def of(self, stage: str) -> _StageSwitches:
+        """The switches of one stage."""
+        return {st.PLAN: self.plan_evaluation, st.RETRIEVAL: self.retrieval_evaluation,
+                st.ANSWER: self.answer_evaluation}[stage]
 
 
 class ResearchConfig(_Strict):
     """Everything research evaluation can be told (see the module docstring)."""
 
-    model: str | None = None  # default model of roles without one (None: the configured judge)
-    evaluators: dict[str, EvaluatorConfig] = Field(default_factory=_default_evaluators)
-    escalation_model: str | None = st.DEFAULT_ESCALATION_MODEL
-    visual_evaluator: str | None = st.DEFAULT_VISUAL_EVALUATOR  # recorded; not used yet
+    model: str | None = None  # every role, critic and escalation without a model of its own (None: the note's)
+    evaluators: dict[str, EvaluatorConfig] = Field(default_factory=dict, validate_default=True)
+    escalation_model: str | None = vocab.DEFAULT_ESCALATION_MODEL
+    visual_evaluator: str | None = vocab.DEFAULT_VISUAL_EVALUATOR  # recorded; not used yet
     critic_model: str | None = None  # plan critic (None: the intent_analyst's model)
     role_timeout: int | None = Field(default=None, gt=0)  # ms per role call (None: the panel's)
     iteration: IterationConfig = Field(default_factory=IterationConfig)
@@ -189,17 +210,27 @@ class ResearchConfig(_Strict):
 
     @field_validator("evaluators", mode="before")
     @classmethod
-    def _merge_evaluators(cls, v: Any) -> Any:
+    def _merge_evaluators(cls, v: Any, info: ValidationInfo) -> Any:
+        """The roles the section does not name get ``model`` when it is given, else the note's default."""
         if not isinstance(v, dict):
             return v
-        unknown = sorted(set(v) - set(st.DEFAULT_ROLE_MODELS))
+        unknown = sorted(set(v) - set(vocab.DEFAULT_ROLE_MODELS))
         if unknown:
             raise ValueError(f"unknown evaluator role(s) {', '.join(map(str, unknown))}; "
-                             f"known: {', '.join(st.DEFAULT_ROLE_MODELS)}")
-        merged: dict[str, Any] = {r: {"model": m} for r, m in st.DEFAULT_ROLE_MODELS.items()}
+                             f"known: {', '.join(vocab.DEFAULT_ROLE_MODELS)}")
+        model = info.data.get("model")
+        merged: dict[str, Any] = {r: {"model": model or m} for r, m in vocab.DEFAULT_ROLE_MODELS.items()}
         for role, entry in v.items():
             merged[role] = {"model": entry} if isinstance(entry, str) or entry is None else entry
         return merged
+
+    @model_validator(mode="before")
+    @classmethod
+    def _escalation_follows_model(cls, data: Any) -> Any:
+        """Without ``escalation_model``, ``model`` (when given) escalates too, not the note's default."""
+        if isinstance(data, dict) and data.get("model") and "escalation_model" not in data:
+            return {**data, "escalation_model": data["model"]}
+        return data
 
     @model_validator(mode="after")
     def _attempts_agree(self) -> "ResearchConfig":
@@ -218,8 +249,14 @@ class ResearchConfig(_Strict):
         plan = self.evaluation.plan_evaluation
         return plan.max_attempts if "max_attempts" in plan.model_fields_set else self.iteration.max_attempts
 
+    @property
+    def role_timeout_seconds(self) -> float | None:
+        """``role_timeout`` in seconds (None: the panel's)."""
+        return self.role_timeout / 1000.0 if self.role_timeout is not None else None
+
     def role_models(self) -> dict[str, str]:
-        """Role -> model reference, for roles that name one."""
+        """Role -> model reference, for roles that have one (a role set to null has none:
+        the panel's default model, ``model`` or the configured judge)."""
         return {role: e.model for role, e in self.evaluators.items() if e.model}
 
     def critic(self) -> str | None:

@@ -174,15 +174,16 @@ class ResearchEvaluation:
 
     def _build_panel(self, stage: str) -> Any:
         from jurist.judges.panel import Panel, roles_for
+        from jurist.research.vocabulary import DEFAULT_ROLES
 
         cfg, stage_cfg = self.config, self.config.stages.of(stage)
-        roles = roles_for(list(stage_cfg.dimensions), models=cfg.role_models())
+        roles = roles_for(list(stage_cfg.dimensions), DEFAULT_ROLES, models=cfg.role_models())
         return Panel(
             roles, stage_cfg.weights, settings=self.settings, store=self.store, model=cfg.model,
             escalation_model=cfg.escalation_model, pass_threshold=stage_cfg.pass_threshold,
             dimension_descriptions=st.descriptions(stage), low_confidence=cfg.escalation.low_confidence,
             disagreement=cfg.escalation.disagreement, borderline=cfg.escalation.borderline,
-            role_timeout=cfg.role_timeout / 1000.0 if cfg.role_timeout else None,
+            role_timeout=cfg.role_timeout_seconds,
         )
 
     def _build_critic(self) -> LLMPlanCritic:

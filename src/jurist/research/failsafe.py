@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Generic, TypeVar
+from typing import Awaitable, Callable, TypeVar
 
 from jurist.errors import JuristError
-from jurist.judges.panel import SKIPPED, PanelResult
+from jurist.judges.outcome import FAILED, SKIPPED, Outcome, describe, guarded as guarded_call
+from jurist.judges.panel import PanelResult
 from jurist.research.config import ResearchConfig
-from jurist.research.stages import ANSWER, PLAN, RETRIEVAL, TASKS, StageEvaluator
+from jurist.research.stages import TASKS, StageEvaluator
 
 logger = logging.getLogger("jurist.research")
 
@@ -55,61 +56,46 @@ class StageOptions:
 
     @classmethod
     def of(cls, stage: str, config: ResearchConfig) -> "StageOptions":
-        ev = config.evaluation
-        section = {PLAN: ev.plan_evaluation, RETRIEVAL: ev.retrieval_evaluation, ANSWER: ev.answer_evaluation}[stage]
-        return cls(stage, ev.enabled and section.enabled, section.timeout / 1000.0, section.fail_action)
+        switches = config.evaluation.of(stage)
+        return cls(stage, config.evaluation.enabled and switches.enabled, switches.timeout_seconds,
+                   switches.fail_action)
 
 
 @dataclass
-class Guarded(Generic[T]):
-    """The outcome of a guarded evaluation: its value, or why it was skipped."""
+class Guarded(Outcome[T]):
+    """The outcome of a guarded stage evaluation: ``ok`` with its value, ``failed``
+    (the evaluator failed; failAction continue or warn) or ``skipped`` (disabled),
+    with the reason, and the warning a ``warn`` adds to the record. Either of
+    the last two is ``evaluationSkipped`` in the record."""
 
-    value: T | None
-    skipped: bool = False
-    reason: str | None = None
     warning: str | None = None
 
 
-def describe(exc: BaseException) -> str:
-    """A one-line reason for the record."""
-    if isinstance(exc, asyncio.TimeoutError):
-        return "timed out"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def disabled(stage: str) -> Guarded[T]:
-    return Guarded(None, skipped=True, reason=f"{stage} evaluation disabled by configuration")
+    return Guarded(SKIPPED, reason=f"{stage} evaluation disabled by configuration")
 
 
 def fail(options: StageOptions, reason: str, exc: BaseException | None = None) -> Guarded[T]:
-    """Apply the stage's failAction to a failure: raise, or a skipped outcome."""
+    """Apply the stage's failAction to a failure: raise, or a failed outcome."""
     if options.fail_action == "block":
         raise ResearchBlocked(options.stage, reason) from exc
     message = f"{options.stage} evaluation skipped ({reason}); research continued without quality validation"
+    error_type = type(exc).__name__ if exc is not None else None
     if options.fail_action == "warn":
         logger.warning(message)
-        return Guarded(None, skipped=True, reason=reason, warning=message)
+        return Guarded(FAILED, reason=reason, error_type=error_type, error=exc, warning=message)
     logger.info(message)
-    return Guarded(None, skipped=True, reason=reason)
+    return Guarded(FAILED, reason=reason, error_type=error_type, error=exc)
 
 
 async def guarded(options: StageOptions, fn: Callable[[], Awaitable[T]]) -> Guarded[T]:
     """Run ``fn`` under the stage's switches: enabled flag, timeout, failAction."""
     if not options.enabled:
         return disabled(options.stage)
-    try:
-        if options.timeout:
-            value = await asyncio.wait_for(fn(), options.timeout)
-        else:
-            value = await fn()
-    except ResearchBlocked:
-        raise
-    except asyncio.TimeoutError as exc:
-        return fail(options, f"timed out after {options.timeout:g} s", exc)
-    except Exception as exc:  # evaluation never crashes research (unless the action is block)
-        return fail(options, describe(exc), exc)
-    return Guarded(value)
+    outcome = await guarded_call(fn, timeout=options.timeout, reraise=(ResearchBlocked,))
+    if outcome.failed:  # evaluation never crashes research (unless the action is block)
+        return fail(options, outcome.reason or "failed", outcome.error)
+    return Guarded(outcome.status, outcome.value)
 
 
 async def evaluate_subject(

@@ -34,9 +34,10 @@ from jurist.judges.templates import builtin
 from jurist.models.model import Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
-from jurist.research.failsafe import StageOptions, describe, disabled, evaluate_subject, fail, logger
+from jurist.judges.outcome import describe, guarded, timed_out
+from jurist.research.failsafe import Guarded, StageOptions, disabled, evaluate_subject, fail, logger
 from jurist.research.records import (
-    EscalationResult, IterationDecision, Issue, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
+    EscalationResult, IterationDecision, Issue, Mode, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
 )
 
 PURPOSE_CRITIC = "plan_critic"
@@ -199,15 +200,20 @@ class LLMPlanCritic:
 
     async def _ask(self, judge: Judge, variables: dict[str, str], trace_id: str | None
                    ) -> tuple[CriticReply | None, str | None, float, int, str | None]:
-        """(reply, raw text, latency ms, tokens, error)."""
-        try:
-            reply, comps = await judge.run(variables, parse_critic, trace_id=trace_id)
-        except JudgeParseError as exc:
-            comps = getattr(exc, "completions", [])
-            return None, exc.raw, _latency(comps), _tokens(comps), describe(exc)
-        except ModelError as exc:
-            return None, None, 0.0, 0, describe(exc)
-        return reply, comps[-1].text, _latency(comps), _tokens(comps), None
+        """(reply, raw text, latency ms, tokens, error): a model error or a reply still
+        invalid after the re-ask is a failed outcome, its reason the error."""
+        completions: list[Any] = []
+
+        async def call() -> CriticReply:
+            reply, done = await judge.run(variables, parse_critic, trace_id=trace_id)
+            completions.extend(done)
+            return reply
+
+        outcome = await guarded(call, catch=(JudgeParseError, ModelError))
+        if outcome.failed:  # a reply that could not be parsed still cost its calls
+            completions = list(getattr(outcome.error, "completions", None) or [])
+        raw = completions[-1].text if completions else None
+        return outcome.value, raw, _latency(completions), _tokens(completions), outcome.reason
 
     async def critique(self, query: str, attempt: PlanAttempt, history: list[PlanAttempt], *,
                        trace_id: str | None = None) -> IterationDecision:
@@ -277,7 +283,7 @@ def fallback_decision(attempt: PlanAttempt, error: str) -> IterationDecision:
     """Feedback from the panel's own critiques when the critic fails."""
     issues = [Issue(issue=rule, fix="raise this dimension") for rule in attempt.failed_rules]
     critique = " ".join(r.critique for r in attempt.evaluator_results if r.critique)
-    mode = st.FULL_REGENERATION
+    mode: Mode = st.FULL_REGENERATION
     return IterationDecision(mode=mode, specific_issues=issues, critique=critique,
                              feedback_to_planner=feedback_text(attempt, critique, issues, mode),
                              status="failed", error=error)
@@ -339,12 +345,11 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
     warnings = record.warnings
     first = await planner(query, None, None)  # the research's own call: its errors are the caller's
     if not options.enabled:
-        skip = disabled(st.PLAN)
-        record.evaluation_skipped, record.skip_reason = True, skip.reason
+        record.evaluation_skipped, record.skip_reason = True, disabled(st.PLAN).reason
         return PlanOutcome(first, record)
     iterate = config.evaluation.plan_evaluation.iteration_enabled
     max_attempts = record.max_attempts = config.max_attempts if iterate else 1
-    per_attempt = config.iteration.timeout_per_attempt / 1000.0
+    per_attempt = config.iteration.attempt_seconds
     plan, mode, feedback = first, None, None
     for n in range(1, max_attempts + 1):
         clock = _Deadline(per_attempt)
@@ -364,9 +369,9 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
         except Exception as exc:
             # Name the budget that ran out (the stage's timeout or the attempt's), not the few µs less left of it.
             bound = options.timeout if options.timeout and options.timeout <= limit else per_attempt
-            reason = f"timed out after {bound:g} s" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+            reason = timed_out(bound) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
             if n == 1:
-                skip = fail(options, reason, exc)  # raises ResearchBlocked on block
+                skip: Guarded[Any] = fail(options, reason, exc)  # raises ResearchBlocked on block
                 record.evaluation_skipped, record.skip_reason = True, skip.reason
                 if skip.warning:
                     warnings.append(skip.warning)

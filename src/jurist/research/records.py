@@ -209,6 +209,7 @@ class EvaluationRecord(Record):
             "overallScore": self.overall_score,
             "iterations": plan.total_iterations if plan else 0,
             "evaluationSkipped": self.evaluation_skipped,
+            "skipReason": self.skip_reason,
             "details": f"jurist export {self.log_id}",
         }
 

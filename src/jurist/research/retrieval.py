@@ -73,7 +73,7 @@ async def evaluate_retrieval(query: str, plan: Any, sources: list[Any], *, evalu
     section.source_details = [SourceEvaluation(source_id=s["id"], title=s["title"], url=s["url"]) for s in normal]
     subject = {"query": query, "plan": plan_text(plan), "sources": sources_text(sources)}
     outcome = await guarded(options, lambda: evaluate_subject(evaluator, st.RETRIEVAL, subject, trace_id=trace_id))
-    if outcome.value is None:
+    if not outcome.ok or outcome.value is None:
         section.evaluation_skipped, section.skip_reason = True, outcome.reason
         section.warnings += [outcome.warning] if outcome.warning else []
         return section

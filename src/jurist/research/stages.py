@@ -1,16 +1,17 @@
-"""The three research stages, their dimensions, weights, thresholds and roles.
+"""The three research stages, their dimensions, weights and thresholds.
 
-The tables of the design note ("Evaluation Dimensions", "LLM Panel
-Architecture") as data. :mod:`jurist.research.config` takes its defaults from
-here; everything else reads the validated configuration.
+The tables of the design note ("Evaluation Dimensions") as data; the roles
+that score the dimensions are in :mod:`jurist.research.vocabulary`.
+:mod:`jurist.research.config` takes its defaults from here; everything else
+reads the validated configuration.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from jurist.judges.panel import DIMENSION_DESCRIPTIONS
+from jurist.research.vocabulary import DIMENSION_DESCRIPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.judges.panel import PanelResult
@@ -27,9 +28,9 @@ RULE_IF_BORDERLINE = "if_borderline"  # iterate only when the overall score is b
 RULE_NONE = "none"  # never forces an iteration by itself
 
 # Iteration modes (the critic's recommendation, and what the planner is asked for).
-TARGETED_FIX = "targeted_fix"
-FULL_REGENERATION = "full_regeneration"
-ALTERNATIVE_APPROACH = "alternative_approach"
+TARGETED_FIX: Final = "targeted_fix"
+FULL_REGENERATION: Final = "full_regeneration"
+ALTERNATIVE_APPROACH: Final = "alternative_approach"
 MODES: tuple[str, ...] = (TARGETED_FIX, FULL_REGENERATION, ALTERNATIVE_APPROACH)
 
 
@@ -74,17 +75,6 @@ PASS_THRESHOLD = 0.7  # plan: "0.7 overall (configurable)"; used for every stage
 SEVERE_THRESHOLD = 0.5  # retrieval: flag severe failures below 0.5
 REGENERATE_BELOW = 0.5  # answer: regenerate the synthesis below 0.5
 
-
-# Default model assignments of the note ("available Ollama models").
-DEFAULT_ROLE_MODELS: dict[str, str] = {
-    "intent_analyst": "ollama/llama3.1:8b",
-    "coverage_checker": "ollama/qwen3:14b",
-    "faithfulness_judge": "ollama/llama3.1:8b",
-    "quality_assessor": "ollama/qwen3:14b",
-    "fact_checker": "ollama/qwen3:14b",
-}
-DEFAULT_ESCALATION_MODEL = "ollama/qwen3:30b"
-DEFAULT_VISUAL_EVALUATOR = "ollama/qwen3-vl:8b"
 
 # What the panel is asked to do at each stage (the ``task`` of Panel.evaluate).
 TASKS: dict[str, str] = {
