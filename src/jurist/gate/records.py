@@ -6,12 +6,16 @@ import contextvars
 import dataclasses
 from typing import Any
 
-from jurist.gate.types import GateResult
+from jurist.gate.types import CALL_GENERATION, GateResult
 from jurist.models.base import CallRecord
 from jurist.models.model import CallSink
 
 #: The attempt an LLM call belongs to; set on the tasks the gate creates.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attempt", default=0)
+#: What the gate asks its generator for (generation | regeneration |
+#: comprehensive_retry), set while it runs: a generator that makes its own
+#: model calls records them under this purpose.
+PURPOSE: contextvars.ContextVar[str] = contextvars.ContextVar("jurist_gate_purpose", default=CALL_GENERATION)
 
 
 def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
@@ -32,7 +36,8 @@ def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
 
 class CallCollector:
     """A call sink in front of the store: forwards every record and keeps, per
-    trace id, the entries the gate returns with its result."""
+    trace id, the entries the gate returns with its result (its ``llm_calls``
+    are this view of the trace's call records, nothing built by hand)."""
 
     def __init__(self, inner: CallSink | None) -> None:
         self.inner = inner
@@ -58,8 +63,14 @@ class CallCollector:
 
 
 def result_json(result: GateResult) -> dict[str, Any]:
-    """The gate's result as plain JSON data (the store's payload, the proxy's body)."""
+    """The gate's result as plain JSON data."""
     return dataclasses.asdict(result)
+
+
+def gate_payload(result: GateResult) -> dict[str, Any]:
+    """The record of one gated request: the stored payload, and the ``jurist``
+    field the proxy returns over HTTP (the same dict)."""
+    return {**result_json(result), "evaluations_list": evaluations_list(result)}
 
 
 def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
@@ -85,8 +96,10 @@ def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, j
     score = None if ev is None else (ev.quality_score if ev.quality_score is not None
                                     else (None if ev.comprehensive is None else float(ev.comprehensive)))
     status = "failed" if result.error else ("skipped" if result.evaluation_skipped else "scored")
-    payload = result_json(result)
-    payload.update(strategy=strategy, evaluator=evaluator, evaluations_list=evaluations_list(result))
+    if result.strategy is None or result.evaluator is None:
+        result = dataclasses.replace(result, strategy=result.strategy or strategy,
+                                     evaluator=result.evaluator or evaluator)
+    payload = gate_payload(result)
     return {
         "id": evaluation_id, "kind": "gate", "subject_id": subject_id, "trace_id": result.trace_id,
         "status": status, "score": score, "max_score": 1.0 if score is not None else None,

@@ -419,7 +419,8 @@ class LocalJudge:
         """Always raises ConfigError: the local judge cannot generate text."""
         raise ConfigError(_NO_TEXT_HINT)
 
-    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+    def stream(self, request: ChatRequest, *, timeout: float | None = None,
+               into: Completion | None = None) -> AsyncIterator[str]:
         """Always raises ConfigError: the local judge cannot generate text."""
         raise ConfigError(_NO_TEXT_HINT)
 

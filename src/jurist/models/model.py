@@ -252,20 +252,25 @@ class Model:
         template: Template | None = None,
     ) -> AsyncIterator[str]:
         """Stream text deltas through the limiter (no retries once text flows);
-        the whole call is recorded when the stream ends or fails."""
+        the whole call, with the usage the adapter reports, is recorded when the
+        stream ends, fails or is closed early."""
         started = time.perf_counter()
         parts: list[str] = []
+        done = Completion(text="", model=self.name)
         error: BaseException | None = None
         try:
             async with self.limiter.slot(request.estimated_tokens()):
-                async for delta in self.adapter.stream(request, timeout=self.timeout):
+                async for delta in self.adapter.stream(request, timeout=self.timeout, into=done):
                     parts.append(delta)
                     yield delta
+        except GeneratorExit:
+            error = GeneratorExit("the stream was closed before its end")
+            raise
         except BaseException as exc:
             error = exc
             raise
         finally:
-            done = Completion(text="".join(parts), model=self.name)
+            done.text = "".join(parts)
             self._record(
                 request, request.cache_key(self.name), new_id(), started,
                 purpose=purpose, trace_id=trace_id, template=template, completion=done,
