@@ -14,7 +14,7 @@ import random
 import time
 from jurist.ids import new_id
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol
+from typing import Any, AsyncGenerator, Callable, Protocol
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited
 from jurist.models.base import CallRecord, ChatModel, ChatRequest, Completion
@@ -250,7 +250,7 @@ class Model:
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
         template: Template | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Stream text deltas through the limiter (no retries once text flows);
         the whole call, with the usage the adapter reports, is recorded when the
         stream ends, fails or is closed early."""

@@ -156,6 +156,23 @@ class OpenAIChat:
                 raise
             raise mapped from exc
 
+    async def list_models(self, *, api_key: str | None = None, timeout: float | None = None) -> bytes:
+        """The endpoint's ``GET /models`` body as it is; an error status raises its jurist error."""
+        headers = self._headers if not api_key else {**self._headers, "Authorization": f"Bearer {api_key}"}
+        try:
+            async with self._http().get(f"{self.endpoint}/models", headers=headers, allow_redirects=False,
+                                        timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+                raw = await response.read()
+                if not 200 <= response.status < 300:
+                    raise status_error(response.status, error_detail(raw), response.headers, model=self.name,
+                                       where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint(), body=raw)
+            return raw
+        except Exception as exc:
+            mapped = self._map(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
     async def aclose(self) -> None:
         """Close the adapter's own HTTP session and its connections."""
         if self._session is not None and not self._session.closed:
