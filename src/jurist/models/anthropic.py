@@ -138,7 +138,7 @@ def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, 
     return "\n\n".join(system), turns
 
 
-def map_anthropic_error(exc: BaseException, *, model: str, endpoint: str) -> Exception:
+def map_anthropic_error(exc: Exception, *, model: str, endpoint: str) -> Exception:
     """``anthropic`` SDK errors as jurist errors (see :func:`map_sdk_error`);
     529 (overloaded) is a 5xx and so ``ModelUnavailable``."""
     return map_sdk_error(exc, anthropic, anthropic.AnthropicError, model=model, endpoint=endpoint, key_hint=KEY_HINT, wire="Anthropic")

@@ -331,6 +331,6 @@ def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
             for m in messages]
 
 
-def map_openai_error(exc: BaseException, *, model: str, endpoint: str) -> Exception:
+def map_openai_error(exc: Exception, *, model: str, endpoint: str) -> Exception:
     """Errors of an OpenAI-protocol call as jurist errors (see :func:`map_transport_error`)."""
     return map_transport_error(exc, model=model, endpoint=endpoint, wire="OpenAI")

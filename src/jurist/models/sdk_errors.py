@@ -46,7 +46,7 @@ def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
     return tuple(timeouts), tuple(transport)
 
 
-def map_transport_error(exc: BaseException, *, model: str, endpoint: str, wire: str) -> Exception:
+def map_transport_error(exc: Exception, *, model: str, endpoint: str, wire: str) -> Exception:
     """The one mapping of transport failures to jurist errors: a timeout, a
     connection refused or dropped (aiohttp, or the SDKs' ``httpx``), a body that
     is not valid JSON. Returns the exception to raise; jurist's own errors and
@@ -73,7 +73,7 @@ def map_transport_error(exc: BaseException, *, model: str, endpoint: str, wire: 
 
 
 def map_sdk_error(
-    exc: BaseException, sdk: Any, base_error: type[Exception], *, model: str, endpoint: str,
+    exc: Exception, sdk: Any, base_error: type[Exception], *, model: str, endpoint: str,
     key_hint: str, wire: str,
 ) -> Exception:
     """A provider SDK's errors as jurist errors (the ``anthropic`` SDK's; the
