@@ -24,6 +24,8 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 
 class JuristError(Exception):
     """Base of every error jurist raises on purpose."""
@@ -65,9 +67,14 @@ class ModelError(JuristError):
 
     retryable = False
 
-    def __init__(self, message: str, *, model: str | None = None, status: int | None = None):
+    def __init__(self, message: str, *, model: str | None = None, status: int | None = None,
+                 body: bytes | None = None, headers: Mapping[str, str] | None = None):
         self.model = model
         self.status = status
+        # The endpoint's own error reply (raw body, headers), when it sent one:
+        # what a proxy relays to its client unchanged.
+        self.body = body
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
         super().__init__(message)
 
 

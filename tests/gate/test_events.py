@@ -167,3 +167,44 @@ async def test_judge_model_instance_and_no_judge_configured():
     result = await g.run(QUESTION, "scripted/gen")
     await g.aclose()
     assert [c["model"] for c in result.llm_calls] == ["scripted/gen", "scripted/j2"]
+
+
+@pytest.mark.parametrize("generator", ["model", "function"])
+async def test_a_failed_regeneration_is_one_call_record(generator):
+    script("judge", bad(), default=good())
+    if generator == "model":
+        script("gen", "Built in 1889.", ModelUnavailable("no capacity"))
+        generate = "scripted/gen"
+    else:
+        answers = iter(["Built in 1889."])
+
+        async def generate(messages):
+            try:
+                return next(answers)
+            except StopIteration:
+                raise ModelUnavailable("no capacity") from None
+    g = gate()
+    result = await g.run(QUESTION, generate, trace_id=f"regen-{generator}")
+    g.store.flush()
+    assert result.accept_reason == "regeneration_failed"
+    regenerations = [c for c in result.llm_calls if c["type"] == "regeneration"]
+    assert [(c["iteration"], c["status"]) for c in regenerations] == [(2, "error")]
+    assert "no capacity" in regenerations[0]["error"]
+    if generator == "model":  # the list is the trace's call records, as stored
+        stored = g.store.calls(trace_id=f"regen-{generator}")
+        assert sorted(c["id"] for c in stored) == sorted(c["call_id"] for c in result.llm_calls)
+    await g.aclose()
+
+
+async def test_the_stored_payload_is_the_record_of_the_result():
+    from jurist.gate.records import gate_payload
+
+    script("gen", "first", "second")
+    script("judge", bad(), good(0.8))
+    g = gate()
+    result = await g.run(QUESTION, "scripted/gen", trace_id="trace-payload")
+    g.store.flush()
+    [row] = g.store.evaluations(kind="gate")
+    assert row["payload"] == json.loads(json.dumps(gate_payload(result)))
+    assert row["payload"]["strategy"] == "blocking" and row["payload"]["evaluator"] == "quality"
+    await g.aclose()

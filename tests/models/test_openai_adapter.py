@@ -278,3 +278,67 @@ def test_missing_key_for_openai_is_a_config_error() -> None:
 def test_unknown_structured_output_mode_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="structured_output"):
         OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", structured_output="grammar")
+
+
+async def test_stream_reports_usage_and_finish_reason(chat: OpenAIChat, server: ProviderServer) -> None:
+    from jurist.models.base import Completion
+
+    server.script(Reply(text="Fine.", input_tokens=7, output_tokens=2, finish_reason="length"))
+    into = Completion(text="", model=chat.name)
+    assert "".join([d async for d in chat.stream(ask(), into=into)]) == "Fine."
+    assert (into.input_tokens, into.output_tokens, into.finish_reason) == (7, 2, "length")
+    assert server.requests[0]["json"]["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("body", [
+    'data: {"choices": [{"index": 0, "delta": {"content": "Par"}, "finish_reason": null}]}\n\n',  # no end
+    'data: {"choices": [{"index": 0, "delta": {"content": "Par"}, "finish_reason": null}]}\n\ndata: {"choi',
+])
+async def test_a_stream_that_stops_before_its_end_is_unavailable(chat: OpenAIChat, server: ProviderServer,
+                                                                 body: str) -> None:
+    server.script(Reply(body=body))
+    seen: list[str] = []
+    with pytest.raises(ModelUnavailable):
+        async for delta in chat.stream(ask()):
+            seen.append(delta)
+    assert seen == ["Par"]
+
+
+async def test_stream_errors_carry_the_endpoints_status_body_and_retry_after(chat: OpenAIChat,
+                                                                            server: ProviderServer) -> None:
+    server.script(Reply(status=429, headers={"Retry-After": "7"}))
+    with pytest.raises(RateLimited) as info:
+        [d async for d in chat.stream(ask())]
+    assert info.value.status == 429 and info.value.retry_after == 7.0
+    assert b"scripted by the test" in (info.value.body or b"") and info.value.headers["retry-after"] == "7"
+
+
+async def test_a_request_may_bring_its_own_key_and_body_fields(chat: OpenAIChat, server: ProviderServer) -> None:
+    request = ChatRequest(messages=ask().messages, api_key="caller-key", extra_body={"top_p": 0.5, "model": "x"})
+    await chat.complete(request)
+    sent = server.requests[0]
+    assert sent["headers"]["authorization"] == "Bearer caller-key"
+    assert sent["json"]["top_p"] == 0.5 and sent["json"]["model"] == "gpt-test"
+    assert "caller-key" not in repr(request) and "api_key" not in request.params()
+    assert request.cache_key("m") == ChatRequest(messages=ask().messages, extra_body={"top_p": 0.5, "model": "x"}
+                                                 ).cache_key("m")
+
+
+async def test_an_injected_session_carries_every_call(server: ProviderServer) -> None:
+    import aiohttp
+
+    opened: list[str] = []
+
+    async def on_start(session: aiohttp.ClientSession, context: object,
+                       params: aiohttp.TraceRequestStartParams) -> None:
+        opened.append(str(params.url))
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_start)
+    async with aiohttp.ClientSession(trace_configs=[trace]) as session:
+        chat = OpenAIChat("m", base_url=server.base_url, api_key="k", session=session)
+        await chat.complete(ask())
+        assert "".join([d async for d in chat.stream(ask())])
+        await chat.aclose()
+        assert not session.closed  # the caller's session stays the caller's
+    assert opened == [f"{server.base_url}/chat/completions"] * 2

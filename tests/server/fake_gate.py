@@ -87,5 +87,8 @@ class FakeGate:
                             attempts=attempts, evaluations=evaluations, llm_calls=llm_calls, trace_id=trace_id)
         yield GateEvent("done", dataclasses.asdict(result))
 
+    def wrap(self, model: Any) -> Any:
+        return model  # this stand-in lists its calls by hand
+
     async def aclose(self) -> None:
         self.closed = True

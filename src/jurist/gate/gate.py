@@ -41,7 +41,7 @@ from jurist.gate.evaluators import (
     QualityEvaluator,
 )
 from jurist.gate.parallel import Run as _Run, Snapshots as _Snapshots, spawn as _task
-from jurist.gate.records import CallCollector, evaluation_row, evaluations_list, score_rows
+from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
 from jurist.gate.types import (
     CALL_GENERATION,
     REVISION_MESSAGE,
@@ -100,8 +100,9 @@ class Gate:
         return self.runtime.store
 
     # -- construction -------------------------------------------------------------------
-    def _wrap(self, model: Model) -> Model:
-        """A copy of ``model`` whose calls are also collected for the result."""
+    def wrap(self, model: Model) -> Model:
+        """A copy of ``model`` whose calls (on a request's trace id) are also in
+        that request's ``llm_calls``: for a generator that calls a model itself."""
         clone = copy.copy(model)
         collector = CallCollector(model.sink)
         collector.by_trace = self._collector.by_trace
@@ -121,7 +122,7 @@ class Gate:
             raise ConfigError(f"unknown gate evaluator {name!r}; use 'quality' or 'comprehensiveness'")
         self.config = cfg = cfg.model_copy(update={"evaluator": name})
         if isinstance(judge, Model) or (judge is not None and not isinstance(judge, str)):
-            model = self._wrap(self.runtime.judge(judge))
+            model = self.wrap(self.runtime.judge(judge))
         else:
             ref = judge or cfg.judge or ("fast" if "fast" in self.settings.aliases else None)
             model = self.runtime.model(self.runtime.judge_ref(ref), sink=self._collector)
@@ -207,8 +208,6 @@ class Gate:
                     yield await self._error(run, exc, text)
                     return
                 reason = "budget" if isinstance(exc, _OutOfBudget) else "regeneration_failed"
-                run.calls.append({"type": kind, "iteration": number, "model": None, "status": "error",
-                                  "error": f"{type(exc).__name__}: {exc}", "latency_ms": 0.0, "call_id": None})
                 break
             run.gen_s.append(time.monotonic() - started)
             attempt = Attempt(number, kind, text, round(run.gen_s[-1] * 1000.0, 3))
@@ -258,6 +257,8 @@ class Gate:
         """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         started = time.monotonic()
+        recorded = len(run.calls)
+        failure: BaseException | None = None
         producer = _task(self._produce(run, generate, messages, kind, queue), number)
         try:
             while True:
@@ -273,17 +274,25 @@ class Gate:
                 if isinstance(item, BaseException):
                     raise item
                 yield item
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
             if not producer.done():
                 producer.cancel()
                 await asyncio.gather(producer, return_exceptions=True)
-            if not isinstance(generate, str):
+            # A function generator is listed as one call, unless it made (and so recorded) its own model call.
+            if not isinstance(generate, str) and not any(
+                    c.get("type") == kind and c.get("iteration") == number for c in run.calls[recorded:]):
+                failed = failure is not None and not isinstance(failure, GeneratorExit)
                 run.calls.append({"type": kind, "iteration": number, "model": _fn_name(generate),
                                   "latency_ms": round((time.monotonic() - started) * 1000.0, 3),
-                                  "status": "ok", "call_id": None})
+                                  "status": "error" if failed else "ok", "call_id": None,
+                                  "error": f"{type(failure).__name__}: {failure}" if failed else None})
 
     async def _produce(self, run: _Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                        queue: asyncio.Queue[Any]) -> None:
+        PURPOSE.set(kind)  # in this task's own context
         try:
             if isinstance(generate, str):
                 s = self.settings
@@ -336,7 +345,8 @@ class Gate:
         message = f"{type(exc).__name__}: {exc}"
         result = GateResult(answer=partial, accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
                             llm_calls=list(run.calls), trace_id=run.trace_id, error=message,
-                            continue_context=[dict(m) for m in context])
+                            continue_context=[dict(m) for m in context], strategy=self.config.strategy,
+                            evaluator=self.evaluator.name)
         await self._save(result)
         return GateEvent("error", {"error": message, "code": code, "show_continue_button": True,
                                    "continue_context": result.continue_context, "partial_answer": partial,
@@ -349,7 +359,8 @@ class Gate:
         return GateResult(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
                           attempts=list(run.attempts), evaluations=evs, llm_calls=list(run.calls),
                           trace_id=run.trace_id, evaluation_skipped=skipped is not None,
-                          skip_reason=skipped.skipped_reason if skipped else None)
+                          skip_reason=skipped.skipped_reason if skipped else None,
+                          strategy=self.config.strategy, evaluator=self.evaluator.name)
 
     async def _save(self, result: GateResult) -> None:
         if not self.runtime.has_store:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jurist.gate.types import GateResult
+from jurist.gate.types import CALL_GENERATION, GateResult
 from jurist.models.base import CallRecord
 from jurist.models.model import CallSink
 from jurist.store.rows import EvaluationRow
@@ -22,6 +22,10 @@ GATE_RECORD_VERSION = "1.0"
 
 #: The attempt an LLM call belongs to; set on the tasks the gate creates.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attempt", default=0)
+#: What the gate asks its generator for (generation | regeneration |
+#: comprehensive_retry), set while it runs: a generator that makes its own
+#: model calls records them under this purpose.
+PURPOSE: contextvars.ContextVar[str] = contextvars.ContextVar("jurist_gate_purpose", default=CALL_GENERATION)
 
 
 def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
@@ -42,7 +46,8 @@ def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
 
 class CallCollector:
     """A call sink in front of the store: forwards every record and keeps, per
-    trace id, the entries the gate returns with its result."""
+    trace id, the entries the gate returns with its result (its ``llm_calls``
+    are this view of the trace's call records, nothing built by hand)."""
 
     def __init__(self, inner: CallSink | None) -> None:
         self.inner = inner
@@ -68,8 +73,14 @@ class CallCollector:
 
 
 def result_json(result: GateResult) -> dict[str, Any]:
-    """The gate's result as plain JSON data (the store's payload, the proxy's body)."""
+    """The gate's result as plain JSON data."""
     return dataclasses.asdict(result)
+
+
+def gate_payload(result: GateResult) -> dict[str, Any]:
+    """The record of one gated request: the stored payload, and the ``jurist``
+    field the proxy returns over HTTP (the same dict)."""
+    return GateRecord.of(result, strategy=result.strategy, evaluator=result.evaluator).to_json()
 
 
 def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
@@ -160,11 +171,14 @@ def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, j
     score = None if ev is None else (ev.quality_score if ev.quality_score is not None
                                     else (None if ev.comprehensive is None else float(ev.comprehensive)))
     status = "failed" if result.error else ("skipped" if result.evaluation_skipped else "scored")
+    if result.strategy is None or result.evaluator is None:
+        result = dataclasses.replace(result, strategy=result.strategy or strategy,
+                                     evaluator=result.evaluator or evaluator)
     return EvaluationRow(
         id=evaluation_id, subject_id=subject_id, trace_id=result.trace_id, status=status, score=score,
         max_score=1.0 if score is not None else None,
         percentage=None if score is None else round(score * 100.0, 2), judge_model=judge_model,
-        payload=GateRecord.of(result, strategy=strategy, evaluator=evaluator),
+        payload=GateRecord.of(result, strategy=result.strategy, evaluator=result.evaluator),
         passed=None if ev is None or ev.passed is None else bool(ev.passed), escalated=False,
         iterations=max(1, len(result.attempts)),
         failure=("error" if result.error else "evaluation_skipped" if result.evaluation_skipped

@@ -76,9 +76,13 @@ class GateResult:
     accept_reason: str  # passed | max_regenerations | budget | evaluation_skipped | feedback_disabled
     attempts: list[Attempt]
     evaluations: list[Evaluation]
-    llm_calls: list[dict[str, Any]]  # every call of the request: {type, iteration, model, tokens, latency_ms, status, call_id}
+    # every call of the request, one entry per call record (failed ones too):
+    # {type, iteration, model, input_tokens, output_tokens, tokens, latency_ms, status, call_id, error}
+    llm_calls: list[dict[str, Any]]
     trace_id: str
     evaluation_skipped: bool = False
     skip_reason: str | None = None
     error: str | None = None
     continue_context: list[dict[str, Any]] | None = None
+    strategy: str | None = None  # the gate's configured strategy and evaluator
+    evaluator: str | None = None

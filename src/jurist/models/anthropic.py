@@ -53,8 +53,9 @@ class AnthropicChat:
                 raise
             raise mapped from exc
 
-    async def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
-        """Yield the reply's text deltas as they arrive."""
+    async def stream(self, request: ChatRequest, *, timeout: float | None = None,
+                     into: Completion | None = None) -> AsyncIterator[str]:
+        """Yield the reply's text deltas as they arrive; ``into`` gets the usage and stop reason."""
         try:
             response = await self._client.messages.create(
                 **self._params(request), stream=True, timeout=_timeout(timeout)
@@ -64,6 +65,11 @@ class AnthropicChat:
                     if event.type == "content_block_delta" and event.delta.type == "text_delta":
                         if event.delta.text:
                             yield event.delta.text
+                    elif into is not None and event.type == "message_start" and event.message.usage:
+                        into.input_tokens = event.message.usage.input_tokens or 0
+                    elif into is not None and event.type == "message_delta":
+                        into.output_tokens = (event.usage.output_tokens or 0) if event.usage else into.output_tokens
+                        into.finish_reason = event.delta.stop_reason or into.finish_reason
         except Exception as exc:
             mapped = map_anthropic_error(exc, model=self.name, endpoint=self.endpoint)
             if mapped is exc:
@@ -132,7 +138,7 @@ def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, 
     return "\n\n".join(system), turns
 
 
-def map_anthropic_error(exc: BaseException, *, model: str, endpoint: str) -> Exception:
+def map_anthropic_error(exc: Exception, *, model: str, endpoint: str) -> Exception:
     """``anthropic`` SDK errors as jurist errors (see :func:`map_sdk_error`);
     529 (overloaded) is a 5xx and so ``ModelUnavailable``."""
     return map_sdk_error(exc, anthropic, anthropic.AnthropicError, model=model, endpoint=endpoint, key_hint=KEY_HINT, wire="Anthropic")

@@ -30,6 +30,12 @@ class ChatRequest:
     # (which already asks for JSON) to do the work.
     response_schema: dict[str, Any] | None = None
     schema_name: str = "verdict"
+    # More body fields, sent to the endpoint as they are (an OpenAI-compatible
+    # proxy forwards its caller's: tools, stop, top_p ...). Recorded with the params.
+    extra_body: dict[str, Any] | None = None
+    # The caller's own key for this one request (a proxy passes its client's
+    # through), instead of the adapter's: never recorded, not in the cache key.
+    api_key: str | None = field(default=None, repr=False, compare=False)
 
     def params(self) -> dict[str, Any]:
         """Sampling parameters, as recorded with each call."""
@@ -38,6 +44,8 @@ class ChatRequest:
             out["seed"] = self.seed
         if self.response_schema is not None:
             out["response_schema"] = self.schema_name
+        if self.extra_body:
+            out.update(self.extra_body)
         return out
 
     @functools.cached_property
@@ -49,9 +57,13 @@ class ChatRequest:
     def cache_key(self, model: str) -> str:
         """Stable hash of everything that determines the answer: the SHA-256 of
         ``json.dumps({model, messages, temperature, max_tokens, seed, schema},
-        sort_keys=True, ensure_ascii=False)``, with the messages' text reused."""
-        fields = (("max_tokens", self.max_tokens), ("messages", None), ("model", model),
-                  ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
+        sort_keys=True, ensure_ascii=False)``, with the messages' text reused
+        (``extra_body`` first, in key order, when there is one)."""
+        fields: tuple[tuple[str, Any], ...] = (
+            ("max_tokens", self.max_tokens), ("messages", None), ("model", model),
+            ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
+        if self.extra_body:
+            fields = (("extra_body", self.extra_body), *fields)
         blob = "{" + ", ".join(
             f'"{name}": ' + (self.messages_json if name == "messages" else
                              json.dumps(value, sort_keys=True, ensure_ascii=False))
@@ -93,7 +105,10 @@ class ChatModel(Protocol):
     async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
         ...
 
-    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+    def stream(self, request: ChatRequest, *, timeout: float | None = None,
+               into: Completion | None = None) -> AsyncIterator[str]:
+        """The reply's text deltas; ``into``, when given, gets the tokens and
+        finish reason the endpoint reports as the stream ends."""
         ...
 
     async def aclose(self) -> None:

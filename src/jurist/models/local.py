@@ -420,7 +420,8 @@ class LocalJudge:
         """Always raises Unsupported (a ConfigError): the local judge cannot generate text."""
         raise Unsupported(_NO_TEXT_HINT)
 
-    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+    def stream(self, request: ChatRequest, *, timeout: float | None = None,
+               into: Completion | None = None) -> AsyncIterator[str]:
         """Always raises Unsupported (a ConfigError): the local judge cannot generate text."""
         raise Unsupported(_NO_TEXT_HINT)
 

@@ -14,7 +14,7 @@ import random
 import time
 from jurist.ids import new_id
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, cast
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, cast
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
@@ -101,7 +101,8 @@ class MeaningBackend:
     async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
         raise Unsupported(f"{self.name} answers meaning questions only; it cannot write free text")
 
-    def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+    def stream(self, request: ChatRequest, *, timeout: float | None = None,
+               into: Completion | None = None) -> AsyncIterator[str]:
         raise Unsupported(f"{self.name} answers meaning questions only; it cannot write free text")
 
     async def aclose(self) -> None:
@@ -342,22 +343,27 @@ class Model:
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
         template: Template | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Stream text deltas through the limiter (no retries once text flows);
-        the whole call is recorded when the stream ends or fails."""
+        the whole call, with the usage the adapter reports, is recorded when the
+        stream ends, fails or is closed early."""
         started = time.perf_counter()
         parts: list[str] = []
+        done = Completion(text="", model=self.name)
         error: BaseException | None = None
         try:
             async with self.limiter.slot(request.estimated_tokens()):
-                async for delta in self.adapter.stream(request, timeout=self.timeout):
+                async for delta in self.adapter.stream(request, timeout=self.timeout, into=done):
                     parts.append(delta)
                     yield delta
+        except GeneratorExit:
+            error = GeneratorExit("the stream was closed before its end")
+            raise
         except BaseException as exc:
             error = exc
             raise
         finally:
-            done = Completion(text="".join(parts), model=self.name)
+            done.text = "".join(parts)
             self._record(
                 request, request.cache_key(self.name), new_id(), started,
                 purpose=purpose, trace_id=trace_id, template=template, completion=done,

@@ -3,18 +3,20 @@
 One adapter covers OpenAI, vLLM, Ollama, LM Studio, llama.cpp server, Groq and
 OpenRouter: only ``base_url`` and ``api_key`` differ. It turns a
 :class:`~jurist.models.base.ChatRequest` into one chat-completions call and
-maps errors onto :mod:`jurist.errors` in :func:`map_openai_error`. It never
-retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+maps errors onto :mod:`jurist.errors` (:func:`map_openai_error`, over
+:mod:`jurist.models.sdk_errors`). It never retries (the ``Model`` wrapper
+retries), logs or caches.
 
-Streams go through the official ``openai`` SDK (over its aiohttp transport).
-A non-streaming call is one JSON POST to ``<base_url>/chat/completions``, with
-the headers the SDK sends (bearer key, ``OpenAI-Organization`` and
-``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``), over
-aiohttp, the HTTP library of the SDK's own ``openai[aiohttp]`` transport,
-without the SDK's per-request machinery: that machinery costs more CPU than
-the request itself (``benchmarks/adapter_overhead.py``), which decides how
-many calls a second one process makes. The SDK (over a second to import) is
-imported on the first stream.
+One transport for both kinds of call: a JSON POST to
+``<base_url>/chat/completions`` over aiohttp, with the headers OpenAI's SDK
+sends (bearer key, ``OpenAI-Organization`` and ``OpenAI-Project`` from
+``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``). A non-streaming call reads one
+JSON reply; a stream posts ``"stream": true`` (asking for the usage in the
+last chunk) and reads the server-sent events as they come. No SDK machinery
+on the way: it costs more CPU than the request itself
+(``benchmarks/adapter_overhead.py``), which decides how many calls a second
+one process makes. Tests and embedders may hand in their own aiohttp
+``ClientSession`` (``session=``), e.g. on a custom connector.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import asyncio
 import functools
 import json
 import os
-import sys
 from typing import Any, AsyncIterator
 
 import aiohttp
@@ -31,7 +32,7 @@ import aiohttp
 from jurist import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
 from jurist.models.base import ChatRequest, Completion
-from jurist.models.sdk_errors import error_detail, map_sdk_error, retry_after_seconds, status_error
+from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
 
@@ -47,6 +48,10 @@ class OpenAIChat:
     as ``response_format``; ``"prompt"`` never does (the prompt asks for JSON);
     ``"auto"`` sends it until the endpoint refuses it with a 400, then retries
     that call without it and leaves it out for this adapter from then on.
+
+    ``name`` is the reference calls are recorded under (``provider/model`` by
+    default); ``session`` an aiohttp session to send through (the caller
+    closes it), instead of the adapter's own one per event loop.
     """
 
     def __init__(
@@ -57,6 +62,8 @@ class OpenAIChat:
         base_url: str | None = None,
         api_key: str | None = None,
         structured_output: str = "auto",
+        name: str | None = None,
+        session: aiohttp.ClientSession | None = None,
     ) -> None:
         if structured_output not in STRUCTURED_OUTPUT_MODES:
             raise ConfigError(
@@ -74,9 +81,8 @@ class OpenAIChat:
             api_key = NO_KEY
         self.model = model
         self.provider = provider
-        self.name = f"{provider}/{model}"
+        self.name = name or f"{provider}/{model}"
         self.structured_output = structured_output
-        self._api_key = api_key
         self.endpoint = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._url = f"{self.endpoint}/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
@@ -84,8 +90,8 @@ class OpenAIChat:
         for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
             if os.environ.get(variable):
                 self._headers[header] = os.environ[variable]
-        self._client: Any = None  # the SDK's AsyncOpenAI, made for the first stream
-        self._session: aiohttp.ClientSession | None = None  # for non-streaming calls, made in the running loop
+        self._given_session = session
+        self._session: aiohttp.ClientSession | None = None  # made in the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None
         # False once an "auto" endpoint has refused response_format=json_schema.
         self.schema_supported = structured_output != "prompt"
@@ -95,24 +101,72 @@ class OpenAIChat:
     async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
         """Send one request and return its completion (text "" when empty)."""
         try:
-            response = await self._create(request, timeout, stream=False)
-            return self._completion(response)
+            response = await self._open(request, aiohttp.ClientTimeout(total=timeout), stream=False)
+            async with response:
+                raw = await response.read()
+            return self._completion(json.loads(raw))
         except Exception as exc:
             mapped = self._map(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
 
-    async def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
-        """Yield the reply's text deltas as they arrive."""
+    async def stream(self, request: ChatRequest, *, timeout: float | None = None,
+                     into: Completion | None = None) -> AsyncIterator[str]:
+        """Yield the reply's text deltas as they arrive; ``into`` gets the usage
+        and finish reason. ``timeout`` bounds the connection and each wait for
+        more of the stream, not the whole answer. A stream that ends before its
+        finish reason (or ``[DONE]``), or sends an error event, raises
+        ``ModelUnavailable``."""
+        finished = False
         try:
-            response = await self._create(request, timeout, stream=True)
+            response = await self._open(
+                request, aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout), stream=True)
             async with response:
-                async for chunk in response:
-                    for choice in chunk.choices or []:
-                        delta = choice.delta.content if choice.delta is not None else None
+                async for event in _sse_data(response.content):
+                    if event == "[DONE]":
+                        finished = True
+                        break
+                    chunk = json.loads(event)
+                    if not isinstance(chunk, dict):
+                        continue
+                    if chunk.get("error") is not None:
+                        raise ModelUnavailable(
+                            f"{self.name} at {self.endpoint} failed mid-stream: {_error_message(chunk)}; "
+                            "try again later", model=self.name)
+                    if into is not None and isinstance(chunk.get("usage"), dict):
+                        usage = chunk["usage"]
+                        into.input_tokens = int(usage.get("prompt_tokens") or 0)
+                        into.output_tokens = int(usage.get("completion_tokens") or 0)
+                    for choice in chunk.get("choices") or ():
+                        delta = (choice.get("delta") or {}).get("content")
                         if delta:
                             yield delta
+                        if choice.get("finish_reason"):
+                            finished = True
+                            if into is not None:
+                                into.finish_reason = choice["finish_reason"]
+            if not finished:
+                raise ModelUnavailable(
+                    f"{self.name} at {self.endpoint} ended the stream before its finish_reason; "
+                    "the connection may have dropped, try again", model=self.name)
+        except Exception as exc:
+            mapped = self._map(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def list_models(self, *, api_key: str | None = None, timeout: float | None = None) -> bytes:
+        """The endpoint's ``GET /models`` body as it is; an error status raises its jurist error."""
+        headers = self._headers if not api_key else {**self._headers, "Authorization": f"Bearer {api_key}"}
+        try:
+            async with self._http().get(f"{self.endpoint}/models", headers=headers, allow_redirects=False,
+                                        timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+                raw = await response.read()
+                if not 200 <= response.status < 300:
+                    raise status_error(response.status, error_detail(raw), response.headers, model=self.name,
+                                       where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint(), body=raw)
+            return raw
         except Exception as exc:
             mapped = self._map(exc)
             if mapped is exc:
@@ -120,30 +174,53 @@ class OpenAIChat:
             raise mapped from exc
 
     async def aclose(self) -> None:
-        """Close the HTTP clients and their connections."""
+        """Close the adapter's own HTTP session and its connections."""
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
-        if self._client is not None:
-            await self._client.close()
 
     # -- internals -----------------------------------------------------------
 
-    async def _create(self, request: ChatRequest, timeout: float | None, *, stream: bool) -> Any:
-        """One ``create`` call; in "auto" mode, one retry without the schema on a 400."""
+    async def _open(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *,
+                    stream: bool) -> aiohttp.ClientResponse:
+        """The POST's response, its status 2xx; in "auto" mode one retry without the schema on a 400."""
         use_schema = request.response_schema is not None and self.schema_supported
         try:
-            return await self._send(request, timeout, stream=stream, use_schema=use_schema)
+            return await self._post(request, timeout, stream=stream, use_schema=use_schema)
         except RequestRejected as exc:
             if not (exc.status in (400, 422) and use_schema and self.structured_output == "auto"):
                 raise
-        response = await self._send(request, timeout, stream=stream, use_schema=False)
+        response = await self._post(request, timeout, stream=stream, use_schema=False)
         # Only now is it clear the schema, not the request, was what the endpoint refused.
         self.schema_supported = False
         return response
 
-    async def _send(self, request: ChatRequest, timeout: float | None, *, stream: bool, use_schema: bool) -> Any:
+    async def _post(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *, stream: bool,
+                    use_schema: bool) -> aiohttp.ClientResponse:
+        """One chat-completions POST; an HTTP error status raises its jurist error
+        (with the endpoint's body and headers) here."""
+        headers = self._headers
+        if request.api_key:
+            headers = {**headers, "Authorization": f"Bearer {request.api_key}"}
+        if stream:
+            headers = {**headers, "Accept": "text/event-stream"}
+        response = await self._http().post(self._url, data=self._body(request, stream, use_schema),
+                                           headers=headers, allow_redirects=False, timeout=timeout)
+        if not 200 <= response.status < 300:
+            try:
+                raw = await response.read()
+            finally:
+                response.release()
+            raise status_error(response.status, error_detail(raw), response.headers, model=self.name,
+                               where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint(), body=raw)
+        return response
+
+    def _body(self, request: ChatRequest, stream: bool, use_schema: bool) -> bytes:
+        """The JSON body; the messages' JSON text is the request's own (made once, for the cache key too)."""
         params: dict[str, Any] = {"model": self.model}
+        if request.extra_body:
+            params.update(request.extra_body)
+            params["model"] = self.model
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -156,50 +233,19 @@ class OpenAIChat:
                 "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": False},
             }
         if stream:
-            params["messages"] = _messages(request.messages)
             params["stream"] = True
-            try:
-                return await self._sdk().chat.completions.create(**params, **({"timeout": timeout} if timeout else {}))
-            except Exception as exc:  # as ours here, so a refused schema is a RequestRejected on both paths
-                mapped = self._map(exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+            params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
         if any(_bare_tool_turn(m) for m in request.messages):
             messages = json.dumps(_messages(request.messages), ensure_ascii=False)
         else:
-            messages = request.messages_json  # serialised once, for the cache key too
+            messages = request.messages_json
         rest = json.dumps(params, ensure_ascii=False)  # an object with at least "model"
-        return await self._post(('{"messages": ' + messages + ", " + rest[1:]).encode(), timeout)
-
-    async def _post(self, body: bytes, timeout: float | None) -> Any:
-        """One chat-completions POST with the SDK's headers; the parsed JSON reply.
-
-        An HTTP error status raises its jurist error here; transport errors,
-        timeouts and invalid JSON propagate to :meth:`_map`.
-        """
-        async with self._http().post(
-            self._url, data=body, headers=self._headers, allow_redirects=False,
-            timeout=aiohttp.ClientTimeout(total=timeout),
-        ) as response:
-            raw = await response.read()
-            if not 200 <= response.status < 300:
-                raise status_error(response.status, error_detail(raw), response.headers, model=self.name,
-                                   where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint())
-        return json.loads(raw)
-
-    def _sdk(self) -> Any:
-        """The SDK client for streams, made (and the SDK imported) on first use."""
-        if self._client is None:
-            import openai
-
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.endpoint, max_retries=0,
-                http_client=openai.DefaultAioHttpClient(verify=_tls_context()))
-        return self._client
+        return ('{"messages": ' + messages + ", " + rest[1:]).encode()
 
     def _http(self) -> aiohttp.ClientSession:
-        """The aiohttp session of the running event loop (a new one for a new loop)."""
+        """The given session, else the adapter's own one for the running event loop."""
+        if self._given_session is not None:
+            return self._given_session
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
             # No connection cap of its own: the Model's limiter bounds the requests in flight.
@@ -234,12 +280,34 @@ class OpenAIChat:
 
     def _map(self, exc: Exception) -> Exception:
         """Our error for ``exc`` (``exc`` itself when it is ours already or unknown)."""
-        return map_openai_error(exc, model=self.name, endpoint=self.endpoint, key_hint=self._key_hint())
+        return map_openai_error(exc, model=self.name, endpoint=self.endpoint)
 
     def _key_hint(self) -> str:
         if self.provider == "openai":
             return "set OPENAI_API_KEY (or api_key in jurist.yaml) to a valid key"
         return f"set providers.{self.provider}.api_key in jurist.yaml (or its API-key env var) to a valid key"
+
+
+async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+    """The ``data`` of each server-sent event (its ``data:`` lines joined), in order."""
+    data: list[str] = []
+    async for raw in content:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+    if data:
+        yield "\n".join(data)
+
+
+def _error_message(chunk: dict[str, Any]) -> str:
+    error = chunk.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return str(error)
 
 
 @functools.lru_cache(maxsize=1)
@@ -263,9 +331,6 @@ def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
             for m in messages]
 
 
-def map_openai_error(exc: BaseException, *, model: str, endpoint: str, key_hint: str) -> Exception:
-    """Errors of an OpenAI-protocol call as jurist errors (see :func:`map_sdk_error`);
-    the SDK's own errors only once it is imported (only it raises them)."""
-    sdk = sys.modules.get("openai")
-    return map_sdk_error(exc, sdk, sdk.OpenAIError if sdk else None, model=model, endpoint=endpoint,
-                         key_hint=key_hint, wire="OpenAI")
+def map_openai_error(exc: Exception, *, model: str, endpoint: str) -> Exception:
+    """Errors of an OpenAI-protocol call as jurist errors (see :func:`map_transport_error`)."""
+    return map_transport_error(exc, model=model, endpoint=endpoint, wire="OpenAI")

@@ -50,8 +50,11 @@ class ScriptedChat:
         chars = sum(len(m.get("content") or "") for m in request.messages)
         return Completion(text=text, model=self.name, input_tokens=chars // 4, output_tokens=len(text) // 4)
 
-    async def stream(self, request: ChatRequest, *, timeout: float | None = None) -> AsyncIterator[str]:
+    async def stream(self, request: ChatRequest, *, timeout: float | None = None,
+                     into: Completion | None = None) -> AsyncIterator[str]:
         completion = await self.complete(request, timeout=timeout)
+        if into is not None:
+            into.input_tokens, into.output_tokens = completion.input_tokens, completion.output_tokens
         for word in completion.text.split(" "):
             yield word + " "
 

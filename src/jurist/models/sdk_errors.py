@@ -1,8 +1,9 @@
-"""Errors of the provider SDKs, turned into jurist's, in one place for both adapters.
+"""Errors of the model endpoints, turned into jurist's, in one place for both adapters.
 
-The ``openai`` and ``anthropic`` SDKs share their error classes' names and
-shape, so one mapping serves both: timeouts, dropped connections, HTTP
-statuses (with ``Retry-After``), invalid bodies.
+:func:`status_error` turns an HTTP error status (with its body and
+``Retry-After``) into the jurist error; :func:`map_transport_error` handles
+timeouts, dropped connections and invalid bodies; :func:`map_sdk_error` adds
+the ``anthropic`` SDK's own error classes in front of both.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from jurist.errors import (
     RequestRejected,
 )
 
+#: Headers of an error reply kept on the error (lower case), for a proxy to relay.
+RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id", "content-type")
 
-def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
-    """Timeout and transport exception classes of the HTTP libraries the SDKs use.
 
-    Recent SDKs run on ``httpx2``, older ones on ``httpx``; a few raw transport
-    errors (e.g. while reading a stream) escape the SDKs' own wrapping. Only
-    libraries already imported count: the others raised nothing.
+def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Timeout and transport exception classes of the HTTP libraries the
+    ``anthropic`` SDK runs on (recent ones on ``httpx2``, older on ``httpx``);
+    a few raw transport errors (e.g. while reading a stream) escape the SDK's
+    own wrapping. Only libraries already imported count: the others raised nothing.
     """
     timeouts: list[type[Exception]] = []
     transport: list[type[Exception]] = []
@@ -43,46 +46,60 @@ def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Excepti
     return tuple(timeouts), tuple(transport)
 
 
-def map_sdk_error(
-    exc: BaseException, sdk: Any, base_error: type[Exception] | None, *, model: str, endpoint: str,
-    key_hint: str, wire: str,
-) -> Exception:
-    """The one place where SDK (and transport) errors become jurist errors.
-
-    ``sdk`` is the ``openai`` or the ``anthropic`` module (both define the same
-    error classes) and ``base_error`` its root error class, or both None when
-    the SDK was not used; ``wire`` names the protocol in messages. Returns the
-    exception to raise; anything unknown is returned unchanged.
-    """
+def map_transport_error(exc: Exception, *, model: str, endpoint: str, wire: str) -> Exception:
+    """The one mapping of transport failures to jurist errors: a timeout, a
+    connection refused or dropped (aiohttp, or the SDKs' ``httpx``), a body that
+    is not valid JSON. Returns the exception to raise; jurist's own errors and
+    anything unknown are returned unchanged."""
     where = f"{model} at {endpoint}"
     if isinstance(exc, JuristError):
         return exc
-    http_timeouts, http_transport_errors = _transport_errors()
-    sdk_timeouts = (sdk.APITimeoutError,) if sdk else ()
-    sdk_connection = (sdk.APIConnectionError,) if sdk else ()
-    if isinstance(exc, (*sdk_timeouts, *http_timeouts, TimeoutError)) and not dropped_connection(exc):
+    http_timeouts, http_transport_errors = _httpx_errors()
+    if isinstance(exc, (*http_timeouts, TimeoutError)) and not dropped_connection(exc):
         return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (*sdk_connection, *http_transport_errors, aiohttp.ClientError)):
+    if isinstance(exc, (*http_transport_errors, aiohttp.ClientError)):
         return ModelUnavailable(
             f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
             "running and base_url is right",
             model=model,
         )
-    if sdk is not None and isinstance(exc, sdk.APIStatusError):
-        return status_error(
-            exc.status_code, error_text(exc), exc.response.headers, model=model, where=where, key_hint=key_hint
-        )
-    if sdk is not None and isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
-        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ModelUnavailable(
             f"{where} sent a reply that is not valid JSON ({exc}); the server may be overloaded or not "
             f"{wire}-compatible",
             model=model,
         )
-    if base_error is not None and isinstance(exc, base_error):
-        return ModelUnavailable(f"{where} failed: {exc}", model=model)
     return exc
+
+
+def map_sdk_error(
+    exc: Exception, sdk: Any, base_error: type[Exception], *, model: str, endpoint: str,
+    key_hint: str, wire: str,
+) -> Exception:
+    """A provider SDK's errors as jurist errors (the ``anthropic`` SDK's; the
+    ``openai`` SDK defines the same classes), then :func:`map_transport_error`.
+
+    ``sdk`` is the SDK module and ``base_error`` its root error class; ``wire``
+    names the protocol in messages. Anything unknown is returned unchanged.
+    """
+    where = f"{model} at {endpoint}"
+    if isinstance(exc, sdk.APITimeoutError) and not dropped_connection(exc):
+        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelUnavailable(
+            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
+            "running and base_url is right",
+            model=model,
+        )
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(exc.status_code, error_text(exc), exc.response.headers, model=model, where=where,
+                            key_hint=key_hint, body=_read_body(exc.response))
+    if isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
+        return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
+    mapped = map_transport_error(exc, model=model, endpoint=endpoint, wire=wire)
+    if mapped is exc and isinstance(exc, base_error):
+        return ModelUnavailable(f"{where} failed: {exc}", model=model)
+    return mapped
 
 
 def dropped_connection(exc: BaseException) -> bool:
@@ -102,34 +119,35 @@ def dropped_connection(exc: BaseException) -> bool:
 
 
 def status_error(
-    status: int, detail: str, headers: Mapping[str, str], *, model: str, where: str, key_hint: str
+    status: int, detail: str, headers: Mapping[str, str], *, model: str, where: str, key_hint: str,
+    body: bytes | None = None,
 ) -> ModelError:
-    """Turn an HTTP error status into the jurist error for it (shared by the adapters)."""
+    """Turn an HTTP error status into the jurist error for it (shared by the adapters);
+    the error carries the status, the raw ``body`` and the headers, for a proxy to relay."""
     said = f": {detail}" if detail else ""
+    kept = {k.lower(): v for k, v in headers.items() if k.lower() in RELAYED_HEADERS}
+    common: dict[str, Any] = {"model": model, "status": status, "body": body, "headers": kept}
     if status == 429:
         retry_after = retry_after_seconds(headers)
         wait = f"retry after {retry_after:g} s, or " if retry_after is not None else ""
         return RateLimited(
             f"{where} is rate limiting (429){said}; {wait}lower max_in_flight / requests per minute for it",
             retry_after=retry_after,
-            model=model,
-            status=status,
+            **common,
         )
     if status in (401, 403):
-        return AuthFailed(f"{where} refused the credentials ({status}){said}; {key_hint}", model=model, status=status)
+        return AuthFailed(f"{where} refused the credentials ({status}){said}; {key_hint}", **common)
     if status == 408:
-        return ModelTimeout(f"{where} timed out the request (408){said}; try again", model=model, status=status)
+        return ModelTimeout(f"{where} timed out the request (408){said}; try again", **common)
     if status >= 500 or status < 400:
         return ModelUnavailable(
             f"{where} failed on its side ({status}){said}; try again later or use another model",
-            model=model,
-            status=status,
+            **common,
         )
     return RequestRejected(
         f"{where} rejected the request ({status}){said}; check the model name, the parameters and the "
         "prompt size",
-        model=model,
-        status=status,
+        **common,
     )
 
 
@@ -151,6 +169,14 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _read_body(response: Any) -> bytes | None:
+    """The body of an SDK's error response, if it was read (a stream's may not be)."""
+    try:
+        return bytes(response.content)
+    except Exception:  # the HTTP library's "not read yet"
         return None
 
 

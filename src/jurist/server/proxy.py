@@ -1,12 +1,20 @@
 """The gate proxy: an OpenAI-compatible ``/v1/chat/completions`` that judges before it answers.
 
-The upstream (any OpenAI-compatible endpoint) is the generator: every
-attempt streams from it with the ``openai`` SDK, and :class:`jurist.gate.Gate`
-evaluates, regenerates and accepts. A stock OpenAI client works unchanged:
+The upstream (any OpenAI-compatible endpoint) is the generator: a
+:class:`~jurist.models.openai.OpenAIChat` adapter inside a
+:class:`~jurist.models.model.Model` (:func:`upstream_model`), so every
+attempt passes the endpoint's limiter and is a call record (purpose
+``generation``, ``regeneration`` ..., with tokens and latency, failed ones
+too) in ``llm_calls``; :class:`jurist.gate.Gate` evaluates, regenerates and
+accepts. The caller's ``Authorization`` key goes upstream with each request
+(never recorded); nothing is cached and nothing retried: the caller's own
+client sees the upstream's status, body and ``Retry-After``. A stock OpenAI
+client works unchanged:
 
 * non-streaming: a ``chat.completion`` with the accepted answer, plus a
-  top-level ``jurist`` field (trace id, evaluations, every LLM call, attempts,
-  accept reason, whether evaluation was skipped);
+  top-level ``jurist`` field: the gate's record of the request, the same
+  dict that is stored as the evaluation's payload (trace id, evaluations,
+  every LLM call, attempts, accept reason, whether evaluation was skipped);
 * streaming: ``chat.completion.chunk`` SSE carrying the answer deltas, with
   jurist's own events as named SSE events (``event: jurist.evaluation``; see
   :mod:`jurist.server.proxy_sse`) and ``jurist`` on the final chunk.
@@ -23,19 +31,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Callable, Protocol
 
-import httpx
-import openai
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.config import Settings
-from jurist.errors import JuristError
+from jurist.errors import JuristError, ModelError, ModelTimeout
 from jurist.gate.policy import current_cycle
+from jurist.gate.records import PURPOSE
 from jurist.gate.types import (
     CALL_COMPREHENSIVE_RETRY,
     CALL_GENERATION,
@@ -45,6 +51,10 @@ from jurist.gate.types import (
     GateResult,
 )
 from jurist.ids import new_id
+from jurist.models.base import ChatRequest
+from jurist.models.limiter import limiter_for
+from jurist.models.model import CallSink, Model, RetryPolicy
+from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error
 
 log = logging.getLogger("jurist.server.proxy")
@@ -64,6 +74,8 @@ class GateLike(Protocol):
     def stream(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
                trace_id: str | None = None) -> AsyncIterator[GateEvent]: ...
 
+    def wrap(self, model: Model) -> Model: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -77,7 +89,24 @@ def default_gate(config: Any, settings: Settings, store: Any) -> GateLike:
 
     if isinstance(config, dict):
         config = GateConfig(**config)
-    return Gate(config, settings=settings, store=store)  # type: ignore[no-any-return]
+    return Gate(config, settings=settings, store=store)
+
+
+def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallSink | None = None,
+                   api_key: str | None = None) -> Model:
+    """The upstream ``model`` at ``base_url`` as a :class:`Model`: an OpenAI-compatible
+    adapter, recorded under the model name the caller asked for, behind the
+    endpoint's limiter (the bounds of a configured provider with that
+    ``base_url``, else ``max_concurrency``). No cache, no retries: the caller's
+    own client retries, and sees the upstream's 429 and ``Retry-After``."""
+    endpoint = base_url.rstrip("/")
+    adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model)
+    ps = next((p for p in settings.providers.values() if p.base_url and p.base_url.rstrip("/") == endpoint), None)
+    limiter = limiter_for(adapter.endpoint, (ps.max_in_flight if ps else None) or settings.max_concurrency,
+                          ps.requests_per_minute if ps else None, ps.tokens_per_minute if ps else None,
+                          url=settings.limiter_url)
+    return Model(adapter, limiter, timeout=settings.timeout, retry=RetryPolicy(max_retries=0), sink=sink,
+                 cache=False)
 
 
 class ChatBody(BaseModel):
@@ -93,7 +122,7 @@ class ChatBody(BaseModel):
 
 
 class ProxyState:
-    """The proxy's shared pieces: upstream clients (one per API key) and the gate."""
+    """The proxy's shared pieces: the gate and the upstream Models (one per model name)."""
 
     def __init__(self, upstream: str, gate_config: Any, settings: Settings, store: Callable[[], Any],
                  api_key: str | None = None, gate_factory: GateFactory | None = None) -> None:
@@ -104,7 +133,7 @@ class ProxyState:
         self.api_key = api_key
         self.gate_factory: GateFactory = gate_factory or default_gate  # the injection point
         self._gate: GateLike | None = None
-        self._clients: dict[str, openai.AsyncOpenAI] = {}
+        self._models: dict[str, Model] = {}
 
     @property
     def gate(self) -> GateLike:
@@ -112,143 +141,104 @@ class ProxyState:
             self._gate = self.gate_factory(self.gate_config, self.settings, self.store())
         return self._gate
 
-    def client(self, request: Request) -> openai.AsyncOpenAI:
-        """An SDK client for the caller's key (``Authorization: Bearer``), else the configured one."""
+    def model(self, name: str) -> Model:
+        """The upstream Model for ``name``, its calls stored and in the gate's ``llm_calls``."""
+        if name not in self._models:
+            self._models[name] = self.gate.wrap(
+                upstream_model(self.upstream, name, self.settings, sink=self.store(), api_key=self.api_key))
+        return self._models[name]
+
+    @staticmethod
+    def caller_key(request: Request) -> str | None:
+        """The caller's key (``Authorization: Bearer``), passed upstream with its request."""
         auth = request.headers.get("authorization", "")
-        key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        key = key or self.api_key or "none"
-        if key not in self._clients:
-            # No SDK retries: the caller's own client retries, and sees the upstream's 429 / Retry-After.
-            self._clients[key] = openai.AsyncOpenAI(base_url=self.upstream, api_key=key, max_retries=0,
-                                                    timeout=self.settings.timeout)
-        return self._clients[key]
+        return (auth[7:].strip() if auth.lower().startswith("bearer ") else "") or None
 
     async def aclose(self) -> None:
         gate, self._gate = self._gate, None
         if gate is not None:
             await gate.aclose()
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
-
-
-class UpstreamStreamEnded(openai.APIError):
-    """The upstream stream stopped before its finish_reason (a dropped or truncated stream)."""
+        models, self._models = list(self._models.values()), {}
+        for model in models:
+            await model.aclose()
 
 
 class Upstream:
-    """One request's generator: each call streams one attempt's deltas from the upstream.
+    """One request's generator: each call streams one attempt through the upstream Model,
+    on the request's trace, with the purpose the gate asks for (generation, regeneration ...).
 
     The first stream is opened before the gate starts (:meth:`prime`, on the
     messages the gate will pass: :func:`jurist.gate.policy.current_cycle`), so
     an upstream 4xx/5xx becomes the proxy's own status rather than a gate event.
     """
 
-    def __init__(self, client: openai.AsyncOpenAI, model: str, params: dict[str, Any]) -> None:
-        self.client = client
+    def __init__(self, model: Model, params: dict[str, Any], *, api_key: str | None, trace_id: str) -> None:
         self.model = model
         self.params = params
-        self.calls: list[dict[str, Any]] = []  # one per upstream call: {type, iteration, model, tokens, latency_ms, status}
-        self.error: Exception | None = None
-        self._primed: Any = None
+        self.api_key = api_key
+        self.trace_id = trace_id
+        self.error: ModelError | None = None  # the last upstream failure
+        self._primed: AsyncGenerator[str, None] | None = None
+        self._first: str | None = None
         self._primed_for: list[dict[str, Any]] | None = None
-        self.__qualname__ = f"upstream:{model}"  # the gate names function generators by their qualname
+        self.__qualname__ = f"upstream:{model.name}"  # the gate names function generators by their qualname
 
-    async def _open(self, messages: list[dict[str, Any]]) -> Any:
-        call = {"type": CALL_GENERATION if not self.calls else CALL_REGENERATION, "iteration": len(self.calls) + 1,
-                "model": self.model, "input_tokens": None, "output_tokens": None, "tokens": None, "usage": None,
-                "latency_ms": None, "status": "running", "call_id": new_id()}
-        self.calls.append(call)
-        call["_start"] = time.perf_counter()
-        try:
-            return await self.client.chat.completions.create(
-                model=self.model, messages=messages, stream=True, extra_body=self.params or None)  # type: ignore[arg-type]
-        except Exception as exc:
-            self._failed(call, exc)
-            raise
-
-    def _failed(self, call: dict[str, Any], exc: Exception) -> None:
-        self.error = exc
-        call["status"] = f"error:{getattr(exc, 'status_code', None) or type(exc).__name__}"
-        call["latency_ms"] = round((time.perf_counter() - call.pop("_start", time.perf_counter())) * 1000, 1)
+    def _open(self, messages: list[dict[str, Any]], purpose: str) -> AsyncGenerator[str, None]:
+        params = dict(self.params)
+        request = ChatRequest(messages=messages, temperature=params.pop("temperature", None),
+                              max_tokens=params.pop("max_tokens", None), seed=params.pop("seed", None),
+                              extra_body=params or None, api_key=self.api_key)
+        return self.model.stream(request, purpose=purpose, trace_id=self.trace_id)
 
     async def prime(self, messages: list[dict[str, Any]]) -> None:
-        self._primed = await self._open(messages)
-        self._primed_for = messages
+        """Open the first attempt and wait for its first text: an error status raises here."""
+        stream = self._open(messages, CALL_GENERATION)
+        try:
+            self._first = await anext(stream, None)
+        except ModelError as exc:
+            self.error = exc
+            raise
+        self._primed, self._primed_for = stream, messages
 
     async def __call__(self, messages: list[dict[str, Any]]) -> AsyncIterator[str]:
-        stream, self._primed = self._primed, None
+        stream, first, self._primed = self._primed, self._first, None
         if stream is not None and messages != self._primed_for:  # the gate asked for something else
-            await stream.close()
-            self.calls.pop()
+            await stream.aclose()
             stream = None
         if stream is None:
-            stream = await self._open(messages)
-        return self._deltas(stream, self.calls[-1])
+            stream, first = self._open(messages, PURPOSE.get()), None
+        return self._deltas(stream, first)
 
-    async def _deltas(self, stream: Any, call: dict[str, Any]) -> AsyncIterator[str]:
-        finished = False
+    async def _deltas(self, stream: AsyncGenerator[str, None], first: str | None) -> AsyncIterator[str]:
         try:
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                    call.update(usage=usage.model_dump(exclude_none=True), input_tokens=usage.prompt_tokens,
-                                output_tokens=usage.completion_tokens, tokens=usage.total_tokens)
-                for choice in chunk.choices or []:
-                    if choice.delta is not None and choice.delta.content:
-                        yield choice.delta.content
-                    if choice.finish_reason:
-                        finished = True
-            if not finished:
-                raise UpstreamStreamEnded("the upstream stream ended before its finish_reason",
-                                          request=stream.response.request, body=None)
-        except Exception as exc:
-            self._failed(call, exc)
+            if first:
+                yield first
+            async for delta in stream:
+                yield delta
+        except ModelError as exc:
+            self.error = exc
             raise
         finally:
-            await stream.close()
-        call["status"] = "ok"
-        call["latency_ms"] = round((time.perf_counter() - call.pop("_start")) * 1000, 1)
+            await stream.aclose()
 
-    def usage(self, attempt: int | None) -> dict[str, Any] | None:
-        calls = self.calls
-        if attempt is not None and 1 <= attempt <= len(calls):
-            return calls[attempt - 1]["usage"]  # type: ignore[no-any-return]
-        return calls[-1]["usage"] if calls else None
-
-    def public_calls(self) -> list[dict[str, Any]]:
-        return [{k: v for k, v in c.items() if not k.startswith("_") and k != "usage"} for c in self.calls]
-
-    def enrich(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The gate's call list with the upstream's model, tokens and status on its generation calls (in order)."""
-        mine = iter(self.public_calls())
-        out = []
-        for call in calls:
-            call = dict(call) if isinstance(call, dict) else call
-            if isinstance(call, dict) and call.get("type") in GENERATION_TYPES:
-                up = next(mine, None)
-                if up is not None:
-                    call["model"] = up["model"]
-                    for key in ("input_tokens", "output_tokens", "tokens"):
-                        call[key] = call.get(key) or up[key]
-                    if up["status"] != "ok":
-                        call["upstream_status"] = up["status"]
-            out.append(call)
-        return out
+    async def aclose(self) -> None:
+        """Close a primed stream the gate never took (it is recorded as closed early)."""
+        stream, self._primed = self._primed, None
+        if stream is not None:
+            await stream.aclose()
 
 
 def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(openai_error(status, message, **kw), status_code=status)
 
 
-def passthrough(exc: Exception) -> Response:
-    """The upstream's own status and body (and Retry-After); a connection failure is a 502."""
-    if isinstance(exc, openai.APIStatusError):
-        resp = exc.response
-        headers = {k: v for k, v in resp.headers.items() if k.lower() in ("retry-after", "x-request-id")}
-        return Response(resp.content, status_code=resp.status_code, headers=headers,
-                        media_type=resp.headers.get("content-type", "application/json"))
-    if isinstance(exc, openai.APITimeoutError):
+def passthrough(exc: ModelError) -> Response:
+    """The upstream's own status and body (and Retry-After); no answer at all is a 502 (504 on a timeout)."""
+    if exc.status is not None and exc.body is not None:
+        headers = {k: v for k, v in exc.headers.items() if k in ("retry-after", "x-request-id")}
+        return Response(exc.body, status_code=exc.status, headers=headers,
+                        media_type=exc.headers.get("content-type", "application/json"))
+    if isinstance(exc, ModelTimeout):
         return _error(504, "the upstream did not answer in time", code="upstream_timeout")
     return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable")
 
@@ -275,18 +265,31 @@ async def _parse(request: Request) -> ChatBody | JSONResponse:
 
 
 def _params(body: ChatBody) -> dict[str, Any]:
-    """The fields forwarded upstream as they are; usage is asked for so every call's tokens are on record."""
+    """The fields forwarded upstream as they are (the adapter asks for the usage of every stream)."""
     params = {k: v for k, v in (body.model_extra or {}).items() if k not in OWN_FIELDS}
     if body.n is not None:
         params["n"] = body.n
-    params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
     return params
 
 
-def _error_data(exc: BaseException, messages: list[dict[str, Any]], context: Any = None) -> dict[str, Any]:
-    status = getattr(exc, "status_code", None) or 502
-    return {"error": str(exc) or type(exc).__name__, "code": "upstream_error", "status": status,
-            "continue_context": context if context is not None else messages}
+def _status(upstream: Upstream) -> int:
+    return (upstream.error.status if upstream.error is not None else None) or 502
+
+
+def _error_data(exc: BaseException, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"error": str(exc) or type(exc).__name__, "code": "upstream_error",
+            "status": getattr(exc, "status", None) or 502, "continue_context": messages}
+
+
+def _usage(jurist: dict[str, Any]) -> dict[str, Any] | None:
+    """The upstream's usage for the accepted attempt, from its call record."""
+    attempt = jurist.get("accepted_attempt")
+    for call in jurist.get("llm_calls") or ():
+        if (call.get("type") in GENERATION_TYPES and call.get("iteration") == attempt and call.get("status") == "ok"
+                and call.get("tokens")):
+            return {"prompt_tokens": call.get("input_tokens") or 0, "completion_tokens": call.get("output_tokens") or 0,
+                    "total_tokens": call["tokens"]}
+    return None
 
 
 def build_router(proxy: ProxyState) -> APIRouter:
@@ -295,15 +298,15 @@ def build_router(proxy: ProxyState) -> APIRouter:
     @router.get("/v1/models")
     async def models(request: Request) -> Response:
         """The upstream's model list, passed through; an empty list if the upstream has none."""
-        client = proxy.client(request)
+        adapter = OpenAIChat("models", provider="upstream", base_url=proxy.upstream, api_key=proxy.api_key or NO_KEY)
         try:
-            resp = await client.get("/models", cast_to=httpx.Response)
-            return Response(resp.content, status_code=resp.status_code, media_type="application/json")
-        except openai.APIStatusError as exc:
-            if exc.status_code in (401, 403):
+            body = await adapter.list_models(api_key=proxy.caller_key(request), timeout=proxy.settings.timeout)
+            return Response(body, media_type="application/json")
+        except ModelError as exc:
+            if exc.status in (401, 403):
                 return passthrough(exc)
-        except openai.APIError:
-            pass
+        finally:
+            await adapter.aclose()
         return JSONResponse({"object": "list", "data": []})
 
     @router.post("/v1/chat/completions")
@@ -317,17 +320,21 @@ def build_router(proxy: ProxyState) -> APIRouter:
         except JuristError as exc:
             return _error(500, f"the gate is not configured: {exc}", code="gate_not_configured")
         trace_id = request.headers.get("x-jurist-trace-id") or new_id()
-        upstream = Upstream(proxy.client(request), body.model, _params(body))
+        upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
+                            trace_id=trace_id)
         try:
             await upstream.prime(current_cycle(body.messages, body.is_continuation))
-        except openai.APIError as exc:
+        except ModelError as exc:
             return passthrough(exc)
         completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
         if body.stream:
             return StreamingResponse(_stream(proxy, body, upstream, trace_id, completion_id),
                                      media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
-        return await _complete(proxy, body, upstream, trace_id, completion_id)
+        try:
+            return await _complete(proxy, body, upstream, trace_id, completion_id)
+        finally:
+            await upstream.aclose()
 
     return router
 
@@ -337,31 +344,20 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
     try:
         result = await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
                                       trace_id=trace_id)
-    except openai.APIStatusError as exc:
-        return passthrough(exc)
-    except (openai.APIError, httpx.HTTPError) as exc:
+    except ModelError as exc:  # the gate turns generator failures into its result: this is a failure of its own
+        if exc.body is not None:
+            return passthrough(exc)
         data = _error_data(exc, body.messages)
         return JSONResponse(openai_error(502, data["error"], code="upstream_error",
                                          continue_context=data["continue_context"]), status_code=502)
-    jurist = _with_calls(jurist_field(result, trace_id), upstream)
+    jurist = jurist_field(result, trace_id)
     if result.error is not None:
-        status = upstream.error.status_code if isinstance(upstream.error, openai.APIStatusError) else 502
+        status = _status(upstream)
         context = result.continue_context if result.continue_context is not None else body.messages
         payload = openai_error(status, result.error, code="upstream_error", continue_context=context)
         payload["jurist"] = jurist
         return JSONResponse(payload, status_code=status)
-    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist,
-                                        upstream.usage(result.accepted_attempt)))
-
-
-def _with_calls(jurist: dict[str, Any], upstream: Upstream) -> dict[str, Any]:
-    """Every LLM call: the gate's list, plus the upstream calls if the gate did not list its generations."""
-    kinds = {c.get("type") for c in jurist["llm_calls"] if isinstance(c, dict)}
-    if kinds & GENERATION_TYPES:
-        jurist["llm_calls"] = upstream.enrich(jurist["llm_calls"])
-    else:
-        jurist["llm_calls"] = [*upstream.public_calls(), *jurist["llm_calls"]]
-    return jurist
+    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(jurist)))
 
 
 async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -371,7 +367,7 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
     events = proxy.gate.stream(body.messages, generate=upstream, is_continuation=body.is_continuation,
                                trace_id=trace_id)
     try:
-        async with contextlib.aclosing(events):  # type: ignore[type-var]
+        async with contextlib.aclosing(events):  # type: ignore[type-var]  # the gate's stream is an async generator
             async for ev in events:
                 data = ev.data if isinstance(ev.data, dict) else {"value": ev.data}
                 if ev.type == "delta":
@@ -387,17 +383,16 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                         yield out.delta(text)
                 elif ev.type == "done":
                     result = getattr(ev, "result", None)
-                    jurist = _with_calls(jurist_field(result if result is not None else data, trace_id), upstream)
+                    jurist = jurist_field(result if result is not None else data, trace_id)
                     yield out.event("done", jurist)
-                    accepted = getattr(result, "accepted_attempt", None) or data.get("accepted_attempt")
-                    yield out.finish(jurist, upstream.usage(accepted))
+                    yield out.finish(jurist, _usage(jurist))
                     yield out.done()
                     return
                 elif ev.type == "error":
                     err = dict(data)
                     err.setdefault("continue_context", body.messages)
                     if err.get("status") is None:
-                        err["status"] = getattr(upstream.error, "status_code", None) or 502
+                        err["status"] = _status(upstream)
                     err.setdefault("code", "upstream_error")
                     yield out.event("error", err)
                     yield out.done()
@@ -409,8 +404,10 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
         yield out.event("error", _error_data(exc, body.messages))
         yield out.done()
         return
+    finally:
+        await upstream.aclose()
     # The gate ended without done: still close the answer properly.
-    yield out.finish(_with_calls(jurist_field(None, trace_id), upstream))
+    yield out.finish(jurist_field(None, trace_id))
     yield out.done()
 
 

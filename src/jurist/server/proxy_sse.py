@@ -18,6 +18,7 @@ import json
 import time
 from typing import Any
 
+from jurist.gate.records import gate_payload
 from jurist.gate.types import GateResult
 from jurist.models.error_types import OPENAI_ERROR_TYPES
 
@@ -39,7 +40,11 @@ def _plain(value: Any) -> Any:
 
 
 def jurist_field(result: GateResult | dict[str, Any] | None, trace_id: str) -> dict[str, Any]:
-    """The extra top-level ``jurist`` field: what the gate did for this answer."""
+    """The extra top-level ``jurist`` field: what the gate did for this answer. For
+    a :class:`GateResult`, the gate's record (:func:`jurist.gate.records.gate_payload`,
+    what the store keeps as the evaluation's payload); else the known keys of a dict."""
+    if isinstance(result, GateResult):
+        return gate_payload(result)
     data = _plain(result) if result is not None else {}
     if not isinstance(data, dict):
         data = {}
