@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__ = lazy_names(__name__, {
     "Settings": "jurist.config",
+    "Runtime": "jurist.runtime",
+    "open": "jurist.runtime",
+    "Gate": "jurist.gate",
+    "Panel": "jurist.judges.panel",
+    "ResearchEvaluation": "jurist.research",
+    "ChecklistSession": "jurist.checklist",
     "Store": "jurist.store",
     **{name: "jurist.rubrics" for name in ("evaluate", "evaluate_batch", "evaluate_batch_sync", "evaluate_sync",
                                            "load_rubrics", "load_session")},
@@ -56,6 +62,11 @@ __all__ = [
     "ModelUnavailable",
     "RateLimited",
     "RequestRejected",
+    "ChecklistSession",
+    "Gate",
+    "Panel",
+    "ResearchEvaluation",
+    "Runtime",
     "Settings",
     "Store",
     "StoreError",
@@ -66,4 +77,5 @@ __all__ = [
     "evaluate_sync",
     "load_rubrics",
     "load_session",
+    "open",
 ]
