@@ -121,6 +121,12 @@ def test_bad_parameters_are_422(client, query):
     assert r.json()["detail"].startswith("invalid request")
 
 
+@pytest.mark.parametrize("path", ["/api/evaluation/sessions", "/api/evaluation/metrics", "/evaluation/explorer"])
+def test_an_iteration_bound_past_a_database_integer_is_422_not_500(client, path):
+    r = client.get(f"{path}?max_iterations={2**63}")
+    assert r.status_code == 422, r.text[:300]
+
+
 def test_inconsistent_ranges_are_400(client):
     r = client.get("/api/evaluation/metrics?min_score=0.8&max_score=0.2")
     assert r.status_code == 400 and "min_score" in r.json()["detail"]

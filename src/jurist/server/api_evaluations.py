@@ -25,6 +25,8 @@ from jurist.store import dashboard as q
 router = APIRouter(prefix="/api", tags=["evaluations"])
 
 Kind = Literal["rubric", "gate", "research", "checklist"]
+# Above any count of attempts, below what a database integer holds.
+MAX_ITERATIONS = 1_000_000
 
 
 class EvaluationSummary(BaseModel):
@@ -98,8 +100,8 @@ def evaluation_filter(
     passed: bool | None = Query(None),
     min_score: float | None = Query(None, ge=0.0, le=1.0, description="on 0..1"),
     max_score: float | None = Query(None, ge=0.0, le=1.0),
-    min_iterations: int | None = Query(None, ge=1),
-    max_iterations: int | None = Query(None, ge=1),
+    min_iterations: int | None = Query(None, ge=1, le=MAX_ITERATIONS),
+    max_iterations: int | None = Query(None, ge=1, le=MAX_ITERATIONS),
     since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
     until: IsoDateTime | None = Query(None, description="ISO date or date-time, exclusive"),
     pattern: str | None = Query(None, max_length=32, description="only the evaluations of this pattern"),
