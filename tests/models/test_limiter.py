@@ -186,7 +186,7 @@ async def test_a_pool_keeps_one_limiter_per_endpoint_and_url():
     assert pool.get("e") is not a  # closed and forgotten
 
 
-def test_limiters_are_per_pool_not_per_test_run(tmp_path):
+def test_models_of_one_endpoint_share_its_limiter(tmp_path):
     settings = Settings.load(home=str(tmp_path))
     model = resolve_model("scripted/x", settings)
     assert isinstance(model.limiter, RequestLimiter)
