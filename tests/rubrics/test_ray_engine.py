@@ -118,6 +118,18 @@ async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):
     assert sum(w["peak_in_flight"] for w in batch.worker_stats) > 5  # both workers had requests out
 
 
+async def test_an_in_process_limiter_url_still_bounds_the_whole_cluster(cluster, provider, tmp_path):
+    provider.default = by_question(delay=0.05)
+    sessions = make_sessions(tmp_path / "s", 12)
+    settings = settings_for(provider, tmp_path / "home", limiter_url="memory://")
+    batch = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=6,
+                     max_concurrency=3, options=RayOptions(workers=2, shard_size=3))
+    report = await run(batch)
+    assert report.scored == 12 and batch.limiter is not None  # memory:// is one process: the job's actor bounds
+    assert provider.peak_in_flight == 3
+    assert all(w["actor_calls"] > 0 for w in batch.worker_stats)  # each worker's Model was born with the ray:// limiter
+
+
 def _kill_a_worker_once(batch, done):
     def kill():
         pid = ray.get(batch.workers[0].info.remote())["pid"]

@@ -335,6 +335,7 @@ class SharedLimiter(PermitSlots):
         self._report_task: asyncio.Task[None] | None = None
         self._home: asyncio.AbstractEventLoop | None = None
         self._held_lock = threading.Lock()  # held, for requests from other loops
+        self._asking = 0  # permits the home loop's pump is asking the actor for
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "held": self.held, "max_held": self.max_held, "actor_calls": self.actor_calls,
@@ -406,6 +407,9 @@ class SharedLimiter(PermitSlots):
                 self.held -= 1
                 holding = self.held
             await self._call(self.actor.release.remote(self.client_id, 1, holding))
+            home = self._home
+            if home is not None and not home.is_closed():  # requests waiting at max_held at home may ask now
+                home.call_soon_threadsafe(self._wake_pump)
             return
         self._pass_on(permit)
 
@@ -414,7 +418,7 @@ class SharedLimiter(PermitSlots):
         pause = 0.002
         while True:  # a place under max_held is reserved first
             with self._held_lock:
-                if self.max_held is None or self.held < self.max_held:
+                if self.max_held is None or self.held + self._asking < self.max_held:
                     self.held += 1
                     holding = self.held - 1
                     break
@@ -454,6 +458,10 @@ class SharedLimiter(PermitSlots):
         if self._waiters:
             self._ensure_pump()
 
+    def _wake_pump(self) -> None:
+        if self._waiters:
+            self._ensure_pump()
+
     def _ensure_pump(self) -> None:
         if self._pump_task is None or self._pump_task.done():
             self._pump_task = asyncio.create_task(self._pump())
@@ -481,14 +489,20 @@ class SharedLimiter(PermitSlots):
             while True:
                 live = [(f, t) for f, t in self._waiters if not f.done()]
                 self._waiters = collections.deque(live)
-                room = len(live) if self.max_held is None else min(len(live), self.max_held - self.held)
+                with self._held_lock:  # what is asked for counts against max_held until answered
+                    room = len(live) if self.max_held is None else min(len(live), self.max_held - self.held)
+                    self._asking = max(room, 0)
                 if room <= 0:
                     return  # nobody waits, or this process is at its cap: releases pass permits on
                 give_back, self._returns = self._returns, 0
-                granted = await self._call(
-                    self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back, self.held))
-                with self._held_lock:
-                    self.held += granted
+                granted = 0
+                try:
+                    granted = await self._call(
+                        self.actor.acquire.remote(self.client_id, [t for _, t in live[:room]], give_back, self.held))
+                finally:
+                    with self._held_lock:
+                        self._asking = 0
+                        self.held += granted
                 now = time.monotonic()
                 for _ in range(granted):
                     self._hand_out(_Permit(now))

@@ -402,7 +402,8 @@ class RayBatch:
         if not ray.is_initialized():
             ray.init(address=self.options.address, namespace=ACTOR_NAMESPACE, log_to_driver=True)
             self._started_ray = True
-        spec.limiter_url = self.settings.limiter_url  # with limiter_url, its backend holds the bounds
+        url = self.settings.limiter_url
+        spec.limiter_url = None if url is None or url.startswith("memory:") else url  # redis://: Redis holds the bounds
         if self._bounds is not None and not spec.limiter_url:
             endpoint, max_in_flight, rpm, tpm = self._bounds
             # Not waited for here: its process starts while the workers' processes do.
