@@ -25,7 +25,7 @@ from typing import Any
 from jurist.config import Settings
 from jurist.models.base import CallRecord, MeaningJudge
 from jurist.models.model import CallSink, MeaningBackend, Model
-from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, resolve_model, resolve_ref
+from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, model_for, resolve_model, resolve_ref
 from jurist.store import Store
 from jurist.store.store import LOOKUP_LINGER
 
@@ -143,11 +143,7 @@ class Runtime:
 
     def wrap(self, judge: MeaningJudge) -> Model:
         """A user's meaning judge as a backend behind :class:`Model` (its calls on record)."""
-        from jurist.models.limiter import limiter_for
-
-        backend = MeaningBackend(judge)
-        return Model(backend, limiter_for(f"meaning:{backend.name}", self.settings.max_concurrency),
-                     timeout=self.settings.timeout, sink=self.sink, cache=False)
+        return model_for(MeaningBackend(judge), self.settings, None, sink=self.sink, cache=False, shared=False)
 
     # -- closing -----------------------------------------------------------------------
     async def aflush(self) -> None:

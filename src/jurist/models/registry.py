@@ -131,6 +131,36 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
     )
 
 
+def model_for(
+    adapter: ChatModel,
+    settings: Settings,
+    ps: ProviderSettings | None,
+    *,
+    sink: CallSink | None = None,
+    max_in_flight: int | None = None,
+    cache: bool | None = None,
+    retry: RetryPolicy | None = None,
+    shared: bool = True,
+) -> Model:
+    """``adapter`` as a ready ``Model``: the limiter of its endpoint (bounds from ``ps``, the
+    endpoint's provider settings, else ``max_concurrency``; across processes through
+    ``limiter_url`` when ``shared``), the settings' timeout and retries, the call record."""
+    bounds = (
+        max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
+        ps.requests_per_minute if ps else None,
+        ps.tokens_per_minute if ps else None,
+    )
+    limiter = limiter_for(adapter.endpoint, *bounds, url=settings.limiter_url if shared else None)
+    return Model(
+        adapter,
+        limiter,
+        timeout=settings.timeout,
+        retry=retry or RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),
+        sink=sink,
+        cache=settings.cache if cache is None else cache,
+    )
+
+
 def resolve_model(
     ref: str,
     settings: Settings,
@@ -144,19 +174,6 @@ def resolve_model(
     adapter = build_adapter(full, settings)
     provider = full.partition("/")[0]
     ps = settings.providers.get(provider) or PRESETS.get(provider)
-    bounds = (
-        max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
-        ps.requests_per_minute if ps else None,
-        ps.tokens_per_minute if ps else None,
-    )
     # In-process judges (local, scripted) have no endpoint to share: their bound stays in the process.
-    url = settings.limiter_url if provider not in ("local", "scripted") else None
-    limiter = limiter_for(adapter.endpoint, *bounds, url=url)
-    return Model(
-        adapter,
-        limiter,
-        timeout=settings.timeout,
-        retry=RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),
-        sink=sink,
-        cache=settings.cache if cache is None else cache,
-    )
+    return model_for(adapter, settings, ps, sink=sink, max_in_flight=max_in_flight, cache=cache,
+                     shared=provider not in ("local", "scripted"))

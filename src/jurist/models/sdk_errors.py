@@ -46,18 +46,21 @@ def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception],
     return tuple(timeouts), tuple(transport)
 
 
-def map_transport_error(exc: Exception, *, model: str, endpoint: str, wire: str) -> Exception:
+def map_transport_error(
+    exc: Exception, *, model: str, endpoint: str, wire: str,
+    timeouts: tuple[type[Exception], ...] = (), connection_errors: tuple[type[Exception], ...] = (),
+) -> Exception:
     """The one mapping of transport failures to jurist errors: a timeout, a
-    connection refused or dropped (aiohttp, or the SDKs' ``httpx``), a body that
-    is not valid JSON. Returns the exception to raise; jurist's own errors and
-    anything unknown are returned unchanged."""
+    connection refused or dropped (aiohttp, the SDKs' ``httpx``, or an SDK's own
+    ``timeouts`` / ``connection_errors``), a body that is not valid JSON. Returns
+    the exception to raise; jurist's own errors and anything unknown are returned unchanged."""
     where = f"{model} at {endpoint}"
     if isinstance(exc, JuristError):
         return exc
     http_timeouts, http_transport_errors = _httpx_errors()
-    if isinstance(exc, (*http_timeouts, TimeoutError)) and not dropped_connection(exc):
+    if isinstance(exc, (*timeouts, *http_timeouts, TimeoutError)) and not dropped_connection(exc):
         return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, (*http_transport_errors, aiohttp.ClientError)):
+    if isinstance(exc, (*connection_errors, *http_transport_errors, aiohttp.ClientError)):
         return ModelUnavailable(
             f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
             "running and base_url is right",
@@ -83,23 +86,18 @@ def map_sdk_error(
     names the protocol in messages. Anything unknown is returned unchanged.
     """
     where = f"{model} at {endpoint}"
-    if isinstance(exc, sdk.APITimeoutError) and not dropped_connection(exc):
-        return ModelTimeout(f"{where} did not answer in time; raise the timeout or check the server", model=model)
-    if isinstance(exc, sdk.APIConnectionError):
-        return ModelUnavailable(
-            f"{where} could not be reached or dropped the connection ({exc}); check that the server is "
-            "running and base_url is right",
-            model=model,
-        )
     if isinstance(exc, sdk.APIStatusError):
         return status_error(exc.status_code, error_text(exc), exc.response.headers, model=model, where=where,
                             key_hint=key_hint, body=_read_body(exc.response))
+    mapped = map_transport_error(exc, model=model, endpoint=endpoint, wire=wire, timeouts=(sdk.APITimeoutError,),
+                                 connection_errors=(sdk.APIConnectionError,))
+    if mapped is not exc:
+        return mapped
     if isinstance(exc, sdk.APIError):  # an error event in the middle of a stream, or an invalid body
         return ModelUnavailable(f"{where} failed: {exc.message}; try again later", model=model)
-    mapped = map_transport_error(exc, model=model, endpoint=endpoint, wire=wire)
-    if mapped is exc and isinstance(exc, base_error):
+    if isinstance(exc, base_error):
         return ModelUnavailable(f"{where} failed: {exc}", model=model)
-    return mapped
+    return exc
 
 
 def dropped_connection(exc: BaseException) -> bool:

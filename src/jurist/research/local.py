@@ -94,6 +94,7 @@ class LocalResearchEvaluator:
         self._judge = judge
         self.config = config or ResearchConfig()
         self.sink = sink
+        self._as_model: Model | None = None
 
     @property
     def judge(self) -> MeaningJudge:
@@ -101,9 +102,11 @@ class LocalResearchEvaluator:
         return self._judge
 
     def _model(self) -> Model:
-        """The judge behind :class:`Model`: the stage's questions are one recorded call."""
-        backend = MeaningBackend(self.judge)
-        return Model(backend, limiter_for(backend.endpoint, 16), sink=self.sink, cache=False)
+        """The judge behind :class:`Model` (made once): the stage's questions are one recorded call."""
+        if self._as_model is None:
+            backend = MeaningBackend(self.judge)
+            self._as_model = Model(backend, limiter_for(backend.endpoint), sink=self.sink, cache=False)
+        return self._as_model
 
     async def evaluate(self, subject: dict[str, str], *, task: str = "", trace_id: str | None = None) -> PanelResult:
         """Score the stage's meaning-matching dimensions; a judge failure is a

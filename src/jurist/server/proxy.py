@@ -52,8 +52,8 @@ from jurist.gate.types import (
 )
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest
-from jurist.models.limiter import limiter_for
 from jurist.models.model import CallSink, Model, RetryPolicy
+from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error
 
@@ -102,11 +102,7 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
     endpoint = base_url.rstrip("/")
     adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model)
     ps = next((p for p in settings.providers.values() if p.base_url and p.base_url.rstrip("/") == endpoint), None)
-    limiter = limiter_for(adapter.endpoint, (ps.max_in_flight if ps else None) or settings.max_concurrency,
-                          ps.requests_per_minute if ps else None, ps.tokens_per_minute if ps else None,
-                          url=settings.limiter_url)
-    return Model(adapter, limiter, timeout=settings.timeout, retry=RetryPolicy(max_retries=0), sink=sink,
-                 cache=False)
+    return model_for(adapter, settings, ps, sink=sink, cache=False, retry=RetryPolicy(max_retries=0))
 
 
 class ChatBody(BaseModel):
@@ -134,6 +130,7 @@ class ProxyState:
         self.gate_factory: GateFactory = gate_factory or default_gate  # the injection point
         self._gate: GateLike | None = None
         self._models: dict[str, Model] = {}
+        self._lister: OpenAIChat | None = None  # GET /v1/models: the upstream's list, one adapter for every request
 
     @property
     def gate(self) -> GateLike:
@@ -148,6 +145,14 @@ class ProxyState:
                 upstream_model(self.upstream, name, self.settings, sink=self.store(), api_key=self.api_key))
         return self._models[name]
 
+    @property
+    def lister(self) -> OpenAIChat:
+        """The adapter that reads the upstream's model list (made once, closed with the proxy)."""
+        if self._lister is None:
+            self._lister = OpenAIChat("models", provider="upstream", base_url=self.upstream,
+                                      api_key=self.api_key or NO_KEY)
+        return self._lister
+
     @staticmethod
     def caller_key(request: Request) -> str | None:
         """The caller's key (``Authorization: Bearer``), passed upstream with its request."""
@@ -161,6 +166,9 @@ class ProxyState:
         models, self._models = list(self._models.values()), {}
         for model in models:
             await model.aclose()
+        lister, self._lister = self._lister, None
+        if lister is not None:
+            await lister.aclose()
 
 
 class Upstream:
@@ -298,15 +306,12 @@ def build_router(proxy: ProxyState) -> APIRouter:
     @router.get("/v1/models")
     async def models(request: Request) -> Response:
         """The upstream's model list, passed through; an empty list if the upstream has none."""
-        adapter = OpenAIChat("models", provider="upstream", base_url=proxy.upstream, api_key=proxy.api_key or NO_KEY)
         try:
-            body = await adapter.list_models(api_key=proxy.caller_key(request), timeout=proxy.settings.timeout)
+            body = await proxy.lister.list_models(api_key=proxy.caller_key(request), timeout=proxy.settings.timeout)
             return Response(body, media_type="application/json")
         except ModelError as exc:
             if exc.status in (401, 403):
                 return passthrough(exc)
-        finally:
-            await adapter.aclose()
         return JSONResponse({"object": "list", "data": []})
 
     @router.post("/v1/chat/completions")
