@@ -118,10 +118,6 @@ class Runtime:
             logger.warning(NO_JUDGE_NOTICE)
         return LOCAL_JUDGE
 
-    def resolve(self, ref: str) -> str:
-        """An alias or reference as its ``provider/model`` reference."""
-        return resolve_ref(ref, self.settings)
-
     def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
               sink: CallSink | None = None) -> Model:
         """A ready :class:`Model` for a reference or alias, recording into ``sink`` (default:

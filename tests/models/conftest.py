@@ -50,3 +50,15 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def server() -> Iterator[ProviderServer]:
     with ProviderServer() as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster for the module (one already running is used as it is); yields its job id."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, namespace="jurist", log_to_driver=False)
+    yield ray.get_runtime_context().get_job_id()
+    if started:
+        ray.shutdown()

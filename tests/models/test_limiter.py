@@ -120,14 +120,6 @@ async def test_the_redis_limiter_holds_its_bound_across_event_loops(redis_url):
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, namespace="jurist", log_to_driver=False)
-    yield ray.get_runtime_context().get_job_id()
-    if started:
-        ray.shutdown()
 
 
 async def test_the_ray_limiter_is_a_request_limiter_on_the_jobs_actor(cluster):

@@ -10,14 +10,6 @@ from jurist.models.shared_limiter import LimiterCore, SharedLimiter, limiter_act
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, namespace="jurist", log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
 
 
 # -- the counts, in process ------------------------------------------------------

@@ -104,6 +104,21 @@ def _http_reply(body: dict) -> Reply:
     return Reply(text=replies[schema["name"]](request))
 
 
+async def _research_run(folder):
+    """Plan, retrieval and answer of one query, configured as jurist.yaml and the environment say."""
+    settings = Settings.load()
+    store = Store(f"sqlite:///{folder}/p.db")
+    try:
+        async with ResearchEvaluation(load_research_config(settings=settings), settings=settings,
+                                      store=store) as ev:
+            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
+            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
+            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
+            return ev.record()
+    finally:
+        store.close()
+
+
 async def test_research_model_reaches_every_role_critic_and_escalation(isolated, provider, monkeypatch):
     # As a new user configures it: an OpenAI-compatible server, a judge, and research.model.
     monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
@@ -111,17 +126,7 @@ async def test_research_model_reaches_every_role_critic_and_escalation(isolated,
     monkeypatch.setenv("JURIST_JUDGE", "openai/gpt-4o-mini")
     (isolated / "jurist.yaml").write_text("max_retries: 0\ntimeout: 5\nresearch:\n  model: openai/gpt-4o-mini\n")
     provider.default = _http_reply
-    settings = Settings.load()
-    store = Store(f"sqlite:///{isolated}/p.db")
-    try:
-        async with ResearchEvaluation(load_research_config(settings=settings), settings=settings,
-                                      store=store) as ev:
-            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
-            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
-            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
-            rec = ev.record()
-    finally:
-        store.close()
+    rec = await _research_run(isolated)
     assert not rec.evaluation_skipped and rec.skip_reason is None, rec.skip_reason
     sent = [(r["json"]["model"], r["json"]["response_format"]["json_schema"]["name"]) for r in provider.requests]
     assert {model for model, _ in sent} == {"gpt-4o-mini"}
@@ -141,17 +146,7 @@ async def test_an_evaluator_whose_every_call_fails_says_so(isolated, provider, m
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     (isolated / "jurist.yaml").write_text("max_retries: 0\nresearch:\n  model: openai/gpt-4o-mini\n")
     provider.default = Reply(status=500, text=None)
-    settings = Settings.load()
-    store = Store(f"sqlite:///{isolated}/p.db")
-    try:
-        async with ResearchEvaluation(load_research_config(settings=settings), settings=settings,
-                                      store=store) as ev:
-            plan = (await ev.evaluate_plan(QUERY, Planner())).plan
-            await ev.evaluate_retrieval(QUERY, plan, SOURCES)
-            await ev.evaluate_answer(QUERY, SOURCES, Synthesiser())
-            rec = ev.record()
-    finally:
-        store.close()
+    rec = await _research_run(isolated)
     assert provider.requests and {r["json"]["model"] for r in provider.requests} == {"gpt-4o-mini"}
     assert rec.evaluation_skipped and rec.overall_score is None
     summary = rec.summary()
