@@ -3,8 +3,11 @@
 The CLI, :func:`jurist.server.create_app` and library users (:func:`jurist.open`)
 build one :class:`Runtime` and pass it to the capabilities; a capability never
 loads settings or opens a store itself. The runtime owns what used to be
-process-wide state: whether the "no judge configured" notice was given, and the
-store opened for it (closed with it).
+process-wide state: whether the "no judge configured" notice was given, the
+store opened for it (closed with it), and the pool of endpoint limiters its
+models share (by default the process's pool, so that every runtime in a process
+keeps one bound per endpoint; give ``limiters=LimiterPool()`` for bounds of
+its own, closed by whoever made the pool).
 
 ::
 
@@ -24,6 +27,7 @@ from typing import Any
 
 from jurist.config import Settings
 from jurist.models.base import CallRecord, MeaningJudge
+from jurist.models.limiter import LimiterPool
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, model_for, resolve_model, resolve_ref
 from jurist.store import Store
@@ -48,8 +52,10 @@ class Runtime:
     """
 
     def __init__(self, settings: Settings | None = None, store: Store | None = None, *,
-                 lookup_linger: float = LOOKUP_LINGER, open_store: bool = True) -> None:
+                 lookup_linger: float = LOOKUP_LINGER, open_store: bool = True,
+                 limiters: LimiterPool | None = None) -> None:
         self.settings = settings if settings is not None else Settings.load()
+        self.limiters = limiters  # None: the process's pool, shared with every runtime in the process
         self._store = store
         self._own_store = False
         self._open_store = open_store
@@ -60,9 +66,9 @@ class Runtime:
     # -- building ----------------------------------------------------------------------
     @classmethod
     def load(cls, config_file: str | Path | None = None, *, store: Store | None = None,
-             **explicit: Any) -> "Runtime":
+             limiters: LimiterPool | None = None, **explicit: Any) -> "Runtime":
         """Settings from explicit values, ``jurist.yaml`` (or ``config_file``) and the environment."""
-        return cls(Settings.load(config_file, **explicit), store)
+        return cls(Settings.load(config_file, **explicit), store, limiters=limiters)
 
     @classmethod
     def of(cls, runtime: "Runtime | None" = None, settings: Settings | None = None,
@@ -123,7 +129,7 @@ class Runtime:
         """A ready :class:`Model` for a reference or alias, recording into ``sink`` (default:
         this runtime's store)."""
         return resolve_model(ref, self.settings, sink=sink if sink is not None else self.sink,
-                             max_in_flight=max_in_flight, cache=cache)
+                             max_in_flight=max_in_flight, cache=cache, limiters=self.limiters)
 
     def judge(self, judge: Judgelike = None, *, default: str | None = None, cache: bool | None = None,
               max_in_flight: int | None = None) -> Model:
@@ -139,7 +145,8 @@ class Runtime:
 
     def wrap(self, judge: MeaningJudge) -> Model:
         """A user's meaning judge as a backend behind :class:`Model` (its calls on record)."""
-        return model_for(MeaningBackend(judge), self.settings, None, sink=self.sink, cache=False, shared=False)
+        return model_for(MeaningBackend(judge), self.settings, None, sink=self.sink, cache=False, shared=False,
+                         limiters=self.limiters)
 
     # -- closing -----------------------------------------------------------------------
     async def aflush(self) -> None:
@@ -180,8 +187,10 @@ class Runtime:
         await self.aclose()
 
 
-def open(config_file: str | Path | None = None, *, store: Store | None = None, **settings: Any) -> Runtime:  # noqa: A001
+def open(config_file: str | Path | None = None, *, store: Store | None = None,  # noqa: A001
+         limiters: LimiterPool | None = None, **settings: Any) -> Runtime:
     """Build the runtime for library use: settings from ``settings`` (any :class:`Settings`
     field, e.g. ``judge=``, ``database_url=``), then ``jurist.yaml`` (or ``config_file``),
-    then the environment. Use it as a context manager (sync or async) to close its store."""
-    return Runtime.load(config_file, store=store, **settings)
+    then the environment; ``limiters`` a pool of endpoint limiters of its own (default: the
+    process's). Use it as a context manager (sync or async) to close its store."""
+    return Runtime.load(config_file, store=store, limiters=limiters, **settings)

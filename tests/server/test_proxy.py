@@ -25,8 +25,8 @@ ASK = [{"role": "user", "content": "What is the capital of France?"}]
 def use_fake_gate(app) -> list[FakeGate]:
     gates: list[FakeGate] = []
 
-    def factory(config, settings, store):
-        gates.append(FakeGate(config, settings=settings, store=store))
+    def factory(config, runtime):
+        gates.append(FakeGate(config, settings=runtime.settings, store=runtime.store))
         return gates[-1]
 
     app.state.proxy.gate_factory = factory

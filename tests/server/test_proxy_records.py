@@ -48,7 +48,7 @@ def post(base: str, trace_id: str, *, stream: bool = False, key: str = "sk-calle
 
 
 def stored_calls(app, trace_id: str) -> list[dict[str, Any]]:
-    store = app.state.proxy.store()
+    store = app.state.proxy.runtime.store
     store.flush()
     return store.calls(trace_id=trace_id)
 
@@ -123,7 +123,7 @@ def test_the_stored_gate_payload_is_the_returned_jurist_field(proxy, provider, s
         provider.script(Reply(text="Paris."))
     trace = f"payload-{stream}-{regenerate}"
     out = post(base, trace, stream=stream)
-    store = app.state.proxy.store()
+    store = app.state.proxy.runtime.store
     store.flush()
     [row] = [r for r in store.evaluations(kind="gate") if r["trace_id"] == trace]
     assert row["payload"] == out["jurist"]

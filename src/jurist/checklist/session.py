@@ -39,7 +39,8 @@ from jurist.judges.prompting import quote
 from jurist.judges.templates import builtin
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
-from jurist.models.registry import resolve_model, resolve_ref, writes_text
+from jurist.models.registry import resolve_ref, writes_text
+from jurist.runtime import Runtime
 from jurist.store import EvaluationRow, Store
 
 log = logging.getLogger("jurist.checklist")
@@ -120,21 +121,23 @@ class ChecklistSession:
     # -- creation -------------------------------------------------------------
     @classmethod
     async def start(
-        cls, checklist: Checklist | str | Path | dict[str, Any], *, store: Store, learner: str = "default",
-        mode: Mode = "recall", tutor: str | Model | None = None, judge: str | Model | MeaningJudge | None = None,
-        settings: Settings | None = None, scheduler: Scheduler | None = None, session_id: str | None = None,
+        cls, checklist: Checklist | str | Path | dict[str, Any], *, store: Store | None = None,
+        learner: str = "default", mode: Mode = "recall", tutor: str | Model | None = None,
+        judge: str | Model | MeaningJudge | None = None, settings: Settings | None = None,
+        runtime: Runtime | None = None, scheduler: Scheduler | None = None, session_id: str | None = None,
         clock: Callable[[], datetime] = _now,
     ) -> "ChecklistSession":
-        """Start a new session (stored at once) for ``learner`` on ``checklist``."""
+        """Start a new session (stored at once) for ``learner`` on ``checklist``. Models are
+        resolved and the session stored through ``runtime`` (or ``settings`` and ``store``)."""
         if isinstance(checklist, (str, Path)):
             checklist = await asyncio.to_thread(load_checklist, checklist)
         elif isinstance(checklist, dict):
             checklist = parse_checklist(checklist)
         if mode not in ("recall", "rabbithole"):
             raise InputError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
-        settings = settings or await asyncio.to_thread(Settings.load)
-        tutor_model = _tutor(tutor, settings, store)
-        evaluator = ChecklistEvaluator(judge, settings=settings, sink=store)
+        runtime, store = await _runtime(runtime, settings, store)
+        tutor_model = _tutor(tutor, runtime)
+        evaluator = ChecklistEvaluator(judge, runtime=runtime)
         sid = session_id or new_id()
         at = clock()
         await store.create_checklist_session(
@@ -149,19 +152,19 @@ class ChecklistSession:
 
     @classmethod
     async def resume(
-        cls, session_id: str, *, store: Store, tutor: str | Model | None = None,
+        cls, session_id: str, *, store: Store | None = None, tutor: str | Model | None = None,
         judge: str | Model | MeaningJudge | None = None, settings: Settings | None = None,
-        scheduler: Scheduler | None = None, clock: Callable[[], datetime] = _now,
+        runtime: Runtime | None = None, scheduler: Scheduler | None = None, clock: Callable[[], datetime] = _now,
     ) -> "ChecklistSession":
         """Load a stored session: its checklist, messages and point states. The tutor and
         judge default to the ones the session was started with."""
+        runtime, store = await _runtime(runtime, settings, store)
         row = await store.checklist_session(session_id)
         if row is None:
             raise InputError(f"no checklist session {session_id!r} in the store; start a new one")
-        settings = settings or await asyncio.to_thread(Settings.load)
         checklist = parse_checklist({"title": row["title"], "points": row["points"]}, f"session {session_id}")
-        tutor_model = _tutor(tutor or row["tutor_model"], settings, store)
-        evaluator = ChecklistEvaluator(judge or row["judge_model"], settings=settings, sink=store)
+        tutor_model = _tutor(tutor or row["tutor_model"], runtime)
+        evaluator = ChecklistEvaluator(judge or row["judge_model"], runtime=runtime)
         by_id = {r["point_id"]: r for r in await store.checklist_points(session_id)}
         states = []
         for p in checklist.points:
@@ -335,10 +338,21 @@ class ChecklistSession:
         await self.tutor.aclose()
 
 
-def _tutor(tutor: str | Model | None, settings: Settings, store: Store) -> Model:
+async def _runtime(runtime: Runtime | None, settings: Settings | None,
+                   store: Store | None) -> tuple[Runtime, Store]:
+    """The runtime a session works in and its store: ``runtime``, else one over ``settings``
+    (loaded off the loop when none) and ``store``, which is then required."""
+    if runtime is None:
+        if store is None:
+            raise UsageError("a checklist session needs runtime= (jurist.open()) or store=")
+        runtime = await asyncio.to_thread(Runtime.of, None, settings, store)
+    return runtime, await runtime.astore()
+
+
+def _tutor(tutor: str | Model | None, runtime: Runtime) -> Model:
     if isinstance(tutor, Model):
         return tutor
-    return resolve_model(tutor_ref(settings, tutor), settings, sink=store, cache=False)
+    return runtime.model(tutor_ref(runtime.settings, tutor), cache=False)
 
 
 def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[ChecklistPoint], ev: BatchEvaluation,

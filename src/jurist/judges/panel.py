@@ -35,7 +35,7 @@ from jurist.judges.parsing import extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
-from jurist.models.registry import HOW_TO_CONFIGURE, resolve_model, resolve_ref
+from jurist.models.registry import HOW_TO_CONFIGURE, ModelSource, resolve_model, resolve_ref
 
 SCORED = "scored"  # a panel with scores; roles and escalation are OK or FAILED, a panel without scores SKIPPED
 
@@ -270,20 +270,27 @@ class Panel:
     """Role-based judges in parallel, aggregated, escalated when unsure.
 
     ``weights`` gives each dimension the roles score its weight in ``overall``.
-    Models are resolved here (aliases such as ``escalation`` through
-    ``settings.aliases``); a reference that cannot be resolved is a ConfigError.
+    Models are resolved through ``runtime`` (a :class:`jurist.Runtime`: its
+    settings, limiters and store), or from ``settings`` with calls recorded in
+    ``store``; aliases such as ``escalation`` come from the settings' aliases,
+    and a reference that cannot be resolved is a ConfigError.
     """
 
     def __init__(
-        self, roles: Sequence[Role], weights: Mapping[str, float], *, settings: Settings,
-        store: CallSink | None = None, model: str | None = None, escalation_model: str | None = None,
+        self, roles: Sequence[Role], weights: Mapping[str, float], *, runtime: ModelSource | None = None,
+        settings: Settings | None = None, store: CallSink | None = None, model: str | None = None,
+        escalation_model: str | None = None,
         pass_threshold: float = 0.7, dimension_descriptions: Mapping[str, str] | None = None,
         low_confidence: float = 0.6, disagreement: float = 0.3, borderline: float = 0.05,
         role_timeout: float | None = None,
     ) -> None:
         self.roles = [dataclasses.replace(r, dimensions=list(r.dimensions)) for r in roles]
         self.weights = {d: float(w) for d, w in weights.items()}
-        self.settings, self.store = settings, store
+        if runtime is not None:
+            settings = runtime.settings
+        elif settings is None:
+            raise ConfigError("a panel needs runtime= (jurist.open()) or settings=")
+        self.runtime, self.settings, self.store = runtime, settings, store
         self.pass_threshold, self.low_confidence = pass_threshold, low_confidence
         self.disagreement, self.borderline, self.role_timeout = disagreement, borderline, role_timeout
         self.descriptions = dict(dimension_descriptions or {})
@@ -293,7 +300,7 @@ class Panel:
             PURPOSE_ROLE: builtin(PURPOSE_ROLE).check(_ROLE_VARS, required=set(_ROLE_VARS)),
             PURPOSE_ESCALATION: builtin(PURPOSE_ESCALATION).check(_ESCALATION_VARS, required=set(_ESCALATION_VARS)),
         }
-        self._judges = [(role, self._role_judge(role, model or settings.judge)) for role in self.roles]
+        self._judges = [(role, self._role_judge(role, model or self.settings.judge)) for role in self.roles]
         self._escalation = self._model(escalation_model, "escalation_model") if escalation_model else None
 
     def _check(self) -> None:
@@ -326,7 +333,8 @@ class Panel:
         if full.startswith("local/"):
             raise ConfigError(f"{what}: {full} scores rubric items only; a panel needs a chat model")
         if full not in self._models:
-            self._models[full] = resolve_model(full, self.settings, sink=self.store)
+            self._models[full] = (self.runtime.model(full, sink=self.store) if self.runtime is not None
+                                  else resolve_model(full, self.settings, sink=self.store))
         return self._models[full]
 
     def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, Any]) -> Judge:

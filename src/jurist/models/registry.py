@@ -12,11 +12,12 @@ endpoints and keys come from the presets below or from ``providers:`` in
 from __future__ import annotations
 
 import os
+from typing import Protocol
 
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
 from jurist.models.base import ChatModel
-from jurist.models.limiter import limiter_for
+from jurist.models.limiter import LimiterPool, limiter_for
 from jurist.models.model import CallSink, Model, RetryPolicy
 
 LOCAL_JUDGE = "local/minilm"
@@ -59,6 +60,15 @@ def resolve_ref(ref: str, settings: Settings) -> str:
             f"ollama/qwen3:14b, local/minilm) or define the alias {ref!r} under 'aliases:' in jurist.yaml"
         )
     return ref
+
+
+class ModelSource(Protocol):
+    """What a capability resolves model references through (a :class:`jurist.Runtime`)."""
+
+    settings: Settings
+
+    def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
+              sink: CallSink | None = None) -> Model: ...
 
 
 def judge_ref(settings: Settings, explicit: str | None = None) -> str:
@@ -141,16 +151,18 @@ def model_for(
     cache: bool | None = None,
     retry: RetryPolicy | None = None,
     shared: bool = True,
+    limiters: LimiterPool | None = None,
 ) -> Model:
-    """``adapter`` as a ready ``Model``: the limiter of its endpoint (bounds from ``ps``, the
-    endpoint's provider settings, else ``max_concurrency``; across processes through
-    ``limiter_url`` when ``shared``), the settings' timeout and retries, the call record."""
+    """``adapter`` as a ready ``Model``: the limiter of its endpoint from ``limiters`` (default:
+    the process's pool; bounds from ``ps``, the endpoint's provider settings, else
+    ``max_concurrency``; across processes through ``limiter_url`` when ``shared``), the
+    settings' timeout and retries, the call record."""
     bounds = (
         max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
         ps.requests_per_minute if ps else None,
         ps.tokens_per_minute if ps else None,
     )
-    limiter = limiter_for(adapter.endpoint, *bounds, url=settings.limiter_url if shared else None)
+    limiter = limiter_for(adapter.endpoint, *bounds, url=settings.limiter_url if shared else None, pool=limiters)
     return Model(
         adapter,
         limiter,
@@ -168,12 +180,14 @@ def resolve_model(
     sink: CallSink | None = None,
     max_in_flight: int | None = None,
     cache: bool | None = None,
+    limiters: LimiterPool | None = None,
 ) -> Model:
-    """Turn a reference or alias into a ready ``Model`` sharing its endpoint's limiter."""
+    """Turn a reference or alias into a ready ``Model`` sharing its endpoint's limiter
+    (in ``limiters``, default: the process's pool)."""
     full = resolve_ref(ref, settings)
     adapter = build_adapter(full, settings)
     provider = full.partition("/")[0]
     ps = settings.providers.get(provider) or PRESETS.get(provider)
     # In-process judges (local, scripted) have no endpoint to share: their bound stays in the process.
     return model_for(adapter, settings, ps, sink=sink, max_in_flight=max_in_flight, cache=cache,
-                     shared=provider not in ("local", "scripted"))
+                     shared=provider not in ("local", "scripted"), limiters=limiters)

@@ -140,7 +140,7 @@ class ResearchEvaluation:
 
         ev = cls(config, settings=settings, store=store, critic=LocalPlanCritic(judge), **kw)
         for stage in st.STAGE_NAMES:
-            ev.evaluators[stage] = LocalResearchEvaluator(stage, judge=judge, config=ev.config, sink=ev._sink_lazy())
+            ev.evaluators[stage] = LocalResearchEvaluator(stage, judge=judge, config=ev.config, sink=ev.runtime.sink)
         return ev
 
     # -- wiring ----------------------------------------------------------------------
@@ -160,18 +160,6 @@ class ResearchEvaluation:
     def store(self) -> Store:
         return self.runtime.store
 
-    def _sink_lazy(self) -> Any:
-        owner = self
-
-        class _Sink:  # opens the store on the first recorded call
-            def record_call(self, record: Any) -> None:
-                owner.store.record_call(record)
-
-            async def cached_reply(self, request_hash: str) -> Any:
-                return await owner.store.cached_reply(request_hash)
-
-        return _Sink()
-
     def _build_panel(self, stage: str) -> Any:
         from jurist.judges.panel import Panel, roles_for
         from jurist.research.vocabulary import DEFAULT_ROLES
@@ -179,7 +167,7 @@ class ResearchEvaluation:
         cfg, stage_cfg = self.config, self.config.stages.of(stage)
         roles = roles_for(list(stage_cfg.dimensions), DEFAULT_ROLES, models=cfg.role_models())
         return Panel(
-            roles, stage_cfg.weights, settings=self.settings, store=self.store, model=cfg.model,
+            roles, stage_cfg.weights, runtime=self.runtime, model=cfg.model,
             escalation_model=cfg.escalation_model, pass_threshold=stage_cfg.pass_threshold,
             dimension_descriptions=st.descriptions(stage), low_confidence=cfg.escalation.low_confidence,
             disagreement=cfg.escalation.disagreement, borderline=cfg.escalation.borderline,
@@ -187,11 +175,9 @@ class ResearchEvaluation:
         )
 
     def _build_critic(self) -> LLMPlanCritic:
-        from jurist.models.registry import judge_ref, resolve_model
-
-        s = self.settings
-        model = resolve_model(self.config.critic() or judge_ref(s), s, sink=self.store)
-        esc = resolve_model(self.config.escalation_model, s, sink=self.store) if self.config.escalation_model else None
+        rt, s = self.runtime, self.settings
+        model = rt.model(rt.judge_ref(self.config.critic(), announce=False))
+        esc = rt.model(self.config.escalation_model) if self.config.escalation_model else None
         return LLMPlanCritic(model, esc, dimensions=st.descriptions(st.PLAN), temperature=s.temperature,
                              seed=s.seed, max_tokens=s.max_tokens)
 

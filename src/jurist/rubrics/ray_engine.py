@@ -42,6 +42,7 @@ from jurist.models.shared_limiter import import_ray
 from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.results import RubricResult
+from jurist.runtime import Runtime
 from jurist.store.rows import EvaluationRow
 
 # Variables a worker needs to build the same adapters as the driver (keys, base URLs).
@@ -197,14 +198,15 @@ class BatchWorker:
         from jurist.models.shared_limiter import SharedLimiter
         from jurist.rubrics.api import build_judge
         from jurist.rubrics.scoring import SessionEvaluator
-        from jurist.store import Store
         from jurist.store.store import BATCH_LOOKUP_LINGER
 
         spec = self.spec
         os.environ.update(spec.env)
-        self.store = await Store.aopen(spec.settings.database, lookup_linger=BATCH_LOOKUP_LINGER)
+        # The worker's own runtime: the cluster's limiter URL, its own store connection.
         settings = spec.settings.model_copy(update={"limiter_url": spec.limiter_url})
-        self.judge = build_judge(settings, self.store, judge=spec.judge, template=spec.template,
+        self.runtime = Runtime(settings, lookup_linger=BATCH_LOOKUP_LINGER)
+        self.store = await self.runtime.astore()
+        self.judge = build_judge(self.runtime, judge=spec.judge, template=spec.template,
                                  max_concurrency=spec.max_concurrency, cache=spec.cache)
         model = getattr(self.judge, "model", None)
         if model is not None and isinstance(model.limiter, SharedLimiter):
@@ -271,7 +273,7 @@ class BatchWorker:
                 stats |= {k: limiter[k] for k in ("peak_in_flight", "actor_calls", "local_handovers") if k in limiter}
                 await model.limiter.aclose()  # permits go back; the Redis connection closes
                 await model.aclose()
-            await self.store.aclose()
+            await self.runtime.aclose()
         return stats
 
 
@@ -357,10 +359,10 @@ class RayBatch:
         files = await asyncio.to_thread(session_files, self.sessions_dir)
         await asyncio.to_thread(self.output_dir.mkdir, parents=True, exist_ok=True)
         spec = await self._spec()
-        from jurist.store import Store
-
         # Migrate once here, so workers opening the same database at once find it ready.
-        await (await Store.aopen(self.settings.database)).aclose()
+        migrated = Runtime(self.settings)
+        await migrated.astore()
+        await migrated.aclose()
         await asyncio.to_thread(self._launch, spec)
         try:
             ready = [w.start.remote() for w in self.workers]
@@ -489,10 +491,14 @@ async def evaluate_batch_on_ray(
     *,
     settings: Settings | None = None,
     options: RayOptions | None = None,
+    runtime: Runtime | None = None,
     **kwargs: Any,
 ) -> BatchReport:
-    """:func:`jurist.rubrics.evaluate_batch` on a Ray cluster (same arguments, plus ``options``)."""
-    settings = settings or await asyncio.to_thread(Settings.load)
+    """:func:`jurist.rubrics.evaluate_batch` on a Ray cluster (same arguments, plus ``options``).
+    The workers take the settings of ``runtime`` (or ``settings``, else the loaded ones) and open
+    their own stores on its database."""
+    if settings is None:
+        settings = (runtime or await asyncio.to_thread(Runtime)).settings
     rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
         load_rubrics, rubrics, settings.score_scale)
     return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,

@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 import jurist
 from jurist.config import Settings
+from jurist.runtime import Runtime
 from jurist.server import api_analysis, api_evaluations, dashboard, health, proxy, tutor, tutor_ws
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.sessions import SessionFactory
@@ -33,12 +34,14 @@ def create_app(
     upstream: str | None = None,
     gate_config: Any = None,
     upstream_api_key: str | None = None,
+    runtime: Runtime | None = None,
 ) -> FastAPI:
     """The server.
 
-    ``settings`` default to :meth:`Settings.load`; ``store`` to one on
-    ``settings.database``, opened on first use and closed on shutdown (a
-    given store is left open). ``tutor_model`` and ``judge_model`` are model
+    ``runtime`` (settings, store, models) defaults to one over ``settings``
+    (default: loaded from ``jurist.yaml`` and the environment) and ``store``
+    (default: one on ``settings.database``, opened at start-up and closed on
+    shutdown; a given store is left open). ``tutor_model`` and ``judge_model`` are model
     references or aliases (``scripted/<name>`` in tests); by default the
     tutor is the alias ``tutor`` or ``strong`` or the configured judge, and
     the checklist judge is the alias ``fast`` or the configured judge.
@@ -51,9 +54,8 @@ def create_app(
     request brings no ``Authorization`` header.
     """
     state = ServerState(
-        settings=settings if settings is not None else Settings.load(),
+        runtime=runtime if runtime is not None else Runtime(settings, store),
         checklist_dirs=[Path(d) for d in checklist_dirs or []],
-        store_given=store,
         tutor_model=tutor_model,
         judge_model=judge_model,
         factory_given=session_factory,
@@ -89,6 +91,6 @@ def create_app(
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     if upstream:
-        proxy.install(app, upstream, gate_config, state.settings, lambda: state.store, api_key=upstream_api_key)
+        proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key)
     json_errors_in_openapi(app)
     return app

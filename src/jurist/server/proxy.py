@@ -52,9 +52,11 @@ from jurist.gate.types import (
 )
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest
+from jurist.models.limiter import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
+from jurist.runtime import Runtime
 from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error
 
 log = logging.getLogger("jurist.server.proxy")
@@ -79,21 +81,21 @@ class GateLike(Protocol):
     async def aclose(self) -> None: ...
 
 
-GateFactory = Callable[[Any, Settings, Any], GateLike]  # (gate_config, settings, store) -> gate
+GateFactory = Callable[[Any, Runtime], GateLike]  # (gate_config, the server's runtime) -> gate
 
 
-def default_gate(config: Any, settings: Settings, store: Any) -> GateLike:
+def default_gate(config: Any, runtime: Runtime) -> GateLike:
     """``jurist.gate.Gate`` on the configured GateConfig (a dict is validated into one)."""
     from jurist.gate.config import GateConfig
     from jurist.gate.gate import Gate
 
     if isinstance(config, dict):
         config = GateConfig(**config)
-    return Gate(config, settings=settings, store=store)
+    return Gate(config, runtime=runtime)
 
 
 def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallSink | None = None,
-                   api_key: str | None = None) -> Model:
+                   api_key: str | None = None, limiters: LimiterPool | None = None) -> Model:
     """The upstream ``model`` at ``base_url`` as a :class:`Model`: an OpenAI-compatible
     adapter, recorded under the model name the caller asked for, behind the
     endpoint's limiter (the bounds of a configured provider with that
@@ -102,7 +104,8 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
     endpoint = base_url.rstrip("/")
     adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model)
     ps = next((p for p in settings.providers.values() if p.base_url and p.base_url.rstrip("/") == endpoint), None)
-    return model_for(adapter, settings, ps, sink=sink, cache=False, retry=RetryPolicy(max_retries=0))
+    return model_for(adapter, settings, ps, sink=sink, cache=False, retry=RetryPolicy(max_retries=0),
+                     limiters=limiters)
 
 
 class ChatBody(BaseModel):
@@ -120,12 +123,12 @@ class ChatBody(BaseModel):
 class ProxyState:
     """The proxy's shared pieces: the gate and the upstream Models (one per model name)."""
 
-    def __init__(self, upstream: str, gate_config: Any, settings: Settings, store: Callable[[], Any],
+    def __init__(self, upstream: str, gate_config: Any, runtime: Runtime,
                  api_key: str | None = None, gate_factory: GateFactory | None = None) -> None:
         self.upstream = upstream.rstrip("/")
         self.gate_config = gate_config
-        self.settings = settings
-        self.store = store
+        self.runtime = runtime
+        self.settings = runtime.settings
         self.api_key = api_key
         self.gate_factory: GateFactory = gate_factory or default_gate  # the injection point
         self._gate: GateLike | None = None
@@ -135,14 +138,15 @@ class ProxyState:
     @property
     def gate(self) -> GateLike:
         if self._gate is None:
-            self._gate = self.gate_factory(self.gate_config, self.settings, self.store())
+            self._gate = self.gate_factory(self.gate_config, self.runtime)
         return self._gate
 
     def model(self, name: str) -> Model:
         """The upstream Model for ``name``, its calls stored and in the gate's ``llm_calls``."""
         if name not in self._models:
             self._models[name] = self.gate.wrap(
-                upstream_model(self.upstream, name, self.settings, sink=self.store(), api_key=self.api_key))
+                upstream_model(self.upstream, name, self.settings, sink=self.runtime.sink, api_key=self.api_key,
+                               limiters=self.runtime.limiters))
         return self._models[name]
 
     @property
@@ -416,10 +420,10 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
     yield out.done()
 
 
-def install(app: FastAPI, upstream: str, gate_config: Any, settings: Settings, store: Callable[[], Any], *,
+def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
             api_key: str | None = None, gate_factory: GateFactory | None = None) -> ProxyState:
     """Serve the proxy on ``app``; the state is ``app.state.proxy`` (closed by :meth:`ProxyState.aclose`)."""
-    proxy = ProxyState(upstream, gate_config, settings, store, api_key=api_key, gate_factory=gate_factory)
+    proxy = ProxyState(upstream, gate_config, runtime, api_key=api_key, gate_factory=gate_factory)
     app.state.proxy = proxy
     app.include_router(build_router(proxy))
     return proxy

@@ -1,4 +1,4 @@
-"""What the routes share: settings, the store, checklist folders, sessions."""
+"""What the routes share: the runtime (settings, store, models), checklist folders, sessions."""
 
 from __future__ import annotations
 
@@ -9,30 +9,29 @@ from pathlib import Path
 from fastapi import HTTPException, Request, WebSocket
 
 from jurist.config import Settings
+from jurist.runtime import Runtime
 from jurist.server.checklists import Checklist, bundled_dir, find_checklist, list_checklists, valid_name
 from jurist.server.sessions import SessionCache, SessionFactory, checklist_session_factory
 from jurist.store import Store
 
 @dataclass
 class ServerState:
-    settings: Settings
+    runtime: Runtime
     checklist_dirs: list[Path]
-    store_given: Store | None = None
     tutor_model: str | None = None
     judge_model: str | None = None
     factory_given: SessionFactory | None = None
     sessions: SessionCache = field(default_factory=SessionCache)
-    _store: Store | None = None
     _factory: SessionFactory | None = None
 
     @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
     def store(self) -> Store:
-        """The given store, else one opened on first use (closed on shutdown)."""
-        if self.store_given is not None:
-            return self.store_given
-        if self._store is None:
-            self._store = Store(self.settings.database)
-        return self._store
+        """The runtime's store: the one given, else one opened at start-up (closed on shutdown)."""
+        return self.runtime.store
 
     @property
     def factory(self) -> SessionFactory:
@@ -49,14 +48,12 @@ class ServerState:
         return find_checklist(name, self.folders())
 
     async def aopen(self) -> None:
-        """Open the store off the event loop (at start-up), unless one was given."""
-        if self.store_given is None and self._store is None:
-            self._store = await Store.aopen(self.settings.database)
+        """Open the store off the event loop (at start-up)."""
+        await self.runtime.astore()
 
     async def aclose(self) -> None:
-        if self._store is not None:
-            store, self._store = self._store, None
-            await store.aclose()
+        """Close the store the runtime opened (a given one is flushed and left open)."""
+        await self.runtime.aclose()
 
 
 def get_state(request: Request) -> ServerState:
