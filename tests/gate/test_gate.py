@@ -106,7 +106,7 @@ async def test_garbage_from_the_judge_is_a_skipped_evaluation():
 
 async def test_budget_accepts_best_so_far_and_is_never_exceeded():
     script("judge", bad(0.3)).delay = 0.3
-    g = gate(budget_s=1.0)
+    g = await gate(budget_s=1.0).astart()  # the store is open before the request
     started = time.monotonic()
     result = await g.run(QUESTION, slow_words("a slow first answer", 0.3))
     elapsed = time.monotonic() - started
@@ -125,7 +125,7 @@ async def test_budget_cuts_a_hanging_regeneration():
         return "quick but poor"
 
     script("judge", bad())
-    g = gate(budget_s=0.8)
+    g = await gate(budget_s=0.8).astart()
     started = time.monotonic()
     events = await collect(g, generate=generate)
     await g.aclose()

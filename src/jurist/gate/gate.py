@@ -82,12 +82,12 @@ class Gate:
                  evaluator: str | Callable[..., Any] | GateEvaluator | None = None,
                  judge: str | Model | MeaningJudge | None = None) -> None:
         """``runtime`` (or ``settings`` and ``store`` to build one from) resolves the models and
-        holds the store the records go to; a gate opens nothing itself until its first record."""
+        holds the store the records go to. The constructor opens nothing: :meth:`astart` (or
+        ``async with``) opens the store off the event loop before the first request; otherwise
+        the first request opens it, before its budget starts."""
         self.config = config or GateConfig()
         self._own_runtime = runtime is None
         self.runtime = Runtime.of(runtime, settings, store)
-        if self._own_runtime and self.runtime.has_store:
-            self.runtime.store  # noqa: B018 - the convenience form opens its store here, outside any request's budget
         self.settings = self.runtime.settings
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
@@ -151,8 +151,7 @@ class Gate:
                      trace_id: str | None = None) -> AsyncIterator[GateEvent]:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
-        if self.runtime.has_store:
-            await self.runtime.astore()  # opened (off the loop) before the first call needs it
+        await self.astart()  # the store opened before the budget starts
         run = _Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
                    time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
         try:
@@ -171,6 +170,18 @@ class Gate:
             return await self._evaluate(run, answer, attempt)
         finally:
             self._collector.close(trace_id)
+
+    async def astart(self) -> "Gate":
+        """Open the store (off the event loop) so that no request waits for it."""
+        if self.runtime.has_store:
+            await self.runtime.astore()
+        return self
+
+    async def __aenter__(self) -> "Gate":
+        return await self.astart()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the models this gate resolved and the store it opened."""
