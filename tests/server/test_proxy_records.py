@@ -87,6 +87,10 @@ def test_failed_upstream_calls_are_rows_too(proxy, provider, reply, status, stre
     calls = stored_calls(app, trace)
     assert [(c["purpose"], c["status"]) for c in calls if c["purpose"] == "generation"] == [("generation", "error")]
     assert len(provider.requests) == 1  # no retries behind the caller's back
+    [row] = [r for r in app.state.proxy.runtime.store.evaluations(kind="gate") if r["trace_id"] == trace]
+    assert row["payload"]["error"] and row["status"] == "failed"  # the failed request is an evaluation too
+    assert [c["call_id"] for c in row["payload"]["llm_calls"] if c["type"] == "generation"] == [
+        c["id"] for c in calls if c["purpose"] == "generation"]
 
 
 def test_the_limiter_bounds_the_upstream_calls(provider, isolated):

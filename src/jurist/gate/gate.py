@@ -104,9 +104,7 @@ class Gate:
         """A copy of ``model`` whose calls (on a request's trace id) are also in
         that request's ``llm_calls``: for a generator that calls a model itself."""
         clone = copy.copy(model)
-        collector = CallCollector(model.sink)
-        collector.by_trace = self._collector.by_trace
-        clone.sink = collector
+        clone.sink = self._collector.sharing(model.sink)
         return clone
 
     def _build_evaluator(self, evaluator: Any, judge: Any) -> GateEvaluator:
@@ -268,7 +266,6 @@ class Gate:
         """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         started = time.monotonic()
-        recorded = len(run.calls)
         failure: BaseException | None = None
         producer = _task(self._produce(run, generate, messages, kind, queue), number)
         try:
@@ -294,7 +291,7 @@ class Gate:
                 await asyncio.gather(producer, return_exceptions=True)
             # A function generator is listed as one call, unless it made (and so recorded) its own model call.
             if not isinstance(generate, str) and not any(
-                    c.get("type") == kind and c.get("iteration") == number for c in run.calls[recorded:]):
+                    c.get("type") == kind and c.get("iteration") == number for c in run.calls):
                 failed = failure is not None and not isinstance(failure, GeneratorExit)
                 run.calls.append({"type": kind, "iteration": number, "model": _fn_name(generate),
                                   "latency_ms": round((time.monotonic() - started) * 1000.0, 3),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+from collections import OrderedDict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,7 @@ from jurist.models.model import CallSink
 from jurist.store.rows import EvaluationRow
 
 GATE_RECORD_VERSION = "1.0"
+EARLY_TRACES = 256  # traces whose calls a collector keeps before the gate opens them
 
 #: The attempt an LLM call belongs to; set on the tasks the gate creates.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attempt", default=0)
@@ -49,13 +51,26 @@ class CallCollector:
     trace id, the entries the gate returns with its result (its ``llm_calls``
     are this view of the trace's call records, nothing built by hand)."""
 
-    def __init__(self, inner: CallSink | None) -> None:
+    def __init__(self, inner: CallSink | None, *, early_traces: int = EARLY_TRACES) -> None:
         self.inner = inner
         self.by_trace: dict[str, list[dict[str, Any]]] = {}
+        # Calls that ended on a trace before the gate opened it (the proxy's first upstream
+        # call, failed before the gate started), kept for the last ``early_traces`` traces.
+        self._early: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._early_traces = early_traces
+
+    def sharing(self, inner: CallSink | None) -> "CallCollector":
+        """A collector over the same traces that forwards to ``inner`` (a wrapped model's own sink)."""
+        other = CallCollector(inner, early_traces=self._early_traces)
+        other.by_trace, other._early = self.by_trace, self._early
+        return other
 
     def open(self, trace_id: str) -> list[dict[str, Any]]:
-        """Start collecting for ``trace_id``; the returned list fills as calls end."""
-        return self.by_trace.setdefault(trace_id, [])
+        """Start collecting for ``trace_id`` (with the calls that ended on it before); the
+        returned list fills as calls end."""
+        calls = self.by_trace.setdefault(trace_id, [])
+        calls[:0] = self._early.pop(trace_id, [])
+        return calls
 
     def close(self, trace_id: str) -> list[dict[str, Any]]:
         """Stop collecting for ``trace_id``; return what was collected."""
@@ -65,6 +80,11 @@ class CallCollector:
         calls = self.by_trace.get(record.trace_id or "")
         if calls is not None:
             calls.append(call_entry(record, ATTEMPT.get()))
+        elif record.trace_id:  # a call before the gate opened the trace: its first attempt's
+            self._early.setdefault(record.trace_id, []).append(call_entry(record, 1))
+            self._early.move_to_end(record.trace_id)
+            while len(self._early) > self._early_traces:
+                self._early.popitem(last=False)
         if self.inner is not None:
             self.inner.record_call(record)
 

@@ -190,6 +190,7 @@ class Upstream:
         self.api_key = api_key
         self.trace_id = trace_id
         self.error: ModelError | None = None  # the last upstream failure
+        self._refused: ModelError | None = None  # the first call's failure (before the gate ran)
         self._primed: AsyncGenerator[str, None] | None = None
         self._first: str | None = None
         self._primed_for: list[dict[str, Any]] | None = None
@@ -208,11 +209,13 @@ class Upstream:
         try:
             self._first = await anext(stream, None)
         except ModelError as exc:
-            self.error = exc
+            self.error = self._refused = exc
             raise
         self._primed, self._primed_for = stream, messages
 
     async def __call__(self, messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        if self._refused is not None:  # the first call failed: the gate records that failure, no new call
+            raise self._refused
         stream, first, self._primed = self._primed, self._first, None
         if stream is not None and messages != self._primed_for:  # the gate asked for something else
             await stream.aclose()
@@ -334,6 +337,10 @@ def build_router(proxy: ProxyState) -> APIRouter:
         try:
             await upstream.prime(current_cycle(body.messages, body.is_continuation))
         except ModelError as exc:
+            # The gate records the failed request (its error and the failed call); the caller
+            # gets the upstream's own status, body and Retry-After.
+            await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
+                                 trace_id=trace_id)
             return passthrough(exc)
         completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
         if body.stream:
