@@ -31,7 +31,7 @@ from dataclasses import asdict
 from typing import Any, AsyncIterator, Callable
 
 from jurist.config import Settings
-from jurist.errors import ConfigError, JuristError
+from jurist.errors import ConfigError, IterationLimit
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import (
@@ -58,16 +58,6 @@ from jurist.runtime import Runtime
 from jurist.store import Store
 
 _END = object()
-
-
-class IterationLimit(JuristError):
-    """Raise from a generator whose tool loop hit its iteration limit; ``messages``
-    (the conversation so far, tool results included) become the continue context."""
-
-    def __init__(self, message: str = "Maximum tool execution iterations reached", *,
-                 messages: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
-        self.messages = messages
 
 
 class _OutOfBudget(Exception):
