@@ -16,7 +16,7 @@ import os
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
 from jurist.models.base import ChatModel
-from jurist.models.limiter import limiter_for
+from jurist.models.limiter_pool import limiter_for
 from jurist.models.model import CallSink, Model, RetryPolicy
 
 LOCAL_JUDGE = "local/minilm"

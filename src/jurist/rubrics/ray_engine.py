@@ -37,7 +37,7 @@ from typing import Any
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError
 from jurist.jsonfiles import write_json
-from jurist.models.limiter import with_max_held
+from jurist.models.limiter_pool import with_max_held
 from jurist.models.shared_limiter import import_ray
 from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
