@@ -29,7 +29,7 @@ from typing import Any, AsyncIterator
 
 import aiohttp
 
-from jurist import __version__
+from jurist.version import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
 from jurist.models.base import ChatRequest, Completion
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
