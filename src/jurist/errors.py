@@ -17,10 +17,13 @@
     │   └── RequestRejected   400/404/422: the endpoint refused the request
     ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
     ├── EvaluationError       an evaluator gave no result a capability can use
-    │   ├── EvaluationFailed  the gate's evaluator gave no usable verdict (recorded as evaluation_skipped)
-    │   ├── EvaluationUnavailable  a research evaluator produced no scores (a panel: no role survived)
+    │   ├── EvaluationFailed  the gate's evaluator gave no usable verdict (the gate records
+    │   │                     evaluation_skipped)
+    │   ├── EvaluationUnavailable
+    │   │                     a research evaluator produced no scores (a panel: no role survived)
     │   └── ResearchBlocked   a research stage's evaluation failed and its failAction is block
-    ├── IterationLimit        raised by a gated generator whose tool loop hit its limit (carries the messages)
+    ├── IterationLimit        a gated generator's tool loop hit its limit (carries the messages
+    │                         for the continue context)
     └── StoreError            the database refused a write or a read
         └── PayloadError      a stored payload no model reads (unknown kind, fields that do not fit)
 
