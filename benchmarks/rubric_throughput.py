@@ -89,7 +89,7 @@ def run(sessions: int, rubrics: int, latency: float, concurrency: int, parallel:
             # One-time costs of a process, paid before the first batch and not
             # per batch: imports, the TLS trust store, creating the database.
             warm1 = time.perf_counter()
-            jurist.models.openai._tls_context()
+            jurist.models.openai.tls_context()
             Store(settings.database).close()
             startup += time.perf_counter() - warm1
             cpu0, wall0 = os.times(), time.perf_counter()

@@ -12,12 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import importlib
-
 import pytest
 
-
-scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
+from jurist.models.scripted import forget_scripted
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -34,7 +31,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
-    scripted_mod._SCRIPTED.clear()
+    forget_scripted()
     return tmp_path
 
 

@@ -8,6 +8,11 @@ Async first::
 and from sync code (also inside a running event loop)::
 
     result = jurist.evaluate_sync("rubrics.json", "session.jsonl")
+
+The main entry point of each capability is here, imported on first use:
+``evaluate``/``evaluate_batch`` (rubric scoring), ``Gate``, ``Panel``,
+``ResearchEvaluation``, ``ChecklistSession``/``ChecklistEvaluator``, and
+``Runtime``/``open`` (settings, store and models built once).
 """
 
 from __future__ import annotations
@@ -29,11 +34,17 @@ from jurist.errors import (
     UsageError,
 )
 from jurist.lazy import lazy_names
+from jurist.version import __version__
 
 if TYPE_CHECKING:
+    from jurist.checklist import ChecklistEvaluator, ChecklistSession
     from jurist.config import Settings
+    from jurist.gate import Gate
+    from jurist.judges.panel import Panel
+    from jurist.research import ResearchEvaluation
     from jurist.rubrics import (evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync, load_rubrics,
                                 load_session)
+    from jurist.runtime import Runtime, open
     from jurist.store import Store
 
 __getattr__, __dir__ = lazy_names(__name__, {
@@ -43,13 +54,13 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "Gate": "jurist.gate",
     "Panel": "jurist.judges.panel",
     "ResearchEvaluation": "jurist.research",
+    "ChecklistEvaluator": "jurist.checklist",
     "ChecklistSession": "jurist.checklist",
     "Store": "jurist.store",
     **{name: "jurist.rubrics" for name in ("evaluate", "evaluate_batch", "evaluate_batch_sync", "evaluate_sync",
                                            "load_rubrics", "load_session")},
 })
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AuthFailed",
@@ -62,6 +73,7 @@ __all__ = [
     "ModelUnavailable",
     "RateLimited",
     "RequestRejected",
+    "ChecklistEvaluator",
     "ChecklistSession",
     "Gate",
     "Panel",

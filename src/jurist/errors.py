@@ -16,6 +16,14 @@
     │   ├── AuthFailed        401/403: the key is missing or wrong
     │   └── RequestRejected   400/404/422: the endpoint refused the request
     ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
+    ├── EvaluationError       an evaluator gave no result a capability can use
+    │   ├── EvaluationFailed  the gate's evaluator gave no usable verdict (the gate records
+    │   │                     evaluation_skipped)
+    │   ├── EvaluationUnavailable
+    │   │                     a research evaluator produced no scores (a panel: no role survived)
+    │   └── ResearchBlocked   a research stage's evaluation failed and its failAction is block
+    ├── IterationLimit        a gated generator's tool loop hit its limit (carries the messages
+    │                         for the continue context)
     └── StoreError            the database refused a write or a read
         └── PayloadError      a stored payload no model reads (unknown kind, fields that do not fit)
 
@@ -24,7 +32,7 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 
 class JuristError(Exception):
@@ -109,6 +117,40 @@ class JudgeParseError(JuristError):
         self.raw = raw
         self.completions: list = []  # the judge's replies that failed to parse (set by Judge.run)
         super().__init__(message)
+
+
+class EvaluationError(JuristError):
+    """An evaluator gave no result the capability can use (the gate's, a research stage's)."""
+
+
+class EvaluationFailed(EvaluationError):
+    """The evaluator gave no usable verdict (the gate records ``evaluation_skipped``)."""
+
+
+class EvaluationUnavailable(EvaluationError):
+    """The evaluator produced no scores (for a panel: no role survived)."""
+
+
+class ResearchBlocked(EvaluationError):
+    """A stage's evaluation failed and its ``failAction`` is ``block``."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        self.stage = stage
+        self.reason = reason
+        super().__init__(
+            f"{stage} evaluation failed ({reason}) and its failAction is 'block', so the research stops; "
+            f"set research.evaluation.{stage}Evaluation.failAction to 'continue' or 'warn' to proceed without it"
+        )
+
+
+class IterationLimit(JuristError):
+    """Raise from a generator whose tool loop hit its iteration limit; ``messages``
+    (the conversation so far, tool results included) become the continue context."""
+
+    def __init__(self, message: str = "Maximum tool execution iterations reached", *,
+                 messages: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.messages = messages
 
 
 class StoreError(JuristError):

@@ -27,7 +27,7 @@ from typing import Any
 
 from jurist.config import Settings
 from jurist.models.base import CallRecord, MeaningJudge
-from jurist.models.limiter import LimiterPool
+from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, model_for, resolve_model, resolve_ref
 from jurist.store import Store

@@ -10,8 +10,8 @@ import pytest
 
 from jurist.config import Settings
 from jurist.errors import ConfigError
-from jurist.models.limiter import (Limiter, LimiterBounds, LimiterPool, RequestLimiter, limiter_for, open_limiter,
-                                   with_max_held)
+from jurist.models.limiter import Limiter, LimiterBounds, RequestLimiter
+from jurist.models.limiter_pool import LimiterPool, limiter_for, open_limiter, with_max_held
 from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
 from jurist.sync import run_sync

@@ -151,7 +151,7 @@ async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
     """A meaning question asked through Model is one call record, failed ones too."""
     from jurist.errors import ConfigError
     from jurist.models.base import StatementCheck
-    from jurist.models.limiter import limiter_for
+    from jurist.models.limiter_pool import limiter_for
     from jurist.models.model import MeaningBackend
 
     check = StatementCheck("a point", True, 0.8, "local/minilm", evidence="said it")

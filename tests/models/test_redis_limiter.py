@@ -9,7 +9,8 @@ import pytest
 
 from jurist.config import Settings
 from jurist.errors import JuristError
-from jurist.models.limiter import Limiter, limiter_for
+from jurist.models.limiter import Limiter
+from jurist.models.limiter_pool import limiter_for
 from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -140,35 +139,6 @@ async def test_minilm_on_the_bundled_example(tmp_path):
     a_bad = await ans_ev.evaluate({"query": question, "sources": used, "answer": made_up}, task="t")
     assert a_good.scores["faithfulness"] == 1.0 and a_bad.scores["faithfulness"] == 0.0
     assert a_good.overall > 0.7 > a_bad.overall
-
-
-@pytest.mark.slow
-async def test_research_demo_end_to_end(tmp_path):
-    from rich.console import Console
-
-    from jurist.config import Settings
-    from jurist.research.demo import run_research_demo
-    from jurist.store import Store
-
-    console = Console(record=True, width=160)
-    settings = Settings.load()
-    code = await run_research_demo(console, settings, tmp_path / "out")
-    text = console.export_text()
-    assert code == 0, text
-    assert "Attempt 1/3 (first plan): failed" in text and "Attempt 2/3 (targeted_fix): passed" in text
-    assert "no search query covers: How does ocean acidification affect coral reefs and shellfish?" in text
-    store = Store(settings.database)
-    try:
-        [row] = store.evaluations(kind="research")
-        calls = store.calls(limit=None)
-    finally:
-        store.close()
-    assert row["status"] == "scored" and row["judge_model"] == "local/minilm"
-    assert {c["purpose"] for c in calls} == {"research_local_plan", "research_local_retrieval",
-                                            "research_local_answer"}
-    folder = Path(tmp_path / "out" / "evaluations" / row["id"])
-    assert (folder / "evaluation.json").is_file() and (folder / "plan_attempts" / "attempt_2.json").is_file()
-    assert row["id"] in text
 
 
 def test_local_constructor_wires_every_stage():

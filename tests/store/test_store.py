@@ -174,9 +174,9 @@ def test_work_queue_gathers_what_arrives_during_the_linger_and_urgent_items_end_
     import threading
     import time
 
-    from jurist.store.store import _WorkQueue
+    from jurist.store.store import WorkQueue
 
-    q = _WorkQueue(linger=0.3)
+    q = WorkQueue(linger=0.3)
     q.put("a")
     threading.Timer(0.05, q.put, args=("b",)).start()  # arrives while the taker lingers
     t0 = time.monotonic()

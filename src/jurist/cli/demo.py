@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from importlib.resources import files
 from pathlib import Path
 from typing import Optional
 
@@ -12,17 +11,13 @@ from rich.panel import Panel
 
 from jurist.cli.common import console, handle_errors, load_settings
 from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
+from jurist.demo import examples_dir
+from jurist.demo.checklist import run_checklist_demo
+from jurist.demo.gate import run_gate_demo
+from jurist.demo.research import run_research_demo
 from jurist.models.registry import LOCAL_JUDGE
-from jurist.checklist.demo import run_checklist_demo
-from jurist.gate.demo import run_gate_demo
-from jurist.research.demo import run_research_demo
 from jurist.rubrics import load_rubrics
 from jurist.store import Store
-
-
-def examples_dir() -> Path:
-    """The examples shipped with jurist (rubrics.json, sessions/)."""
-    return Path(str(files("jurist") / "examples"))
 
 
 def register(app: typer.Typer) -> None:

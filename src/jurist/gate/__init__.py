@@ -2,16 +2,16 @@
 with the judge's feedback below a threshold; blocking, revision and parallel
 strategies; SSE-ready events; continuation after errors."""
 
+from jurist.errors import EvaluationFailed, IterationLimit
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import (
     ComprehensivenessEvaluator,
-    EvaluationFailed,
     FunctionEvaluator,
     GateEvaluator,
     QualityEvaluator,
     TemplateEvaluator,
 )
-from jurist.gate.gate import Gate, IterationLimit
+from jurist.gate.gate import Gate
 from jurist.gate.records import GateRecord, evaluations_list, result_json
 from jurist.gate.types import (
     CALL_COMPREHENSIVE_RETRY,

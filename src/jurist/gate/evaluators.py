@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
-from jurist.errors import JuristError
+from jurist.errors import EvaluationFailed
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote
@@ -36,10 +36,6 @@ from jurist.models.model import Model
 
 EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
 QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
-
-
-class EvaluationFailed(JuristError):
-    """The evaluator gave no usable verdict (the gate records ``evaluation_skipped``)."""
 
 
 @runtime_checkable

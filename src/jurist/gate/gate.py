@@ -31,7 +31,7 @@ from dataclasses import asdict
 from typing import Any, AsyncIterator, Callable
 
 from jurist.config import Settings
-from jurist.errors import ConfigError, JuristError
+from jurist.errors import ConfigError, IterationLimit
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import (
@@ -40,7 +40,8 @@ from jurist.gate.evaluators import (
     GateEvaluator,
     QualityEvaluator,
 )
-from jurist.gate.parallel import Run as _Run, Snapshots as _Snapshots, spawn as _task
+from jurist.gate.evaluation import Run, evaluate_attempt, spawn
+from jurist.gate.parallel import Snapshots
 from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
 from jurist.gate.types import (
     CALL_GENERATION,
@@ -58,16 +59,6 @@ from jurist.runtime import Runtime
 from jurist.store import Store
 
 _END = object()
-
-
-class IterationLimit(JuristError):
-    """Raise from a generator whose tool loop hit its iteration limit; ``messages``
-    (the conversation so far, tool results included) become the continue context."""
-
-    def __init__(self, message: str = "Maximum tool execution iterations reached", *,
-                 messages: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
-        self.messages = messages
 
 
 class _OutOfBudget(Exception):
@@ -150,7 +141,7 @@ class Gate:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
         await self.astart()  # the store opened before the budget starts
-        run = _Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
+        run = Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
                    time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
         try:
             async for ev in self._drive(run, generate):
@@ -162,10 +153,10 @@ class Gate:
                        trace_id: str | None = None) -> Evaluation:
         """Evaluate one answer on its own (fail-safe, bounded by ``judge_timeout_s``), as the LangGraph node does."""
         trace_id = trace_id or new_id()
-        run = _Run(trace_id, policy.current_cycle(messages, True), messages, time.monotonic() + self.config.budget_s,
+        run = Run(trace_id, policy.current_cycle(messages, True), messages, time.monotonic() + self.config.budget_s,
                    self._collector.open(trace_id))
         try:
-            return await self._evaluate(run, answer, attempt)
+            return await evaluate_attempt(self.evaluator, self.config, run, answer, attempt)
         finally:
             self._collector.close(trace_id)
 
@@ -190,7 +181,7 @@ class Gate:
             await self.runtime.aclose()
 
     # -- one request --------------------------------------------------------------------
-    async def _drive(self, run: _Run, generate: Generator) -> AsyncIterator[GateEvent]:
+    async def _drive(self, run: Run, generate: Generator) -> AsyncIterator[GateEvent]:
         cfg = self.config
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
@@ -200,7 +191,7 @@ class Gate:
         while True:
             number = len(run.attempts) + 1
             live = strategy != "blocking" and shown is None
-            snaps = _Snapshots(self, run, number) if strategy == "parallel" and feedback else None
+            snaps = Snapshots(cfg, self.evaluator, run, number) if strategy == "parallel" and feedback else None
             text, deltas, started = "", [], time.monotonic()
             try:
                 async for delta in self._generate(run, generate, gen_messages, kind, number):
@@ -223,7 +214,7 @@ class Gate:
             run.attempts.append(attempt)
             if live:
                 shown = number
-            ev = await (snaps.decide(text) if snaps else self._evaluate(run, text, number))
+            ev = await (snaps.decide(text) if snaps else evaluate_attempt(self.evaluator, cfg, run, text, number))
             attempt.evaluation = ev
             if ev.passed is None:
                 reason = "evaluation_skipped"
@@ -261,13 +252,13 @@ class Gate:
                                  "accept_reason": reason, "evaluations": evaluations_list(result),
                                  "llm_calls": result.llm_calls}, result=result)
 
-    async def _generate(self, run: _Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+    async def _generate(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                         number: int) -> AsyncIterator[str]:
         """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         started = time.monotonic()
         failure: BaseException | None = None
-        producer = _task(self._produce(run, generate, messages, kind, queue), number)
+        producer = spawn(self._produce(run, generate, messages, kind, queue), number)
         try:
             while True:
                 remaining = run.remaining()
@@ -298,7 +289,7 @@ class Gate:
                                   "status": "error" if failed else "ok", "call_id": None,
                                   "error": f"{type(failure).__name__}: {failure}" if failed else None})
 
-    async def _produce(self, run: _Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+    async def _produce(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                        queue: asyncio.Queue[Any]) -> None:
         PURPOSE.set(kind)  # in this task's own context
         try:
@@ -323,30 +314,7 @@ class Gate:
         except Exception as exc:  # handed to the consumer, which decides
             queue.put_nowait(exc)
 
-    async def _evaluate(self, run: _Run, text: str, number: int, *, coverage: float | None = None) -> Evaluation:
-        """Evaluate one answer, fail-safe: any failure or timeout is a skipped evaluation."""
-        timeout = min(self.config.judge_timeout_s, run.remaining())
-        started = time.monotonic()
-        if timeout <= 0:
-            ev = _skipped(number, "no time left in the budget to evaluate")
-        else:
-            try:
-                ev = await asyncio.wait_for(_task(self.evaluator.evaluate(run.messages, text, trace_id=run.trace_id),
-                                                  number), timeout)
-            except asyncio.TimeoutError:
-                ev = _skipped(number, f"the evaluator gave no verdict within {timeout:.2f} s")
-            except Exception as exc:
-                ev = _skipped(number, f"{type(exc).__name__}: {exc}")
-        elapsed = time.monotonic() - started
-        ev.attempt, ev.latency_ms, ev.coverage = number, round(elapsed * 1000.0, 3), coverage
-        run.eval_s.append(elapsed)
-        if isinstance(self.evaluator, FunctionEvaluator):  # a user's function: listed, not a model call
-            run.calls.append({"type": self.evaluator.call_type, "iteration": number,
-                              "model": self.evaluator.model_name, "latency_ms": ev.latency_ms,
-                              "status": "ok" if ev.passed is not None else "error", "call_id": None})
-        return ev
-
-    async def _error(self, run: _Run, exc: Exception, partial: str) -> GateEvent:
+    async def _error(self, run: Run, exc: Exception, partial: str) -> GateEvent:
         code = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
             "BUDGET" if isinstance(exc, _OutOfBudget) else "GENERATION_FAILED")
         context = getattr(exc, "messages", None) or run.original
@@ -361,7 +329,7 @@ class Gate:
                                    "last_user_message": policy.last_user_message(context),
                                    "trace_id": run.trace_id}, result=result)
 
-    def _result(self, run: _Run, accepted: Attempt, reason: str) -> GateResult:
+    def _result(self, run: Run, accepted: Attempt, reason: str) -> GateResult:
         evs = [a.evaluation for a in run.attempts if a.evaluation is not None]
         skipped = next((e for e in reversed(evs) if e.passed is None), None)
         return GateResult(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
@@ -378,10 +346,6 @@ class Gate:
             evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
                            strategy=self.config.strategy, evaluator=self.evaluator.name),
             score_rows(result, judge_model=model))
-
-
-def _skipped(number: int, reason: str) -> Evaluation:
-    return Evaluation(attempt=number, passed=None, skipped_reason=reason)
 
 
 def _fn_name(fn: Any) -> str:

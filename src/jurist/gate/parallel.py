@@ -1,50 +1,21 @@
-"""The per-request state of a gate, its task helper and the parallel strategy's snapshots."""
+"""The parallel strategy: judge snapshots of a streaming answer, one at a time."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Coroutine
 
-from jurist.gate import policy
-from jurist.gate.records import ATTEMPT
-from jurist.gate.types import Attempt, Evaluation
-
-if TYPE_CHECKING:
-    from jurist.gate.gate import Gate
-
-
-@dataclass
-class Run:
-    """The state of one gated request."""
-
-    trace_id: str
-    messages: list[dict[str, Any]]  # what the generator and evaluator see
-    original: list[dict[str, Any]]  # as received (the continue context)
-    deadline: float
-    calls: list[dict[str, Any]]
-    attempts: list[Attempt] = field(default_factory=list)
-    gen_s: list[float] = field(default_factory=list)
-    eval_s: list[float] = field(default_factory=list)
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic() - policy.BUDGET_MARGIN_S
-
-
-def spawn(coro: Coroutine[Any, Any, Any], attempt: int) -> asyncio.Task[Any]:
-    """A task whose LLM calls are recorded as belonging to ``attempt``."""
-    ctx = contextvars.copy_context()
-    ctx.run(ATTEMPT.set, attempt)
-    return asyncio.create_task(coro, context=ctx)
+from jurist.gate.config import GateConfig
+from jurist.gate.evaluation import Run, evaluate_attempt, spawn
+from jurist.gate.evaluators import GateEvaluator
+from jurist.gate.types import Evaluation
 
 
 class Snapshots:
     """The parallel strategy: judge snapshots of a streaming answer, one at a time."""
 
-    def __init__(self, gate: "Gate", run: Run, number: int) -> None:
-        self.gate, self.run, self.number = gate, run, number
+    def __init__(self, config: GateConfig, evaluator: GateEvaluator, run: Run, number: int) -> None:
+        self.config, self.evaluator, self.run, self.number = config, evaluator, run, number
         self.started = time.monotonic()
         self.done: list[tuple[int, Evaluation]] = []  # (chars judged, evaluation)
         self.pending: tuple[int, asyncio.Task[Evaluation]] | None = None
@@ -53,8 +24,8 @@ class Snapshots:
         """Start judging the text so far if no judgement is running."""
         self._collect()
         judged = max([n for n, _ in self.done] + [0])
-        if self.pending is None and len(text) >= self.gate.config.parallel_min_chars and len(text) > judged:
-            coro = self.gate.evaluator.evaluate(self.run.messages, text, trace_id=self.run.trace_id)
+        if self.pending is None and len(text) >= self.config.parallel_min_chars and len(text) > judged:
+            coro = self.evaluator.evaluate(self.run.messages, text, trace_id=self.run.trace_id)
             self.pending = (len(text), spawn(coro, self.number))
 
     def _collect(self) -> None:
@@ -66,7 +37,7 @@ class Snapshots:
 
     async def decide(self, text: str) -> Evaluation:
         """The evaluation of the finished answer: a trusted snapshot pass, or a full judgement."""
-        cfg = self.gate.config
+        cfg = self.config
         if self.pending:
             wait = min(cfg.parallel_wait_fraction * (time.monotonic() - self.started), self.run.remaining())
             if self.pending[0] == len(text):
@@ -84,7 +55,7 @@ class Snapshots:
                 await self.cancel()
                 return ev
         await self.cancel()
-        return await self.gate._evaluate(self.run, text, self.number)
+        return await evaluate_attempt(self.evaluator, self.config, self.run, text, self.number)
 
     async def cancel(self) -> None:
         if self.pending:

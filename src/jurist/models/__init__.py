@@ -13,7 +13,8 @@ from jurist.models.scripted import ScriptedChat, script, scripted
 if TYPE_CHECKING:
     from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
                                     RelevanceScore, StatementCheck, SupportResult)
-    from jurist.models.limiter import Limiter, LimiterBounds, LimiterPool, RequestLimiter, limiter_for, open_limiter
+    from jurist.models.limiter import Limiter, LimiterBounds, RequestLimiter
+    from jurist.models.limiter_pool import LimiterPool, limiter_for, open_limiter
     from jurist.models.model import Model, RetryPolicy
     from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
 
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__, {
     **dict.fromkeys(("CallRecord", "ChatModel", "ChatRequest", "Completion", "CoverageResult", "MeaningJudge",
                      "RelevanceScore", "StatementCheck", "SupportResult"), "jurist.models.base"),
-    **dict.fromkeys(("Limiter", "LimiterBounds", "LimiterPool", "RequestLimiter", "limiter_for", "open_limiter"),
-                   "jurist.models.limiter"),
+    **dict.fromkeys(("Limiter", "LimiterBounds", "RequestLimiter"), "jurist.models.limiter"),
+    **dict.fromkeys(("LimiterPool", "limiter_for", "open_limiter"), "jurist.models.limiter_pool"),
     **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
     **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
 })

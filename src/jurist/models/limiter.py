@@ -1,27 +1,17 @@
 """The one place where concurrency towards a model endpoint is bounded.
 
 Every limiter is a :class:`RequestLimiter`: ``async with limiter.slot(tokens)``
-around one request, ``stats()`` for monitoring, ``aclose()`` at the end. One
-URL chooses the backend (:func:`open_limiter`):
-
-* ``memory://`` (the default): a :class:`Limiter` whose counts live in this
-  process;
-* ``redis://host:port/db``: a :class:`~jurist.models.redis_limiter.RedisLimiter`
-  whose counts live in that Redis, shared by every process that uses it;
-* ``ray://`` or ``ray://<job id>``: a
-  :class:`~jurist.models.shared_limiter.SharedLimiter` on the limiter actor of
-  that Ray job (of this process's job when none is named), shared by every
-  process of the job.
-
-Any of them takes ``?max_held=N``: this process holds at most ``N`` of the
-endpoint's requests in flight (its share of a shared bound).
+around one request, ``stats()`` for monitoring, ``aclose()`` at the end. This
+module holds the protocol, :class:`Limiter` (the counts live in this process)
+and what the backends share (:class:`RateWindow`, :class:`PermitSlots`);
+:mod:`jurist.models.redis_limiter` and :mod:`jurist.models.shared_limiter`
+hold the counts in Redis and on a Ray actor. One URL chooses the backend, and a
+pool keeps one limiter per endpoint: :mod:`jurist.models.limiter_pool`.
 
 The bounds are at most ``max_in_flight`` requests at once, and optionally at
 most ``requests_per_minute`` requests and ``tokens_per_minute`` estimated
-tokens in any sliding 60-second window. A :class:`LimiterPool` keeps one
-limiter per endpoint and URL, so everything that uses it shares the bound;
-``Model`` is given its limiter when it is built. Capabilities never make their
-own semaphores.
+tokens in any sliding 60-second window. ``Model`` is given its limiter when it
+is built. Capabilities never make their own semaphores.
 
 A limiter may be used from several event loops at once (``jurist.sync.run_sync``
 runs a coroutine on a second loop in another thread): the bound holds across
@@ -38,9 +28,7 @@ import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Protocol, runtime_checkable
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
-from jurist.errors import ConfigError
 
 
 def check_in_flight(max_in_flight: int) -> int:
@@ -317,97 +305,3 @@ class PermitSlots(abc.ABC):
 
     def stats(self) -> dict[str, Any]:
         return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight}
-
-
-def _max_held(query: str, url: str) -> int | None:
-    """``max_held`` from a limiter URL's query (the only parameter jurist reads there)."""
-    values = parse_qs(query).get("max_held")
-    if not values:
-        return None
-    try:
-        n = int(values[-1])
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ConfigError(f"limiter URL {url!r}: max_held must be a whole number of at least 1")
-    return n
-
-
-def with_max_held(url: str, max_held: int) -> str:
-    """``url`` with ``max_held`` set in its query (this process's share of the bound)."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"] + [("max_held", str(max_held))]
-    return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def open_limiter(endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
-    """A new limiter for ``endpoint``, of the backend ``url`` names (``memory://`` when none)."""
-    parts = urlsplit(url or "memory://")
-    max_in_flight = bounds.max_in_flight or DEFAULT_IN_FLIGHT
-    rpm, tpm = bounds.requests_per_minute, bounds.tokens_per_minute
-    max_held = _max_held(parts.query, url or "")
-    if parts.scheme == "memory":
-        return Limiter(min(max_in_flight, max_held or max_in_flight), rpm, tpm)
-    if parts.scheme in ("redis", "rediss", "unix"):
-        from jurist.models.redis_limiter import RedisLimiter
-
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"])
-        return RedisLimiter(urlunsplit(parts._replace(query=query)), endpoint, max_in_flight, rpm, tpm,
-                            max_held=max_held)
-    if parts.scheme == "ray":
-        from jurist.models.shared_limiter import open_shared_limiter
-
-        return open_shared_limiter(parts.netloc or None, endpoint, max_in_flight, rpm, tpm, max_held=max_held)
-    raise ConfigError(f"limiter URL {url!r}: use memory://, redis://host:port/db or ray:// (ray://<job id>)")
-
-
-class LimiterPool:
-    """One limiter per endpoint and limiter URL, shared by everything that uses the pool.
-
-    ``get`` opens the limiter on first use (:func:`open_limiter`); later calls
-    return the same one, and bounds they pass update it, so the latest explicit
-    setting (a ``--max-concurrency`` flag, say) holds for every caller.
-    Thread-safe.
-    """
-
-    def __init__(self) -> None:
-        self._limiters: dict[tuple[str | None, str], RequestLimiter] = {}
-        self._lock = threading.Lock()
-
-    def get(self, endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
-        key = (url or None, endpoint)
-        with self._lock:
-            lim = self._limiters.get(key)
-            if lim is None:
-                self._limiters[key] = lim = open_limiter(endpoint, bounds, url)
-                return lim
-        configure = getattr(lim, "configure", None)
-        if configure is not None:
-            configure(bounds.max_in_flight, bounds.requests_per_minute, bounds.tokens_per_minute)
-        return lim
-
-    async def aclose(self) -> None:
-        """Close every limiter of the pool (and forget them)."""
-        with self._lock:
-            limiters, self._limiters = list(self._limiters.values()), {}
-        for lim in limiters:
-            await lim.aclose()
-
-
-_PROCESS_POOL = LimiterPool()
-
-
-def limiter_for(
-    endpoint: str,
-    max_in_flight: int | None = None,
-    requests_per_minute: int | None = None,
-    tokens_per_minute: int | None = None,
-    *,
-    url: str | None = None,
-    pool: LimiterPool | None = None,
-) -> RequestLimiter:
-    """The limiter of an endpoint in ``pool`` (:meth:`LimiterPool.get`), created on
-    first use. Without a pool, the process's own pool: one limiter per endpoint
-    and URL for every caller in the process."""
-    bounds = LimiterBounds(max_in_flight, requests_per_minute, tokens_per_minute)
-    return (pool or _PROCESS_POOL).get(endpoint, bounds, url)

@@ -29,12 +29,12 @@ from typing import Any, AsyncIterator
 
 import aiohttp
 
-from jurist import __version__
+from jurist.version import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
 from jurist.models.base import ChatRequest, Completion
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 
-__all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error"]
+__all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error", "tls_context"]
 
 STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
 NO_KEY = "none"  # sent to self-hosted servers that take no key
@@ -249,7 +249,7 @@ class OpenAIChat:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
             # No connection cap of its own: the Model's limiter bounds the requests in flight.
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=_tls_context()))
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls_context()))
             self._session_loop = loop
         return self._session
 
@@ -311,7 +311,7 @@ def _error_message(chunk: dict[str, Any]) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _tls_context() -> Any:
+def tls_context() -> Any:
     """One TLS context (certifi's trust store, as the SDK's HTTP library uses)
     shared by every client: loading the certificates costs tens of milliseconds."""
     import ssl

@@ -4,7 +4,7 @@
 engine's limiter actor one Ray job. With ``limiter_url: redis://...`` in
 ``jurist.yaml`` (or ``JURIST_LIMITER_URL``), every process that points at the
 same Redis (batch drivers, Ray workers of any job, servers) shares one bound
-per endpoint (:func:`~jurist.models.limiter.open_limiter` with a ``redis://``
+per endpoint (:func:`~jurist.models.limiter_pool.open_limiter` with a ``redis://``
 URL): a :class:`~jurist.models.limiter.RequestLimiter` like the others, so
 ``Model`` uses it unchanged and concurrency is still bounded in one place.
 

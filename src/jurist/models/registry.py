@@ -17,7 +17,7 @@ from typing import Protocol
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
 from jurist.models.base import ChatModel
-from jurist.models.limiter import LimiterPool, limiter_for
+from jurist.models.limiter_pool import LimiterPool, limiter_for
 from jurist.models.model import CallSink, Model, RetryPolicy
 
 LOCAL_JUDGE = "local/minilm"

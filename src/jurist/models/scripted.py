@@ -72,6 +72,11 @@ def scripted(name: str) -> ScriptedChat:
     return _SCRIPTED[name]
 
 
+def forget_scripted() -> None:
+    """Forget every scripted adapter (a test starts with none)."""
+    _SCRIPTED.clear()
+
+
 def script(name: str, *replies: ScriptedReply, default: ScriptedReply | None = None) -> ScriptedChat:
     """Queue replies for ``scripted/<name>`` (and optionally set its default)."""
     adapter = scripted(name)

@@ -8,7 +8,7 @@ and every worker talks to it through a :class:`SharedLimiter`, a
 uses it unchanged and concurrency is still bounded in one place. The limiter
 URL ``ray://<job id>`` (or ``ray://`` for this process's job) names the job's
 actors: :func:`open_shared_limiter`, through
-:func:`~jurist.models.limiter.open_limiter`.
+:func:`~jurist.models.limiter_pool.open_limiter`.
 
 How permits move:
 

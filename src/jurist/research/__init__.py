@@ -6,11 +6,12 @@ See ``docs/research.md``. The entry point is :class:`ResearchEvaluation`;
 are the stages on their own.
 """
 
+from jurist.errors import EvaluationUnavailable, ResearchBlocked
 from jurist.research.answer import AnswerOutcome, Synthesiser, evaluate_answer
 from jurist.research.config import ResearchConfig, load_research_config, research_config
 from jurist.research.evaluation import ResearchEvaluation, ResearchResult, query_id
 from jurist.research.export import export_record, find_record, write_export
-from jurist.research.failsafe import EvaluationUnavailable, ResearchBlocked, StageOptions, guarded
+from jurist.research.failsafe import StageOptions, guarded
 from jurist.research.local import LocalPlanCritic, LocalResearchEvaluator
 from jurist.research.plan import LLMPlanCritic, PlanCritic, PlanOutcome, Planner, evaluate_plan, plan_queries
 from jurist.research.records import (

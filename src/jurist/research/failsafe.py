@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
-from jurist.errors import JuristError
+from jurist.errors import EvaluationUnavailable, ResearchBlocked
 from jurist.judges.outcome import FAILED, SKIPPED, Outcome, describe, guarded as guarded_call
 from jurist.judges.panel import PanelResult
 from jurist.research.config import ResearchConfig
@@ -27,22 +27,6 @@ from jurist.research.stages import TASKS, StageEvaluator
 logger = logging.getLogger("jurist.research")
 
 T = TypeVar("T")
-
-
-class ResearchBlocked(JuristError):
-    """A stage's evaluation failed and its ``failAction`` is ``block``."""
-
-    def __init__(self, stage: str, reason: str) -> None:
-        self.stage = stage
-        self.reason = reason
-        super().__init__(
-            f"{stage} evaluation failed ({reason}) and its failAction is 'block', so the research stops; "
-            f"set research.evaluation.{stage}Evaluation.failAction to 'continue' or 'warn' to proceed without it"
-        )
-
-
-class EvaluationUnavailable(JuristError):
-    """The evaluator produced no scores (for a panel: no role survived)."""
 
 
 @dataclass(frozen=True)

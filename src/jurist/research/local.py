@@ -27,7 +27,7 @@ from typing import Any
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
 from jurist.models.base import MeaningJudge
 from jurist.models.local import split_question
-from jurist.models.limiter import limiter_for
+from jurist.models.limiter_pool import limiter_for
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig

@@ -37,7 +37,7 @@ from typing import Any
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError
 from jurist.jsonfiles import write_json
-from jurist.models.limiter import with_max_held
+from jurist.models.limiter_pool import with_max_held
 from jurist.models.shared_limiter import import_ray
 from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
 from jurist.rubrics.models import RubricSet, load_rubrics
@@ -49,7 +49,7 @@ from jurist.store.rows import EvaluationRow
 _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 _PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
 _FLUSH_LINGER = 0.05  # sessions finishing this close together share one store flush and file-writing trip
-_GC_YOUNG = 10_000  # allocations between young-generation collections in a worker (Python's default: 700)
+GC_YOUNG = 10_000  # allocations between young-generation collections in a worker (Python's default: 700)
 
 
 def evaluation_id(subject_id: str, rubrics_version: str | None, judge_model: str, generation: str = "") -> str:
@@ -127,20 +127,20 @@ def _open_shard(files: list[str], out: Path, force: bool) -> list[tuple[str, Any
     return opened
 
 
-def _tune_gc() -> None:
+def tune_gc() -> None:
     """Garbage collection for a worker process, which does nothing but score.
 
     What the worker has built by now (modules, store, judge) lives as long as
     the process, so it is frozen out of every later collection; and each
     judge call allocates thousands of short-lived objects, so the young
-    generation is collected every ``_GC_YOUNG`` allocations, not every 700.
+    generation is collected every ``GC_YOUNG`` allocations, not every 700.
     With Python's defaults every full collection walked all of Ray's and
     jurist's objects while every request in flight waited.
     """
     gc.collect()
     gc.freeze()
     _, older, oldest = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG, older, oldest)
+    gc.set_threshold(GC_YOUNG, older, oldest)
 
 
 def _cpu() -> float:
@@ -217,7 +217,7 @@ class BatchWorker:
         self.writer = _ResultWriter(self.store, self.out)
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._consume()) for _ in range(spec.parallel)]
-        _tune_gc()
+        tune_gc()
         self._cpu_at_start = _cpu()
         return await self.info()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from jurist.checklist import ChecklistSession, load_checklist
 from jurist.config import Settings
 from jurist.errors import InputError
-from jurist.server.sessions import TurnResult, VisibleMessage, visible
+from jurist.server.sessions import SessionFactory, TurnResult, VisibleMessage, visible
 from jurist.store import Store
 
 
@@ -85,3 +85,10 @@ class ChecklistSessionFactory:
             await session.aclose()
             return None
         return ChecklistTutorSession(session)
+
+
+def checklist_session_factory(
+    settings: Settings, store: Store, tutor_model: str | None = None, judge_model: str | None = None
+) -> SessionFactory:
+    """Sessions backed by :class:`jurist.checklist.ChecklistSession`, kept in ``store``."""
+    return ChecklistSessionFactory(settings, store, tutor_model=tutor_model, judge_model=judge_model)

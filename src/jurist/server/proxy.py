@@ -52,7 +52,7 @@ from jurist.gate.types import (
 )
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest
-from jurist.models.limiter import LimiterPool
+from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat

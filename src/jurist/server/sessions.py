@@ -1,8 +1,9 @@
 """What the tutor routes need from a checklist session, and where sessions live.
 
 The routes talk to a :class:`TutorSession` (the protocol below) made by a
-:class:`SessionFactory`. The production factory, :func:`checklist_session_factory`,
-wraps :class:`jurist.checklist.ChecklistSession`; tests inject fakes.
+:class:`SessionFactory`. The production factory,
+:func:`jurist.server.checklist_adapter.checklist_session_factory`, wraps
+:class:`jurist.checklist.ChecklistSession`; tests inject fakes.
 
 Nothing here ever exposes the judge's hidden feedback, observations,
 confidences or scores: a session yields only the tutor's reply, the visible
@@ -16,9 +17,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
-
-from jurist.config import Settings
-from jurist.store import Store
 
 
 @dataclass(frozen=True)
@@ -113,18 +111,6 @@ class SessionCache:
     def lock(self, session_id: str) -> asyncio.Lock:
         item = self._items.get(session_id)
         return item[3] if item is not None else asyncio.Lock()
-
-
-# -- the production factory ---------------------------------------------------
-
-
-def checklist_session_factory(
-    settings: Settings, store: Store, tutor_model: str | None = None, judge_model: str | None = None
-) -> SessionFactory:
-    """Sessions backed by :class:`jurist.checklist.ChecklistSession`, kept in ``store``."""
-    from jurist.server.checklist_adapter import ChecklistSessionFactory
-
-    return ChecklistSessionFactory(settings, store, tutor_model=tutor_model, judge_model=judge_model)
 
 
 def visible(messages: list[Any]) -> list[VisibleMessage]:

@@ -11,7 +11,8 @@ from fastapi import HTTPException, Request, WebSocket
 from jurist.config import Settings
 from jurist.runtime import Runtime
 from jurist.server.checklists import Checklist, bundled_dir, find_checklist, list_checklists, valid_name
-from jurist.server.sessions import SessionCache, SessionFactory, checklist_session_factory
+from jurist.server.checklist_adapter import checklist_session_factory
+from jurist.server.sessions import SessionCache, SessionFactory
 from jurist.store import Store
 
 @dataclass

@@ -76,11 +76,11 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._migrate()
-        self._queue = _WorkQueue(_WRITE_LINGER)
+        self._queue = WorkQueue(_WRITE_LINGER)
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
         self._writer.start()
-        self._lookups = _WorkQueue(lookup_linger)
+        self._lookups = WorkQueue(lookup_linger)
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
         self._closed = False
@@ -320,7 +320,7 @@ class Store:
         self.close()
 
 
-class _WorkQueue:
+class WorkQueue:
     """Work for one background thread, taken in batches.
 
     After the first item the thread sleeps for the linger (items put meanwhile

@@ -18,13 +18,7 @@ import asyncio
 import json
 from typing import Any, Callable
 
-from jurist.testing.provider_server import (
-    Reply,
-    _anthropic_events,
-    _anthropic_message,
-    _openai_chunks,
-    _openai_completion,
-)
+from jurist.testing.replies import Reply, anthropic_events, anthropic_message, openai_chunks, openai_completion
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
@@ -56,9 +50,9 @@ def reply_for(reply: Reply, path: str, raw: bytes) -> bytes:
     if not isinstance(payload, dict):
         return _error(400, "Bad Request", "request body is not a JSON object")
     if payload.get("stream"):
-        events = _anthropic_events(reply, payload) if anthropic else _openai_chunks(reply, payload)
+        events = anthropic_events(reply, payload) if anthropic else openai_chunks(reply, payload)
         return _response(200, "OK", "".join(events).encode(), "text/event-stream", False)
-    data = _anthropic_message(reply, payload) if anthropic else _openai_completion(reply, payload)
+    data = anthropic_message(reply, payload) if anthropic else openai_completion(reply, payload)
     return _response(200, "OK", json.dumps(data).encode(), "application/json", False)
 
 

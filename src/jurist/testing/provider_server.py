@@ -28,46 +28,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import itertools
 import json
-import re
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
+from jurist.testing.replies import (DEFAULT_TEXT, Reply, anthropic_events, anthropic_message, openai_chunks,
+                                    openai_completion)
 
 __all__ = ["ProviderServer", "Reply", "Responder"]
 
-DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
-
-
-@dataclass
-class Reply:
-    """One scripted answer. ``body`` (raw bytes) overrides everything else."""
-
-    text: str | None = DEFAULT_TEXT  # message content
-    status: int = 200
-    delay: float = 0.0  # seconds before answering
-    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "1"}
-    body: str | bytes | None = None  # raw body (malformed or truncated JSON)
-    hang: bool = False  # accept the request and never answer (until the server stops)
-    drop: bool = False  # close the connection without any response
-    input_tokens: int = 10
-    output_tokens: int = 5
-    finish_reason: str = "stop"
-
-
 Responder = Union[Reply, Callable[[dict], Reply]]
-
-_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
 
 
 class ProviderServer:
@@ -281,10 +259,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.status >= 400:
             self._send_error_json(reply.status, None, anthropic=anthropic, headers=reply.headers)
         elif payload.get("stream"):
-            events = _anthropic_events(reply, payload) if anthropic else _openai_chunks(reply, payload)
+            events = anthropic_events(reply, payload) if anthropic else openai_chunks(reply, payload)
             self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
         else:
-            data = _anthropic_message(reply, payload) if anthropic else _openai_completion(reply, payload)
+            data = anthropic_message(reply, payload) if anthropic else openai_completion(reply, payload)
             self._send(reply.status, json.dumps(data).encode(), "application/json", reply.headers)
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
@@ -313,101 +291,6 @@ class _Handler(BaseHTTPRequestHandler):
             kind = OPENAI_ERROR_TYPES.get(status, "server_error")
             data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(data).encode(), "application/json", headers)
-
-
-# -- reply bodies -------------------------------------------------------------
-
-_counter = itertools.count(1)
-
-
-def _pieces(text: str | None) -> list[str]:
-    """Split text into word-sized deltas (whitespace kept), as a stream would."""
-    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
-
-
-def _openai_completion(reply: Reply, req: dict) -> dict:
-    return {
-        "id": f"chatcmpl-{next(_counter)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": req.get("model", "test-model"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": reply.finish_reason,
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": reply.input_tokens,
-            "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-        },
-    }
-
-
-def _openai_chunks(reply: Reply, req: dict) -> list[str]:
-    base = {
-        "id": f"chatcmpl-{next(_counter)}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": req.get("model", "test-model"),
-    }
-
-    def chunk(delta: dict, finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
-    out.append(chunk({}, reply.finish_reason))
-    if (req.get("stream_options") or {}).get("include_usage"):
-        usage = {
-            "prompt_tokens": reply.input_tokens,
-            "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-        }
-        out.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
-    out.append("data: [DONE]\n\n")
-    return out
-
-
-def _anthropic_message(reply: Reply, req: dict) -> dict:
-    return {
-        "id": f"msg_{next(_counter)}",
-        "type": "message",
-        "role": "assistant",
-        "model": req.get("model", "test-model"),
-        "content": [{"type": "text", "text": reply.text}] if reply.text is not None else [],
-        "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
-        "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-    }
-
-
-def _anthropic_events(reply: Reply, req: dict) -> list[str]:
-    def event(name: str, data: dict) -> str:
-        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
-
-    message = _anthropic_message(reply, req)
-    message.update(content=[], stop_reason=None)
-    message["usage"] = {"input_tokens": reply.input_tokens, "output_tokens": 1}
-    out = [event("message_start", {"message": message})]
-    out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
-    out.append(event("ping", {}))
-    for piece in _pieces(reply.text):
-        out.append(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
-    out.append(event("content_block_stop", {"index": 0}))
-    stop = _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason)
-    out.append(
-        event(
-            "message_delta",
-            {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": reply.output_tokens}},
-        )
-    )
-    out.append(event("message_stop", {}))
-    return out
 
 
 # -- command line ---------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jurist.config import Settings
+from jurist.demo import examples_dir
 from jurist.research.config import ResearchConfig, load_research_config
 from jurist.research.evaluation import ResearchEvaluation
 from jurist.research.export import write_export
@@ -32,11 +32,6 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("""a an and are as at be by can do does done for from how in is it its of on or that the
 to was what when which who why will with""".split())
 _FIX_PREFIX = "add a query about "
-
-
-def example_dir() -> Path:
-    """``examples/research`` as shipped with jurist."""
-    return Path(str(files("jurist") / "examples" / "research"))
 
 
 def words(text: str) -> set[str]:
@@ -146,7 +141,7 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
 
 async def run_research_demo(console: Console, settings: Settings, output_dir: Path) -> int:
     """Run the demo; persist and export the record. Exit code: 0, or 1 when a stage was skipped."""
-    ex = example_dir()
+    ex = examples_dir() / "research"
     corpus = json.loads((ex / "corpus.json").read_text(encoding="utf-8"))
     question = (ex / "question.txt").read_text(encoding="utf-8").strip()
     pipeline = KeywordPipeline(corpus, json.loads((ex / "first_plan.json").read_text(encoding="utf-8")))

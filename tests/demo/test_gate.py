@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from jurist.config import Settings
-from jurist.gate.demo import run_gate_demo
+from jurist.demo.gate import run_gate_demo
 
 
 async def test_demo_accepts_one_and_regenerates_one(tmp_path: Path):

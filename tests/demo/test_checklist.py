@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from jurist.checklist.demo import run_checklist_demo
+from jurist.demo.checklist import run_checklist_demo
 from jurist.config import Settings
 from jurist.store import Store
 

@@ -10,7 +10,6 @@ hidden observation and asks about the next unchecked point, with no LLM.
 from __future__ import annotations
 
 import json
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,13 @@ from jurist.checklist.points import load_checklist
 from jurist.checklist.scheduling import PointScheduler
 from jurist.checklist.session import OBSERVATION_PREFIX, ChecklistSession
 from jurist.config import Settings
+from jurist.demo import examples_dir
 from jurist.models.base import ChatRequest
 from jurist.models.registry import LOCAL_JUDGE
 from jurist.models.scripted import script
 from jurist.store import Store
 
 DEMO_TUTOR = "tutor-demo"
-
-
-def example_dir() -> Path:
-    """``examples/checklists`` as shipped with jurist."""
-    return Path(str(files("jurist") / "examples" / "checklists"))
 
 
 def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
@@ -53,7 +48,7 @@ def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
 
 async def run_checklist_demo(console: Console, settings: Settings, output_dir: Path) -> int:
     """Run the demo; print turns, points recalled, completion and due dates. 0 when complete, else 1."""
-    ex = example_dir()
+    ex = examples_dir() / "checklists"
     transcript = json.loads((ex / "caffeine_learner.json").read_text(encoding="utf-8"))
     checklist = load_checklist(ex / transcript["checklist"])
     learner = transcript["learner"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from jurist.config import Settings
+from jurist.demo import examples_dir
 from jurist.gate.config import GateConfig
 from jurist.gate.gate import Gate
 from jurist.gate.records import result_json
 from jurist.gate.types import ENCOURAGEMENT, GateResult
 
 _WORD = re.compile(r"[a-z]+")
-
-
-def knowledge_file() -> Path:
-    """``examples/gate/knowledge.json`` as shipped with jurist."""
-    return Path(str(files("jurist") / "examples" / "gate" / "knowledge.json"))
 
 
 class KnowledgeGenerator:
@@ -59,7 +54,7 @@ class KnowledgeGenerator:
 async def run_gate_demo(console: Console, settings: Settings, output_dir: Path) -> int:
     """Gate the bundled questions; print each answer and its evaluations; 0 when
     the first is accepted at once and the second after one regeneration."""
-    data = json.loads(knowledge_file().read_text(encoding="utf-8"))
+    data = json.loads((examples_dir() / "gate" / "knowledge.json").read_text(encoding="utf-8"))
     generator = KnowledgeGenerator(data["facts"])
     config = GateConfig(strategy="blocking", evaluator="comprehensiveness", evaluate_feedback_enabled=True)
     gate = Gate(config, settings=settings, judge="local/minilm")

@@ -1,0 +1,128 @@
+"""The reply bodies of the test servers, in the OpenAI and Anthropic wire formats.
+
+:class:`Reply` is one scripted answer; the functions turn it into what an
+endpoint sends for a request: a chat completion or its stream chunks, a
+message or its stream events. Shared by the scripted server
+(:mod:`jurist.testing.provider_server`) and the benchmarks' fixed one
+(:mod:`jurist.testing.fixed_server`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``body`` (raw bytes) overrides everything else."""
+
+    text: str | None = DEFAULT_TEXT  # message content
+    status: int = 200
+    delay: float = 0.0  # seconds before answering
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "1"}
+    body: str | bytes | None = None  # raw body (malformed or truncated JSON)
+    hang: bool = False  # accept the request and never answer (until the server stops)
+    drop: bool = False  # close the connection without any response
+    input_tokens: int = 10
+    output_tokens: int = 5
+    finish_reason: str = "stop"
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+_counter = itertools.count(1)
+
+
+def _pieces(text: str | None) -> list[str]:
+    """Split text into word-sized deltas (whitespace kept), as a stream would."""
+    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
+
+
+def openai_completion(reply: Reply, req: dict) -> dict:
+    return {
+        "id": f"chatcmpl-{next(_counter)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "test-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
+def openai_chunks(reply: Reply, req: dict) -> list[str]:
+    base = {
+        "id": f"chatcmpl-{next(_counter)}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": req.get("model", "test-model"),
+    }
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    out.append(chunk({}, reply.finish_reason))
+    if (req.get("stream_options") or {}).get("include_usage"):
+        usage = {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        }
+        out.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
+    out.append("data: [DONE]\n\n")
+    return out
+
+
+def anthropic_message(reply: Reply, req: dict) -> dict:
+    return {
+        "id": f"msg_{next(_counter)}",
+        "type": "message",
+        "role": "assistant",
+        "model": req.get("model", "test-model"),
+        "content": [{"type": "text", "text": reply.text}] if reply.text is not None else [],
+        "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }
+
+
+def anthropic_events(reply: Reply, req: dict) -> list[str]:
+    def event(name: str, data: dict) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    message = anthropic_message(reply, req)
+    message.update(content=[], stop_reason=None)
+    message["usage"] = {"input_tokens": reply.input_tokens, "output_tokens": 1}
+    out = [event("message_start", {"message": message})]
+    out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+    out.append(event("ping", {}))
+    for piece in _pieces(reply.text):
+        out.append(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
+    out.append(event("content_block_stop", {"index": 0}))
+    stop = _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason)
+    out.append(
+        event(
+            "message_delta",
+            {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": reply.output_tokens}},
+        )
+    )
+    out.append(event("message_stop", {}))
+    return out
