@@ -132,7 +132,8 @@ class ChecklistSession:
             checklist = parse_checklist(checklist)
         if mode not in ("recall", "rabbithole"):
             raise InputError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
-        settings = settings or await asyncio.to_thread(Settings.load)
+        if settings is None:
+            settings = await asyncio.to_thread(Settings.load)
         tutor_model = _tutor(tutor, settings, store)
         evaluator = ChecklistEvaluator(judge, settings=settings, sink=store)
         sid = session_id or new_id()
@@ -158,7 +159,8 @@ class ChecklistSession:
         row = await store.checklist_session(session_id)
         if row is None:
             raise InputError(f"no checklist session {session_id!r} in the store; start a new one")
-        settings = settings or await asyncio.to_thread(Settings.load)
+        if settings is None:
+            settings = await asyncio.to_thread(Settings.load)
         checklist = parse_checklist({"title": row["title"], "points": row["points"]}, f"session {session_id}")
         tutor_model = _tutor(tutor or row["tutor_model"], settings, store)
         evaluator = ChecklistEvaluator(judge or row["judge_model"], settings=settings, sink=store)

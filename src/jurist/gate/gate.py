@@ -186,7 +186,9 @@ class Gate:
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
         cap = cfg.regenerations() if feedback else 0
-        gen_messages, kind, shown, deltas = run.messages, CALL_GENERATION, None, []
+        gen_messages, kind = run.messages, CALL_GENERATION
+        shown: int | None = None  # the number of the attempt the client has seen
+        deltas: list[str] = []
         reason = "passed"
         while True:
             number = len(run.attempts) + 1

@@ -352,6 +352,8 @@ class RayBatch:
         self.limiter: Any = None
         self.worker_stats: list[dict[str, Any]] = []
         self._started_ray = False
+        # The judge endpoint's bounds for the job's limiter actor: endpoint, max in flight, rpm, tpm.
+        self._bounds: tuple[str, int, int | None, int | None] | None = None
 
     async def run(self) -> BatchReport:
         files = await asyncio.to_thread(session_files, self.sessions_dir)
@@ -387,12 +389,10 @@ class RayBatch:
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
             rj = build_judge(self.settings, None, judge=ref, template=self.template,
                              max_concurrency=self.max_concurrency, cache=self.cache)
-            model = rj.model  # type: ignore[attr-defined]
+            model = rj.model
             lim = model.limiter.stats()
             self._bounds = (model.endpoint, lim["max_in_flight"], lim["requests_per_minute"], lim["tokens_per_minute"])
             await model.aclose()
-        else:
-            self._bounds = None
         return spec
 
     def _launch(self, spec: WorkerSpec) -> None:
@@ -492,7 +492,8 @@ async def evaluate_batch_on_ray(
     **kwargs: Any,
 ) -> BatchReport:
     """:func:`jurist.rubrics.evaluate_batch` on a Ray cluster (same arguments, plus ``options``)."""
-    settings = settings or await asyncio.to_thread(Settings.load)
+    if settings is None:
+        settings = await asyncio.to_thread(Settings.load)
     rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
         load_rubrics, rubrics, settings.score_scale)
     return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -44,7 +44,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None,
-          headers: dict[str, str] | None = None) -> JSONResponse:
+          headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status,
                         headers=headers)
 
