@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,13 @@ from jurist.store import Store
 log = logging.getLogger("jurist.checklist")
 
 Mode = Literal["recall", "rabbithole"]
+
+
+def is_mode(value: str) -> TypeGuard[Mode]:
+    """Whether ``value`` names a tutoring mode."""
+    return value in get_args(Mode)
+
+
 PURPOSE = "checklist_batch"
 EVALUATION_FAILED = "evaluation_failed"  # a failed batch evaluation, as stored and shown
 EXCERPT_MESSAGES = 10
