@@ -28,7 +28,7 @@ import copy
 import inspect
 import time
 from dataclasses import asdict
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, JuristError
@@ -148,7 +148,7 @@ class Gate:
         return result
 
     async def stream(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                     trace_id: str | None = None) -> AsyncIterator[GateEvent]:
+                     trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
         if self.runtime.has_store:
