@@ -83,6 +83,7 @@ class ModelError(JuristError):
         # what a proxy relays to its client unchanged.
         self.body = body
         self.headers: Mapping[str, str] = headers if headers is not None else {}
+        self.attempts = 0  # the calls made before giving up (set by the Model that retried)
         super().__init__(message)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 
 from jurist.gate.types import (
     CALL_GENERATION,
@@ -47,7 +47,7 @@ class FakeGate:
         return GateResult(**{**result, "attempts": [Attempt(**{**a, "evaluation": None}) for a in result["attempts"]],
                              "evaluations": [Evaluation(**e) for e in result["evaluations"]]})
 
-    async def stream(self, messages, generate, *, is_continuation=False, trace_id=None) -> AsyncIterator[GateEvent]:
+    async def stream(self, messages, generate, *, is_continuation=False, trace_id=None) -> AsyncGenerator[GateEvent, None]:
         self.calls.append({"messages": messages, "is_continuation": is_continuation})
         trace_id = trace_id or new_id()
         judge = scripted("judge")

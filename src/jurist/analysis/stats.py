@@ -141,7 +141,8 @@ def _candidates(chosen: list[Subject], dimension: str, min_count: int, hash_labe
         for h in hashes:
             add("prompt_version", hash_label.get(h, h), np.array([h in s.template_hashes for s in chosen], bool))
     else:
-        hashes = sorted({s.dimensions[dimension][1] for s in chosen if s.dimensions[dimension][1]})
+        versions = (s.dimensions[dimension][1] for s in chosen)
+        hashes = sorted({h for h in versions if h})
         for h in hashes:
             add("prompt_version", hash_label.get(h, h),
                 np.array([s.dimensions[dimension][1] == h for s in chosen], dtype=bool))

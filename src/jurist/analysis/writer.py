@@ -84,21 +84,26 @@ def prompt_variables(f: Finding) -> dict[str, str]:
     return {"statistics": escape("\n".join(stats_lines)), "examples": examples or "(no example texts)"}
 
 
-def _field(obj: dict[str, Any], name: str, raw: str, limit: int, required: bool) -> str | None:
+def _field(obj: dict[str, Any], name: str, raw: str, limit: int) -> str | None:
     value = obj.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
-        if required:
-            raise JudgeParseError(f'the JSON object has no "{name}" text', raw=raw)
         return None
     if not isinstance(value, str):
         raise JudgeParseError(f'"{name}" must be a string', raw=raw)
     return value.strip()[:limit]
 
 
+def _required(obj: dict[str, Any], name: str, raw: str, limit: int) -> str:
+    value = _field(obj, name, raw, limit)
+    if value is None:
+        raise JudgeParseError(f'the JSON object has no "{name}" text', raw=raw)
+    return value
+
+
 def parse_written(text: str) -> tuple[str, str, str | None]:
     obj = extract_json(text)
-    return (_field(obj, "title", text, 300, True), _field(obj, "description", text, 4000, True),  # type: ignore[return-value]
-            _field(obj, "suggested_fix", text, 4000, False))
+    return (_required(obj, "title", text, 300), _required(obj, "description", text, 4000),
+            _field(obj, "suggested_fix", text, 4000))
 
 
 async def _write_one(judge: Judge, f: Finding, fallback: Text, timeout: float) -> Text:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from functools import partial
+from typing import Any, Literal, Sequence, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,6 +42,13 @@ from jurist.store import Store
 log = logging.getLogger("jurist.checklist")
 
 Mode = Literal["recall", "rabbithole"]
+
+
+def is_mode(value: str) -> TypeGuard[Mode]:
+    """Whether ``value`` names a tutoring mode."""
+    return value in get_args(Mode)
+
+
 PURPOSE = "checklist_batch"
 EVALUATION_FAILED = "evaluation_failed"  # a failed batch evaluation, as stored and shown
 EXCERPT_MESSAGES = 10
@@ -227,13 +235,13 @@ class ChecklistEvaluator:
         }
         verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,
                                             meaning=_points_question(points, latest, mode))
-        base = dict(judge_model=verdict.judge_model, call_ids=verdict.call_ids,
-                    input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
+        evaluation = partial(BatchEvaluation, judge_model=verdict.judge_model, call_ids=verdict.call_ids,
+                             input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
         if not verdict.ok or verdict.value is None:
             log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
-            return BatchEvaluation(status=EVALUATION_FAILED, reason=verdict.reason, **base)
+            return evaluation(status=EVALUATION_FAILED, reason=verdict.reason)
         wanted = {p.id for p in points}
-        result = BatchEvaluation(feedback=verdict.value.feedback.strip(), **base)
+        result = evaluation(feedback=verdict.value.feedback.strip())
         for entry in verdict.value.recalledPoints:
             pid = entry.id.strip()
             if pid not in wanted:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from fsrs import Card, Rating, Scheduler
 
@@ -103,7 +104,7 @@ class PointScheduler:
         return [_due(r) for r in await self.store.fsrs_cards(learner, deck=deck)]
 
 
-def _due(r: dict) -> DuePoint:  # type: ignore[type-arg]
+def _due(r: dict[str, Any]) -> DuePoint:
     return DuePoint(learner=r["learner"], deck=r["deck"], point_id=r["point_id"], text=r["text"],
                     due=_aware(r["due"]), state=r["state"], reviews=r["reviews"], last_rating=r["last_rating"])
 

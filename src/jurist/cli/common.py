@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -14,7 +14,8 @@ from jurist.errors import JuristError, ModelError, StoreError, UsageError
 console = Console()
 err_console = Console(stderr=True)
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_OK, EXIT_FAILURES, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -23,11 +24,11 @@ def load_settings(config: str | None = None, **explicit: Any) -> Settings:
     return Settings.load(config, **explicit)
 
 
-def handle_errors(fn: F) -> F:
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn jurist's typed errors into a clear message and an exit code."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except UsageError as exc:
@@ -40,4 +41,4 @@ def handle_errors(fn: F) -> F:
             err_console.print("interrupted; finished results are kept, rerun to resume")
             raise typer.Exit(130) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper

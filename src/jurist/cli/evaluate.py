@@ -6,7 +6,7 @@ import asyncio
 import enum
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Coroutine, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -132,6 +132,7 @@ def register(app: typer.Typer) -> None:
 def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Path, *,
                             engine: "Engine | str" = "local", **kw: Any) -> BatchReport:
     """Run a batch (in this process, or on Ray) with a rich progress bar over the session files."""
+    run: Callable[..., Coroutine[Any, Any, BatchReport]]
     if Engine(engine) is Engine.ray:
         from jurist.rubrics.ray_engine import evaluate_batch_on_ray as run
     else:

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from jurist.checklist import ChecklistSession, checklist_judge_ref, load_checklist, tutor_ref
+from jurist.checklist.evaluator import Mode, is_mode
 from jurist.checklist.scheduling import PointScheduler
 from jurist.cli.common import console, handle_errors, load_settings
 from jurist.config import Settings
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Recall a checklist with a tutor; every message is judged against every unchecked point."""
-        if mode not in ("recall", "rabbithole"):
+        if not is_mode(mode):
             raise InputError(f"--mode must be 'recall' or 'rabbithole', not {mode!r}")
         if points is None and session is None:
             raise InputError("give --points FILE to start a session, or --session ID to resume one")
@@ -46,7 +47,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(code)
 
 
-async def _run(settings: Settings, points: Path | None, learner: str, mode: str, tutor: str | None,
+async def _run(settings: Settings, points: Path | None, learner: str, mode: Mode, tutor: str | None,
                judge: str | None, session_id: str | None) -> int:
     store = Store(settings.database)
     try:
@@ -58,7 +59,7 @@ async def _run(settings: Settings, points: Path | None, learner: str, mode: str,
             assert points is not None
             checklist = load_checklist(points)
             tutor_model = tutor_ref(settings, tutor)  # before the judge: say first what is missing
-            s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,  # type: ignore[arg-type]
+            s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,
                                              tutor=tutor_model, judge=checklist_judge_ref(settings, judge),
                                              settings=settings)
         console.print(f"[bold]{escape(s.title)}[/] — session {s.session_id} (tutor {s.tutor.name}, judge "

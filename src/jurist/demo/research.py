@@ -25,7 +25,7 @@ from jurist.research.config import ResearchConfig, load_research_config
 from jurist.research.evaluation import ResearchEvaluation
 from jurist.research.export import write_export
 from jurist.research.plan import plan_queries
-from jurist.research.records import EvaluationRecord, IterationDecision
+from jurist.research.records import AnswerEvaluation, EvaluationRecord, IterationDecision
 from jurist.store import Store
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -116,18 +116,18 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
         if sec is None:
             continue
         console.rule(title)
-        scores = sec.aggregated_scores if title.endswith("Retrieval") else sec.final_scores  # type: ignore[union-attr]
+        scores = sec.final_scores if isinstance(sec, AnswerEvaluation) else sec.aggregated_scores
         for key, value in scores.items():
             console.print(f"  {key:<24} {_bar(value)}")
         console.print(f"{title.split(': ')[1]} score: {_bar(sec.overall)}")
         if getattr(sec, "regenerated", False):
             console.print("  the answer was regenerated once with the evaluation's feedback")
-    for sec_name, sec in (("plan", plan), ("retrieval", ret), ("answer", ans)):
-        if sec is not None and sec.evaluation_skipped:
-            console.print(f"[yellow]{sec_name.capitalize()} evaluation skipped ({sec.skip_reason}); "
+    for sec_name, stage in (("plan", plan), ("retrieval", ret), ("answer", ans)):
+        if stage is not None and stage.evaluation_skipped:
+            console.print(f"[yellow]{sec_name.capitalize()} evaluation skipped ({stage.skip_reason}); "
                           "research continued without quality validation[/]", highlight=False)
-        if sec is not None and sec.scoring_note:
-            console.print(f"[dim]{sec_name}: {sec.scoring_note}[/]", highlight=False)
+        if stage is not None and stage.scoring_note:
+            console.print(f"[dim]{sec_name}: {stage.scoring_note}[/]", highlight=False)
     for w in rec.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     table = Table(title="research evaluation", title_justify="left")

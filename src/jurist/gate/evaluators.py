@@ -21,7 +21,7 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Awaitable, Callable, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -143,7 +143,10 @@ QUALITY_HINT = '{"quality_score": 0.0-1.0, "confidence_score": 0.0-1.0, "issues"
 COMPREHENSIVE_HINT = '{"comprehensive": true or false, "reason": "brief explanation"}'
 
 
-def _validated(model: type[BaseModel], raw: str) -> BaseModel:
+Reply = TypeVar("Reply", bound=BaseModel)
+
+
+def _validated(model: type[Reply], raw: str) -> Reply:
     try:
         return model.model_validate(extract_json(raw))
     except ValidationError as exc:
@@ -152,12 +155,12 @@ def _validated(model: type[BaseModel], raw: str) -> BaseModel:
 
 def parse_quality(raw: str) -> QualityReply:
     """The quality judge's reply, validated (raises on anything else)."""
-    return _validated(QualityReply, raw)  # type: ignore[return-value]
+    return _validated(QualityReply, raw)
 
 
 def parse_comprehensive(raw: str) -> ComprehensiveReply:
     """The comprehensiveness judge's reply, validated (raises on anything else)."""
-    return _validated(ComprehensiveReply, raw)  # type: ignore[return-value]
+    return _validated(ComprehensiveReply, raw)
 
 
 def coerce(result: Any, threshold: float) -> Evaluation:
@@ -280,6 +283,7 @@ class TemplateEvaluator(_JudgeEvaluator):
                  threshold: float = 0.4, *, call_type: str = CALL_QUALITY_EVALUATION) -> None:
         template.check(QUALITY_PLACEHOLDERS, {"answer"})
         self.call_type = call_type
+        parse: Callable[[str], Any]
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             json_schema, parse = schema.model_json_schema(), (lambda raw: _validated(schema, raw))
         else:

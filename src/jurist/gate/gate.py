@@ -28,7 +28,7 @@ import copy
 import inspect
 import time
 from dataclasses import asdict
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, IterationLimit
@@ -137,7 +137,7 @@ class Gate:
         return result
 
     async def stream(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                     trace_id: str | None = None) -> AsyncIterator[GateEvent]:
+                     trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
         await self.astart()  # the store opened before the budget starts
@@ -186,7 +186,9 @@ class Gate:
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
         cap = cfg.regenerations() if feedback else 0
-        gen_messages, kind, shown, deltas = run.messages, CALL_GENERATION, None, []
+        gen_messages, kind = run.messages, CALL_GENERATION
+        shown: int | None = None  # the number of the attempt the client has seen
+        deltas: list[str] = []
         reason = "passed"
         while True:
             number = len(run.attempts) + 1

@@ -149,12 +149,14 @@ class Judge:
             lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
-        base = dict(judge_model=self.model.name, template_hash=self.template.hash)
+        name, template_hash = self.model.name, self.template.hash
         if outcome.ok:
             assert outcome.value is not None
             value, completions = outcome.value
-            return _with_usage(Verdict(OK, value, None, **base, reasked=len(completions) > 1), completions)
-        failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type, **base)
+            return _with_usage(Verdict(OK, value, None, judge_model=name, template_hash=template_hash,
+                                       reasked=len(completions) > 1), completions)
+        failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type,
+                                      judge_model=name, template_hash=template_hash)
         if isinstance(outcome.error, JudgeParseError):
             failure.reasked = True
             return _with_usage(failure, outcome.error.completions)

@@ -257,7 +257,7 @@ class Model:
                 completion, attempts = await self._call_with_retries(request)
             except ModelError as exc:
                 error = exc
-                attempts = getattr(exc, "attempts", attempts)
+                attempts = exc.attempts
             except asyncio.CancelledError:  # a caller's timeout: the call still goes on record
                 self._record(request, key, new_id(), started, purpose=purpose, trace_id=trace_id,
                              template=template, completion=None, status="error",
@@ -336,7 +336,7 @@ class Model:
                 return completion, attempt
             except ModelError as exc:
                 if not exc.retryable or attempt > self.retry.max_retries:
-                    exc.attempts = attempt  # type: ignore[attr-defined]
+                    exc.attempts = attempt
                     raise
                 await asyncio.sleep(self.retry.delay(attempt, exc))
 

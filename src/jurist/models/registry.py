@@ -87,14 +87,14 @@ def provider_settings(provider: str, settings: Settings) -> ProviderSettings:
     """Preset for a provider, overlaid with ``providers.<name>`` from jurist.yaml."""
     preset = PRESETS.get(provider)
     custom = settings.providers.get(provider)
-    if preset is None and custom is None:
-        known = ", ".join(sorted([*PRESETS, "local", "scripted", *settings.providers]))
-        raise ConfigError(
-            f"unknown provider {provider!r}; known providers: {known}. "
-            "Add it under 'providers:' in jurist.yaml with type and base_url."
-        )
     if custom is None:
-        return preset  # type: ignore[return-value]
+        if preset is None:
+            known = ", ".join(sorted([*PRESETS, "local", "scripted", *settings.providers]))
+            raise ConfigError(
+                f"unknown provider {provider!r}; known providers: {known}. "
+                "Add it under 'providers:' in jurist.yaml with type and base_url."
+            )
+        return preset
     merged = (preset.model_dump() if preset else {}) | custom.model_dump(exclude_unset=True)
     return ProviderSettings(**merged)
 
@@ -113,7 +113,7 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
             raise ConfigError(f"the local judge is 'local/minilm'; {ref!r} is not available")
         from jurist.models.local import get_local_judge
 
-        return get_local_judge()  # type: ignore[return-value]
+        return get_local_judge()
     ps = provider_settings(provider, settings)
     api_key = ps.api_key or (os.environ.get(ps.api_key_env) if ps.api_key_env else None)
     if ps.type == "anthropic":

@@ -255,7 +255,9 @@ def limiter_actor(
 
     cls = ray.remote(_LimiterActor)
     job = job or ray.get_runtime_context().get_job_id()
-    actor = cls.options(  # type: ignore[attr-defined]  # ray.remote's result is typed as the class
+    # Untyped handle: Ray types an actor's methods as remote calls only when they carry
+    # @ray.method, and LimiterCore's methods also run in-process without Ray.
+    actor: Any = cls.options(
         name=actor_name(job, endpoint), namespace=ACTOR_NAMESPACE, get_if_exists=True,
         num_cpus=0, max_restarts=-1, max_task_retries=-1, max_concurrency=100_000,
     ).remote(max_in_flight, requests_per_minute, tokens_per_minute, window)

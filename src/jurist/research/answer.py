@@ -11,6 +11,7 @@ failing regeneration (the synthesiser raises) keeps the first answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Awaitable, Callable
 
 from jurist.research import stages as st
@@ -66,8 +67,9 @@ async def evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesis
     section = AnswerEvaluation()
     first = AnswerAttempt(attempt_number=1, answer=text)
     section.attempts.append(first)
-    kw = dict(evaluator=evaluator, options=options, config=config, trace_id=trace_id)
-    warning = await _evaluate(first, query, sources, **kw)  # type: ignore[arg-type]
+    evaluate = partial(_evaluate, query=query, sources=sources, evaluator=evaluator, options=options, config=config,
+                       trace_id=trace_id)
+    warning = await evaluate(first)
     section.warnings += [warning] if warning else []
     if first.evaluation_skipped:
         section.evaluation_skipped, section.skip_reason = True, first.skip_reason
@@ -84,7 +86,7 @@ async def evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesis
             second = AnswerAttempt(attempt_number=2, answer=again, feedback=feedback)
             section.attempts.append(second)
             section.regenerated = True
-            warning = await _evaluate(second, query, sources, **kw)  # type: ignore[arg-type]
+            warning = await evaluate(second)
             section.warnings += [warning] if warning else []
             if second.evaluation_skipped or (second.overall or 0.0) >= (first.overall or 0.0):
                 final = second

@@ -89,7 +89,7 @@ class DimensionConfig(_Strict):
 
 
 def _dims(stage: str) -> dict[str, DimensionConfig]:
-    return {d.key: DimensionConfig(weight=d.weight, threshold=d.threshold, rule=d.rule)  # type: ignore[arg-type]
+    return {d.key: DimensionConfig(weight=d.weight, threshold=d.threshold, rule=d.rule)
             for d in st.DIMENSIONS[stage]}
 
 

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 from jurist.config import Settings
 from jurist.errors import InputError
 from jurist.ids import new_id
-from jurist.judges.panel import PanelResult
+from jurist.judges.panel import Panel, PanelResult, roles_for
 from jurist.models.base import MeaningJudge
 from jurist.research import stages as st
 from jurist.research.answer import AnswerOutcome, Synthesiser, evaluate_answer
@@ -53,7 +53,8 @@ class _LazyPanel:
     evaluator failure that the fail-safe rules handle."""
 
     def __init__(self, owner: "ResearchEvaluation", stage: str) -> None:
-        self.owner, self.stage, self.panel = owner, stage, None
+        self.owner, self.stage = owner, stage
+        self.panel: Panel | None = None
 
     async def evaluate(self, subject: dict[str, str], *, task: str, trace_id: str | None = None) -> PanelResult:
         if self.panel is None:
@@ -69,7 +70,8 @@ class _LazyCritic:
     """The LLM plan critic, built on first use (a build error fails that critique only)."""
 
     def __init__(self, owner: "ResearchEvaluation") -> None:
-        self.owner, self.critic = owner, None
+        self.owner = owner
+        self.critic: LLMPlanCritic | None = None
 
     def _get(self) -> LLMPlanCritic:
         if self.critic is None:
@@ -160,8 +162,7 @@ class ResearchEvaluation:
     def store(self) -> Store:
         return self.runtime.store
 
-    def _build_panel(self, stage: str) -> Any:
-        from jurist.judges.panel import Panel, roles_for
+    def _build_panel(self, stage: str) -> Panel:
         from jurist.research.vocabulary import DEFAULT_ROLES
 
         cfg, stage_cfg = self.config, self.config.stages.of(stage)

@@ -210,7 +210,7 @@ class LocalPlanCritic:
             critique = "every part has a query, but the plan as a whole does not match the query closely enough."
             issues = [Issue(issue=r, fix="reword the search queries closer to the query") for r in attempt.failed_rules]
         return IterationDecision(
-            mode=mode, recommended_mode=mode, specific_issues=issues, failure_type=failure,  # type: ignore[arg-type]
+            mode=mode, recommended_mode=mode, specific_issues=issues, failure_type=failure,
             critique=critique, feedback_to_planner=feedback_text(attempt, critique, issues, mode),
             critic_model=self._judge.name, latency=round((time.perf_counter() - started) * 1000.0, 3))
 

@@ -22,6 +22,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Awaitable, Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -183,10 +184,10 @@ class LLMPlanCritic:
             frozenset({"job", "dimensions", "query", "plan", "evaluation", "history"}),
             required={"query", "plan", "evaluation"})
         schema = critic_schema(list(dimensions))
-        kw = dict(format_hint=_HINT, schema=schema, schema_name=PURPOSE_CRITIC, temperature=temperature,
-                  seed=seed, max_tokens=max_tokens)
-        self._critic = Judge(model, tmpl, purpose=PURPOSE_CRITIC, **kw)  # type: ignore[arg-type]
-        self._meta = Judge(escalation, tmpl, purpose=PURPOSE_META_REVIEW, **kw) if escalation else None  # type: ignore[arg-type]
+        judge = partial(Judge, template=tmpl, format_hint=_HINT, schema=schema, schema_name=PURPOSE_CRITIC,
+                        temperature=temperature, seed=seed, max_tokens=max_tokens)
+        self._critic = judge(model, purpose=PURPOSE_CRITIC)
+        self._meta = judge(escalation, purpose=PURPOSE_META_REVIEW) if escalation else None
 
     def _variables(self, job: str, query: str, attempt: PlanAttempt, history: list[PlanAttempt]) -> dict[str, str]:
         return {
@@ -227,7 +228,7 @@ class LLMPlanCritic:
         issues = [Issue(issue=i.issue, fix=i.fix) for i in reply.specific_issues]
         mode = reply.recommendation
         return IterationDecision(
-            mode=mode, recommended_mode=mode, specific_issues=issues,  # type: ignore[arg-type]
+            mode=mode, recommended_mode=mode, specific_issues=issues,
             feedback_to_planner=feedback_text(attempt, reply.critique, issues, mode),
             failure_type=reply.failure_type, critique=reply.critique, critic_scores=reply.scores,
             critic_model=self.model.name, raw_response=raw, latency=latency, tokens_used=tokens)
@@ -242,11 +243,11 @@ class LLMPlanCritic:
         base = dict(trigger="max_attempts", triggers=["max_attempts"], model=self.escalation.name,
                     latency=latency, tokens_used=tokens)
         if reply is None:
-            return EscalationResult(**base, panel_review=raw or "", final_verdict="", status="failed",  # type: ignore[arg-type]
+            return EscalationResult(**base, panel_review=raw or "", final_verdict="", status="failed",
                                     error=error)
         verdict = "passed" if reply.passed else f"failed ({reply.failure_type or 'unspecified'})"
         fixes = "; ".join(f"{i.issue} -> {i.fix}" for i in reply.specific_issues)
-        return EscalationResult(**base, panel_review=reply.critique, scores=reply.scores,  # type: ignore[arg-type]
+        return EscalationResult(**base, panel_review=reply.critique, scores=reply.scores,
                                 final_verdict=f"{verdict}; recommendation {reply.recommendation}"
                                 + (f"; {fixes}" if fixes else ""))
 
@@ -306,7 +307,7 @@ def check_rules(scores: dict[str, float], overall: float, config: ResearchConfig
     return overall >= stage.pass_threshold and not fired, fired
 
 
-def next_mode(attempt_number: int, decision: IterationDecision, config: ResearchConfig) -> str:
+def next_mode(attempt_number: int, decision: IterationDecision, config: ResearchConfig) -> Mode:
     """The note's escalation rules: the critic's mode, then full_regeneration."""
     if attempt_number >= config.iteration.escalation_after_attempt:
         return st.FULL_REGENERATION
@@ -360,7 +361,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
                 warnings.append(f"plan attempt {n}: the planner failed ({describe(exc)}); using the best attempt")
                 logger.warning(warnings[-1])
                 break
-        attempt = PlanAttempt(attempt_number=n, plan=plan, mode=mode)  # type: ignore[arg-type]
+        attempt = PlanAttempt(attempt_number=n, plan=plan, mode=mode)
         started = time.perf_counter()
         limit = clock.left(options.timeout)
         try:
@@ -396,7 +397,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
             break
         attempt.iteration_decision = await _critique(critic, query, attempt, record.attempts[:-1], clock, trace_id)
         mode = next_mode(n, attempt.iteration_decision, config)
-        attempt.iteration_decision.mode = mode  # type: ignore[assignment]
+        attempt.iteration_decision.mode = mode
         feedback = attempt.iteration_decision
     chosen = next((a for a in record.attempts if a.passed), None) or best_attempt(record.attempts)
     if chosen is None:  # cannot happen: attempt 1 was scored or returned above

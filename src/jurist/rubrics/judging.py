@@ -11,11 +11,12 @@ whether the assistant's turns express each item, and refuses free-form rubrics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.judge import MeaningQuestion
-from jurist.judges.parsing import ItemReply
+from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.models.base import StatementCheck
 from jurist.models.model import Model
 from jurist.rubrics.models import Rubric
@@ -102,12 +103,10 @@ class RubricJudge:
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024) -> None:
         self.model = model
         self.name = model.name
-        common = dict(purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens)
-        self._free = Judge(model, free_template, schema=SCORE_SCHEMA, schema_name="rubric_score",
-                           format_hint="", **common)
-        self._items = Judge(model, items_template, schema=ITEMS_SCHEMA, schema_name="rubric_items",
-                            format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}',
-                            **common)
+        judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens)
+        self._free = judge(free_template, schema=SCORE_SCHEMA, schema_name="rubric_score", format_hint="")
+        self._items = judge(items_template, schema=ITEMS_SCHEMA, schema_name="rubric_items",
+                            format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
@@ -123,7 +122,7 @@ class RubricJudge:
         )
         if rubric.item_based:
             ids = [i.id for i in rubric.items or []]
-            verdict: Verdict[Any] = await self._items.verdict(
+            verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await self._items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
                 meaning=_items_question(rubric, session),
             )
@@ -146,15 +145,16 @@ class RubricJudge:
         if verdict.status != OK:
             return out
         out.status = SCORED
-        if rubric.item_based:
-            replies = verdict.value
-            met = {k: v.met for k, v in replies.items()}
+        reply = verdict.value
+        assert reply is not None  # an ok verdict holds the parsed reply
+        if isinstance(reply, ScoreReply):
+            out.score = reply.score
+            out.reasoning = reply.reasoning
+        else:  # an item-based rubric: a reply per item
+            met = {k: v.met for k, v in reply.items()}
             out.score = item_score(rubric, met, scale)
             out.reasoning = _item_reasoning(rubric, met)
-            out.items = [_item_entry(i, replies[i.id]) for i in rubric.items or []]
-        else:
-            out.score = verdict.value.score
-            out.reasoning = verdict.value.reasoning
+            out.items = [_item_entry(i, reply[i.id]) for i in rubric.items or []]
         return out
 
 

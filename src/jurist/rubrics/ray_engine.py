@@ -354,6 +354,8 @@ class RayBatch:
         self.limiter: Any = None
         self.worker_stats: list[dict[str, Any]] = []
         self._started_ray = False
+        # The judge endpoint's bounds for the job's limiter actor: endpoint, max in flight, rpm, tpm.
+        self._bounds: tuple[str, int, int | None, int | None] | None = None
 
     async def run(self) -> BatchReport:
         files = await asyncio.to_thread(session_files, self.sessions_dir)
@@ -389,12 +391,10 @@ class RayBatch:
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
             rj = build_judge(self.settings, None, judge=ref, template=self.template,
                              max_concurrency=self.max_concurrency, cache=self.cache)
-            model = rj.model  # type: ignore[attr-defined]
+            model = rj.model
             lim = model.limiter.stats()
             self._bounds = (model.endpoint, lim["max_in_flight"], lim["requests_per_minute"], lim["tokens_per_minute"])
             await model.aclose()
-        else:
-            self._bounds = None
         return spec
 
     def _launch(self, spec: WorkerSpec) -> None:
@@ -498,7 +498,9 @@ async def evaluate_batch_on_ray(
     The workers take the settings of ``runtime`` (or ``settings``, else the loaded ones) and open
     their own stores on its database."""
     if settings is None:
-        settings = (runtime or await asyncio.to_thread(Runtime)).settings
+        if runtime is None:
+            runtime = await asyncio.to_thread(Runtime)
+        settings = runtime.settings
     rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
         load_rubrics, rubrics, settings.score_scale)
     return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,

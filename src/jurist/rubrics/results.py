@@ -13,11 +13,11 @@ evaluations: ``kind`` and ``version`` name its format; a result written before
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-RESULT_KIND = "rubric"
+RESULT_KIND: Final = "rubric"
 RESULT_VERSION = "1.0"
 
 

@@ -126,7 +126,7 @@ async def list_evaluations(
     page_size: int = Query(50, ge=1, le=200),
 ) -> dict[str, Any]:
     """Evaluations, newest first, filtered and paginated."""
-    return await get_state(request).store.aread(q.list_page, flt, page=page, page_size=page_size)  # type: ignore[no-any-return]
+    return await get_state(request).store.aread(q.list_page, flt, page=page, page_size=page_size)
 
 
 @router.get("/evaluation/sessions/{evaluation_id}", response_model=EvaluationTrace,
@@ -157,7 +157,7 @@ def _trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
 @router.get("/evaluation/metrics", response_model=Metrics, responses=error_responses(400, 422))
 async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> dict[str, Any]:
     """Aggregate metrics of the evaluations that match the filters."""
-    return await get_state(request).store.aread(q.overview, flt)  # type: ignore[no-any-return]
+    return await get_state(request).store.aread(q.overview, flt)
 
 
 @router.get("/calls", response_model=CallPage, tags=["calls"], responses=error_responses(400, 422))
@@ -173,7 +173,7 @@ async def list_calls(
     page_size: int = Query(50, ge=1, le=200),
 ) -> dict[str, Any]:
     """The LLM call log, newest first: purpose, model, template, messages, raw response, tokens, latency."""
-    return await get_state(request).store.aread(  # type: ignore[no-any-return]
+    return await get_state(request).store.aread(
         q.call_page, page=page, page_size=page_size, purpose=purpose, status=status, model=model,
         trace_id=trace_id, since=since, until=until)
 
@@ -184,7 +184,7 @@ async def get_call(request: Request, call_id: str) -> dict[str, Any]:
     found = await get_state(request).store.aread(q.get_call, call_id)
     if found is None:
         raise NotFound(f"no LLM call with id {call_id!r}")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 class EvaluateRequest(BaseModel):

@@ -59,7 +59,7 @@ def render(request: Request, template: str, context: dict[str, Any], status_code
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
-    return response  # type: ignore[no-any-return]
+    return response
 
 
 def not_found(request: Request, message: str) -> HTMLResponse:

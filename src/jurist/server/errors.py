@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -44,7 +44,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None,
-          headers: dict[str, str] | None = None) -> JSONResponse:
+          headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status,
                         headers=headers)
 
@@ -104,4 +104,4 @@ def json_errors_in_openapi(app: FastAPI) -> None:
         app.openapi_schema = schema
         return schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing app.openapi to extend the schema

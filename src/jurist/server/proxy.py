@@ -74,7 +74,7 @@ class GateLike(Protocol):
                   trace_id: str | None = None) -> GateResult: ...
 
     def stream(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
-               trace_id: str | None = None) -> AsyncIterator[GateEvent]: ...
+               trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]: ...
 
     def wrap(self, model: Model) -> Model: ...
 
@@ -383,7 +383,7 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
     events = proxy.gate.stream(body.messages, generate=upstream, is_continuation=body.is_continuation,
                                trace_id=trace_id)
     try:
-        async with contextlib.aclosing(events):  # type: ignore[type-var]  # the gate's stream is an async generator
+        async with contextlib.aclosing(events):
             async for ev in events:
                 data = ev.data if isinstance(ev.data, dict) else {"value": ev.data}
                 if ev.type == "delta":

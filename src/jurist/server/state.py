@@ -58,11 +58,11 @@ class ServerState:
 
 
 def get_state(request: Request) -> ServerState:
-    return request.app.state.jurist  # type: ignore[no-any-return]
+    return request.app.state.jurist
 
 
 def ws_state(websocket: WebSocket) -> ServerState:
-    return websocket.app.state.jurist  # type: ignore[no-any-return]
+    return websocket.app.state.jurist
 
 
 async def require_checklist(state: ServerState, name: str) -> Checklist:

@@ -41,7 +41,7 @@ class ChecklistList(BaseModel):
 
 
 def templates(request: Request) -> Jinja2Templates:
-    return request.app.state.templates  # type: ignore[no-any-return]
+    return request.app.state.templates
 
 
 @router.get("/api/checklists", response_model=ChecklistList, summary="Names usable as ?points=")

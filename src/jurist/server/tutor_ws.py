@@ -89,7 +89,6 @@ async def open_session(
 async def _fail(websocket: WebSocket, message: str, code: int) -> None:
     await websocket.send_json(error_frame(message))
     await websocket.close(code=code)
-    return None
 
 
 @router.websocket("/tutor/ws", name="tutor_ws")
@@ -109,19 +108,24 @@ async def connect(websocket: WebSocket, state: ServerState) -> TutorSession | No
     points, learner, session_id = q.get("points", ""), q.get("learner", ""), q.get("session_id") or None
     problem = check_query(points, learner, session_id)
     if problem:
-        return await _fail(websocket, problem, CLOSE_BAD_REQUEST)
+        await _fail(websocket, problem, CLOSE_BAD_REQUEST)
+        return None
     try:
         checklist = await asyncio.to_thread(state.checklist, points)
         if checklist is None:
-            return await _fail(websocket, f"no checklist named {points!r}", CLOSE_NOT_FOUND)
+            await _fail(websocket, f"no checklist named {points!r}", CLOSE_NOT_FOUND)
+            return None
         session = await open_session(state, checklist, learner, session_id)
     except UsageError as exc:
-        return await _fail(websocket, str(exc), CLOSE_UNAVAILABLE)
+        await _fail(websocket, str(exc), CLOSE_UNAVAILABLE)
+        return None
     except Exception as exc:  # never echo internals
         log.exception("tutor session could not start")
-        return await _fail(websocket, f"the tutor session could not start ({type(exc).__name__})", CLOSE_INTERNAL)
+        await _fail(websocket, f"the tutor session could not start ({type(exc).__name__})", CLOSE_INTERNAL)
+        return None
     if session is None:
-        return await _fail(websocket, f"no session {session_id!r} for this checklist and learner", CLOSE_NOT_FOUND)
+        await _fail(websocket, f"no session {session_id!r} for this checklist and learner", CLOSE_NOT_FOUND)
+        return None
     await websocket.send_json(
         {"type": "session", "session_id": session.session_id, "points": checklist.name, "title": checklist.title}
     )

@@ -146,13 +146,15 @@ def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
                func.sum(_E.iterations), func.max(_E.iterations), flag(_E.status == "failed"),
                flag(_E.iterations > 1))
         .where(*where).group_by(_E.kind, day)).all()
-    total, kinds, weeks = _Sums(), defaultdict(_Sums), defaultdict(_Sums)
+    total = _Sums()
+    kinds: defaultdict[str, _Sums] = defaultdict(_Sums)
+    weeks: defaultdict[str, _Sums] = defaultdict(_Sums)
     for kind, d, *sums in groups:  # one row per (kind, day): a few hundred, whatever the row count
         total.add(sums)
         kinds[kind].add(sums)
         weeks[_monday(str(d))].add(sums)
     bucket = _bucket(conn).label("bucket")
-    dist = dict(conn.execute(
+    dist: dict[int, int] = dict(conn.execute(
         select(bucket, func.count()).where(*where, _E.percentage.is_not(None)).group_by(bucket)).all())
     failures = conn.execute(
         select(_E.failure, func.count().label("n")).where(*where, _E.failure.is_not(None))
@@ -221,9 +223,9 @@ def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
     ev = _row(dict(row._mapping))
     score_rows = [dict(r._mapping) for r in conn.execute(
         select(scores).where(scores.c.evaluation_id == evaluation_id).order_by(scores.c.id))]
-    payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
-    call_ids = payload.get("call_ids") if isinstance(payload.get("call_ids"), list) else None
-    if call_ids:  # a checklist turn: its own calls, not the whole session's
+    payload = ev.get("payload")
+    call_ids = payload.get("call_ids") if isinstance(payload, dict) else None
+    if isinstance(call_ids, list) and call_ids:  # a checklist turn: its own calls, not the whole session's
         calls_q = select(llm_calls).where(llm_calls.c.id.in_([str(i) for i in call_ids]))
     elif ev.get("trace_id"):
         calls_q = select(llm_calls).where(llm_calls.c.trace_id == ev["trace_id"])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Table, insert, select, update
 from sqlalchemy.engine import Connection
 
 from jurist.store.tables import (
@@ -19,6 +19,10 @@ from jurist.store.tables import (
     llm_calls,
     scores,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
+    from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 
 
 def insert_history(conn: Connection, evals: list[dict[str, Any]], score_rows: list[dict[str, Any]],
@@ -230,6 +234,7 @@ def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], 
     many evaluations were new.
     """
     dialect = conn.dialect.name
+    dialect_insert: Callable[[Table], PostgresInsert | SqliteInsert] | None
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     elif dialect == "sqlite":

@@ -19,8 +19,11 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 class StoredPayload(Protocol):
     """What the store needs of a payload model."""
 
-    kind: str
-    version: str
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
     def to_json(self) -> dict[str, Any]:
         """The payload as JSON data, as it is stored and returned over HTTP."""

@@ -233,7 +233,7 @@ class Store:
             _answer_all(batch, found)
 
     def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
-        return self.read(queries.cached_replies, hashes)  # type: ignore[no-any-return]
+        return self.read(queries.cached_replies, hashes)
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
@@ -290,7 +290,7 @@ class Store:
         return await self.awrite(queries.get_checklist_session, session_id)
 
     async def checklist_sessions(self, **filters: Any) -> list[dict[str, Any]]:
-        return await self.aread(queries.list_checklist_sessions, **filters)  # type: ignore[no-any-return]
+        return await self.aread(queries.list_checklist_sessions, **filters)
 
     async def checklist_points(self, session_id: str) -> list[dict[str, Any]]:
         return await self.awrite(queries.checklist_point_states, session_id)
@@ -311,7 +311,7 @@ class Store:
     async def fsrs_cards(
         self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
     ) -> list[dict[str, Any]]:
-        return await self.aread(queries.list_fsrs_cards, learner, due_before=due_before, deck=deck)  # type: ignore[no-any-return]
+        return await self.aread(queries.list_fsrs_cards, learner, due_before=due_before, deck=deck)
 
     def __enter__(self) -> "Store":
         return self

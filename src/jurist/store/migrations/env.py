@@ -8,7 +8,10 @@ connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only when run by the alembic CLI
     from sqlalchemy import create_engine
 
-    connection = create_engine(context.config.get_main_option("sqlalchemy.url")).connect()
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("set sqlalchemy.url in the alembic configuration, or migrate through jurist's Store")
+    connection = create_engine(url).connect()
 
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():
