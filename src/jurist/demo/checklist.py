@@ -24,7 +24,7 @@ from jurist.demo import examples_dir
 from jurist.models.base import ChatRequest
 from jurist.models.registry import LOCAL_JUDGE
 from jurist.models.scripted import script
-from jurist.store import Store
+from jurist.runtime import Runtime
 
 DEMO_TUTOR = "tutor-demo"
 
@@ -56,10 +56,11 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                   f"{learner}; judge {LOCAL_JUDGE} (offline), tutor scripted/{DEMO_TUTOR}", highlight=False)
     session_ref: list[ChecklistSession] = []
     script(DEMO_TUTOR, default=demo_tutor(session_ref))
-    store = await Store.aopen(settings.database)
+    runtime = Runtime(settings)
     try:
-        session = await ChecklistSession.start(checklist, store=store, learner=learner, tutor=f"scripted/{DEMO_TUTOR}",
-                                               judge=LOCAL_JUDGE, settings=settings)
+        session = await ChecklistSession.start(checklist, runtime=runtime, learner=learner,
+                                               tutor=f"scripted/{DEMO_TUTOR}", judge=LOCAL_JUDGE)
+        store = session.store
         session_ref.append(session)
         console.print(f"tutor> {escape(session.opening())}", highlight=False)
         for i, text in enumerate(transcript["messages"], start=1):
@@ -83,4 +84,4 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                       highlight=False)
         return 0 if session.completed else 1
     finally:
-        await store.aclose()
+        await runtime.aclose()

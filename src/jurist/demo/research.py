@@ -26,7 +26,7 @@ from jurist.research.evaluation import ResearchEvaluation
 from jurist.research.export import write_export
 from jurist.research.plan import plan_queries
 from jurist.research.records import AnswerEvaluation, EvaluationRecord, IterationDecision
-from jurist.store import Store
+from jurist.runtime import Runtime
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("""a an and are as at be by can do does done for from how in is it its of on or that the
@@ -148,12 +148,8 @@ async def run_research_demo(console: Console, settings: Settings, output_dir: Pa
     config: ResearchConfig = load_research_config(ex / "research.yaml")
     console.print(f"Research question: [bold]{question}[/]\ncorpus: {len(corpus)} documents in {ex}; "
                   "judge: local/minilm (offline)", highlight=False)
-    store = await Store.aopen(settings.database)
-    try:
-        async with ResearchEvaluation.local(config, settings=settings, store=store) as ev:
-            result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
-    finally:
-        await store.aclose()
+    async with Runtime(settings) as runtime, ResearchEvaluation.local(config, runtime=runtime) as ev:
+        result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
     rec = result.record
     print_record(console, rec)
     console.print(f"\nAnswer: {result.answer}", highlight=False)
