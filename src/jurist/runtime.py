@@ -29,7 +29,7 @@ from jurist.config import Settings
 from jurist.models.base import CallRecord, MeaningJudge
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, MeaningBackend, Model
-from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, model_for, resolve_model, resolve_ref
+from jurist.models.registry import HOW_TO_CONFIGURE, judge_ref, model_for, resolve_model
 from jurist.store import Store
 from jurist.store.store import LOOKUP_LINGER
 
@@ -116,13 +116,10 @@ class Runtime:
     def judge_ref(self, explicit: str | None = None, *, announce: bool = True) -> str:
         """The judge to use: explicit, else the settings' judge, else the offline local
         judge (with a notice, once per runtime, saying how to configure an LLM)."""
-        ref = explicit or self.settings.judge
-        if ref:
-            return resolve_ref(ref, self.settings)
-        if announce and not self._announced:
+        if announce and not (explicit or self.settings.judge) and not self._announced:
             self._announced = True
             logger.warning(NO_JUDGE_NOTICE)
-        return LOCAL_JUDGE
+        return judge_ref(self.settings, explicit)
 
     def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
               sink: CallSink | None = None) -> Model:
