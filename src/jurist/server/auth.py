@@ -111,7 +111,8 @@ def allowed_hosts(settings: Settings) -> frozenset[str]:
 
 
 def same_origin(origin: str, host: str) -> bool:
-    """Whether a browser's ``Origin`` is this server as the request names it (host and port of ``Host``)."""
+    """Whether a browser's ``Origin`` is this server as the request names it: the host and port of
+    ``Host`` (http or https: TLS may end at a reverse proxy in front of the server)."""
     if origin == "null":
         return False
     try:

@@ -5,7 +5,8 @@ In this order, each refusal a JSON error (OpenAI's shape under ``/v1/``):
 1. the ``Host`` header names an allowed host (:func:`jurist.server.auth.allowed_hosts`),
    else 400: a page on another name that resolves here (DNS rebinding) reads nothing;
 2. a ``Content-Length`` above the limit is 413 at once, before any of the body is read;
-3. no NUL byte in the path or the query (422: no database stores one);
+3. no NUL byte in the path or the query, nor (``\u0000``) in a write's JSON body outside
+   ``/v1/`` (422: PostgreSQL stores none);
 4. a write (a route's POST, PUT, PATCH or DELETE; a method no route serves is left to
    the app's 404 / 405) carries the API token when the server has one (401), a browser's ``Origin`` is this server itself (403), and the body is
    ``Content-Type: application/json`` (415), which no cross-site form or simple request can send;
@@ -20,6 +21,7 @@ The tutor socket: the host and a browser's ``Origin`` are checked in the handsha
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 
 from starlette.datastructures import Headers
@@ -43,6 +45,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CLOSE_POLICY = 1008  # a socket refused in the handshake
 CLOSE_UNAUTHORIZED = 4401  # a socket without the token
 TOKEN_HINT = "send 'Authorization: Bearer <JURIST_API_TOKEN>'"
+# A JSON string's NUL: the escape \u0000 after an even number of backslashes (JSON allows no raw NUL).
+NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 class Refusal(Exception):
@@ -80,9 +84,12 @@ class Guard:
             self.check_host(headers)
             self.check_length(headers, limit)
             self.check_nul(scope)
-            if scope["method"] not in SAFE_METHODS and self.served(scope):
+            write = scope["method"] not in SAFE_METHODS and self.served(scope)
+            if write:
                 self.check_write(headers)
             body = await read_body(receive, limit)
+            if write and not scope["path"].startswith(PROXY_PREFIX) and NUL_ESCAPE.search(body.get("body", b"")):
+                raise Refusal(422, "invalid request: a NUL character (\\u0000) in the body")
         except Refusal as refusal:
             await respond(scope, send, refusal)
             return
