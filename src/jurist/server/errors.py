@@ -15,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, ModelError, NotFound, UsageError
+from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
 
@@ -50,8 +51,6 @@ PROXY_PREFIX = "/v1/"  # the gate proxy's routes answer errors in OpenAI's shape
 def error_body(path: str, status: int, detail: str) -> dict[str, Any]:
     """The JSON body of an error on ``path``."""
     if path.startswith(PROXY_PREFIX):
-        from jurist.server.proxy_sse import openai_error
-
         return openai_error(status, detail)
     return ErrorBody(detail=detail).model_dump(exclude_none=True)
 

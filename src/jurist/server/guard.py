@@ -8,8 +8,10 @@ In this order, each refusal a JSON error (OpenAI's shape under ``/v1/``):
 3. no NUL byte in the path or the query, nor (``\u0000``) in a write's JSON body outside
    ``/v1/`` (422: PostgreSQL stores none);
 4. a write (a route's POST, PUT, PATCH or DELETE; a method no route serves is left to
-   the app's 404 / 405) carries the API token when the server has one (401), a browser's ``Origin`` is this server itself (403), and the body is
-   ``Content-Type: application/json`` (415), which no cross-site form or simple request can send;
+   the app's 404 / 405) carries the API token when the server has one (401), a
+   browser's ``Origin`` is this server itself (403), and the body is
+   ``Content-Type: application/json`` (415), which no cross-site form or simple
+   request can send;
 5. the body is read with a counter and cut at the limit (413, chunked bodies too); the
    route then gets the body from memory.
 
@@ -113,7 +115,7 @@ class Guard:
         raw = headers.get("content-length")
         if raw is None:
             return
-        if not raw.strip().isdigit():
+        if not (raw.isascii() and raw.strip().isdigit()):
             raise Refusal(400, f"Content-Length is not a number: {raw[:40]!r}")
         if int(raw) > limit:
             raise too_large(limit)
