@@ -62,6 +62,10 @@ class Settings(BaseModel):
     config_file: str | None = None
     research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
     api_token: str | None = Field(default=None, repr=False)  # the server's write token (JURIST_API_TOKEN)
+    # Host names the server answers to besides 127.0.0.1, localhost and ::1 ("*": any; see docs/server.md)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # a request body to the API, the pages, the socket
+    max_proxy_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)  # a request body to the proxy (/v1/...)
 
     @field_validator("aliases")
     @classmethod
@@ -109,6 +113,9 @@ _ENV_FIELDS = {
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
     "JURIST_API_TOKEN": "api_token",
+    "JURIST_ALLOWED_HOSTS": "allowed_hosts",
+    "JURIST_MAX_BODY_BYTES": "max_body_bytes",
+    "JURIST_MAX_PROXY_BODY_BYTES": "max_proxy_body_bytes",
 }
 
 
@@ -120,6 +127,8 @@ def _from_env() -> dict[str, Any]:
             continue
         if field == "cache":
             out[field] = raw.strip().lower() not in ("0", "false", "no", "off")
+        elif field == "allowed_hosts":
+            out[field] = [h.strip() for h in raw.split(",") if h.strip()]  # comma-separated
         else:
             out[field] = raw
     return out

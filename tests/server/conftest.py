@@ -39,5 +39,5 @@ def factory() -> FakeFactory:
 @pytest.fixture
 def client(checklist_dir: Path, factory: FakeFactory):
     app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=factory)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         yield c

@@ -29,7 +29,7 @@ def _client(store: Store, **settings) -> TestClient:
     if not any(getattr(r, "original_router", None) is router or getattr(r, "path", None) == "/api/prompts"
                for r in app.routes):
         app.include_router(router)
-    return TestClient(app)
+    return TestClient(app, base_url="http://localhost")
 
 
 @pytest.fixture
@@ -58,7 +58,8 @@ def test_writes_need_the_token(client):
     assert r.status_code == 201
     assert r.json()["version"] == 2 and r.json()["note"] == "stricter" and r.json()["source"] == "stored"
     assert client.get("/api/prompts/rubric_judge").json()["latest_version"] == 2
-    assert client.post("/api/evaluation/analyze", headers=AUTH).status_code == 200  # no body: the defaults
+    json_type = {**AUTH, "Content-Type": "application/json"}  # every write says it is JSON, even without a body
+    assert client.post("/api/evaluation/analyze", headers=json_type).status_code == 200  # no body: the defaults
 
 
 def test_without_a_token_writes_are_open(store):

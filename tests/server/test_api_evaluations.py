@@ -42,7 +42,7 @@ def rows(db_url):
 @pytest.fixture
 def client(db_url, tmp_path):
     settings = Settings.load(database_url=db_url, home=str(tmp_path / ".jurist"))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://localhost") as c:
         yield c
 
 
@@ -165,7 +165,7 @@ def _app(tmp_path, provider, token=None):
         home=str(tmp_path / ".jurist"), api_token=token, judge="fake/judge-1",
         providers={"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}},
         backoff_base=0.05, backoff_max=0.2)
-    return TestClient(create_app(settings))
+    return TestClient(create_app(settings), base_url="http://localhost")
 
 
 def test_evaluate_scores_and_stores(tmp_path, provider):

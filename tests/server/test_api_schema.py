@@ -28,8 +28,9 @@ def _app():
     url = f"sqlite:///{folder / 'jurist.db'}"
     with Store(url) as store:
         seed_history(store, 200)
-    # With a token the writes are refused before any model is called.
-    return create_app(Settings.load(database_url=url, home=str(folder / ".jurist"), api_token="schema-test"))
+    # With a token the writes are refused before any model is called; schemathesis names the server "testserver".
+    return create_app(Settings.load(database_url=url, home=str(folder / ".jurist"), api_token="schema-test",
+                                    allowed_hosts=["testserver"]))
 
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", _app())

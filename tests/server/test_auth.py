@@ -2,6 +2,7 @@
 
 import pytest
 
+from jurist.errors import UsageError
 from jurist.server.auth import bind_host, is_loopback
 
 
@@ -13,7 +14,8 @@ def test_is_loopback(host, loop):
 
 
 def test_bind_host():
-    assert bind_host("127.0.0.1", None) == ("127.0.0.1", None)
-    host, why = bind_host("0.0.0.0", None)
-    assert host == "127.0.0.1" and "JURIST_API_TOKEN" in why
-    assert bind_host("0.0.0.0", "t") == ("0.0.0.0", None)
+    assert bind_host("127.0.0.1", None) == "127.0.0.1"
+    with pytest.raises(UsageError) as refused:  # no quiet fallback: the command stops and says how to fix it
+        bind_host("0.0.0.0", None)
+    assert "JURIST_API_TOKEN" in str(refused.value) and "127.0.0.1" in str(refused.value)
+    assert bind_host("0.0.0.0", "t") == "0.0.0.0"

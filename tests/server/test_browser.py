@@ -98,3 +98,72 @@ def test_tutor_page_in_a_browser(page, checklist_dir: Path):
         expect(progress).to_have_text("2 / 3 points")
         assert SECRET_FEEDBACK not in page.content()
     assert errors == []
+
+
+def test_tutor_page_with_a_token(page, checklist_dir: Path):
+    """With an API token the page asks for it, sends it as the socket's subprotocol, keeps it for the tab."""
+    from playwright.sync_api import expect
+
+    script("judge", judge_says(["adenosine"]))
+    script("tutor", "Yes, adenosine.")
+    factory = FakeFactory()
+    app = create_app(Settings(api_token="browser-t0ken"), checklist_dirs=[checklist_dir], session_factory=factory)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    with running(app) as base:
+        page.goto(f"{base}/tutor?points=caffeine&learner=ada")
+        expect(page.locator("#token-form")).to_be_visible()
+        expect(page.locator("#status")).to_have_text("This server needs its API token to start the tutor.")
+        assert factory.started == {}
+
+        page.fill("#token", "wrong")
+        page.click("#connect")
+        expect(page.locator("#status")).to_have_text("The API token was not accepted; enter it again.")
+        expect(page.locator("#token-form")).to_be_visible()
+        assert factory.started == {}
+
+        page.fill("#token", "browser-t0ken")
+        page.click("#connect")
+        expect(page.locator("#token-form")).to_be_hidden()
+        send = page.locator("#send")
+        expect(send).to_be_enabled()
+        page.fill("#message", "It blocks adenosine.")
+        send.click()
+        expect(page.locator(".message.assistant .text").last).to_have_text("Yes, adenosine.")
+
+        page.reload()  # the token stays with the tab: no second prompt
+        expect(page.locator(".message")).to_have_count(3)
+        expect(page.locator("#token-form")).to_be_hidden()
+        assert len(factory.started) == 1
+    assert errors == []
+
+
+def test_a_page_of_another_site_cannot_use_the_server(page, checklist_dir: Path):
+    """A page the user visits elsewhere (here: another origin on this machine, served by its own
+    server) opens the tutor socket and posts a body-less analysis request, as any site could:
+    both are refused."""
+    import httpx
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    factory = FakeFactory()
+    app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=factory)
+    elsewhere = FastAPI()
+    with running(app) as base:
+        target = base.replace("http://", "")
+        html = f"""<!doctype html><script>
+          window.results = {{}};
+          fetch("http://{target}/api/evaluation/analyze", {{method: "POST", mode: "no-cors"}})
+            .then(function () {{ results.fetch = "sent"; }}, function () {{ results.fetch = "failed"; }});
+          var ws = new WebSocket("ws://{target}/tutor/ws?points=caffeine&learner=ada");
+          ws.onopen = function () {{ results.socket = "open"; }};
+          ws.onerror = function () {{ results.socket = "refused"; }};
+        </script>"""
+        elsewhere.get("/page.html", response_class=HTMLResponse)(lambda: html)
+        with running(elsewhere) as other:
+            page.goto(f"{other}/page.html")
+            page.wait_for_function("window.results.fetch && window.results.socket")
+            assert page.evaluate("window.results.fetch") == "sent"  # the browser sent it: the server refused it
+            assert page.evaluate("window.results.socket") == "refused"
+        assert httpx.get(f"{base}/api/evaluation/patterns").json()["run"] is None  # the analysis never ran
+    assert factory.started == {}

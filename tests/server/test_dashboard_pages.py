@@ -208,7 +208,7 @@ def seeded(request, tmp_path_factory):
 @pytest.fixture
 def client(seeded):
     store, _ = seeded
-    with TestClient(create_app(Settings(), store=store)) as c:
+    with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as c:
         yield c
 
 

@@ -85,7 +85,7 @@ def test_openapi_schema_describes_the_routes(client):
 
 
 def test_bundled_checklist_is_found_without_configuration():
-    with TestClient(create_app(Settings())) as c:
+    with TestClient(create_app(Settings()), base_url="http://localhost") as c:
         names = c.get("/api/checklists").json()["checklists"]
         if "caffeine" in names:
             assert c.get("/tutor", params={"points": "caffeine", "learner": "ada"}).status_code == 200

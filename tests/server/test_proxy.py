@@ -295,7 +295,7 @@ def test_models_falls_back_to_an_empty_list_when_the_upstream_has_none(client):
 def test_without_upstream_there_is_no_proxy():
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(Settings())) as c:
+    with TestClient(create_app(Settings()), base_url="http://localhost") as c:
         assert c.post("/v1/chat/completions", json={"model": "m", "messages": ASK}).status_code == 404
 
 

@@ -15,7 +15,7 @@ from jurist.store import Store
 
 SECRET = "JUDGE-SECRET-91c2 near-miss on adenosine"
 OBSERVATION = "OBSERVED-5d1e said adenosine"
-WS = "/tutor/ws?points=caffeine&learner=ada"
+WS = "ws://localhost/tutor/ws?points=caffeine&learner=ada"
 
 
 def verdict(*ids: str) -> str:
@@ -33,7 +33,7 @@ def store(tmp_path: Path):
 def make_client(checklist_dir: Path, store: Store) -> TestClient:
     app = create_app(Settings(), store, tutor_model="scripted/tutor", judge_model="scripted/judge",
                      checklist_dirs=[checklist_dir])
-    return TestClient(app)
+    return TestClient(app, base_url="http://localhost")
 
 
 def test_real_session_turns_resume_and_hidden_feedback(checklist_dir, store):
@@ -77,13 +77,13 @@ def test_real_session_resume_refuses_another_learner(checklist_dir, store):
         with client.websocket_connect(WS) as ws:
             sid = ws.receive_json()["session_id"]
         client.app.state.jurist.sessions._items.clear()
-        with client.websocket_connect(f"/tutor/ws?points=caffeine&learner=eve&session_id={sid}") as ws:
+        with client.websocket_connect(f"ws://localhost/tutor/ws?points=caffeine&learner=eve&session_id={sid}") as ws:
             frame = ws.receive_json()
             assert frame["type"] == "error" and "no session" in frame["message"]
 
 
 def test_no_tutor_configured_is_an_error_frame(checklist_dir, store):
-    with TestClient(create_app(Settings(), store, checklist_dirs=[checklist_dir])) as client:
+    with TestClient(create_app(Settings(), store, checklist_dirs=[checklist_dir]), base_url="http://localhost") as client:
         with client.websocket_connect(WS) as ws:
             frame = ws.receive_json()
             assert frame["type"] == "error" and "tutor" in frame["message"]

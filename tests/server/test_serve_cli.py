@@ -76,10 +76,16 @@ def _serve_output(tmp_path, host, extra_env):
     return out, listening, port
 
 
-def test_without_a_token_serve_stays_on_loopback(tmp_path):
-    out, listening, port = _serve_output(tmp_path, "0.0.0.0", {})
-    assert "no JURIST_API_TOKEN is set" in out and "listening on 127.0.0.1 only" in out
-    assert listening == {f"127.0.0.1:{port}"}
+def test_without_a_token_serve_refuses_a_public_address(tmp_path):
+    """No quiet fallback to 127.0.0.1: the command stops with the fix, and nothing listens."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200")
+    done = subprocess.run([sys.executable, "-c", RUN, "serve", "--host", "0.0.0.0", "--port", str(port)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without an API token" in done.stderr and "JURIST_API_TOKEN" in done.stderr
+    assert subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout == ""
 
 
 def test_with_a_token_serve_binds_where_asked(tmp_path):

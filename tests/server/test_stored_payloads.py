@@ -44,7 +44,7 @@ def store(request, tmp_path_factory):
 
 @pytest.fixture
 def client(store):
-    with TestClient(create_app(Settings(), store=store)) as c:
+    with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as c:
         yield c
 
 

@@ -11,7 +11,7 @@ from jurist.errors import AuthFailed
 from jurist.models import script
 from tests.server.fakes import SECRET_FEEDBACK, judge_says
 
-WS = "/tutor/ws?points=caffeine&learner=ada"
+WS = "ws://localhost/tutor/ws?points=caffeine&learner=ada"
 
 
 def opening(ws) -> tuple[dict, dict, dict]:
@@ -136,7 +136,7 @@ def test_unknown_session_or_another_learners_session_is_refused(client):
     script("tutor", default="ok")
     with client.websocket_connect(WS) as ws:
         sid = opening(ws)[0]["session_id"]
-    for url in (WS + "&session_id=doesnotexist", f"/tutor/ws?points=caffeine&learner=eve&session_id={sid}"):
+    for url in (WS + "&session_id=doesnotexist", f"ws://localhost/tutor/ws?points=caffeine&learner=eve&session_id={sid}"):
         with client.websocket_connect(url) as ws:
             frame = ws.receive_json()
             assert frame["type"] == "error" and "no session" in frame["message"]
@@ -155,7 +155,7 @@ def test_unknown_session_or_another_learners_session_is_refused(client):
     ],
 )
 def test_bad_connection_parameters_get_an_error_frame_then_close(client, query, expected, code):
-    with client.websocket_connect("/tutor/ws?" + query) as ws:
+    with client.websocket_connect("ws://localhost/tutor/ws?" + query) as ws:
         frame = ws.receive_json()
         assert frame["type"] == "error" and expected in frame["message"]
         with pytest.raises(WebSocketDisconnect) as closed:
@@ -188,7 +188,7 @@ def test_a_session_that_cannot_start_is_an_error_frame_without_internals(checkli
         async def resume(self, session_id, points, learner):
             return None
 
-    with TestClient(create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=Broken())) as client:
+    with TestClient(create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=Broken()), base_url="http://localhost") as client:
         with client.websocket_connect(WS) as ws:
             frame = ws.receive_json()
             assert frame == {"type": "error", "message": "the tutor session could not start (RuntimeError)"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -37,17 +37,30 @@ def register(app: typer.Typer) -> None:
         judge: Optional[str] = typer.Option(None, "--judge", help="Judge model reference or alias (default: alias fast, then the judge)."),
         feedback: Optional[bool] = typer.Option(None, "--feedback/--no-feedback",
                                                 help="Regenerate with the judge's feedback below the threshold (default: off, score only)."),
-        api_key: Optional[str] = typer.Option(None, "--api-key",
-                                              help="Upstream key for requests without an Authorization header."),
+        api_key: Optional[str] = typer.Option(
+            None, "--api-key", help="Upstream key: for requests without an Authorization header; with "
+                                    "JURIST_API_TOKEN, for every request (the caller's Authorization is the token)."),
+        allowed_host: Optional[List[str]] = typer.Option(
+            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
+                                         "localhost, ::1 and --host."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Serve /v1/chat/completions: answers from --upstream, judged (and regenerated) before they are sent."""
+        """Serve /v1/chat/completions: answers from --upstream, judged (and regenerated) before they are sent.
+
+        Without JURIST_API_TOKEN it listens on loopback only; with it, callers send the token as their
+        OpenAI key and the upstream key comes from --api-key (docs/proxy.md, "Exposing the proxy")."""
         import uvicorn
 
+        from jurist.cli.serve import print_access
         from jurist.server import create_app
+        from jurist.server.auth import listen_settings
 
         gate_config = gate_config_from(strategy, evaluator, judge, feedback)
-        settings = load_settings(config)
+        settings = listen_settings(load_settings(config), host, allowed_host or [])
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
         console.print(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  (gate: {gate_config or 'defaults'})")
-        uvicorn.run(server, host=host, port=port, log_level="info")
+        if settings.api_token and not api_key:
+            console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
+                          "upstream gets no key (right for a local upstream such as Ollama)[/]")
+        print_access(settings)
+        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)

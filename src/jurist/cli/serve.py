@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from jurist.cli.common import console, handle_errors, load_settings
+from jurist.config import Settings
 
 
 def register(app: typer.Typer) -> None:
@@ -24,18 +25,21 @@ def register(app: typer.Typer) -> None:
         upstream: Optional[str] = typer.Option(
             None, "--upstream", help="Also serve the gate proxy (/v1/chat/completions) in front of this OpenAI-compatible URL."
         ),
+        allowed_host: Optional[List[str]] = typer.Option(
+            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
+                                         "localhost, ::1 and --host."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME)."""
+        """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME).
+
+        Without JURIST_API_TOKEN it listens on loopback only; with it, every write, the proxy and the
+        tutor socket need 'Authorization: Bearer <token>' (docs/server.md, "Security")."""
         import uvicorn
 
         from jurist.server import create_app
-        from jurist.server.auth import bind_host
+        from jurist.server.auth import listen_settings
 
-        settings = load_settings(config)
-        host, why = bind_host(host, settings.api_token)
-        if why:
-            console.print(f"[yellow]{why}[/]")
+        settings = listen_settings(load_settings(config), host, allowed_host or [])
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
         console.print(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
@@ -43,4 +47,15 @@ def register(app: typer.Typer) -> None:
         console.print(f"database: {settings.database}")
         if upstream:
             console.print(f"gate proxy: http://{host}:{port}/v1 -> {upstream}")
-        uvicorn.run(server, host=host, port=port, log_level="info")
+        print_access(settings)
+        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
+
+
+def print_access(settings: Settings) -> None:
+    """Say who may use the server: the token, the host names it answers to."""
+    from jurist.server.auth import allowed_hosts
+
+    hosts = ", ".join(sorted(allowed_hosts(settings)))
+    token = ("writes, the proxy and the tutor socket need the API token" if settings.api_token
+             else "no API token: loopback only, writes open to this machine")
+    console.print(f"access: {token}; answering to host names {hosts}", highlight=False)

@@ -1,4 +1,4 @@
-"""``create_app()``: the jurist HTTP server (health, the tutor page and its socket)."""
+"""``create_app()``: the jurist HTTP server (API, dashboard, tutor, proxy) behind its guard."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from jurist.config import Settings
 from jurist.runtime import Runtime
 from jurist.server import api_analysis, api_evaluations, dashboard, health, proxy, tutor, tutor_ws
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
+from jurist.server.guard import Guard
 from jurist.server.sessions import SessionFactory
 from jurist.server.state import ServerState
 from jurist.store import Store
@@ -51,7 +52,12 @@ def create_app(
     URL) the app also serves the gate proxy, ``/v1/chat/completions`` and
     ``/v1/models``, gated by ``gate_config`` (a ``GateConfig`` or its dict;
     see :mod:`jurist.server.proxy`); ``upstream_api_key`` is used when a
-    request brings no ``Authorization`` header.
+    request brings no ``Authorization`` header (with an API token, for every
+    request: the caller's ``Authorization`` is then the token, never sent upstream).
+
+    Every request passes :class:`~jurist.server.guard.Guard` first: the host
+    names of ``settings.allowed_hosts`` (besides 127.0.0.1, localhost and ::1),
+    the body limits, and the API token on every write and on the tutor socket.
     """
     state = ServerState(
         runtime=runtime if runtime is not None else Runtime(settings, store),
@@ -77,13 +83,16 @@ def create_app(
         version=jurist.__version__,
         description=("Judge LLM output with LLMs: evaluations, metrics, patterns and prompts (the dashboard at "
                      "/evaluation), the LLM call log, the checklist recall tutor and the gated chat proxy. "
-                     "Writes need `Authorization: Bearer <JURIST_API_TOKEN>` when the server has a token."),
+                     "When the server has a token, every write (the proxy, evaluate, analyze, prompt versions) "
+                     "and the tutor socket need `Authorization: Bearer <JURIST_API_TOKEN>`. Writes are "
+                     "`Content-Type: application/json`. See docs/server.md, \"Security\"."),
         lifespan=lifespan,
     )
     app.state.jurist = state
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     install_error_handlers(app)
+    app.add_middleware(Guard, settings=state.settings, router=app.router)
     app.include_router(health.router)
     app.include_router(api_evaluations.router)
     app.include_router(api_analysis.router)

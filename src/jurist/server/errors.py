@@ -1,4 +1,5 @@
-"""Error responses: always JSON ``{"detail": <clear message>}`` with the right status."""
+"""Error responses: always JSON with the right status: ``{"detail": <clear message>}``, and
+OpenAI's ``{"error": {...}}`` under ``/v1/`` (the gate proxy), where stock clients read it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, ModelError, NotFound, UsageError
+from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
 
@@ -41,6 +43,16 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses=`` entries for the given error statuses."""
     text = {404: "Not found", 400: "Bad request", 422: "Invalid parameters", 500: "Server error"}
     return {s: {"model": ErrorBody, "description": text.get(s, "Error")} for s in statuses}
+
+
+PROXY_PREFIX = "/v1/"  # the gate proxy's routes answer errors in OpenAI's shape
+
+
+def error_body(path: str, status: int, detail: str) -> dict[str, Any]:
+    """The JSON body of an error on ``path``."""
+    if path.startswith(PROXY_PREFIX):
+        return openai_error(status, detail)
+    return ErrorBody(detail=detail).model_dump(exclude_none=True)
 
 
 def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None,
@@ -83,6 +95,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def jurist_error(request: Request, exc: JuristError) -> JSONResponse:
         log.error("jurist error: %s", exc)
         return _json(500, f"internal error ({type(exc).__name__})")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette's last resort: it logs the traceback after sending this (never the internals).
+        return JSONResponse(error_body(request.url.path, 500, f"internal error ({type(exc).__name__})"),
+                            status_code=500)
 
 
 def json_errors_in_openapi(app: FastAPI) -> None:

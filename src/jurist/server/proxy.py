@@ -6,8 +6,11 @@ The upstream (any OpenAI-compatible endpoint) is the generator: a
 attempt passes the endpoint's limiter and is a call record (purpose
 ``generation``, ``regeneration`` ..., with tokens and latency, failed ones
 too) in ``llm_calls``; :class:`jurist.gate.Gate` evaluates, regenerates and
-accepts. The caller's ``Authorization`` key goes upstream with each request
-(never recorded); nothing is cached and nothing retried: the caller's own
+accepts. Without an API token (a loopback-only server) the caller's
+``Authorization`` key goes upstream with each request (never recorded), else
+``--api-key``; with a token, the caller's ``Authorization`` is the token
+(checked by :mod:`jurist.server.guard`) and the upstream key is always
+``--api-key``. Nothing is cached and nothing retried: the caller's own
 client sees the upstream's status, body and ``Retry-After``. A stock OpenAI
 client works unchanged:
 
@@ -57,6 +60,7 @@ from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.runtime import Runtime
+from jurist.server.auth import bearer
 from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error
 
 log = logging.getLogger("jurist.server.proxy")
@@ -157,11 +161,13 @@ class ProxyState:
                                       api_key=self.api_key or NO_KEY)
         return self._lister
 
-    @staticmethod
-    def caller_key(request: Request) -> str | None:
-        """The caller's key (``Authorization: Bearer``), passed upstream with its request."""
-        auth = request.headers.get("authorization", "")
-        return (auth[7:].strip() if auth.lower().startswith("bearer ") else "") or None
+    def caller_key(self, request: Request) -> str | None:
+        """The caller's key (``Authorization: Bearer``), passed upstream with its request; None when
+        the server has an API token: the caller's ``Authorization`` is then that token (checked by
+        the guard, never sent upstream) and the upstream key is ``api_key`` (``--api-key``)."""
+        if self.settings.api_token:
+            return None
+        return bearer(request.headers.get("authorization"))
 
     async def aclose(self) -> None:
         gate, self._gate = self._gate, None

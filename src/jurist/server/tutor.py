@@ -66,7 +66,8 @@ async def tutor_page(
     response = templates(request).TemplateResponse(
         request,
         "tutor.html",
-        {"checklist": checklist, "learner": learner, "session_id": session_id or ""},
+        {"checklist": checklist, "learner": learner, "session_id": session_id or "",
+         "token_required": bool(state.settings.api_token)},
     )
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"

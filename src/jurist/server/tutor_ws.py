@@ -1,6 +1,9 @@
 """``WS /tutor/ws``: the tutor conversation.
 
-Connect with ``?points=<name>&learner=<name>`` and, to continue, ``&session_id=<id>``.
+Connect with ``?points=<name>&learner=<name>`` and, to continue, ``&session_id=<id>``;
+when the server has an API token, with it (``Authorization: Bearer``, or from a
+browser the subprotocols ``jurist`` and ``jurist.bearer.<base64url(token)>``; see
+:mod:`jurist.server.guard`).
 Client frames: ``{"type": "message", "content": "..."}``.
 Server frames: ``session``, ``history``, ``assistant_message``, ``progress``, ``error``
 (see docs/server.md). The judge's feedback, observations, confidences and
@@ -19,6 +22,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.errors import ModelError, UsageError
+from jurist.server.auth import ws_subprotocol
 from jurist.server.checklists import Checklist, valid_name
 from jurist.server.sessions import TurnResult, TutorSession
 from jurist.server.state import ServerState, ws_state
@@ -93,7 +97,8 @@ async def _fail(websocket: WebSocket, message: str, code: int) -> None:
 
 @router.websocket("/tutor/ws", name="tutor_ws")
 async def tutor_ws(websocket: WebSocket) -> None:
-    await websocket.accept()
+    # The guard has checked the host, the page's Origin and the token (a browser sends it as a subprotocol).
+    await websocket.accept(subprotocol=ws_subprotocol(websocket.scope.get("subprotocols") or []))
     try:
         session = await connect(websocket, ws_state(websocket))
         if session is not None:

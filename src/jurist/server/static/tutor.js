@@ -12,11 +12,45 @@
   var totalEl = document.getElementById("total");
   var statusEl = document.getElementById("status");
 
+  var tokenForm = document.getElementById("token-form");
+  var tokenInput = document.getElementById("token");
+
   var points = root.dataset.points;
   var learner = root.dataset.learner;
   var storageKey = "jurist.tutor." + points + "." + learner;
+  var tokenKey = "jurist.token";
+  var tokenRequired = root.dataset.tokenRequired === "true";
   var socket = null;
   var waiting = false;
+
+  // The API token (when the server has one) lives in this tab's sessionStorage only.
+  function storedToken() {
+    try { return window.sessionStorage.getItem(tokenKey); } catch (e) { return null; }
+  }
+
+  function rememberToken(token) {
+    try { window.sessionStorage.setItem(tokenKey, token); } catch (e) { /* storage off: this page only */ }
+  }
+
+  function forgetToken() {
+    try { window.sessionStorage.removeItem(tokenKey); } catch (e) { /* storage off */ }
+  }
+
+  function askToken(message) {
+    tokenForm.hidden = false;
+    setStatus(message, true);
+    tokenInput.focus();
+  }
+
+  // A browser cannot set headers on a WebSocket: the token travels as a subprotocol,
+  // "jurist.bearer." + base64url(token).
+  function tokenProtocols(token) {
+    var bytes = new TextEncoder().encode(token);
+    var binary = "";
+    for (var i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]);
+    var encoded = window.btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return ["jurist", "jurist.bearer." + encoded];
+  }
 
   function storedSessionId() {
     var fromUrl = new URLSearchParams(window.location.search).get("session_id");
@@ -108,8 +142,13 @@
   }
 
   function connect(sessionId) {
+    var token = tokenRequired ? storedToken() : null;
+    if (tokenRequired && !token) {
+      askToken("This server needs its API token to start the tutor.");
+      return;
+    }
     setStatus("connecting…", false);
-    socket = new WebSocket(socketUrl(sessionId));
+    socket = token ? new WebSocket(socketUrl(sessionId), tokenProtocols(token)) : new WebSocket(socketUrl(sessionId));
     socket.addEventListener("message", function (event) {
       var frame;
       try { frame = JSON.parse(event.data); } catch (e) { return; }
@@ -117,7 +156,10 @@
     });
     socket.addEventListener("close", function (event) {
       sendButton.disabled = true;
-      if (event.code === 4404 && sessionId) {
+      if (event.code === 4401) {
+        forgetToken(); // refused: ask again
+        askToken("The API token was not accepted; enter it again.");
+      } else if (event.code === 4404 && sessionId) {
         forgetSessionId(); // that session is gone: start a new one
         connect(null);
       } else if (event.code >= 4400) {
@@ -138,6 +180,18 @@
     setStatus("the tutor is thinking…", false);
     setWaiting(true);
   });
+
+  if (tokenForm) {
+    tokenForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var token = tokenInput.value.trim();
+      if (!token) return;
+      rememberToken(token);
+      tokenInput.value = "";
+      tokenForm.hidden = true;
+      connect(storedSessionId());
+    });
+  }
 
   input.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && !event.shiftKey) {
