@@ -12,7 +12,9 @@ One URL chooses the backend (:func:`open_limiter`):
   process of the job.
 
 Any of them takes ``?max_held=N``: this process holds at most ``N`` of the
-endpoint's requests in flight (its share of a shared bound).
+endpoint's requests in flight (its share of a shared bound). A ``redis://``
+URL also takes ``?lease=S``: seconds a permit stays taken without renewal
+(default 10; a killed process's permits come back within that).
 
 A :class:`LimiterPool` keeps one limiter per endpoint and URL, so everything
 that uses it shares the bound; :func:`limiter_for` uses the process's own pool
@@ -42,6 +44,20 @@ def _max_held(query: str, url: str) -> int | None:
     return n
 
 
+def _lease(query: str, url: str) -> float | None:
+    """``lease`` from a Redis limiter URL's query: seconds, more than 0."""
+    values = parse_qs(query).get("lease")
+    if not values:
+        return None
+    try:
+        seconds = float(values[-1])
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"limiter URL {url!r}: lease must be a number of seconds above 0")
+    return seconds
+
+
 def with_max_held(url: str, max_held: int) -> str:
     """``url`` with ``max_held`` set in its query (this process's share of the bound)."""
     parts = urlsplit(url)
@@ -58,11 +74,12 @@ def open_limiter(endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: st
     if parts.scheme == "memory":
         return Limiter(min(max_in_flight, max_held or max_in_flight), rpm, tpm)
     if parts.scheme in ("redis", "rediss", "unix"):
-        from jurist.models.redis_limiter import RedisLimiter
+        from jurist.models.redis_limiter import DEFAULT_LEASE, RedisLimiter
 
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "max_held"])
+        lease = _lease(parts.query, url or "")
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in ("max_held", "lease")])
         return RedisLimiter(urlunsplit(parts._replace(query=query)), endpoint, max_in_flight, rpm, tpm,
-                            max_held=max_held)
+                            max_held=max_held, lease=lease or DEFAULT_LEASE)
     if parts.scheme == "ray":
         from jurist.models.shared_limiter import open_shared_limiter
 
