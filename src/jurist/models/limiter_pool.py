@@ -17,7 +17,9 @@ URL also takes ``?lease=S``: seconds a permit stays taken without renewal
 (default 10; a killed process's permits come back within that).
 
 A :class:`LimiterPool` keeps one limiter per endpoint and URL, so everything
-that uses it shares the bound; :func:`limiter_for` uses the process's own pool
+that uses it shares the bound, and one circuit breaker per endpoint
+(:mod:`jurist.models.breaker`; always this process's own, whatever the limiter
+URL); :func:`limiter_for` and :func:`breaker_for` use the process's own pool
 unless given one.
 """
 
@@ -27,6 +29,7 @@ import threading
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from jurist.errors import ConfigError
+from jurist.models.breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from jurist.models.limiter import DEFAULT_IN_FLIGHT, Limiter, LimiterBounds, RequestLimiter
 
 
@@ -98,6 +101,7 @@ class LimiterPool:
 
     def __init__(self) -> None:
         self._limiters: dict[tuple[str | None, str], RequestLimiter] = {}
+        self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
 
     def get(self, endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
@@ -112,10 +116,24 @@ class LimiterPool:
             configure(bounds.max_in_flight, bounds.requests_per_minute, bounds.tokens_per_minute)
         return lim
 
+    def breaker(self, endpoint: str, threshold: int | None = None, cooldown: float | None = None) -> CircuitBreaker:
+        """The endpoint's circuit breaker, made on first use; like :meth:`get`, later
+        calls that pass ``threshold`` or ``cooldown`` update it."""
+        with self._lock:
+            breaker = self._breakers.get(endpoint)
+            if breaker is None:
+                self._breakers[endpoint] = breaker = CircuitBreaker(
+                    endpoint, DEFAULT_THRESHOLD if threshold is None else threshold,
+                    DEFAULT_COOLDOWN if cooldown is None else cooldown)
+                return breaker
+        breaker.configure(threshold, cooldown)
+        return breaker
+
     async def aclose(self) -> None:
-        """Close every limiter of the pool (and forget them)."""
+        """Close every limiter of the pool (and forget them and the breakers)."""
         with self._lock:
             limiters, self._limiters = list(self._limiters.values()), {}
+            self._breakers = {}
         for lim in limiters:
             await lim.aclose()
 
@@ -137,3 +155,10 @@ def limiter_for(
     and URL for every caller in the process."""
     bounds = LimiterBounds(max_in_flight, requests_per_minute, tokens_per_minute)
     return (pool or _PROCESS_POOL).get(endpoint, bounds, url)
+
+
+def breaker_for(endpoint: str, threshold: int | None = None, cooldown: float | None = None, *,
+                pool: LimiterPool | None = None) -> CircuitBreaker:
+    """The circuit breaker of an endpoint in ``pool`` (:meth:`LimiterPool.breaker`);
+    without a pool, the process's own: one breaker per endpoint for every caller."""
+    return (pool or _PROCESS_POOL).breaker(endpoint, threshold, cooldown)
