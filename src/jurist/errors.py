@@ -111,7 +111,7 @@ class EndpointDown(ModelUnavailable):
 
     retryable = False
 
-    def __init__(self, message: str, *, endpoint: str, retry_in: float, **kw: Any):
+    def __init__(self, message: str, *, endpoint: str = "", retry_in: float = 0.0, **kw: Any):
         self.endpoint = endpoint
         self.retry_in = retry_in  # seconds until a probe call may go through
         super().__init__(message, **kw)

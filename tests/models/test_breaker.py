@@ -43,6 +43,13 @@ def test_it_opens_after_the_threshold_and_fails_calls_at_once():
     assert info.value.endpoint == "http://e/v1" and info.value.retry_in == pytest.approx(10)
 
 
+def test_endpoint_down_survives_pickling():  # as an exception crossing to another process would
+    import pickle
+
+    err = pickle.loads(pickle.dumps(EndpointDown("e is down", endpoint="e", retry_in=3.0)))
+    assert isinstance(err, EndpointDown) and str(err) == "e is down"
+
+
 def test_one_probe_after_the_cooldown_closes_it_on_an_answer():
     clock = Clock()
     b = CircuitBreaker("e", threshold=1, cooldown=5, clock=clock)
