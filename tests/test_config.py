@@ -23,6 +23,16 @@ def test_database_default_is_sqlite_in_home(monkeypatch, tmp_path):
     assert Settings.load().database == "postgresql://x@y/z"
 
 
+def test_the_bounds_have_defaults_and_come_from_yaml_or_env(tmp_path, monkeypatch):
+    s = Settings.load()
+    assert (s.max_reply_chars, s.breaker_threshold, s.breaker_cooldown) == (64_000, 5, 30.0)
+    monkeypatch.setenv("JURIST_MAX_REPLY_CHARS", "9000")
+    monkeypatch.setenv("JURIST_BREAKER_COOLDOWN", "2.5")
+    (tmp_path / "jurist.yaml").write_text("breaker_threshold: 0\n")
+    s = Settings.load()
+    assert (s.max_reply_chars, s.breaker_threshold, s.breaker_cooldown) == (9000, 0, 2.5)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -31,6 +41,9 @@ def test_database_default_is_sqlite_in_home(monkeypatch, tmp_path):
         ("max_concurrency: 0\n", "max_concurrency"),
         ("no_such_setting: 1\n", "no_such_setting"),
         ("aliases:\n  fast: ''\n", "alias"),
+        ("max_reply_chars: 10\n", "max_reply_chars"),
+        ("breaker_cooldown: 0\n", "breaker_cooldown"),
+        ("breaker_threshold: -1\n", "breaker_threshold"),
     ],
 )
 def test_bad_yaml(tmp_path, text, message):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from jurist.errors import (
     AuthFailed,
     ConfigError,
+    EndpointDown,
     InputError,
     JudgeParseError,
     JuristError,
@@ -71,6 +72,7 @@ __all__ = [
     "ModelError",
     "ModelTimeout",
     "ModelUnavailable",
+    "EndpointDown",
     "RateLimited",
     "RequestRejected",
     "ChecklistEvaluator",

@@ -59,6 +59,9 @@ class Settings(BaseModel):
     session_char_budget: int = Field(default=60_000, ge=200)
     score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
     rubric_timeout: float = Field(default=120.0, gt=0)
+    max_reply_chars: int = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
+    breaker_threshold: int = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)
+    breaker_cooldown: float = Field(default=30.0, gt=0)  # seconds an open breaker fails calls before a probe
     config_file: str | None = None
     research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
     api_token: str | None = Field(default=None, repr=False)  # the server's write token (JURIST_API_TOKEN)
@@ -112,6 +115,9 @@ _ENV_FIELDS = {
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
+    "JURIST_MAX_REPLY_CHARS": "max_reply_chars",
+    "JURIST_BREAKER_THRESHOLD": "breaker_threshold",
+    "JURIST_BREAKER_COOLDOWN": "breaker_cooldown",
     "JURIST_API_TOKEN": "api_token",
     "JURIST_ALLOWED_HOSTS": "allowed_hosts",
     "JURIST_MAX_BODY_BYTES": "max_body_bytes",

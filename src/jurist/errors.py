@@ -13,6 +13,7 @@
     │   ├── RateLimited       429 after every retry (carries retry_after)
     │   ├── ModelTimeout      no answer within the per-call timeout
     │   ├── ModelUnavailable  5xx, dropped connection, unreachable endpoint
+    │   │   └── EndpointDown  the endpoint's circuit breaker is open: calls fail at once
     │   ├── AuthFailed        401/403: the key is missing or wrong
     │   └── RequestRejected   400/404/422: the endpoint refused the request
     ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
@@ -101,6 +102,19 @@ class ModelTimeout(ModelError):
 
 class ModelUnavailable(ModelError):
     retryable = True
+
+
+class EndpointDown(ModelUnavailable):
+    """The endpoint failed too many calls in a row without answering (timeouts,
+    connection failures): its circuit breaker is open, so calls fail at once, with
+    no retries, until the cool-down ends and one probe call finds it up again."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, endpoint: str = "", retry_in: float = 0.0, **kw: Any):
+        self.endpoint = endpoint
+        self.retry_in = retry_in  # seconds until a probe call may go through
+        super().__init__(message, **kw)
 
 
 class AuthFailed(ModelError):

@@ -65,6 +65,12 @@ async def test_bad_new_versions_are_refused(store):
     assert {p["name"]: p for p in await list_prompts(store)}["rubric_judge"]["latest_version"] == 1
 
 
+async def test_a_new_version_with_a_format_spec_is_refused(store):
+    wide = SHIPPED.text.replace("{score_min}", "{score_min:>300000000}")
+    with pytest.raises(InputError, match=r"\{score_min:>300000000\} is not a bare \{name\}"):
+        await create_prompt_version(store, "rubric_judge", wide)
+
+
 def test_diff_lines():
     assert diff_lines("a\nb\nc\n", "a\nB\nc\nd\n") == [
         ("@", "@@ -1,3 +1,4 @@"), (" ", "a"), ("-", "b"), ("+", "B"), (" ", "c"), ("+", "d")]

@@ -55,3 +55,45 @@ async def test_judge_calls_are_recorded_with_parse_outcome(tmp_path):
     assert ok["parsed"] == {"score": 3.0, "reasoning": "fine"} or ok["parsed"]["score"] == 3.0
     assert ok["params"]["temperature"] == 0.0 and ok["params"]["seed"] == 0
     assert ok["template_name"] == "rubric_judge" and len(ok["template_hash"]) == 16
+
+
+async def test_a_huge_reply_is_cut_counted_as_a_parse_failure_and_never_sent_back_whole(provider, tmp_path):
+    from jurist.judges.judge import REASK_QUOTE_CHARS
+    from jurist.testing import Reply
+
+    huge = "SCORE: 4 " + "x" * 1_000_000
+    provider.script(Reply(text=huge), Reply(text=huge))
+    s = Settings.load(providers={"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}},
+                      max_retries=0, max_reply_chars=20_000)
+    store = Store(f"sqlite:///{tmp_path}/j.db")
+    model = resolve_model("fake/judge", s, sink=store)
+    judge = Judge(model, builtin("rubric_judge"), purpose="rubric_judge", format_hint="SCORE: <n>")
+    v = await judge.verdict(VARS, parse, trace_id="t1")
+    await model.aclose()
+    store.flush()
+    calls = store.calls(limit=None, trace_id="t1")
+    store.close()
+    assert v.status == FAILED and v.reasked
+    assert "1,000,009 characters, over the limit of 20,000 (max_reply_chars)" in v.reason
+    reask = provider.requests[1]["json"]["messages"]
+    assert reask[1]["role"] == "assistant" and reask[1]["content"].startswith("SCORE: 4 xxx")
+    assert len(reask[1]["content"]) < REASK_QUOTE_CHARS + 100  # a bounded prefix, not the reply
+    assert "over the limit of 20,000 (max_reply_chars)" in reask[2]["content"]
+    assert sum(len(m["content"]) for m in reask) < len(reask[0]["content"]) + REASK_QUOTE_CHARS + 1_000
+    assert [c["status"] for c in calls] == ["parse_error", "parse_error"]
+    for c in calls:  # stored cut, with the marker
+        assert len(c["response_text"]) < 20_100 and c["response_text"].endswith("more characters cut]")
+        assert "max_reply_chars" in c["error"]
+
+
+async def test_a_reply_within_the_limit_is_parsed_as_before(provider):
+    from jurist.testing import Reply
+
+    provider.script(Reply(text="SCORE: 3\nREASONING: " + "y" * 5_000))
+    s = Settings.load(providers={"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}},
+                      max_retries=0, max_reply_chars=6_000)
+    model = resolve_model("fake/judge", s)
+    v = await Judge(model, builtin("rubric_judge"), purpose="rubric_judge", format_hint="SCORE: <n>").verdict(
+        VARS, parse)
+    await model.aclose()
+    assert v.ok and v.value.score == 3 and not v.reasked

@@ -64,3 +64,32 @@ def test_missing_and_empty_template_files(tmp_path):
     (tmp_path / "e.txt").write_text("  \n")
     with pytest.raises(InputError, match="empty"):
         from_file(tmp_path / "e.txt")
+
+
+@pytest.mark.parametrize("placeholder", ["{score_min:>300000000}", "{score_min:.9}", "{chat_session!r}",
+                                         "{chat_session!s:>9}", "{chat_session.__class__}", "{rubric_items[0]}",
+                                         "{}", "{0}"])
+def test_only_bare_placeholders_are_allowed(tmp_path, placeholder):
+    p = tmp_path / "t.txt"
+    p.write_text(f"Rubric {{rubric_name}} {placeholder}\n{{chat_session}}")
+    with pytest.raises(InputError, match=r"is not a bare \{name\}: format specs") as info:
+        from_file(p)  # refused when the file is read, before any check or render
+    assert info.value.file == str(p) and placeholder[:20] in str(info.value)
+
+
+def test_a_huge_width_is_refused_before_any_prompt_is_built():
+    from jurist.judges.templates import PromptTemplate
+
+    t = PromptTemplate(name="wide", version="1", text="{chat_session}{score_min:>300000000}")
+    with pytest.raises(InputError, match="not a bare"):
+        t.check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
+
+
+def test_every_builtin_template_uses_bare_placeholders():
+    from importlib.resources import files
+
+    from jurist.judges.templates import placeholders_of
+
+    for entry in (files("jurist") / "templates").iterdir():
+        if entry.name.endswith(".txt"):
+            placeholders_of(entry.read_text(encoding="utf-8"), entry.name)

@@ -148,6 +148,19 @@ async def test_an_unreachable_redis_is_a_clear_error():
         await lim.aclose()
 
 
+def test_a_limiter_url_sets_the_lease(redis_url):
+    from jurist.errors import ConfigError
+    from jurist.models.limiter_pool import open_limiter
+    from jurist.models.redis_limiter import DEFAULT_LEASE
+
+    assert open_limiter("e", url=redis_url).lease == DEFAULT_LEASE == 10
+    lim = open_limiter("e", url=f"{redis_url}?lease=2.5&max_held=3")
+    assert isinstance(lim, RedisLimiter) and lim.lease == 2.5 and lim.max_held == 3 and lim.url == redis_url
+    for bad in ("0", "-1", "soon", "nan"):
+        with pytest.raises(ConfigError, match="lease must be a number of seconds"):
+            open_limiter("e", url=f"{redis_url}?lease={bad}")
+
+
 def test_bad_bounds_are_refused():
     with pytest.raises(ValueError):
         RedisLimiter("redis://127.0.0.1:6379/15", "e", max_in_flight=0)
@@ -166,3 +179,44 @@ def test_limiter_url_gives_models_the_redis_limiter(redis_url, tmp_path):
     assert model.limiter is limiter_for(model.endpoint, url=redis_url)  # one per endpoint in the process
     assert (model.limiter.max_in_flight, model.limiter.rates.requests_per_minute) == (7, 100)
     assert isinstance(resolve_model("scripted/x", settings).limiter, Limiter)  # in-process judges stay local
+
+
+HOLDER = """
+import asyncio, sys
+from jurist.models.redis_limiter import RedisLimiter
+
+async def main():
+    lim = RedisLimiter(sys.argv[1], "e1", max_in_flight=2)  # the default lease
+    await lim._acquire(0)
+    await lim._acquire(0)
+    print("held", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+async def test_the_permits_of_a_killed_process_come_back_within_seconds(redis_url):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from jurist.models.redis_limiter import DEFAULT_LEASE
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, redis_url], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    finally:
+        holder.send_signal(signal.SIGKILL)  # no cleanup: its permits stay in Redis until their leases end
+        holder.wait()
+    alive = RedisLimiter(redis_url, "e1", max_in_flight=2)
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(15):  # with the old 120 s lease, this gave up
+            async with alive.slot():
+                waited = time.monotonic() - started
+    finally:
+        await alive.aclose()
+    assert 1 < waited < DEFAULT_LEASE + 1  # held until the lease ended: seconds, not the old 120 s

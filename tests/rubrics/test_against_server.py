@@ -96,3 +96,22 @@ async def test_every_call_of_a_batch_is_on_record(provider, tmp_path):
     assert len(calls) == 3 and sum(c["attempts"] for c in calls) == 4 == len(provider.requests)
     assert {c["trace_id"] for c in calls} == {
         json.loads(p.read_text())["trace_id"] for p in (tmp_path / "out").glob("*_result.json")}
+
+
+async def test_a_dead_endpoint_fails_a_batch_fast_and_the_report_says_so(provider, tmp_path):
+    provider.script(*[Reply(hang=True)] * 400)  # the endpoint never answers
+    sessions = make_sessions(tmp_path / "s", 200)
+    s = settings_for(provider, timeout=0.3, max_retries=2, rubric_timeout=30, breaker_threshold=5,
+                     breaker_cooldown=60)
+    started = time.monotonic()
+    report = await evaluate_batch(ONE, sessions, tmp_path / "out", parallel=5, judge="fake/judge-1", settings=s)
+    took = time.monotonic() - started
+    # Timeouts alone: 200 sessions / 5 at once x 3 attempts x 0.3 s = 36 s at least.
+    assert took < 10, took
+    assert len(provider.requests) <= 10  # the first wave timed out; the rest never reached the endpoint
+    assert report.evaluations_failed == 200 and report.exit_code == 1
+    assert report.endpoint_down >= 195
+    assert report.endpoint_note is not None and "the judge endpoint was down" in report.endpoint_note
+    reasons = {json.loads(p.read_text())["rubric_scores"][0]["reasoning"].split(":")[0]
+               for p in (tmp_path / "out").glob("sess*_result.json")}
+    assert "EndpointDown" in reasons

@@ -164,6 +164,8 @@ def print_batch_report(report: BatchReport) -> None:
         f"{bs['total_sessions']} sessions ({report.scored} scored now, {report.skipped} already done), "
         f"average {avg}, {report.evaluations_failed} rubric evaluations failed"
     )
+    if report.endpoint_note:
+        console.print(f"[red]{report.endpoint_note}[/]", highlight=False)
     for err in report.input_errors:
         console.print(f"[red]input error:[/] {err}", highlight=False)
     console.print(f"summary written to {report.summary_path}")

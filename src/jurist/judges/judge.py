@@ -2,7 +2,9 @@
 
 ``Judge.run`` renders the template, asks for schema output (or prompted JSON),
 parses the reply and, if parsing fails, asks once more showing the model its
-parse error and the expected format; a second failure raises
+parse error and the expected format (quoting at most ``REASK_QUOTE_CHARS`` of
+its reply: a reply over the model's ``max_reply_chars`` is cut, fails to parse
+and is never sent back whole); a second failure raises
 :class:`JudgeParseError`. ``Judge.verdict`` turns every failure (parse, timeout,
 rate limit, unavailable model) into a :class:`Verdict` with status ``failed``
 and the reason, which capabilities handle by policy.
@@ -24,9 +26,11 @@ from jurist.errors import JudgeParseError, ModelError, Unsupported
 from jurist.judges.outcome import FAILED, OK, Outcome, guarded
 from jurist.judges.templates import PromptTemplate
 from jurist.models.base import ChatRequest, Completion, MeaningJudge
-from jurist.models.model import Model, Template
+from jurist.models.model import Model, Template, cut_reply
 
 T = TypeVar("T")
+
+REASK_QUOTE_CHARS = 4_000  # the most of a failed reply the re-ask shows the model
 
 
 @dataclass
@@ -107,7 +111,7 @@ class Judge:
         if first.parse_error is None:
             return first.parsed, [first]
         reask = messages + [
-            {"role": "assistant", "content": first.text},
+            {"role": "assistant", "content": cut_reply(first.text, REASK_QUOTE_CHARS)},
             {
                 "role": "user",
                 "content": (

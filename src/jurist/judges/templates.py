@@ -1,10 +1,13 @@
 """Named, versioned prompt templates.
 
 A template has a name, a version and a content hash; every judge call records
-the hash, so results can be compared across prompt versions. Placeholders use
-``str.format`` syntax (``{rubric_name}``); literal braces are doubled. A
-template naming a placeholder its judge does not provide is rejected when it
-is loaded, before any call.
+the hash, so results can be compared across prompt versions. Placeholders are
+bare names in ``str.format`` syntax (``{rubric_name}``); literal braces are
+doubled. A placeholder with a format spec, a conversion, an attribute or an
+index (``{score_min:>300000000}``, ``{x!r}``, ``{x.y}``, ``{x[0]}``) is
+refused when the template is read, so a prompt is never longer than its
+template and its values. A template naming a placeholder its judge does not
+provide is rejected when it is loaded, before any call.
 """
 
 from __future__ import annotations
@@ -61,10 +64,29 @@ class PromptTemplate:
 
 
 def placeholders_of(text: str, source: str = "template") -> set[str]:
+    """The placeholder names of a template; InputError for invalid braces or a
+    placeholder that is not a bare ``{name}``."""
+    names: set[str] = set()
     try:
-        return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+        for _, field, spec, conversion in string.Formatter().parse(text):
+            if field is None:
+                continue
+            if spec or conversion or not field.isidentifier():
+                written = "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                raise InputError(
+                    f"template placeholder {_shown(written)} is not a bare {{name}}: format specs (widths, "
+                    "precisions), conversions (!r, !s), attributes and indexes are not allowed; "
+                    "write it as {name} (and literal braces as {{ }})",
+                    file=source,
+                )
+            names.add(field)
     except ValueError as exc:
         raise InputError(f"template is not valid: {exc} (write literal braces as {{{{ }}}})", file=source) from None
+    return names
+
+
+def _shown(placeholder: str, limit: int = 80) -> str:
+    return placeholder if len(placeholder) <= limit else placeholder[:limit] + "…"
 
 
 def builtin(name: str, version: str = "1") -> PromptTemplate:
@@ -82,5 +104,6 @@ def from_file(path: str | Path, name: str | None = None) -> PromptTemplate:
         raise InputError(f"cannot read template: {exc.strerror}", file=str(p)) from None
     if not text.strip():
         raise InputError("template is empty", file=str(p))
+    placeholders_of(text, str(p))  # refused at once: only bare {name} placeholders
     tmpl = PromptTemplate(name=name or p.stem, version="", text=text, source=str(p))
     return PromptTemplate(name=tmpl.name, version=tmpl.hash, text=text, source=str(p))

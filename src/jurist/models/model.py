@@ -1,8 +1,9 @@
 """The Model wrapper: everything around an adapter's one provider call.
 
-``Model`` owns the limiter slot, the per-attempt timeout, retries with capped
-exponential backoff and jitter (honouring ``Retry-After``), the judge-call
-cache, timing, usage and the call record. Adapters stay thin.
+``Model`` owns the limiter slot, the endpoint's circuit breaker, the
+per-attempt timeout, retries with capped exponential backoff and jitter
+(honouring ``Retry-After``), the judge-call cache, the bound on a parsed
+reply's size, timing, usage and the call record. Adapters stay thin.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Prot
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
                                 RelevanceScore, StatementCheck, SupportResult)
+from jurist.models.breaker import CircuitBreaker
 from jurist.models.limiter import RequestLimiter
 
 
@@ -58,6 +60,13 @@ class Template:
 
     name: str
     hash: str
+
+
+def cut_reply(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, and a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut]"
 
 
 def _jsonable(value: Any) -> Any:
@@ -156,6 +165,8 @@ class Model:
         retry: RetryPolicy | None = None,
         sink: CallSink | None = None,
         cache: bool = True,
+        breaker: CircuitBreaker | None = None,
+        max_reply_chars: int | None = None,
     ) -> None:
         self.adapter = adapter
         self.limiter = limiter
@@ -163,6 +174,8 @@ class Model:
         self.retry = retry or RetryPolicy()
         self.sink = sink
         self.cache = cache
+        self.breaker = breaker  # the endpoint's, shared like the limiter; None: no breaker
+        self.max_reply_chars = max_reply_chars  # a longer reply to parse is cut and not parsed
 
     @property
     def name(self) -> str:
@@ -233,7 +246,9 @@ class Model:
 
         With ``parse``, the reply text is parsed before the call is recorded:
         the result lands in ``completion.parsed``, a failure (any exception)
-        in ``completion.parse_error``; neither raises.
+        in ``completion.parse_error``; neither raises. A reply to parse longer
+        than ``max_reply_chars`` is cut (:func:`cut_reply`), recorded cut and
+        not parsed: its parse error says why.
         """
         key = request.cache_key(self.name)
         use_cache = self.cache if use_cache is None else use_cache
@@ -270,11 +285,19 @@ class Model:
             completion.latency_ms = latency
             completion.call_id = call_id
             if parse is not None:
-                try:
-                    completion.parsed = parse(completion.text)
-                except Exception as exc:  # any parse failure is data, not a crash
-                    completion.parse_error = str(exc) or type(exc).__name__
+                limit = self.max_reply_chars
+                if limit is not None and len(completion.text) > limit:
+                    completion.parse_error = (
+                        f"the reply has {len(completion.text):,} characters, over the limit of {limit:,} "
+                        "(max_reply_chars), so it was cut and not read; answer briefly")
+                    completion.text = cut_reply(completion.text, limit)
                     status = "parse_error"
+                else:
+                    try:
+                        completion.parsed = parse(completion.text)
+                    except Exception as exc:  # any parse failure is data, not a crash
+                        completion.parse_error = str(exc) or type(exc).__name__
+                        status = "parse_error"
         else:
             status = "error"
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
@@ -323,15 +346,7 @@ class Model:
             attempt += 1
             try:
                 async with self.limiter.slot(tokens):
-                    try:
-                        async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for
-                            completion = await self.adapter.complete(request, timeout=self.timeout)
-                    except TimeoutError:
-                        raise ModelTimeout(
-                            f"{self.name} gave no answer within {self.timeout:g} s; "
-                            "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",
-                            model=self.name,
-                        ) from None
+                    completion = await self._attempt(request)
                 completion.attempts = attempt
                 return completion, attempt
             except ModelError as exc:
@@ -340,20 +355,52 @@ class Model:
                     raise
                 await asyncio.sleep(self.retry.delay(attempt, exc))
 
+    async def _attempt(self, request: ChatRequest) -> Completion:
+        """One call to the adapter, within the timeout, if the endpoint's breaker lets it through
+        (asked in the limiter slot, so calls that waited while the endpoint died fail at once)."""
+        breaker = self.breaker
+        probe = breaker.admit() if breaker is not None else False
+        try:
+            try:
+                async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for
+                    completion = await self.adapter.complete(request, timeout=self.timeout)
+            except TimeoutError:
+                raise ModelTimeout(
+                    f"{self.name} gave no answer within {self.timeout:g} s; "
+                    "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",
+                    model=self.name,
+                ) from None
+        except BaseException as exc:
+            if breaker is not None:
+                breaker.report(probe, exc)
+            raise
+        if breaker is not None:
+            breaker.report(probe)
+        return completion
+
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
         template: Template | None = None,
     ) -> AsyncGenerator[str, None]:
         """Stream text deltas through the limiter (no retries once text flows);
         the whole call, with the usage the adapter reports, is recorded when the
-        stream ends, fails or is closed early."""
+        stream ends, fails or is closed early. The endpoint's breaker is asked
+        first, and told whether the stream started."""
         started = time.perf_counter()
         parts: list[str] = []
         done = Completion(text="", model=self.name)
         error: BaseException | None = None
+        breaker = self.breaker
+        admitted = probe = False  # whether the breaker let the stream through (and still awaits its outcome)
         try:
             async with self.limiter.slot(request.estimated_tokens()):
+                if breaker is not None:
+                    probe = breaker.admit()
+                    admitted = True
                 async for delta in self.adapter.stream(request, timeout=self.timeout, into=done):
+                    if admitted and breaker is not None:  # the endpoint answered
+                        admitted = False
+                        breaker.report(probe)
                     parts.append(delta)
                     yield delta
         except GeneratorExit:
@@ -363,6 +410,8 @@ class Model:
             error = exc
             raise
         finally:
+            if admitted and breaker is not None:
+                breaker.report(probe, error)
             done.text = "".join(parts)
             self._record(
                 request, request.cache_key(self.name), new_id(), started,

@@ -17,9 +17,11 @@ How it holds:
 * Requests and estimated tokens started in the last window are a second
   sorted set; with ``requests_per_minute`` or ``tokens_per_minute`` the same
   script checks and records them.
-* A process renews the leases of the permits it holds (every third of the
-  lease), so a long request keeps its permit; a process that dies stops
-  renewing and its permits come back when their leases end.
+* A permit is a short lease (``DEFAULT_LEASE``, 10 s; ``?lease=S`` in the
+  URL). A process renews the leases of the permits it holds from a
+  background task (every third of the lease), so a long request keeps its
+  permit; a process that dies (even by ``kill -9``) stops renewing and its
+  permits come back within one lease.
 * Waiting requests of one process ask Redis one at a time, in arrival order,
   and poll with a short backoff (2 ms growing to 50 ms) or sleep until the
   rate window has room.
@@ -46,7 +48,7 @@ from jurist.errors import ConfigError, JuristError
 from jurist.models.limiter import Limiter, PermitSlots, RateWindow, check_in_flight
 
 KEY_PREFIX = "jurist:limiter:"
-DEFAULT_LEASE = 120.0  # seconds a permit stays taken without renewal
+DEFAULT_LEASE = 10.0  # seconds a permit stays taken without renewal (a killed process's permits come back within it)
 _POLL_FIRST, _POLL_MAX = 0.002, 0.05
 
 # KEYS: permits, starts. ARGV: permit id, lease ms, max in flight, rpm, tpm, tokens, window ms.
@@ -232,7 +234,7 @@ class RedisLimiter(PermitSlots):
             if state.held:
                 try:
                     await state.renew(keys=[self.permits_key], args=[int(self.lease * 1000), *sorted(state.held)])
-                except Exception:  # tried again at the next turn; the lease covers one miss
+                except Exception:  # tried again at the next turn; the lease covers two misses
                     pass
 
     async def _redis(self, script: Any, keys: list[str], args: list[Any]) -> Any:

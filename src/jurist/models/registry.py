@@ -17,7 +17,7 @@ from typing import Protocol
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
 from jurist.models.base import ChatModel
-from jurist.models.limiter_pool import LimiterPool, limiter_for
+from jurist.models.limiter_pool import LimiterPool, breaker_for, limiter_for
 from jurist.models.model import CallSink, Model, RetryPolicy
 
 LOCAL_JUDGE = "local/minilm"
@@ -156,7 +156,8 @@ def model_for(
     """``adapter`` as a ready ``Model``: the limiter of its endpoint from ``limiters`` (default:
     the process's pool; bounds from ``ps``, the endpoint's provider settings, else
     ``max_concurrency``; across processes through ``limiter_url`` when ``shared``), the
-    settings' timeout and retries, the call record."""
+    endpoint's circuit breaker from the same pool (when ``shared``: an in-process backend
+    has no endpoint to go down), the settings' timeout, retries and reply limit, the call record."""
     bounds = (
         max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
         ps.requests_per_minute if ps else None,
@@ -170,6 +171,9 @@ def model_for(
         retry=retry or RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),
         sink=sink,
         cache=settings.cache if cache is None else cache,
+        breaker=breaker_for(adapter.endpoint, settings.breaker_threshold, settings.breaker_cooldown, pool=limiters)
+        if shared else None,
+        max_reply_chars=settings.max_reply_chars,
     )
 
 

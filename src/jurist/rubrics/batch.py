@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
-from jurist.errors import InputError
+from jurist.errors import EndpointDown, InputError
 from jurist.jsonfiles import write_json
 from jurist.rubrics.models import RubricSet
 from jurist.rubrics.results import RubricResult
@@ -74,6 +74,15 @@ class BatchReport:
     skipped: int  # sessions that already had a result
     input_errors: list[str]
     evaluations_failed: int
+    endpoint_down: int = 0  # sessions scored now with a rubric that failed at once: the judge endpoint was down
+
+    @property
+    def endpoint_note(self) -> str | None:
+        """The line that says the judge endpoint was down, when it was."""
+        if not self.endpoint_down:
+            return None
+        return (f"the judge endpoint was down: {self.endpoint_down} of {self.scored} sessions scored now failed "
+                f"at once ({EndpointDown.__name__}); check the endpoint, then rescore them")
 
     @property
     def exit_code(self) -> int:
@@ -91,6 +100,7 @@ class BatchTally:
         self.seen: dict[str, str] = {}
         self.scored = 0
         self.skipped = 0
+        self.endpoint_down = 0
         self._on_progress = on_progress
 
     def _progress(self, name: str, status: str) -> None:
@@ -118,6 +128,9 @@ class BatchTally:
     def add_scored(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
         self.scored += 1
+        down = f"{EndpointDown.__name__}:"
+        if any(rs.status != "scored" and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
+            self.endpoint_down += 1
         self._progress(session_id, result.status)
 
     async def finish(self, out: Path) -> BatchReport:
@@ -126,7 +139,7 @@ class BatchTally:
         summary_path = out / "summary.json"
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
-                           self.summary.evaluations_failed)
+                           self.summary.evaluations_failed, self.endpoint_down)
 
 
 async def run_batch(
