@@ -30,7 +30,7 @@ class ProviderSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None  # read this variable for the key
-    structured_output: str = "auto"  # auto | json_schema | prompt
+    structured_output: str = "auto"  # auto | json_schema | json_object_schema | prompt
     max_in_flight: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)

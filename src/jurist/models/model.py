@@ -234,9 +234,13 @@ class Model:
         With ``parse``, the reply text is parsed before the call is recorded:
         the result lands in ``completion.parsed``, a failure (any exception)
         in ``completion.parse_error``; neither raises.
+
+        A request for logprobs is never answered from the cache (which keeps the
+        text only); its record notes whether they came back (``logprobs_returned``
+        beside the ``logprobs`` / ``top_logprobs`` it asked for).
         """
         key = request.cache_key(self.name)
-        use_cache = self.cache if use_cache is None else use_cache
+        use_cache = (self.cache if use_cache is None else use_cache) and not request.top_logprobs
         started = time.perf_counter()
         completion: Completion | None = None
         if use_cache and self.sink is not None:
@@ -277,9 +281,11 @@ class Model:
                     status = "parse_error"
         else:
             status = "error"
+        returned = {"logprobs_returned": completion is not None and completion.logprobs is not None}
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
                      completion=completion, status=status, attempts=attempts,
-                     error=completion.parse_error if completion else f"{type(error).__name__}: {error}")
+                     error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
+                     params=returned if request.top_logprobs else None)
         if error is not None:
             raise error
         assert completion is not None
