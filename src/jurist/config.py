@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -58,6 +58,9 @@ class Settings(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     session_char_budget: int = Field(default=60_000, ge=200)
     score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
+    # plain: the judge's number; logprobs: also the expectation over the scale's tokens
+    # from the endpoint's top logprobs (G-Eval), where it returns them
+    score_mode: Literal["plain", "logprobs"] = "plain"
     rubric_timeout: float = Field(default=120.0, gt=0)
     config_file: str | None = None
     research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
@@ -108,6 +111,7 @@ _ENV_FIELDS = {
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
+    "JURIST_SCORE_MODE": "score_mode",
     "JURIST_API_TOKEN": "api_token",
 }
 

@@ -69,6 +69,7 @@ class Judge:
         temperature: float = 0.0,
         seed: int | None = 0,
         max_tokens: int = 1024,
+        top_logprobs: int | None = None,
     ) -> None:
         self.model = model
         self.template = template
@@ -79,6 +80,7 @@ class Judge:
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
+        self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
 
     def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
         return ChatRequest(
@@ -88,6 +90,7 @@ class Judge:
             seed=self.seed,
             response_schema=self.schema,
             schema_name=self.schema_name,
+            top_logprobs=self.top_logprobs,
         )
 
     async def run(
@@ -137,11 +140,14 @@ class Judge:
         format_hint: str | None = None,
         meaning: MeaningQuestion[T] | None = None,
         unsupported: str | None = None,
+        refine: Callable[[T, Completion], T] | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
         A backend that writes no text is asked ``meaning`` instead; without one, the
         verdict fails as ``Unsupported`` with the reason ``unsupported`` (or a general one).
+        ``refine`` turns a parsed value and the completion it came from into the
+        verdict's value (a score weighted by the reply's logprobs).
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
@@ -153,6 +159,8 @@ class Judge:
         if outcome.ok:
             assert outcome.value is not None
             value, completions = outcome.value
+            if refine is not None:
+                value = refine(value, completions[-1])
             return _with_usage(Verdict(OK, value, None, **base, reasked=len(completions) > 1), completions)
         failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type, **base)
         if isinstance(outcome.error, JudgeParseError):
