@@ -21,12 +21,10 @@ import math
 import re
 
 from jurist.judges.parsing import ScoreReply, score_span
-from jurist.models.base import TokenLogprob
+from jurist.models.base import TOP_LOGPROBS, TokenLogprob
 
 PLAIN, LOGPROBS = "plain", "logprobs"
 SCORE_MODES = (PLAIN, LOGPROBS)
-#: Alternatives asked for at each token: OpenAI's maximum, vLLM's default limit.
-TOP_LOGPROBS = 20
 
 _INTEGER = re.compile(r'\s*"?(-?\d+)"?\s*')
 

@@ -16,6 +16,9 @@ from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+#: The alternatives per token a logprobs request asks for: OpenAI's maximum, vLLM's default limit.
+TOP_LOGPROBS = 20
+
 
 @dataclass(frozen=True)
 class ChatRequest:
