@@ -113,7 +113,7 @@ async def test_a_refused_structured_output_mode_fails_and_names_the_one_that_wor
     provider.default = llama_like
     diagnosis = await diagnose(settings_for(provider, structured_output="json_schema"), "fake/j")
     status, detail, fix = by_name(diagnosis)["structured output"]
-    assert status == FAIL and detail.startswith("structured_output json_schema fails here:")
+    assert status == FAIL and detail.startswith("structured_output json_schema fails here, HTTP 500: 500 Internal")
     assert fix == "set providers.fake.structured_output: json_object_schema in jurist.yaml"
     assert diagnosis.uses["structured output"] == "json_schema (fails here)" and not diagnosis.ok
 

@@ -39,7 +39,8 @@ async def test_the_real_server_is_ready_with_json_object_schema(llama_server):
 async def test_json_schema_is_refused_by_the_real_server_and_the_fix_names_the_mode_that_works(llama_server):
     diagnosis = await diagnose(settings_for(llama_server, "json_schema"), f"llamacpp/{MODEL_ALIAS}")
     check = next(c for c in diagnosis.checks if c.name == "structured output")
-    assert check.status == FAIL and "(500)" in check.detail
+    assert check.status == FAIL and "fails here, HTTP 500: 1 validation error: " in check.detail
+    assert "('body', 'response_format', 'type')" in check.detail
     assert check.fix == "set providers.llamacpp.structured_output: json_object_schema in jurist.yaml"
     assert not diagnosis.ok
 

@@ -35,6 +35,7 @@ from jurist.config import Settings
 from jurist.errors import AuthFailed, ConfigError, ModelError, ModelTimeout, ModelUnavailable, RateLimited
 from jurist.models.base import TOP_LOGPROBS, ChatModel, ChatRequest, Completion
 from jurist.models.openai import STRUCTURED_OUTPUT_MODES, OpenAIChat
+from jurist.models.sdk_errors import error_detail
 from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, build_adapter, judge_ref, provider_settings
 
 __all__ = ["Check", "Diagnosis", "OK", "WARN", "FAIL", "SKIP", "diagnose"]
@@ -239,8 +240,8 @@ class _Endpoint:
             used = adapter.schema_mode if isinstance(adapter, OpenAIChat) else "prompt"
         except ModelError as exc:
             self.uses["structured output"] = f"{configured} (fails here)"
-            return Check("structured output", FAIL, f"structured_output {configured} fails here: "
-                                                    f"{_brief(exc)} ({modes})", fix=fix)
+            return Check("structured output", FAIL, f"structured_output {configured} fails here, "
+                                                    f"{_said(exc)} ({modes})", fix=fix)
         finally:
             await adapter.aclose()
         self.uses["structured output"] = used if used == configured else f"{used} (configured: {configured})"
@@ -342,6 +343,16 @@ def _honoured(reply: Completion) -> bool:
         return bool(json.loads(reply.text) == {"probe": PROBE_WORD})
     except ValueError:
         return False
+
+
+def _said(exc: ModelError) -> str:
+    """What the endpoint answered: its status and own message, else the error's."""
+    if exc.status is None:
+        return _brief(exc)
+    message = " ".join(error_detail(exc.body).split()) if exc.body else ""
+    if not message:
+        return f"HTTP {exc.status}"
+    return f"HTTP {exc.status}: {message if len(message) <= 120 else message[:117] + '...'}"
 
 
 def _brief(exc: Exception, limit: int = 200) -> str:
