@@ -182,7 +182,25 @@ async def test_a_hanging_endpoint_times_out(provider):
     provider.default = Reply(hang=True)
     checks = by_name(await diagnose(settings_for(provider), "fake/j", timeout=0.3))
     assert checks["reachable"][0] == OK and checks["call"][0] == FAIL
-    assert "did not answer in time" in checks["call"][1]
+    assert "did not answer in time" in checks["call"][1] and checks["call"][2].startswith("raise the timeout")
+    assert checks["auth"][0] == SKIP  # no answer: the key was neither accepted nor refused
+    # the Anthropic wire has no model list here: the call is the first thing that could answer
+    anthropic = Settings.load(providers={"anthropic": {"base_url": provider.anthropic_base_url, "api_key": "k"}})
+    checks = by_name(await diagnose(anthropic, "anthropic/claude-test", timeout=0.3))
+    assert checks["reachable"][0] == FAIL and checks["reachable"][2].startswith("raise the timeout")
+
+
+async def test_the_anthropic_wire(provider):
+    provider.default = Reply(text="OK")
+    anthropic = Settings.load(providers={"anthropic": {"base_url": provider.anthropic_base_url, "api_key": "k"}})
+    diagnosis = await diagnose(anthropic, "anthropic/claude-test")
+    checks = by_name(diagnosis)
+    assert diagnosis.ok and checks["reachable"] == (OK, "the first call was answered", None)
+    assert checks["model listed"] == (SKIP, "the endpoint gives no model list (not checked on this wire)", None)
+    assert checks["structured output"][:2] == (OK, "prompt: this wire has no schema mode; the judge prompt asks "
+                                                   "for JSON and the parser reads it")
+    assert checks["streaming"][0] == OK and checks["logprobs"][1].startswith("not returned")
+    assert all(r["path"] == "/v1/messages" for r in provider.requests)
 
 
 async def test_in_process_judges_have_no_endpoint():

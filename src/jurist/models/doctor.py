@@ -144,7 +144,7 @@ class _Endpoint:
     async def run(self) -> tuple[list[Check], dict[str, str]]:
         listed, list_error, list_ms = await self._list_models()
         if list_error is not None and _unreachable(list_error):
-            return self._stop(Check("reachable", FAIL, str(list_error), fix=self._base_url_fix()))
+            return self._stop(Check("reachable", FAIL, str(list_error), fix=self._no_answer_fix(list_error)))
         if list_error is None and listed is not None:
             self.checks.append(Check("reachable", OK, f"GET /models answered in {list_ms:.0f} ms"))
         elif list_error is not None:
@@ -190,14 +190,14 @@ class _Endpoint:
             return [], None, elapsed
 
     def _call_failed(self, exc: ModelError, listed: list[str] | None) -> tuple[list[Check], dict[str, str]]:
-        if _unreachable(exc):
-            if not self.checks:
-                return self._stop(Check("reachable", FAIL, str(exc), fix=self._base_url_fix()))
-            return self._stop(Check("call", FAIL, str(exc), fix=self._base_url_fix()))
+        if _unreachable(exc) and not self.checks:
+            return self._stop(Check("reachable", FAIL, str(exc), fix=self._no_answer_fix(exc)))
         if not self.checks:
             self.checks.append(Check("reachable", OK, f"the first call was answered with HTTP {exc.status}"))
         if isinstance(exc, AuthFailed):
             return self._stop(Check("auth", FAIL, str(exc), fix=self._key_fix()))
+        if _unreachable(exc):  # the list came, the call's answer did not
+            return self._stop(Check("call", FAIL, str(exc), fix=self._no_answer_fix(exc)))
         self.checks.append(Check("auth", OK, "the key was not refused"))
         if exc.status == 404 or (exc.status == 400 and listed and self.model not in listed):
             fix = f"name a model the endpoint lists: {', '.join(listed[:10])}" if listed else \
@@ -207,7 +207,7 @@ class _Endpoint:
         if isinstance(exc, RateLimited):
             fix = f"wait, or lower providers.{self.provider}.max_in_flight / requests_per_minute in jurist.yaml"
         elif isinstance(exc, ModelTimeout):
-            fix = "raise the timeout (--timeout, or timeout in jurist.yaml), or check the server's load"
+            fix = self._no_answer_fix(exc)
         else:
             fix = "check the server's log; the message above is what it said"
         return self._stop(Check("call", FAIL, str(exc), fix=fix))
@@ -322,7 +322,10 @@ class _Endpoint:
                         for name in ENDPOINT_CHECKS if name not in done]
         return self.checks, self.uses
 
-    def _base_url_fix(self) -> str:
+    def _no_answer_fix(self, exc: ModelError) -> str:
+        """What to do when no answer came: wait longer for a slow one, else find the server."""
+        if isinstance(exc, ModelTimeout):
+            return "raise the timeout (--timeout, or timeout in jurist.yaml), or check the server's load"
         where = "OPENAI_BASE_URL (or providers.openai.base_url in jurist.yaml)" if self.provider == "openai" else \
             f"providers.{self.provider}.base_url in jurist.yaml"
         return f"start the server, or set {where} to its address"
