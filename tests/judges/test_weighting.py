@@ -5,7 +5,7 @@ import math
 import pytest
 
 from jurist.judges.parsing import parse_score, score_span
-from jurist.judges.weighting import LOGPROBS, weigh, weighted_score
+from jurist.judges.weighting import LOGPROBS, WeightedReply, weigh, weighted_score
 from jurist.models.base import TokenLogprob
 
 SCALE = (1.0, 5.0)
@@ -94,3 +94,4 @@ def test_weigh_keeps_the_plain_score_beside_the_weighted_one() -> None:
         4.0, 4.5, LOGPROBS, None)
     bare = weigh(reply, None, SCALE)
     assert (bare.score, bare.weighted_score) == (4.0, None) and "returned none" in bare.logprobs_unavailable
+    assert isinstance(bare, WeightedReply) and type(reply) is not WeightedReply  # a plain reply stays plain

@@ -57,6 +57,9 @@ async def test_weighted_scores_beside_the_plain_ones_and_in_the_total(provider, 
     for request in provider.requests:
         assert (request["json"]["logprobs"], request["json"]["top_logprobs"]) == (True, 20)
     assert [(c["params"]["top_logprobs"], c["params"]["logprobs_returned"]) for c in calls] == [(20, True)] * 2
+    # each call's record holds its parsed reply with both scores
+    assert sorted((c["parsed"]["score"], c["parsed"]["weighted_score"], c["parsed"]["score_mode"]) for c in calls) \
+        == [(4.0, 3.8, "logprobs"), (4.0, 4.5, "logprobs")]
 
 
 async def test_without_logprobs_the_result_says_so_and_the_plain_score_counts(provider):
@@ -68,10 +71,15 @@ async def test_without_logprobs_the_result_says_so_and_the_plain_score_counts(pr
     assert result["summary"]["total_score"] == 4.0
 
 
-async def test_plain_mode_asks_for_nothing_and_writes_no_new_keys(provider):
+async def test_plain_mode_asks_for_nothing_and_writes_no_new_keys(provider, tmp_path):
     provider.default = scored({"4": 0.5, "5": 0.5})
-    result = await evaluate(TWO, SESSION, judge="fake/j", settings=settings_for(provider))
+    store = Store(f"sqlite:///{tmp_path}/p.db")
+    result = await evaluate(TWO, SESSION, judge="fake/j", settings=settings_for(provider), store=store)
+    store.flush()
+    calls = store.calls(limit=None)
+    store.close()
     assert "logprobs" not in provider.requests[0]["json"]
+    assert all(c["parsed"] == {"score": 4.0, "reasoning": "clear"} and "logprobs" not in c["params"] for c in calls)
     assert not {"score_mode", "weighted_score", "logprobs_unavailable"} & result["rubric_scores"][0].keys()
     assert result["summary"]["total_score"] == 4.0
 

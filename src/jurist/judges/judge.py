@@ -100,12 +100,15 @@ class Judge:
         *,
         trace_id: str | None = None,
         format_hint: str | None = None,
+        refine: Callable[[T, Completion], T] | None = None,
     ) -> tuple[T, list[Completion]]:
-        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError."""
+        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError.
+        ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = [{"role": "user", "content": self.template.render(**variables)}]
         first = await self.model.complete(
-            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            refine=refine,
         )
         if first.parse_error is None:
             return first.parsed, [first]
@@ -120,7 +123,8 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            refine=refine,
         )
         if second.parse_error is None:
             return second.parsed, [first, second]
@@ -147,20 +151,18 @@ class Judge:
         A backend that writes no text is asked ``meaning`` instead; without one, the
         verdict fails as ``Unsupported`` with the reason ``unsupported`` (or a general one).
         ``refine`` turns a parsed value and the completion it came from into the
-        verdict's value (a score weighted by the reply's logprobs).
+        verdict's value (a score weighted by the reply's logprobs), before the call is recorded.
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
-            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
+            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         base = dict(judge_model=self.model.name, template_hash=self.template.hash)
         if outcome.ok:
             assert outcome.value is not None
             value, completions = outcome.value
-            if refine is not None:
-                value = refine(value, completions[-1])
             return _with_usage(Verdict(OK, value, None, **base, reasked=len(completions) > 1), completions)
         failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type, **base)
         if isinstance(outcome.error, JudgeParseError):

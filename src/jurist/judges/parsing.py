@@ -61,11 +61,6 @@ def _number(value: Any, what: str, raw: str) -> float:
 class ScoreReply:
     score: float
     reasoning: str
-    # With score mode "logprobs" (jurist.judges.weighting): the expectation over the
-    # scale's tokens, or why there is none (the plain score is then the one used).
-    score_mode: str = "plain"
-    weighted_score: float | None = None
-    logprobs_unavailable: str | None = None
 
 
 def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:

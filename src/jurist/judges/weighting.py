@@ -16,9 +16,9 @@ never a silent fallback.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
+from dataclasses import dataclass
 
 from jurist.judges.parsing import ScoreReply, score_span
 from jurist.models.base import TOP_LOGPROBS, TokenLogprob
@@ -66,10 +66,20 @@ def weighted_score(tokens: list[TokenLogprob] | None, score: float,
     return round(sum(v * p for v, p in mass.items()) / total, 4), None
 
 
-def weigh(reply: ScoreReply, tokens: list[TokenLogprob] | None, scale: tuple[float, float]) -> ScoreReply:
-    """``reply`` with score mode ``logprobs``: its weighted score, or why there is none."""
+@dataclass
+class WeightedReply(ScoreReply):
+    """A score reply under score mode ``logprobs``: the plain ``score``, and beside it the
+    expectation over the scale's tokens, or why there is none (the plain score is then used)."""
+
+    score_mode: str = LOGPROBS
+    weighted_score: float | None = None
+    logprobs_unavailable: str | None = None
+
+
+def weigh(reply: ScoreReply, tokens: list[TokenLogprob] | None, scale: tuple[float, float]) -> WeightedReply:
+    """``reply`` with its weighted score, or why there is none."""
     value, unavailable = weighted_score(tokens, reply.score, scale)
-    return dataclasses.replace(reply, score_mode=LOGPROBS, weighted_score=value, logprobs_unavailable=unavailable)
+    return WeightedReply(reply.score, reply.reasoning, weighted_score=value, logprobs_unavailable=unavailable)
 
 
-__all__ = ["LOGPROBS", "PLAIN", "SCORE_MODES", "TOP_LOGPROBS", "weigh", "weighted_score"]
+__all__ = ["LOGPROBS", "PLAIN", "SCORE_MODES", "TOP_LOGPROBS", "WeightedReply", "weigh", "weighted_score"]

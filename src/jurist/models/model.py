@@ -228,12 +228,15 @@ class Model:
         template: Template | None = None,
         parse: Callable[[str], Any] | None = None,
         use_cache: bool | None = None,
+        refine: Callable[[Any, Completion], Any] | None = None,
     ) -> Completion:
         """Send one request; return the completion or raise a ``ModelError``.
 
         With ``parse``, the reply text is parsed before the call is recorded:
         the result lands in ``completion.parsed``, a failure (any exception)
-        in ``completion.parse_error``; neither raises.
+        in ``completion.parse_error``; neither raises. ``refine`` then turns a
+        parsed value and the completion into the one kept and recorded (a score
+        weighted by the reply's logprobs).
 
         A request for logprobs is never answered from the cache (which keeps the
         text only); its record notes whether they came back (``logprobs_returned``
@@ -279,6 +282,9 @@ class Model:
                 except Exception as exc:  # any parse failure is data, not a crash
                     completion.parse_error = str(exc) or type(exc).__name__
                     status = "parse_error"
+                else:
+                    if refine is not None:
+                        completion.parsed = refine(completion.parsed, completion)
         else:
             status = "error"
         returned = {"logprobs_returned": completion is not None and completion.logprobs is not None}

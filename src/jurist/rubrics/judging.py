@@ -22,7 +22,7 @@ from typing import Any
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
-from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, weigh
+from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
 from jurist.errors import ConfigError
 from jurist.models.base import Completion, StatementCheck
 from jurist.models.model import Model
@@ -159,7 +159,7 @@ class RubricJudge:
                 f"or the two lines\nSCORE: <number from {lo:g} to {hi:g}>\nREASONING: <2-3 sentences>"
             )
             def weighted(reply: ScoreReply, completion: Completion) -> ScoreReply:
-                return weigh(reply, completion.logprobs, scale)
+                return weigh(reply, completion.logprobs, scale)  # recorded with the call
 
             verdict = await self._free.verdict(
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
@@ -190,8 +190,9 @@ class RubricJudge:
             assert isinstance(reply, ScoreReply)
             out.score = reply.score
             out.reasoning = reply.reasoning
-            out.weighted_score = reply.weighted_score
-            out.logprobs_unavailable = reply.logprobs_unavailable
+            if isinstance(reply, WeightedReply):
+                out.weighted_score = reply.weighted_score
+                out.logprobs_unavailable = reply.logprobs_unavailable
         return out
 
 
