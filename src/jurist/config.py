@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -30,7 +30,7 @@ class ProviderSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None  # read this variable for the key
-    structured_output: str = "auto"  # auto | json_schema | prompt
+    structured_output: str = "auto"  # auto | json_schema | json_object_schema | prompt
     max_in_flight: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)
@@ -58,6 +58,9 @@ class Settings(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     session_char_budget: int = Field(default=60_000, ge=200)
     score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
+    # plain: the judge's number; logprobs: also the expectation over the scale's tokens
+    # from the endpoint's top logprobs (G-Eval), where it returns them
+    score_mode: Literal["plain", "logprobs"] = "plain"
     rubric_timeout: float = Field(default=120.0, gt=0)
     max_reply_chars: int = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
     breaker_threshold: int = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)
@@ -118,6 +121,7 @@ _ENV_FIELDS = {
     "JURIST_MAX_REPLY_CHARS": "max_reply_chars",
     "JURIST_BREAKER_THRESHOLD": "breaker_threshold",
     "JURIST_BREAKER_COOLDOWN": "breaker_cooldown",
+    "JURIST_SCORE_MODE": "score_mode",
     "JURIST_API_TOKEN": "api_token",
     "JURIST_ALLOWED_HOSTS": "allowed_hosts",
     "JURIST_MAX_BODY_BYTES": "max_body_bytes",

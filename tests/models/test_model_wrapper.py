@@ -199,3 +199,27 @@ def test_cache_key_is_the_hash_of_the_sorted_request_json() -> None:
         assert req.cache_key("m/x") == hashlib.sha256(blob.encode()).hexdigest()
     assert ChatRequest(messages=[{"role": "user", "content": "a"}]).cache_key("m/x") != \
         ChatRequest(messages=[{"role": "user", "content": "b"}]).cache_key("m/x")
+
+
+async def test_a_logprobs_request_skips_the_cache_and_its_record_says_whether_they_came(tmp_path, server):
+    from jurist.models.openai import OpenAIChat
+    from jurist.testing import Reply
+    from jurist.testing.replies import token_logprobs
+
+    store = Store(f"sqlite:///{tmp_path}/l.db")
+    m = Model(OpenAIChat("m", base_url=server.base_url, api_key="k"), Limiter(4), sink=store)
+    asking = ChatRequest(messages=REQ.messages, top_logprobs=5)
+    server.script(Reply(text="4"), Reply(text="4", logprobs=token_logprobs(["4"])), Reply(text="4"))
+    await m.complete(REQ)
+    store.flush()
+    returned = await m.complete(asking)
+    missing = await m.complete(asking)
+    store.flush()
+    calls = store.calls(limit=None)
+    store.close()
+    await m.aclose()
+    assert len(server.requests) == 3 and not returned.cached and not missing.cached
+    assert returned.logprobs is not None and missing.logprobs is None
+    assert sum("logprobs" not in c["params"] for c in calls) == 1
+    assert sorted((c["params"]["logprobs"], c["params"]["top_logprobs"], c["params"]["logprobs_returned"])
+                  for c in calls if "logprobs" in c["params"]) == [(True, 5, False), (True, 5, True)]

@@ -20,6 +20,7 @@ from jurist.errors import (
 from jurist.models.base import ChatModel, ChatRequest
 from jurist.models.openai import OpenAIChat, retry_after_seconds
 from jurist.testing import ProviderServer, Reply
+from jurist.testing.replies import token_logprobs
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
 
@@ -81,6 +82,42 @@ async def test_prompt_mode_never_sends_the_schema(server: ProviderServer) -> Non
     finally:
         await chat.aclose()
     assert "response_format" not in server.requests[0]["json"]
+
+
+async def test_json_object_schema_mode_sends_the_schema_inside_json_object(server: ProviderServer) -> None:
+    chat = OpenAIChat("m", base_url=server.base_url, api_key="k", structured_output="json_object_schema")
+    try:
+        await chat.complete(ask(response_schema=SCHEMA))
+        await chat.complete(ask())
+    finally:
+        await chat.aclose()
+    assert server.requests[0]["json"]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "response_format" not in server.requests[1]["json"]  # no schema, nothing asked
+    assert chat.schema_mode == "json_object_schema"
+
+
+async def test_logprobs_are_asked_for_and_read_back(chat: OpenAIChat, server: ProviderServer) -> None:
+    tokens = ['{"', "score", '":', " ", "4", "}"]
+    server.script(Reply(text="".join(tokens), logprobs=token_logprobs(
+        tokens, {1: {"score": -0.1, "rating": -2.3}, 4: {"4": -0.2, "3": -1.7, "5": -3.0}})))
+    out = await chat.complete(ask(top_logprobs=2))
+    body = server.requests[0]["json"]
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 2)
+    assert out.logprobs is not None and [t.token for t in out.logprobs] == tokens
+    # alternatives only where a digit is, cut to the two asked for
+    assert [t.top for t in out.logprobs] == [(), (), (), (), (("4", -0.2), ("3", -1.7)), ()]
+    assert out.logprobs[4].logprob == -0.2
+
+
+async def test_no_logprobs_unless_asked_and_none_when_not_sent(chat: OpenAIChat, server: ProviderServer) -> None:
+    server.default = Reply(text="4", logprobs=token_logprobs(["4"]))
+    out = await chat.complete(ask())
+    assert "logprobs" not in server.requests[0]["json"] and out.logprobs is None
+    server.default = Reply(text="4")  # an endpoint that ignores the request for logprobs
+    assert (await chat.complete(ask(top_logprobs=5))).logprobs is None
+    server.default = Reply(body='{"choices": [{"message": {"content": "4"}, "logprobs": {"content": ["4"]}}]}')
+    unreadable = await chat.complete(ask(top_logprobs=5))
+    assert unreadable.text == "4" and unreadable.logprobs is None
 
 
 def _refuses_schema(req: dict) -> Reply:

@@ -29,6 +29,19 @@ NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do n
 TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
 
 
+class ScoreMode(str, enum.Enum):
+    """plain: the judge's number; logprobs: also the expectation over the scale's tokens (G-Eval)."""
+
+    plain = "plain"
+    logprobs = "logprobs"
+
+
+ScoreModeOpt = typer.Option(
+    None, "--score-mode",
+    help="plain: the judge's number; logprobs: also a weighted score from the endpoint's top logprobs "
+         "(default: score_mode in jurist.yaml, else plain).")
+
+
 class Engine(str, enum.Enum):
     """Where evaluate-batch runs: this process, or a Ray cluster (the `ray` extra)."""
 
@@ -42,6 +55,10 @@ def result_table(result: dict[str, Any]) -> Table:
         table.add_column(col, overflow="fold")
     for rs in result["rubric_scores"]:
         score = "—" if rs["score"] is None else f"{rs['score']:g}/{rs['max_score']:g}"
+        if rs.get("weighted_score") is not None:
+            score = f"{rs['weighted_score']:g}/{rs['max_score']:g} (plain {rs['score']:g})"
+        elif rs.get("logprobs_unavailable"):
+            score += " (logprobs unavailable)"
         style = "green" if rs["status"] == "scored" else "red"
         table.add_row(rs["rubric_name"], score, f"[{style}]{rs['status']}[/]", rs["reasoning"][:300])
     s = result["summary"]
@@ -62,9 +79,11 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = ConfigOpt,
         no_cache: bool = NoCacheOpt,
         timeout: Optional[float] = TimeoutOpt,
+        score_mode: Optional[ScoreMode] = ScoreModeOpt,
     ) -> None:
         """Score one chat session against a rubrics file."""
-        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
+        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
+                                 score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template, settings=settings))
         if output:
@@ -104,13 +123,15 @@ def register(app: typer.Typer) -> None:
         worker_concurrency: Optional[int] = typer.Option(
             None, "--worker-concurrency", min=1, help="Ray: requests in flight per worker (default: no own cap)."
         ),
+        score_mode: Optional[ScoreMode] = ScoreModeOpt,
     ) -> None:
         """Score every session in a folder; resumable (a rerun scores only what has no result).
 
         With --engine ray the sessions are scored by worker processes on a Ray cluster; --max-concurrency
         then bounds the requests in flight across the whole cluster and --parallel is per worker.
         """
-        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
+        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
+                                 score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force, judge=judge,
                                   template=template, settings=settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jurist.cli import demo, evaluate, logs, proxy, research, serve, tutor
+from jurist.cli import demo, doctor, evaluate, logs, proxy, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
@@ -20,6 +20,7 @@ research.register(app)
 serve.register(app)
 tutor.register(app)
 proxy.register(app)
+doctor.register(app)
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from jurist.judges.meaning import LLMMeaningJudge
 from jurist.judges.panel import Panel, PanelResult, Role, RoleResult, roles_for
 from jurist.judges.parsing import ItemReply, ScoreReply, extract_json, parse_items, parse_score
 from jurist.judges.templates import PromptTemplate, builtin, from_file
+from jurist.judges.weighting import SCORE_MODES, weighted_score
 
 __all__ = [
     "FAILED",
@@ -17,6 +18,7 @@ __all__ = [
     "PromptTemplate",
     "Role",
     "RoleResult",
+    "SCORE_MODES",
     "ScoreReply",
     "Verdict",
     "builtin",
@@ -25,4 +27,5 @@ __all__ = [
     "parse_items",
     "parse_score",
     "roles_for",
+    "weighted_score",
 ]

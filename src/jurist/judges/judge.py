@@ -73,6 +73,7 @@ class Judge:
         temperature: float = 0.0,
         seed: int | None = 0,
         max_tokens: int = 1024,
+        top_logprobs: int | None = None,
     ) -> None:
         self.model = model
         self.template = template
@@ -83,6 +84,7 @@ class Judge:
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
+        self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
 
     def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
         return ChatRequest(
@@ -92,6 +94,7 @@ class Judge:
             seed=self.seed,
             response_schema=self.schema,
             schema_name=self.schema_name,
+            top_logprobs=self.top_logprobs,
         )
 
     async def run(
@@ -101,12 +104,15 @@ class Judge:
         *,
         trace_id: str | None = None,
         format_hint: str | None = None,
+        refine: Callable[[T, Completion], T] | None = None,
     ) -> tuple[T, list[Completion]]:
-        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError."""
+        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError.
+        ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = [{"role": "user", "content": self.template.render(**variables)}]
         first = await self.model.complete(
-            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            refine=refine,
         )
         if first.parse_error is None:
             return first.parsed, [first]
@@ -121,7 +127,8 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            refine=refine,
         )
         if second.parse_error is None:
             return second.parsed, [first, second]
@@ -141,16 +148,19 @@ class Judge:
         format_hint: str | None = None,
         meaning: MeaningQuestion[T] | None = None,
         unsupported: str | None = None,
+        refine: Callable[[T, Completion], T] | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
         A backend that writes no text is asked ``meaning`` instead; without one, the
         verdict fails as ``Unsupported`` with the reason ``unsupported`` (or a general one).
+        ``refine`` turns a parsed value and the completion it came from into the
+        verdict's value (a score weighted by the reply's logprobs), before the call is recorded.
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
-            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
+            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         name, template_hash = self.model.name, self.template.hash

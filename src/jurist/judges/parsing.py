@@ -16,6 +16,7 @@ from jurist.errors import JudgeParseError
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _SCORE = re.compile(r"^[\s*#_>-]*score[\s*_]*[:=][\s*_]*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_JSON_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
 _REASONING = re.compile(r"^[\s*#_>-]*reasoning[\s*_]*[:=][\s*_]*(.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
 
 
@@ -88,6 +89,13 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
     if not lo <= score <= hi:
         raise JudgeParseError(f"score {score:g} is outside the scale {lo:g}-{hi:g}", raw=text)
     return ScoreReply(score=score, reasoning=reasoning)
+
+
+def score_span(text: str) -> tuple[int, int] | None:
+    """Where the score's number is in ``text`` (start, end), found as :func:`parse_score`
+    reads it: a JSON ``"score": n`` first, else a ``SCORE: n`` line."""
+    m = _JSON_SCORE.search(text) or _SCORE.search(text)
+    return m.span(1) if m else None
 
 
 @dataclass

@@ -16,6 +16,9 @@ from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+#: The alternatives per token a logprobs request asks for: OpenAI's maximum, vLLM's default limit.
+TOP_LOGPROBS = 20
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -36,6 +39,11 @@ class ChatRequest:
     # The caller's own key for this one request (a proxy passes its client's
     # through), instead of the adapter's: never recorded, not in the cache key.
     api_key: str | None = field(default=None, repr=False, compare=False)
+    # Ask for the log probabilities of each reply token and of this many
+    # alternatives at each position (``logprobs`` / ``top_logprobs``), where the
+    # endpoint gives them. A reply from the call cache has none, so such a
+    # request is never answered from it.
+    top_logprobs: int | None = None
 
     def params(self) -> dict[str, Any]:
         """Sampling parameters, as recorded with each call."""
@@ -44,6 +52,9 @@ class ChatRequest:
             out["seed"] = self.seed
         if self.response_schema is not None:
             out["response_schema"] = self.schema_name
+        if self.top_logprobs:
+            out["logprobs"] = True
+            out["top_logprobs"] = self.top_logprobs
         if self.extra_body:
             out.update(self.extra_body)
         return out
@@ -76,6 +87,21 @@ class ChatRequest:
         return chars // 4 + (self.max_tokens or 0)
 
 
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One token of a reply with its log probability; ``top`` holds the most likely
+    tokens at its position (``(token, logprob)``, as the endpoint ranked them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+def holds_digit(token: str) -> bool:
+    """Whether a token can be (part of) a number, the only place a score's alternatives are needed."""
+    return any(ch.isdigit() for ch in token)
+
+
 @dataclass
 class Completion:
     """A model's reply, plus what the Model wrapper learned while getting it."""
@@ -85,6 +111,10 @@ class Completion:
     input_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str | None = None
+    # The reply's tokens when the request asked for logprobs and the endpoint
+    # gave them (None otherwise). Bounded: alternatives are kept only at tokens
+    # that hold a digit, where a score can be (see :func:`holds_digit`).
+    logprobs: list[TokenLogprob] | None = None
     # Filled in by the Model wrapper:
     latency_ms: float = 0.0
     attempts: int = 1

@@ -241,6 +241,7 @@ class Model:
         template: Template | None = None,
         parse: Callable[[str], Any] | None = None,
         use_cache: bool | None = None,
+        refine: Callable[[Any, Completion], Any] | None = None,
     ) -> Completion:
         """Send one request; return the completion or raise a ``ModelError``.
 
@@ -248,10 +249,16 @@ class Model:
         the result lands in ``completion.parsed``, a failure (any exception)
         in ``completion.parse_error``; neither raises. A reply to parse longer
         than ``max_reply_chars`` is cut (:func:`cut_reply`), recorded cut and
-        not parsed: its parse error says why.
+        not parsed: its parse error says why. ``refine`` then turns a parsed
+        value and the completion into the one kept and recorded (a score
+        weighted by the reply's logprobs).
+
+        A request for logprobs is never answered from the cache (which keeps the
+        text only); its record notes whether they came back (``logprobs_returned``
+        beside the ``logprobs`` / ``top_logprobs`` it asked for).
         """
         key = request.cache_key(self.name)
-        use_cache = self.cache if use_cache is None else use_cache
+        use_cache = (self.cache if use_cache is None else use_cache) and not request.top_logprobs
         started = time.perf_counter()
         completion: Completion | None = None
         if use_cache and self.sink is not None:
@@ -298,11 +305,16 @@ class Model:
                     except Exception as exc:  # any parse failure is data, not a crash
                         completion.parse_error = str(exc) or type(exc).__name__
                         status = "parse_error"
+                    else:
+                        if refine is not None:
+                            completion.parsed = refine(completion.parsed, completion)
         else:
             status = "error"
+        returned = {"logprobs_returned": completion is not None and completion.logprobs is not None}
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
                      completion=completion, status=status, attempts=attempts,
-                     error=completion.parse_error if completion else f"{type(error).__name__}: {error}")
+                     error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
+                     params=returned if request.top_logprobs else None)
         if error is not None:
             raise error
         assert completion is not None

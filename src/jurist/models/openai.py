@@ -31,12 +31,12 @@ import aiohttp
 
 from jurist.version import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
-from jurist.models.base import ChatRequest, Completion
+from jurist.models.base import ChatRequest, Completion, TokenLogprob, holds_digit
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error", "tls_context"]
 
-STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "prompt")
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "json_object_schema", "prompt")
 NO_KEY = "none"  # sent to self-hosted servers that take no key
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
 
@@ -45,9 +45,16 @@ class OpenAIChat:
     """``ChatModel`` for an OpenAI-compatible endpoint.
 
     ``structured_output``: ``"json_schema"`` always sends the request's schema
-    as ``response_format``; ``"prompt"`` never does (the prompt asks for JSON);
-    ``"auto"`` sends it until the endpoint refuses it with a 400, then retries
-    that call without it and leaves it out for this adapter from then on.
+    as ``response_format: {"type": "json_schema", ...}``; ``"json_object_schema"``
+    as ``response_format: {"type": "json_object", "schema": ...}`` (llama.cpp's
+    servers; the Python one takes no other); ``"prompt"`` never sends it (the
+    prompt asks for JSON); ``"auto"`` sends it as ``json_schema`` until the
+    endpoint refuses it with a 400, then retries that call without it and
+    leaves it out for this adapter from then on.
+
+    A request with ``top_logprobs`` asks for ``logprobs: true`` and that many
+    alternatives per token; the completion carries the tokens the endpoint sent
+    (:attr:`~jurist.models.base.Completion.logprobs`), or ``None``.
 
     ``name`` is the reference calls are recorded under (``provider/model`` by
     default); ``session`` an aiohttp session to send through (the caller
@@ -95,6 +102,13 @@ class OpenAIChat:
         self._session_loop: asyncio.AbstractEventLoop | None = None
         # False once an "auto" endpoint has refused response_format=json_schema.
         self.schema_supported = structured_output != "prompt"
+
+    @property
+    def schema_mode(self) -> str:
+        """The mode a request's schema goes out in now (``prompt``: not sent)."""
+        if not self.schema_supported:
+            return "prompt"
+        return "json_schema" if self.structured_output == "auto" else self.structured_output
 
     # -- the ChatModel protocol ---------------------------------------------
 
@@ -227,11 +241,16 @@ class OpenAIChat:
             params["max_tokens"] = request.max_tokens
         if request.seed is not None:
             params["seed"] = request.seed
-        if use_schema:
+        if use_schema and self.schema_mode == "json_object_schema":
+            params["response_format"] = {"type": "json_object", "schema": request.response_schema}
+        elif use_schema:
             params["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": False},
             }
+        if request.top_logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = request.top_logprobs
         if stream:
             params["stream"] = True
             params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
@@ -270,6 +289,7 @@ class OpenAIChat:
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
                 finish_reason=choice.get("finish_reason"),
+                logprobs=_token_logprobs(choice.get("logprobs")),
             )
         except (AttributeError, IndexError, TypeError, KeyError, ValueError) as exc:
             raise ModelUnavailable(
@@ -301,6 +321,26 @@ async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
             data.append(line[6:] if line.startswith("data: ") else line[5:])
     if data:
         yield "\n".join(data)
+
+
+def _token_logprobs(data: Any) -> list[TokenLogprob] | None:
+    """A choice's ``logprobs.content`` as tokens (``None`` when the endpoint sent none, or
+    nothing readable); alternatives kept only at tokens that hold a digit."""
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens = []
+    try:
+        for entry in content:
+            token = str(entry.get("token") or "")
+            top: tuple[tuple[str, float], ...] = ()
+            if holds_digit(token):
+                top = tuple((str(alt.get("token") or ""), float(alt["logprob"]))
+                            for alt in entry.get("top_logprobs") or () if alt.get("logprob") is not None)
+            tokens.append(TokenLogprob(token, float(entry.get("logprob") or 0.0), top))
+    except (AttributeError, TypeError, ValueError):  # the reply stands; only its logprobs are unreadable
+        return None
+    return tokens
 
 
 def _error_message(chunk: dict[str, Any]) -> str:

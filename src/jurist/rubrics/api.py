@@ -59,20 +59,23 @@ def build_judge(
     template: str | Path | PromptTemplate | None = None,
     max_concurrency: int | None = None,
     cache: bool | None = None,
+    score_mode: str | None = None,
 ) -> RubricJudge:
     """The rubric judge for a reference (default: settings, else the local judge), from a
     runtime (or settings and an optional store to record into).
 
     ``template`` is a file, ``<name>@<version>`` (see :func:`load_template`) or a
     loaded template. It is checked before any call: an unknown placeholder is an
-    ``InputError``.
+    ``InputError``. ``score_mode`` (default: the settings') is ``plain`` or
+    ``logprobs`` (a weighted score beside the plain one, see :mod:`jurist.judges.weighting`).
     """
     runtime = settings if isinstance(settings, Runtime) else Runtime(settings, store, open_store=False)
     free = load_template(template, store).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
     items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
     model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
     cfg = runtime.settings
-    return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens)
+    return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
+                       score_mode=score_mode or cfg.score_mode)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:
@@ -85,7 +88,7 @@ def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:
 async def _evaluator(
     rubrics: str | Path | RubricSet, settings: Settings | None, store: Store | None, *, judge: str | None,
     template: str | Path | None, cache: bool | None, max_concurrency: int | None = None, batch: bool = False,
-    runtime: Runtime | None = None,
+    runtime: Runtime | None = None, score_mode: str | None = None,
 ) -> AsyncIterator[SessionEvaluator]:
     """Rubrics, store and judge for a run, set up and closed off the event loop (the runtime:
     the one given, else one built here, the library's edge)."""
@@ -100,7 +103,8 @@ async def _evaluator(
         rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
         store = await runtime.astore()
         loaded = await asyncio.to_thread(load_template, template, store)
-        rj = build_judge(runtime, judge=judge, template=loaded, max_concurrency=max_concurrency, cache=cache)
+        rj = build_judge(runtime, judge=judge, template=loaded, max_concurrency=max_concurrency, cache=cache,
+                         score_mode=score_mode)
         try:
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
         finally:
@@ -119,12 +123,14 @@ async def evaluate(
     store: Store | None = None,
     cache: bool | None = None,
     runtime: Runtime | None = None,
+    score_mode: str | None = None,
 ) -> dict[str, Any]:
     """Score one session against a rubrics file; returns result.json's content
-    (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`)."""
+    (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`).
+    ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
     chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
-                          runtime=runtime) as evaluator:
+                          runtime=runtime, score_mode=score_mode) as evaluator:
         return (await evaluator.evaluate(chat)).to_json()
 
 
@@ -143,10 +149,13 @@ async def evaluate_batch(
     cache: bool | None = None,
     on_progress: ProgressFn | None = None,
     runtime: Runtime | None = None,
+    score_mode: str | None = None,
 ) -> BatchReport:
-    """Score every session file in a folder; write per-session results and summary.json."""
+    """Score every session file in a folder; write per-session results and summary.json.
+    ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
-                          max_concurrency=max_concurrency, batch=True, runtime=runtime) as evaluator:
+                          max_concurrency=max_concurrency, batch=True, runtime=runtime,
+                          score_mode=score_mode) as evaluator:
         return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
                                on_progress=on_progress)
 

@@ -6,6 +6,12 @@ item by item; their score is points earned over points possible (the positive
 points), clipped to [0, 1] and mapped onto the scale. A backend that only
 matches meaning (the offline ``local/minilm`` judge) answers the items by
 whether the assistant's turns express each item, and refuses free-form rubrics.
+
+With score mode ``logprobs`` a free-form rubric's judge call asks for the
+reply's top logprobs and the outcome adds the weighted score (the expectation
+over the scale's tokens, :mod:`jurist.judges.weighting`) beside the plain one;
+where there is none, ``logprobs_unavailable`` says why and the plain score is
+the one used.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from typing import Any
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
-from jurist.models.base import StatementCheck
+from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
+from jurist.errors import ConfigError
+from jurist.models.base import Completion, StatementCheck
 from jurist.models.model import Model
 from jurist.rubrics.models import Rubric
 from jurist.rubrics.sessions import ChatSession, FormattedSession
@@ -65,6 +73,19 @@ class RubricOutcome:
     call_ids: list[str] = field(default_factory=list)
     cached: bool = False
     items: list[dict[str, Any]] | None = None
+    score_mode: str = PLAIN
+    weighted_score: float | None = None  # score mode logprobs: the expectation over the scale's tokens
+    logprobs_unavailable: str | None = None  # score mode logprobs: why there is no weighted score
+
+    @property
+    def final_score(self) -> float | None:
+        """The score totals use: the weighted one where there is one, else the plain one."""
+        return self.weighted_score if self.weighted_score is not None else self.score
+
+
+# Why an item-based rubric under score mode logprobs has no weighted score.
+ITEMS_UNWEIGHTED = ("logprobs unavailable: an item-based rubric's score is counted from its items, "
+                    "not read from one score token")
 
 
 def item_score(rubric: Rubric, met: dict[str, bool], scale: tuple[float, float]) -> float:
@@ -100,11 +121,16 @@ class RubricJudge:
     """One judge call per rubric."""
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
-                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
+                 score_mode: str = PLAIN) -> None:
+        if score_mode not in SCORE_MODES:
+            raise ConfigError(f"score_mode={score_mode!r}: use one of {', '.join(SCORE_MODES)}")
         self.model = model
         self.name = model.name
+        self.score_mode = score_mode
         judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens)
-        self._free = judge(free_template, schema=SCORE_SCHEMA, schema_name="rubric_score", format_hint="")
+        self._free = judge(free_template, schema=SCORE_SCHEMA, schema_name="rubric_score", format_hint="",
+                           top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
         self._items = judge(items_template, schema=ITEMS_SCHEMA, schema_name="rubric_items",
                             format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
 
@@ -131,16 +157,21 @@ class RubricJudge:
                 f'{{"score": <number from {lo:g} to {hi:g}>, "reasoning": "<2-3 sentences>"}}\n'
                 f"or the two lines\nSCORE: <number from {lo:g} to {hi:g}>\nREASONING: <2-3 sentences>"
             )
+            def weighted(reply: ScoreReply, completion: Completion) -> ScoreReply:
+                return weigh(reply, completion.logprobs, scale)  # recorded with the call
+
             verdict = await self._free.verdict(
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
                 format_hint=hint,
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
+                refine=weighted if self.score_mode == LOGPROBS else None,
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
             judge_model=verdict.judge_model, template_hash=verdict.template_hash,
             input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens,
             latency_ms=verdict.latency_ms, call_ids=verdict.call_ids, cached=verdict.cached,
+            score_mode=self.score_mode,
         )
         if verdict.status != OK:
             return out
@@ -150,11 +181,16 @@ class RubricJudge:
         if isinstance(reply, ScoreReply):
             out.score = reply.score
             out.reasoning = reply.reasoning
+            if isinstance(reply, WeightedReply):
+                out.weighted_score = reply.weighted_score
+                out.logprobs_unavailable = reply.logprobs_unavailable
         else:  # an item-based rubric: a reply per item
             met = {k: v.met for k, v in reply.items()}
             out.score = item_score(rubric, met, scale)
             out.reasoning = _item_reasoning(rubric, met)
             out.items = [_item_entry(i, reply[i.id]) for i in rubric.items or []]
+            if self.score_mode == LOGPROBS:
+                out.logprobs_unavailable = ITEMS_UNWEIGHTED
         return out
 
 

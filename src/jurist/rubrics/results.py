@@ -3,7 +3,8 @@
 Field names and their order are the files' documented format
 (docs/rubrics.md). A few keys are written only when they apply (``cached``,
 ``items``, an item's ``reasoning`` / ``confidence`` / ``evidence``,
-``truncated``): those are the fields marked *optional*, written when given and
+``truncated``, and under score mode ``logprobs`` ``score_mode``,
+``weighted_score`` / ``logprobs_unavailable``): those are the fields marked *optional*, written when given and
 left out otherwise, so a file read back is written again byte for byte.
 
 A :class:`RubricResult` is also the payload of the store's ``rubric``
@@ -61,9 +62,11 @@ class Tokens(_FileModel):
 
 
 class RubricScore(_FileModel):
-    """One rubric's entry of ``rubric_scores``."""
+    """One rubric's entry of ``rubric_scores``. With score mode ``logprobs``,
+    ``weighted_score`` (the expectation over the scale's tokens) stands beside the
+    plain ``score``, or ``logprobs_unavailable`` says why there is none."""
 
-    _optional = frozenset({"cached", "items"})
+    _optional = frozenset({"cached", "items", "score_mode", "weighted_score", "logprobs_unavailable"})
 
     rubric_id: str
     rubric_name: str
@@ -77,6 +80,14 @@ class RubricScore(_FileModel):
     latency_ms: float = 0.0
     cached: bool = False
     items: list[ItemDecision] | None = None
+    score_mode: str | None = None
+    weighted_score: float | None = None
+    logprobs_unavailable: str | None = None
+
+    @property
+    def final_score(self) -> float | None:
+        """The score totals use: the weighted one where there is one, else the plain one."""
+        return self.weighted_score if self.weighted_score is not None else self.score
 
 
 class ResultSummary(_FileModel):

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from jurist.ids import new_id
+from jurist.judges.weighting import PLAIN
 from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.results import ResultSummary, RubricResult, RubricScore, Tokens, Truncation
@@ -39,9 +40,10 @@ def _round(x: float | None, nd: int = 4) -> float | None:
 
 
 def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> ResultSummary:
-    """The result's ``summary``: weighted mean over the scored rubrics, on the set's scale."""
+    """The result's ``summary``: weighted mean over the scored rubrics (each by its
+    :attr:`~RubricOutcome.final_score`), on the set's scale."""
     hi = rubric_set.scale[1]
-    scored = [(o, o.score) for o in outcomes if o.status == SCORED and o.score is not None]
+    scored = [(o, o.final_score) for o in outcomes if o.status == SCORED and o.final_score is not None]
     total_weight = sum(o.rubric.weight for o, _ in scored)
     total = (
         sum(_rescale(score, o.scale, rubric_set.scale) * o.rubric.weight for o, score in scored) / total_weight
@@ -63,6 +65,12 @@ def rubric_score(o: RubricOutcome) -> RubricScore:
         optional["cached"] = True
     if o.items is not None:
         optional["items"] = o.items
+    if o.score_mode != PLAIN:
+        optional["score_mode"] = o.score_mode
+        if o.status == SCORED:
+            optional["weighted_score"] = _round(o.weighted_score)
+            if o.logprobs_unavailable is not None:
+                optional["logprobs_unavailable"] = o.logprobs_unavailable
     return RubricScore(
         rubric_id=o.rubric.id, rubric_name=o.rubric.name, score=_round(o.score), max_score=o.scale[1],
         reasoning=o.reasoning, status=o.status, weight=o.rubric.weight, judge_model=o.judge_model,
@@ -135,7 +143,7 @@ def facets(result: RubricResult) -> dict[str, Any]:
     passed = pct >= PASS_PERCENTAGE
     failure = None
     if not passed:
-        scored = [(r, r.score) for r in result.rubric_scores if r.status == SCORED and r.score is not None]
+        scored = [(r, r.final_score) for r in result.rubric_scores if r.status == SCORED and r.final_score is not None]
         failure = min(scored, key=lambda rs: rs[1] / (rs[0].max_score or 1.0))[0].rubric_id if scored else None
     elif result.status != "scored":
         failure = "evaluation_failed"
@@ -146,7 +154,7 @@ def _score_row(o: RubricOutcome) -> dict[str, Any]:
     return {
         "key": o.rubric.id,
         "name": o.rubric.name,
-        "score": o.score,
+        "score": o.final_score,
         "max_score": o.scale[1],
         "weight": o.rubric.weight,
         "status": o.status,

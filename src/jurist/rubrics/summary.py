@@ -38,8 +38,8 @@ class SummaryBuilder:
         for rs in result.rubric_scores:
             if rs.rubric_id not in self.per_rubric:
                 continue
-            if rs.status == "scored" and rs.score is not None:
-                self.per_rubric[rs.rubric_id].append(rs.score)
+            if rs.status == "scored" and rs.final_score is not None:
+                self.per_rubric[rs.rubric_id].append(rs.final_score)
             else:
                 self.failures[rs.rubric_id] += 1
 

@@ -118,7 +118,7 @@ def call_view(call: dict[str, Any]) -> dict[str, Any]:
 
 # -- per kind --------------------------------------------------------------------
 def rubric_section(result: RubricResult) -> dict[str, Any]:
-    rubrics = [{"id": r.rubric_id, "name": r.rubric_name or r.rubric_id, "score": r.score, "max_score": r.max_score,
+    rubrics = [{"id": r.rubric_id, "name": r.rubric_name or r.rubric_id, "score": r.final_score, "max_score": r.max_score,
                 "status": r.status, "weight": r.weight, "reasoning": r.reasoning, "judge_model": r.judge_model,
                 "items": list(r.items or [])} for r in result.rubric_scores]
     return {"rubrics": rubrics, "session_id": result.session_id, "summary": result.summary, "status": result.status}

@@ -5,7 +5,8 @@ One real HTTP server speaks both wire formats jurist talks to:
 * OpenAI chat completions, ``POST /v1/chat/completions`` (JSON, or SSE
   ``data: {...}`` chunks ending in ``data: [DONE]`` when ``stream`` is true);
 * Anthropic messages, ``POST /v1/messages`` (JSON, or the SSE events
-  ``message_start`` ... ``message_stop``).
+  ``message_start`` ... ``message_stop``);
+* the model list, ``GET /v1/models``, when the server is given ``models``.
 
 Tests script the replies (text, status, latency, headers, raw bodies, hangs,
 dropped connections) and read back what arrived::
@@ -56,9 +57,11 @@ class ProviderServer:
     request JSON and returning one.
     """
 
-    def __init__(self, default: Responder = Reply(), *, port: int = 0) -> None:
+    def __init__(self, default: Responder = Reply(), *, port: int = 0, models: list[str] | None = None) -> None:
         # A copy, so a test that edits its server's default reply edits no other's.
         self.default: Responder = copy.deepcopy(default) if isinstance(default, Reply) else default
+        # The ids ``GET /v1/models`` lists; None: the route answers 404, as on servers without one.
+        self.models = models
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -194,6 +197,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        models = self.server.owner.models
+        if models is not None and self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in models]}
+            self._send(200, json.dumps(data).encode(), "application/json")
+            return
         self._send_error_json(404, f"no route for GET {self.path}", anthropic=False)
 
     def do_POST(self) -> None:  # noqa: N802

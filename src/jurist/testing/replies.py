@@ -32,6 +32,24 @@ class Reply:
     input_tokens: int = 10
     output_tokens: int = 5
     finish_reason: str = "stop"
+    # The reply's tokens with their log probabilities in the OpenAI form (the
+    # entries of ``logprobs.content``, see :func:`token_logprobs`): sent when the
+    # request asks for ``logprobs``, each cut to the request's ``top_logprobs``.
+    logprobs: list[dict] | None = None
+
+
+def token_logprobs(tokens: list[str], top: dict[int, dict[str, float]] | None = None, *,
+                   logprob: float = 0.0) -> list[dict]:
+    """``logprobs.content`` for a reply made of ``tokens``: at position ``i`` the
+    alternatives are ``top[i]`` (token -> logprob, most likely first), elsewhere the
+    token alone; a token's own logprob is its entry in ``top[i]``, else ``logprob``."""
+    out = []
+    for i, token in enumerate(tokens):
+        alternatives = (top or {}).get(i) or {token: logprob}
+        out.append({"token": token, "logprob": alternatives.get(token, logprob), "bytes": list(token.encode()),
+                    "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+                                     for t, lp in alternatives.items()]})
+    return out
 
 
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
@@ -54,7 +72,7 @@ def openai_completion(reply: Reply, req: dict) -> dict:
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.text},
                 "finish_reason": reply.finish_reason,
-                "logprobs": None,
+                "logprobs": _logprobs(reply, req),
             }
         ],
         "usage": {
@@ -63,6 +81,15 @@ def openai_completion(reply: Reply, req: dict) -> dict:
             "total_tokens": reply.input_tokens + reply.output_tokens,
         },
     }
+
+
+def _logprobs(reply: Reply, req: dict) -> dict | None:
+    """The choice's ``logprobs``: the reply's tokens, when asked for, with ``top_logprobs`` alternatives each."""
+    if reply.logprobs is None or not req.get("logprobs"):
+        return None
+    k = int(req.get("top_logprobs") or 0)
+    return {"content": [{**entry, "top_logprobs": entry["top_logprobs"][:k]} for entry in reply.logprobs],
+            "refusal": None}
 
 
 def openai_chunks(reply: Reply, req: dict) -> list[str]:
