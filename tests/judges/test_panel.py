@@ -86,10 +86,12 @@ async def test_confidence_weighted_aggregation_against_hand_computed_values():
     roles = [Role("ra", ["x", "y"], model="scripted/a"), Role("rb", ["y", "z"], model="scripted/b")]
     panel = Panel(roles, {"x": 2, "y": 1, "z": 1}, settings=settings(), store=sink, pass_threshold=0.5)
     result = await panel.evaluate(SUBJECT, task=TASK, trace_id="t1")
-    # y = (0.9 * 0.6 + 0.3 * 1.0) / (0.9 + 0.3) = 0.7; overall = (2 * 0.8 + 0.7 + 0.4) / 4 = 0.675
+    # y = (0.9 * 0.6 + 0.3 * 1.0) / (0.9 + 0.3) = 0.7 (the per-dimension confidence-weighted mean);
+    # overall = Σ w_d c_r s_r(d) / Σ w_d c_r over (role, dimension) pairs
+    #         = (2*0.9*0.8 + 1*0.9*0.6 + 1*0.3*1.0 + 1*0.3*0.4) / (2*0.9 + 0.9 + 0.3 + 0.3) = 2.4 / 3.3
     assert result.status == SCORED
     assert result.scores == pytest.approx({"x": 0.8, "y": 0.7, "z": 0.4})
-    assert result.overall == pytest.approx(0.675) and result.panel_overall == pytest.approx(0.675)
+    assert result.overall == pytest.approx(2.4 / 3.3, abs=1e-6) and result.panel_overall == result.overall
     assert result.confidence == pytest.approx(0.6) and result.passed is True
     assert result.panel_scores == result.scores and result.pass_threshold == 0.5
     # y differs by 0.4 between the roles, but with no escalation model nothing is called
@@ -101,6 +103,38 @@ async def test_confidence_weighted_aggregation_against_hand_computed_values():
     assert ra.tokens_used > 0 and ra.latency_ms >= 0 and rb.model == "scripted/b"
     assert result.tokens_used == ra.tokens_used + rb.tokens_used
     assert [(r.purpose, r.trace_id, r.template_name) for r in sink.records] == [("panel_role", "t1", "panel_role")] * 2
+
+
+async def test_a_low_confidence_role_counts_less_in_the_overall_score():
+    """Note 002: final = Σ weight_d × confidence × score / Σ weight_d × confidence, so with one
+    role per dimension a role at confidence 0.1 no longer counts as much as one at 1.0."""
+    judged("a", {"x": 1.0}, 0.1)
+    judged("b", {"y": 0.3}, 1.0)
+    roles = [Role("ra", ["x"], model="scripted/a"), Role("rb", ["y"], model="scripted/b")]
+    result = await Panel(roles, {"x": 1, "y": 1}, settings=settings()).evaluate(SUBJECT, task=TASK)
+    assert result.scores == pytest.approx({"x": 1.0, "y": 0.3})  # per dimension: the role's own score
+    assert result.overall == pytest.approx((0.1 * 1.0 + 1.0 * 0.3) / 1.1, abs=1e-6)  # not (1.0 + 0.3) / 2
+
+
+async def test_zero_confidence_everywhere_falls_back_to_the_plain_weighted_mean():
+    judged("a", {"x": 1.0}, 0.0)
+    judged("b", {"y": 0.4}, 0.0)
+    roles = [Role("ra", ["x"], model="scripted/a"), Role("rb", ["y"], model="scripted/b")]
+    result = await Panel(roles, {"x": 1, "y": 3}, settings=settings()).evaluate(SUBJECT, task=TASK)
+    assert result.overall == pytest.approx((1.0 + 3 * 0.4) / 4)
+
+
+@pytest.mark.parametrize("x,y,fires", [(0.9, 0.5, True), (0.8, 0.6, False), (0.2, 0.9, True)])
+async def test_disagreement_compares_the_roles_scores_not_only_shared_dimensions(x, y, fires):
+    """Note 002 escalates when evaluators' "scores differ by > 0.3": roles that score different
+    dimensions are compared by their weighted scores (this trigger could not fire with the
+    default research roles, one per dimension)."""
+    judged("a", {"x": x}, 0.9)
+    judged("b", {"y": y}, 0.9)
+    roles = [Role("ra", ["x"], model="scripted/a"), Role("rb", ["y"], model="scripted/b")]
+    result = await Panel(roles, {"x": 1, "y": 1}, settings=settings(), pass_threshold=0.1).evaluate(
+        SUBJECT, task=TASK)
+    assert (TRIGGER_DISAGREEMENT in result.triggers) is fires
 
 
 async def test_low_confidence_does_not_shrink_the_score():
@@ -176,7 +210,8 @@ async def test_escalation_scores_replace_the_panels_and_the_record_names_the_tri
     result = await panel.evaluate(SUBJECT, task=TASK, trace_id="t2")
     assert failing.requests  # rc was asked, failed, and is left out
     assert result.panel_scores == pytest.approx({"x": 0.9, "y": 0.8, "z": 0.7})
-    assert result.panel_overall == pytest.approx((0.9 + 0.8 + 1.4) / 4) and result.triggers == [TRIGGER_LOW_CONFIDENCE]
+    # (1*0.5*0.9 + 1*0.5*0.8 + 2*0.4*0.7) / (0.5 + 0.5 + 2*0.4); the roles' weighted scores 0.85 and 0.7 agree
+    assert result.panel_overall == pytest.approx(1.41 / 1.8, abs=1e-6) and result.triggers == [TRIGGER_LOW_CONFIDENCE]
     esc = result.escalation
     assert esc is not None and esc.status == OK and esc.model == "scripted/big"
     assert esc.triggers == [TRIGGER_LOW_CONFIDENCE] and esc.trust_decisions == {"ra": 0.3, "rb": 0.9}
@@ -395,7 +430,8 @@ async def test_http_panel_with_escalation(provider):
     assert [r.model for r in result.role_results] == ["fake/small", "fake/medium"]
     assert result.role_results[0].tokens_used == 120 and result.role_results[0].latency_ms > 0
     assert result.panel_scores == pytest.approx({"relevance": 0.5, "faithfulness": 0.9})
-    assert result.triggers == [TRIGGER_LOW_CONFIDENCE, TRIGGER_BORDERLINE]
+    # the roles' scores 0.5 and 0.9 differ by 0.4 > 0.3; overall (0.4*0.5 + 0.5*0.9) / 0.9 is within 0.05 of 0.7
+    assert result.triggers == [TRIGGER_LOW_CONFIDENCE, TRIGGER_DISAGREEMENT, TRIGGER_BORDERLINE]
     assert result.escalation.status == OK and result.escalation.model == "fake/big"
     assert result.scores == {"relevance": 0.9, "faithfulness": 0.8} and result.overall == pytest.approx(0.85)
     sent = [(r["json"]["model"], r["json"]["response_format"]["json_schema"]["name"]) for r in provider.requests]

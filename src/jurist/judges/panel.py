@@ -5,7 +5,8 @@ Each :class:`Role` is one judge call (purpose ``panel_role``) scoring its
 dimensions 0..1 with a confidence and a critique; all roles run at once, bounded
 only by the endpoints' shared limiters. A role that times out, fails or cannot
 be parsed after the re-ask is a failed :class:`RoleResult`, left out. When every
-confidence is low, two roles disagree on a dimension, or the overall score is
+confidence is low, two roles' scores differ by more than ``disagreement`` (their
+weighted scores, or a dimension both score), or the overall score is
 near the pass mark, one call to the escalation model (purpose
 ``panel_escalation``) reviews the panel and gives the final scores. No
 surviving role gives a ``skipped`` result, never an invented score.
@@ -170,17 +171,50 @@ def overall_score(scores: Mapping[str, float], weights: Mapping[str, float]) -> 
     return round(sum(weights.get(d, 0.0) * s for d, s in scores.items()) / total, 6) if total > 0 else None
 
 
+def confident_overall(results: Sequence[RoleResult], weights: Mapping[str, float]) -> float | None:
+    """The note's final score: ``Σ w_d × c_r × s_r(d) / Σ w_d × c_r`` over every surviving
+    role r and dimension d it scored, so a low-confidence role counts less everywhere (where
+    several roles score a dimension this is the weight times their confidence-weighted mean).
+    When every such confidence is 0, the plain weighted mean of the per-dimension scores;
+    None when the scored dimensions' weights sum to 0."""
+    pairs = [(weights.get(d, 0.0), c, sc) for d, cs in _by_dimension(results).items() for c, sc in cs]
+    total = sum(w * c for w, c, _ in pairs)
+    if total > 0:
+        return round(sum(w * c * sc for w, c, sc in pairs) / total, 6)
+    return overall_score(aggregate(results)[0], weights)
+
+
+def role_overall(result: RoleResult, weights: Mapping[str, float]) -> float | None:
+    """One role's weighted score over its dimensions (None when their weights sum to 0)."""
+    return overall_score(result.scores, weights)
+
+
+def disagreement_spread(results: Sequence[RoleResult], weights: Mapping[str, float]) -> float:
+    """The largest difference between two surviving roles: their weighted scores, and their
+    scores of any dimension both scored (the note's "scores differ by > 0.3")."""
+    ok = [r for r in results if r.status == OK]
+    overalls = [o for o in (role_overall(r, weights) for r in ok) if o is not None]
+    spreads = [max(overalls) - min(overalls)] if overalls else []
+    spreads += [max(sc for _, sc in cs) - min(sc for _, sc in cs) for cs in _by_dimension(ok).values()]
+    return max(spreads, default=0.0)
+
+
 def escalation_triggers(
     results: Sequence[RoleResult], overall: float | None, *, pass_threshold: float, low_confidence: float,
-    disagreement: float, borderline: float,
+    disagreement: float, borderline: float, weights: Mapping[str, float] | None = None,
 ) -> list[str]:
-    """Which of low_confidence / disagreement / borderline fire for these results."""
+    """Which of low_confidence / disagreement / borderline fire for these results (the
+    roles' weighted scores compared under ``weights``; without them, only shared dimensions)."""
     ok = [r for r in results if r.status == OK]
     fired: list[str] = []
     if ok and all(r.confidence < low_confidence for r in ok):
         fired.append(TRIGGER_LOW_CONFIDENCE)
-    spreads = [max(s for _, s in cs) - min(s for _, s in cs) for cs in _by_dimension(ok).values()]
-    if any(spread > disagreement + _EPS for spread in spreads):
+    if weights is not None:
+        spread = disagreement_spread(ok, weights)
+    else:
+        spread = max((max(sc for _, sc in cs) - min(sc for _, sc in cs) for cs in _by_dimension(ok).values()),
+                     default=0.0)
+    if spread > disagreement + _EPS:
         fired.append(TRIGGER_DISAGREEMENT)
     if overall is not None and abs(overall - pass_threshold) <= borderline + _EPS:
         fired.append(TRIGGER_BORDERLINE)
@@ -261,7 +295,8 @@ _ROLE_VARS = frozenset({"role_name", "role_instructions", "dimensions", "format"
 _ESCALATION_VARS = frozenset({"dimensions", "format", "task", "triggers", "panel", "subject"})
 _WHY = {
     TRIGGER_LOW_CONFIDENCE: "every judge's confidence is below {low_confidence:g}",
-    TRIGGER_DISAGREEMENT: "two judges' scores for the same dimension differ by more than {disagreement:g}",
+    TRIGGER_DISAGREEMENT: "two judges' scores (their weighted scores, or one dimension both score) differ by more "
+                          "than {disagreement:g}",
     TRIGGER_BORDERLINE: "the overall score is within {borderline:g} of the pass mark {pass_threshold:g}",
 }
 
@@ -368,7 +403,7 @@ class Panel:
                 raise item
         results = [r for r in gathered if isinstance(r, RoleResult)]
         panel_scores, confidence = aggregate(results)
-        panel_overall = overall_score(panel_scores, self.weights)
+        panel_overall = confident_overall(results, self.weights)
         result = PanelResult(SKIPPED, {}, None, confidence, None, panel_scores, panel_overall, results,
                              pass_threshold=self.pass_threshold)
         if panel_overall is None:
@@ -379,7 +414,7 @@ class Panel:
         else:
             result.triggers = escalation_triggers(
                 results, panel_overall, pass_threshold=self.pass_threshold, low_confidence=self.low_confidence,
-                disagreement=self.disagreement, borderline=self.borderline)
+                disagreement=self.disagreement, borderline=self.borderline, weights=self.weights)
             result.status, result.scores, result.overall = SCORED, panel_scores, panel_overall
             if result.triggers and self._escalation is not None:
                 result.escalation = await self._escalate(result, task, material, trace_id)
