@@ -48,12 +48,12 @@ class Settings(BaseModel):
     limiter_url: str | None = None  # redis://...: endpoint bounds shared by every process using it
     home: str = DEFAULT_HOME
     cache: bool = True
-    max_concurrency: int = Field(default=16, ge=1)  # requests in flight per endpoint
+    max_concurrency: int = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
     timeout: float = Field(default=60.0, gt=0)  # seconds per attempt
     max_retries: int = Field(default=4, ge=0)
     backoff_base: float = Field(default=0.5, gt=0)
     backoff_max: float = Field(default=30.0, gt=0)
-    temperature: float = 0.0
+    temperature: float = 0.1  # the judges' temperature (notes 003 and 004: low, for consistency)
     seed: int | None = 0
     max_tokens: int = Field(default=1024, ge=1)
     session_char_budget: int = Field(default=60_000, ge=200)
@@ -61,7 +61,8 @@ class Settings(BaseModel):
     # plain: the judge's number; logprobs: also the expectation over the scale's tokens
     # from the endpoint's top logprobs (G-Eval), where it returns them
     score_mode: Literal["plain", "logprobs"] = "plain"
-    rubric_timeout: float = Field(default=120.0, gt=0)
+    rubric_timeout: float = Field(default=60.0, gt=0)  # seconds per rubric, retries included (note 003)
+    retry_on_parse_failure: bool = True  # one re-ask showing the judge its parse error
     max_reply_chars: int = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
     breaker_threshold: int = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)
     breaker_cooldown: float = Field(default=30.0, gt=0)  # seconds an open breaker fails calls before a probe
@@ -118,6 +119,7 @@ _ENV_FIELDS = {
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",
+    "JURIST_RETRY_ON_PARSE_FAILURE": "retry_on_parse_failure",
     "JURIST_MAX_REPLY_CHARS": "max_reply_chars",
     "JURIST_BREAKER_THRESHOLD": "breaker_threshold",
     "JURIST_BREAKER_COOLDOWN": "breaker_cooldown",
@@ -135,7 +137,7 @@ def _from_env() -> dict[str, Any]:
         raw = os.environ.get(var)
         if raw is None or raw == "":
             continue
-        if field == "cache":
+        if field in ("cache", "retry_on_parse_failure"):
             out[field] = raw.strip().lower() not in ("0", "false", "no", "off")
         elif field == "allowed_hosts":
             out[field] = [h.strip() for h in raw.split(",") if h.strip()]  # comma-separated

@@ -35,7 +35,7 @@ async def test_500_then_success_and_json_schema_requested(provider):
     result = await evaluate(ONE, SESSION, judge="fake/judge-1", settings=settings_for(provider))
     assert result["rubric_scores"][0]["score"] == 2.0 and len(provider.requests) == 3
     body = provider.requests[-1]["json"]
-    assert body["temperature"] == 0.0 and body["seed"] == 0
+    assert body["temperature"] == 0.1 and body["seed"] == 0
     assert body["response_format"]["type"] == "json_schema"
 
 
@@ -115,3 +115,30 @@ async def test_a_dead_endpoint_fails_a_batch_fast_and_the_report_says_so(provide
     reasons = {json.loads(p.read_text())["rubric_scores"][0]["reasoning"].split(":")[0]
                for p in (tmp_path / "out").glob("sess*_result.json")}
     assert "EndpointDown" in reasons
+
+
+def test_the_session_evaluators_defaults_are_note_003s():
+    s = Settings()
+    assert (s.temperature, s.rubric_timeout, s.max_concurrency, s.retry_on_parse_failure) == (0.1, 60.0, 10, True)
+
+
+async def test_retry_on_parse_failure_off_makes_one_call(provider, monkeypatch):
+    monkeypatch.setenv("JURIST_RETRY_ON_PARSE_FAILURE", "false")
+    provider.script(Reply(text="no score here"), Reply(text='{"score": 3, "reasoning": "x"}'))
+    result = await evaluate(ONE, SESSION, judge="fake/judge-1", settings=settings_for(provider))
+    [score] = result["rubric_scores"]
+    assert score["status"] == "evaluation_failed" and "retry_on_parse_failure is off" in score["reasoning"]
+    assert len(provider.requests) == 1
+
+
+async def test_the_notes_score_template_ships_by_name_and_is_answered_in_its_own_format(provider):
+    provider.script(Reply(text="SCORE: 4\nREASONING: The user was clear."))
+    result = await evaluate(ONE, SESSION, judge="fake/judge-1", template="judge_template",
+                            settings=settings_for(provider))
+    [score] = result["rubric_scores"]
+    assert score["score"] == 4.0 and score["reasoning"] == "The user was clear."
+    body = provider.requests[0]["json"]
+    assert "response_format" not in body  # no JSON schema imposed on a SCORE:/REASONING: template
+    prompt = body["messages"][0]["content"]
+    assert "SCORE: [1-5]\nREASONING: [2-3 sentences explaining your score]" in prompt
+    assert "<chat_session>" in prompt  # the transcript still quoted as data

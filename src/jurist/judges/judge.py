@@ -74,6 +74,7 @@ class Judge:
         seed: int | None = 0,
         max_tokens: int = 1024,
         top_logprobs: int | None = None,
+        reask: bool = True,
     ) -> None:
         self.model = model
         self.template = template
@@ -85,6 +86,7 @@ class Judge:
         self.seed = seed
         self.max_tokens = max_tokens
         self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
+        self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
     def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
         return ChatRequest(
@@ -106,7 +108,7 @@ class Judge:
         format_hint: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
     ) -> tuple[T, list[Completion]]:
-        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError.
+        """Ask, re-ask once on a parse failure (unless ``reask`` is off); raise JudgeParseError or ModelError.
         ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = [{"role": "user", "content": self.template.render(**variables)}]
@@ -116,6 +118,11 @@ class Judge:
         )
         if first.parse_error is None:
             return first.parsed, [first]
+        if not self.reask:
+            err = JudgeParseError(f"the judge's reply could not be parsed (no re-ask: retry_on_parse_failure is "
+                                  f"off): {first.parse_error}", raw=first.text)
+            err.completions = [first]
+            raise err
         reask = messages + [
             {"role": "assistant", "content": cut_reply(first.text, REASK_QUOTE_CHARS)},
             {
@@ -172,7 +179,7 @@ class Judge:
         failure: Verdict[T] = Verdict(FAILED, None, outcome.reason, outcome.error_type,
                                       judge_model=name, template_hash=template_hash)
         if isinstance(outcome.error, JudgeParseError):
-            failure.reasked = True
+            failure.reasked = len(outcome.error.completions) > 1
             return _with_usage(failure, outcome.error.completions)
         return failure
 

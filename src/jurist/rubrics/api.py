@@ -26,10 +26,12 @@ from jurist.sync import run_sync
 
 
 _STORED = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)@(?P<version>[0-9]{1,6})$")
+_SHIPPED = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def load_template(template: str | Path | PromptTemplate | None, store: Store | None) -> PromptTemplate:
-    """The rubric judge's template: the shipped one, a file, or ``<name>@<version>``, a version
+    """The rubric judge's template: the shipped one, a shipped one by name (``judge_template``:
+    note 003's ``SCORE:``/``REASONING:`` format), a file, or ``<name>@<version>``, a version
     kept in the store's prompt lab (``PUT /api/prompts/<name>``; version 1 is the shipped text).
 
     Blocking (file and database reads): call it off the event loop.
@@ -38,6 +40,9 @@ def load_template(template: str | Path | PromptTemplate | None, store: Store | N
         return builtin("rubric_judge")
     if isinstance(template, PromptTemplate):
         return template
+    if _SHIPPED.match(str(template)) and not Path(template).exists() and (
+            files("jurist") / "templates" / f"{template}.txt").is_file():
+        return builtin(str(template))  # a shipped template by name: judge_template (note 003's SCORE: format)
     match = _STORED.match(str(template))
     if match is None or Path(template).exists():
         return from_file(template)
@@ -75,7 +80,7 @@ def build_judge(
     model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
     cfg = runtime.settings
     return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
-                       score_mode=score_mode or cfg.score_mode)
+                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:

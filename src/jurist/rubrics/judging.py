@@ -16,6 +16,7 @@ the one used.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -84,6 +85,7 @@ class RubricOutcome:
 
 
 # Why an item-based rubric under score mode logprobs has no weighted score.
+SCORE_LINES = re.compile(r"^SCORE:", re.MULTILINE)
 ITEMS_UNWEIGHTED = ("logprobs unavailable: an item-based rubric's score is counted from its items, "
                     "not read from one score token")
 
@@ -122,14 +124,19 @@ class RubricJudge:
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
-                 score_mode: str = PLAIN) -> None:
+                 score_mode: str = PLAIN, reask: bool = True) -> None:
         if score_mode not in SCORE_MODES:
             raise ConfigError(f"score_mode={score_mode!r}: use one of {', '.join(SCORE_MODES)}")
         self.model = model
         self.name = model.name
         self.score_mode = score_mode
-        judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens)
-        self._free = judge(free_template, schema=SCORE_SCHEMA, schema_name="rubric_score", format_hint="",
+        judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens,
+                        reask=reask)
+        # A template that asks for SCORE:/REASONING: lines (note 003's) is answered in its own
+        # format: no JSON schema is imposed on the reply.
+        lines = SCORE_LINES.search(free_template.text) is not None
+        self._free = judge(free_template, schema=None if lines else SCORE_SCHEMA, schema_name="rubric_score",
+                           format_hint="",
                            top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
         self._items = judge(items_template, schema=ITEMS_SCHEMA, schema_name="rubric_items",
                             format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
