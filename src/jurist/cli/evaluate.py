@@ -23,7 +23,7 @@ from jurist.rubrics.batch import BatchReport, session_files
 from jurist.store import Store
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
-TemplateOpt = typer.Option(None, "--template", help="Judge prompt template file ({rubric_name}, {chat_session}, ...).")
+TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a file ({rubric_name}, {chat_session}, ...), a shipped name (judge_template: note 003's SCORE: format) or name@version.")
 ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
 TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
