@@ -9,6 +9,7 @@ need the model are marked ``slow`` (deselect with ``-m "not slow"``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import socket
@@ -152,11 +153,53 @@ def test_concurrent_calls_share_one_load(loaded: Loaded) -> None:
     assert all(r[0].confidence == pytest.approx(first.confidence) for r in loaded.results)
 
 
-def test_missing_dependencies_say_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("module", ["tokenizers", "safetensors", "threadpoolctl"])
+def test_missing_dependencies_say_how_to_install(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     monkeypatch.setattr(local, "_model", None)
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ConfigError, match=r'pip install "jurist\[local\]"'):
         local._load_model()
+
+
+def test_load_runs_inside_the_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def notice() -> Iterator[None]:
+        seen.append("start")
+        try:
+            yield
+        finally:
+            seen.append("end")
+
+    monkeypatch.setattr(local, "_model", None)
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    previous = local.set_load_notice(notice)
+    try:
+        with pytest.raises(ConfigError):
+            local._load_model()
+        assert seen == ["start", "end"]
+        monkeypatch.setattr(local, "_model", object())  # already loaded: nothing to wait for
+        local._load_model()
+        assert seen == ["start", "end"]
+    finally:
+        assert local.set_load_notice(previous) is notice
+
+
+def test_loading_and_encoding_import_no_torch() -> None:
+    code = (
+        "import sys, time\n"
+        "t = time.perf_counter()\n"
+        "import jurist.models.local as local\n"
+        "emb = local._encode(['one sentence', 'another one'])\n"
+        "assert emb.shape == (2, 384), emb.shape\n"
+        "heavy = {'torch', 'sentence_transformers', 'transformers'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_protocols_and_shared_instance() -> None:
