@@ -68,3 +68,26 @@ def test_evaluate_shows_a_spinner_on_a_terminal(tmp_path: Path) -> None:
                 str(EXAMPLES / "sessions" / "s1.jsonl"), cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scoring s1.jsonl with local/minilm" in r.stderr
+
+
+@pytest.mark.parametrize("command", [["evaluate", "--session", str(EXAMPLES / "sessions" / "s1.jsonl")],
+                                     ["evaluate-batch", "--sessions-dir", str(EXAMPLES / "sessions"),
+                                      "--output-dir", "out"],
+                                     ["demo"]])
+def test_without_the_local_extra_commands_say_which_to_install(tmp_path: Path, command: list[str]) -> None:
+    if command[0] != "demo":
+        command = [command[0], "--rubrics", str(EXAMPLES / "rubrics.json"), *command[1:]]
+    code = (
+        "import sys\n"
+        "sys.modules['tokenizers'] = None  # as if the extra were not installed\n"
+        "from jurist.cli.main import main\n"
+        "sys.argv = ['jurist', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200", "JURIST_HOME": str(tmp_path / ".jurist")}
+    env.pop("JURIST_JUDGE", None)
+    done = subprocess.run([sys.executable, "-c", code, *command], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert 'pip install "jurist[local]"' in done.stderr and "missing: tokenizers" in done.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "jurist-demo").exists()  # stopped before any work

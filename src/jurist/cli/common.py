@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from jurist.errors import JuristError, ModelError, StoreError, UsageError
 
@@ -37,6 +38,15 @@ def load_settings(config: str | None = None, **explicit: Any) -> "Settings":
     from jurist.config import Settings
 
     return Settings.load(config, **explicit)
+
+
+def require_local_judge(ref: str) -> None:
+    """Before any work: when ``ref`` is the offline judge and its extra is not
+    installed, stop with the message that names it (ConfigError)."""
+    if ref == LOCAL_JUDGE:
+        from jurist.models.local import require_installed
+
+        require_installed()
 
 
 @contextmanager
@@ -77,10 +87,11 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except UsageError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         except (ModelError, StoreError, JuristError) as exc:
-            err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", markup=True, highlight=False)
+            err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}", markup=True,
+                              highlight=False)
             raise typer.Exit(EXIT_FAILURES) from None
         except KeyboardInterrupt:
             err_console.print("interrupted; finished results are kept, rerun to resume")

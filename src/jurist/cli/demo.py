@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from jurist.cli.common import LOCAL_JUDGE, console, handle_errors, load_settings, waiting
+from jurist.cli.common import LOCAL_JUDGE, console, handle_errors, load_settings, require_local_judge, waiting
 
 
 def examples_dir() -> Path:
@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
         judge_ref = judge or LOCAL_JUDGE
+        require_local_judge(judge_ref)
         console.print(Panel.fit(
             f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge [bold]{judge_ref}[/]",
             title="jurist demo",

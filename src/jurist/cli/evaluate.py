@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 import typer
 
 from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
-                               load_settings, local_load_notice, waiting)
+                               load_settings, local_load_notice, require_local_judge, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -32,6 +32,7 @@ class Engine(str, enum.Enum):
 
 
 def result_table(result: dict[str, Any]) -> "Table":
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"session {result['session_id']}", title_justify="left")
@@ -40,7 +41,7 @@ def result_table(result: dict[str, Any]) -> "Table":
     for rs in result["rubric_scores"]:
         score = "—" if rs["score"] is None else f"{rs['score']:g}/{rs['max_score']:g}"
         style = "green" if rs["status"] == "scored" else "red"
-        table.add_row(rs["rubric_name"], score, f"[{style}]{rs['status']}[/]", rs["reasoning"][:300])
+        table.add_row(escape(rs["rubric_name"]), score, f"[{style}]{rs['status']}[/]", escape(rs["reasoning"][:300]))
     s = result["summary"]
     total = "—" if s["total_score"] is None else f"{s['total_score']:g}/{s['max_score']:g} ({s['percentage']:g}%)"
     table.caption = f"total {total}; {s['rubrics_evaluated']} scored, {s['rubrics_failed']} failed"
@@ -70,7 +71,9 @@ def register(app: typer.Typer) -> None:
 
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
-        with waiting(f"scoring {session.name} with {judge_ref(settings, judge)}"):
+        ref = judge_ref(settings, judge)
+        require_local_judge(ref)
+        with waiting(f"scoring {session.name} with {ref}"):
             result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template,
                                                   settings=settings))
         if output:
@@ -117,10 +120,12 @@ def register(app: typer.Typer) -> None:
         then bounds the requests in flight across the whole cluster and --parallel is per worker.
         """
         from jurist.errors import ConfigError
+        from jurist.models.registry import judge_ref
         from jurist.rubrics import load_rubrics
 
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
+        require_local_judge(judge_ref(settings, judge))
         kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force, judge=judge,
                                   template=template, settings=settings)
         if engine is Engine.ray:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings, waiting
+from jurist.cli.common import console, handle_errors, load_settings, require_local_judge, waiting
 from jurist.errors import InputError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,9 +66,11 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: st
             assert points is not None
             checklist = load_checklist(points)
             tutor_model = tutor_ref(settings, tutor)  # before the judge: say first what is missing
+            judge_model = checklist_judge_ref(settings, judge)
+            require_local_judge(judge_model)
             with waiting(f"starting a session on {points.name}"):
                 s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,  # type: ignore[arg-type]
-                                                 tutor=tutor_model, judge=checklist_judge_ref(settings, judge),
+                                                 tutor=tutor_model, judge=judge_model,
                                                  settings=settings)
         console.print(f"[bold]{escape(s.title)}[/] — session {s.session_id} (tutor {s.tutor.name}, judge "
                       f"{s.evaluator.judge_model}). Type {END} to finish, {QUIT} to stop and resume later.",

@@ -33,7 +33,7 @@ model fails with a clear message.
 from __future__ import annotations
 
 import asyncio
-import importlib
+import importlib.util
 import os
 import re
 import threading
@@ -230,6 +230,14 @@ def set_load_notice(notice: LoadNotice | None) -> LoadNotice | None:
     return previous
 
 
+def require_installed() -> None:
+    """Raise :class:`ConfigError` naming the ``local`` extra when a package the
+    judge needs is missing (imports and loads nothing)."""
+    missing = [name for name in _REQUIRES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"{_INSTALL_HINT} (missing: {', '.join(missing)})")
+
+
 def _set_offline_switches() -> None:
     """Forbid any Hugging Face hub traffic, should a library of it look for files."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -248,11 +256,7 @@ def _load_model() -> "MiniLM":
         if _model is None:
             with (_load_notice or nullcontext)():
                 _set_offline_switches()
-                try:
-                    for name in _REQUIRES:
-                        importlib.import_module(name)
-                except ImportError as exc:
-                    raise ConfigError(f"{_INSTALL_HINT} ({exc})") from exc
+                require_installed()
                 from jurist.models.minilm import MODEL_DIR, WEIGHTS_FILE, MiniLM
 
                 if not (MODEL_DIR / WEIGHTS_FILE).is_file():
