@@ -403,3 +403,22 @@ async def test_complete_and_stream_raise_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot generate free text"):
         j.stream(request)
     await j.aclose()
+
+
+@pytest.mark.slow
+def test_recent_texts_are_encoded_once(loaded: Loaded, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = local._load_model()
+    asked: list[list[str]] = []
+    real = model.encode
+
+    def encode(texts: list[str], batch_size: int = 64) -> Any:
+        asked.append(list(texts))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(model, "encode", encode)
+    monkeypatch.setattr(local, "CACHE_SIZE", 3)
+    first = local._encode(["cache one", "cache two", "cache one"])
+    again = local._encode(["cache two", "cache three"])
+    assert asked == [["cache one", "cache two"], ["cache three"]]
+    assert (first[1] == again[0]).all()
+    assert list(local._cache)[-3:] == ["cache one", "cache two", "cache three"] and len(local._cache) == 3

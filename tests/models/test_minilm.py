@@ -94,3 +94,19 @@ def test_padding_order_and_truncation(model: MiniLM) -> None:
     assert len(enc.pieces) == len(enc.tokens) == MAX_SEQ_LENGTH
     assert enc.pieces[-1] == "[SEP]"
     assert model.embed([]).shape == (0, 384)
+
+
+def test_length_batches_bound_the_padding() -> None:
+    from jurist.models.minilm import PAD_ALLOWANCE, PAD_SLACK, length_batches
+
+    lengths = [185, 7, 9, 12, 8, 40, 41, 44, 120, 11, 10, 9]
+    batches = length_batches(lengths, batch_size=4)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= 4
+        padded = len(b) * max(lengths[i] for i in b)
+        assert padded <= PAD_SLACK * sum(lengths[i] for i in b) + PAD_ALLOWANCE
+    assert [i for b in batches for i in b] == sorted(range(len(lengths)), key=lengths.__getitem__)
+    assert length_batches([5, 6, 200]) == [[0, 1], [2]]  # a long text does not pad the short ones
+    assert length_batches([]) == []
+    assert length_batches([5] * 130) == [list(range(64)), list(range(64, 128)), [128, 129]]

@@ -37,6 +37,7 @@ import importlib.util
 import os
 import re
 import threading
+from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Sequence
@@ -54,7 +55,7 @@ from jurist.models.base import (
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from jurist.models.minilm import MiniLM
+    from jurist.models.minilm import Encoding, MiniLM
 
 MODEL_NAME = "local/minilm"
 
@@ -217,6 +218,10 @@ _model: "MiniLM | None" = None
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()  # one encoding at a time: it already uses every core
 _load_count = 0
+# Encodings of the most recent texts: rubric items, checklist points and a
+# session's windows come back call after call (a few MB per hundred texts).
+CACHE_SIZE = 1024
+_cache: "OrderedDict[str, Encoding]" = OrderedDict()
 
 LoadNotice = Callable[[], AbstractContextManager[object]]
 _load_notice: LoadNotice | None = None
@@ -266,11 +271,30 @@ def _load_model() -> "MiniLM":
         return _model
 
 
-def _encode(texts: list[str]) -> "np.ndarray":
-    """Unit-length embeddings of ``texts`` (one batched call)."""
+def _encodings(texts: list[str]) -> list["Encoding"]:
+    """The encodings of ``texts``, from the cache of recent texts or one batched
+    forward pass for those it lacks."""
     model = _load_model()
     with _encode_lock:
-        return model.embed(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in _cache]
+        if missing:
+            _cache.update(zip(missing, model.encode(missing)))
+        out = []
+        for t in texts:
+            _cache.move_to_end(t)
+            out.append(_cache[t])
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return out
+
+
+def _encode(texts: list[str]) -> "np.ndarray":
+    """Unit-length embeddings of ``texts`` (one batched call)."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.stack([e.sentence for e in _encodings(texts)])
 
 
 @dataclass(frozen=True)
@@ -284,14 +308,11 @@ class _Encoded:
 
 
 def _encode_with_tokens(texts: list[str]) -> list[_Encoded]:
-    """One batched forward pass giving sentence and token embeddings."""
+    """Sentence and token embeddings (one batched forward pass for the texts not cached)."""
     import numpy as np
 
-    model = _load_model()
-    with _encode_lock:
-        encodings = model.encode(texts)
     encoded: list[_Encoded] = []
-    for e in encodings:
+    for e in _encodings(texts):
         tokens = e.tokens[1:-1]
         tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12)
         encoded.append(_Encoded(e.sentence, tokens, e.pieces[1:-1]))

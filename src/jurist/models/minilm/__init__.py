@@ -36,6 +36,7 @@ MODEL_DIR = Path(__file__).resolve().parent
 WEIGHTS_FILE = "model.safetensors"
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
 BATCH_SIZE = 64
+PAD_SLACK, PAD_ALLOWANCE = 1.25, 64  # a batch's padded tokens stay within 1.25 x its tokens + 64
 FFN_BLOCK = 256  # rows of the feed-forward's 1536-wide middle computed at once
 
 
@@ -116,6 +117,26 @@ class _Gelu:
         return x
 
 
+def length_batches(lengths: list[int], batch_size: int = BATCH_SIZE) -> list[list[int]]:
+    """Indexes of ``lengths`` sorted by length and cut into batches of at most
+    ``batch_size``, a batch closing before a text whose length would pad it past
+    ``PAD_SLACK`` times its tokens plus ``PAD_ALLOWANCE`` (a long text does not
+    drag twenty short ones to its length)."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n = lengths[i]  # the longest so far: sorted
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * n > PAD_SLACK * (tokens + n) + PAD_ALLOWANCE):
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += n
+    if batch:
+        batches.append(batch)
+    return batches
+
+
 class MiniLM:
     """The encoder, loaded from a model folder (config.json, tokenizer.json and
     a safetensors file with BERT's weight names; float16 or float32)."""
@@ -172,15 +193,15 @@ class MiniLM:
     def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> list[Encoding]:
         """Encode ``texts``; results in input order.
 
-        Texts are sorted by length into batches; the batches run on up to one
-        thread per CPU, each with single-threaded BLAS (BLAS's own threads
+        Texts are sorted by length into batches of at most ``batch_size`` whose
+        padding stays small (see :func:`length_batches`); the batches run on up
+        to one thread per CPU, each with single-threaded BLAS (BLAS's own threads
         spin and stall on a busy machine; whole batches per thread do not)."""
         import numpy as np
         from threadpoolctl import threadpool_limits
 
         encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        chunks = length_batches([len(e.ids) for e in encodings], batch_size)
 
         def run(chunk: list[int]) -> "np.ndarray":
             lengths = np.array([len(encodings[i].ids) for i in chunk])
@@ -199,7 +220,7 @@ class MiniLM:
         out: dict[int, Encoding] = {}
         for chunk, states in zip(chunks, hidden):
             for row, i in enumerate(chunk):
-                tokens = states[row, : len(encodings[i].ids)]
+                tokens = states[row, : len(encodings[i].ids)].copy()  # not a view pinning the batch
                 sentence = tokens.mean(axis=0)
                 sentence /= max(float(np.linalg.norm(sentence)), 1e-12)
                 out[i] = Encoding(sentence, tokens, list(encodings[i].tokens))
