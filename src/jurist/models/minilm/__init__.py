@@ -144,6 +144,7 @@ class MiniLM:
     def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE) -> None:
         import numpy as np
         from safetensors.numpy import load_file
+        from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
 
         config = json.loads((model_dir / "config.json").read_text())
@@ -152,6 +153,7 @@ class MiniLM:
         self.eps = float(config["layer_norm_eps"])
         if config.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"unsupported activation {config['hidden_act']!r}")
+        self._threads = ThreadpoolController()  # finds numpy's BLAS once
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(MAX_SEQ_LENGTH)
         tokenizer.no_padding()
@@ -198,7 +200,6 @@ class MiniLM:
         to one thread per CPU, each with single-threaded BLAS (BLAS's own threads
         spin and stall on a busy machine; whole batches per thread do not)."""
         import numpy as np
-        from threadpoolctl import threadpool_limits
 
         encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
         chunks = length_batches([len(e.ids) for e in encodings], batch_size)
@@ -211,7 +212,7 @@ class MiniLM:
             return self._forward(ids, lengths)
 
         workers = min(os.cpu_count() or 1, len(chunks))
-        with threadpool_limits(limits=1, user_api="blas"):
+        with self._threads.limit(limits=1, user_api="blas"):
             if workers > 1:
                 with ThreadPoolExecutor(workers, thread_name_prefix="minilm") as pool:
                     hidden = list(pool.map(run, chunks))
