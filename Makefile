@@ -8,12 +8,12 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# torch is pinned to the CPU build so the `local` extra does not pull a GPU build;
+# The local extra is the offline judge (numpy, tokenizers, safetensors; no torch);
 # the langgraph extra is for the gate's LangGraph helper, the ray extra for the
 # Ray batch engine, the redis extra for limits shared through Redis; all are
 # optional for users and needed by the tests.
 install: $(PY)
-	$(PY) -m pip install -q "torch==2.13.0" -e ".[local,langgraph,ray,redis,test]"
+	$(PY) -m pip install -q -e ".[local,langgraph,ray,redis,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo

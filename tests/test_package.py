@@ -48,3 +48,43 @@ def test_a_name_shared_with_its_module_stays_the_function():
         "assert callable(scripted), scripted\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    import re
+
+    return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+
+def test_every_import_is_a_declared_dependency():
+    """Each third-party module src/jurist imports comes from a requirement of its
+    own: a base one, or (only for what the extras cover) the extra's."""
+    import ast
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    base = _requirement_names(project["dependencies"])
+    extras = {name: _requirement_names(reqs) for name, reqs in project["optional-dependencies"].items()}
+    # the modules an extra brings, and the only ones that may rely on it
+    extra_modules = {"local": {"tokenizers", "safetensors", "threadpoolctl"}, "ray": {"ray"},
+                     "langgraph": {"langgraph"}, "redis": {"redis"}}
+    distributions = importlib.metadata.packages_distributions()
+    problems = []
+    for path in sorted((root / "src" / "jurist").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {n.split(".")[0] for n in names} - {"jurist"} - set(sys.stdlib_module_names):
+                dists = {d.lower().replace("_", "-") for d in distributions.get(top, [top])}
+                extra = next((e for e, mods in extra_modules.items() if top in mods), None)
+                declared = base if extra is None else base | extras[extra]
+                if not dists & declared:
+                    problems.append(f"{path.relative_to(root)}: {top} ({', '.join(sorted(dists))})")
+    assert not problems, "imported but not declared in pyproject.toml:\n" + "\n".join(sorted(set(problems)))

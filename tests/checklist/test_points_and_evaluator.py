@@ -78,7 +78,7 @@ def test_minimal_feedback():
 
 @pytest.mark.slow
 async def test_local_judge_checks_points_by_meaning(checklist):
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("tokenizers")
     ev = ChecklistEvaluator("local/minilm", settings=Settings.load())
     msgs = [ChecklistMessage(role="assistant", content="What do you remember?"),
             ChecklistMessage(role="user", content="Caffeine blocks the adenosine receptors in the brain, "

@@ -14,7 +14,7 @@ from jurist.store import Store
 
 @pytest.mark.slow
 async def test_demo_runs_offline_and_completes(tmp_path):
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("tokenizers")
     out = io.StringIO()
     settings = Settings.load()
     code = await run_checklist_demo(Console(file=out, width=160), settings, tmp_path / "demo")

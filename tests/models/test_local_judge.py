@@ -9,6 +9,7 @@ need the model are marked ``slow`` (deselect with ``-m "not slow"``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import socket
@@ -152,11 +153,53 @@ def test_concurrent_calls_share_one_load(loaded: Loaded) -> None:
     assert all(r[0].confidence == pytest.approx(first.confidence) for r in loaded.results)
 
 
-def test_missing_dependencies_say_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("module", ["tokenizers", "safetensors", "threadpoolctl"])
+def test_missing_dependencies_say_how_to_install(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     monkeypatch.setattr(local, "_model", None)
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ConfigError, match=r'pip install "jurist\[local\]"'):
         local._load_model()
+
+
+def test_load_runs_inside_the_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def notice() -> Iterator[None]:
+        seen.append("start")
+        try:
+            yield
+        finally:
+            seen.append("end")
+
+    monkeypatch.setattr(local, "_model", None)
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    previous = local.set_load_notice(notice)
+    try:
+        with pytest.raises(ConfigError):
+            local._load_model()
+        assert seen == ["start", "end"]
+        monkeypatch.setattr(local, "_model", object())  # already loaded: nothing to wait for
+        local._load_model()
+        assert seen == ["start", "end"]
+    finally:
+        assert local.set_load_notice(previous) is notice
+
+
+def test_loading_and_encoding_import_no_torch() -> None:
+    code = (
+        "import sys, time\n"
+        "t = time.perf_counter()\n"
+        "import jurist.models.local as local\n"
+        "emb = local._encode(['one sentence', 'another one'])\n"
+        "assert emb.shape == (2, 384), emb.shape\n"
+        "heavy = {'torch', 'sentence_transformers', 'transformers'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_protocols_and_shared_instance() -> None:
@@ -360,3 +403,22 @@ async def test_complete_and_stream_raise_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot generate free text"):
         j.stream(request)
     await j.aclose()
+
+
+@pytest.mark.slow
+def test_recent_texts_are_encoded_once(loaded: Loaded, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = local._load_model()
+    asked: list[list[str]] = []
+    real = model.encode
+
+    def encode(texts: list[str], batch_size: int = 64) -> Any:
+        asked.append(list(texts))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(model, "encode", encode)
+    monkeypatch.setattr(local, "CACHE_SIZE", 3)
+    first = local._encode(["cache one", "cache two", "cache one"])
+    again = local._encode(["cache two", "cache three"])
+    assert asked == [["cache one", "cache two"], ["cache three"]]
+    assert (first[1] == again[0]).all()
+    assert list(local._cache)[-3:] == ["cache one", "cache two", "cache three"] and len(local._cache) == 3

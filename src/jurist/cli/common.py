@@ -1,15 +1,26 @@
-"""What every command shares: settings, the console, error handling."""
+"""What every command shares: settings, the console, error handling, spinners.
+
+Command modules import only this, typer and the standard library at the top;
+the rest of jurist (settings, the store, the server, the models) is imported
+inside the command that runs, so ``jurist --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, ParamSpec, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from jurist.config import Settings
 from jurist.errors import JuristError, ModelError, StoreError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.status import Status
+
+    from jurist.config import Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -20,8 +31,53 @@ R = TypeVar("R")
 EXIT_OK, EXIT_FAILURES, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def load_settings(config: str | None = None, **explicit: Any) -> Settings:
+LOCAL_JUDGE = "local/minilm"  # jurist.models.registry.LOCAL_JUDGE, named here without importing the registry
+LOADING_LOCAL = f"loading the offline judge {LOCAL_JUDGE}"
+
+
+def load_settings(config: str | None = None, **explicit: Any) -> "Settings":
+    from jurist.config import Settings
+
     return Settings.load(config, **explicit)
+
+
+def require_local_judge(ref: str) -> None:
+    """Before any work: when ``ref`` is the offline judge and its extra is not
+    installed, stop with the message that names it (ConfigError)."""
+    if ref == LOCAL_JUDGE:
+        from jurist.models.local import require_installed
+
+        require_installed()
+
+
+@contextmanager
+def local_load_notice(show: Callable[[str | None], None]) -> Iterator[None]:
+    """While inside, a load of the local judge's model calls ``show(LOADING_LOCAL)``
+    before and ``show(None)`` after (the command's spinner or progress bar says so)."""
+    from jurist.models import local
+
+    @contextmanager
+    def notice() -> Iterator[None]:
+        show(LOADING_LOCAL)
+        try:
+            yield
+        finally:
+            show(None)
+
+    previous = local.set_load_notice(notice)
+    try:
+        yield
+    finally:
+        local.set_load_notice(previous)
+
+
+@contextmanager
+def waiting(what: str) -> Iterator["Status"]:
+    """A spinner on stderr saying what the command waits for; a load of the local
+    judge's model on the way shows as such. Output printed meanwhile goes above it."""
+    with err_console.status(what, spinner="dots") as status:
+        with local_load_notice(lambda text: status.update(text or what)):
+            yield status
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -32,10 +88,11 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except UsageError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         except (ModelError, StoreError, JuristError) as exc:
-            err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", markup=True, highlight=False)
+            err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}", markup=True,
+                              highlight=False)
             raise typer.Exit(EXIT_FAILURES) from None
         except KeyboardInterrupt:
             err_console.print("interrupted; finished results are kept, rerun to resume")

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.panel import Panel
 
-from jurist.cli.common import console, handle_errors, load_settings
-from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
-from jurist.demo import examples_dir
-from jurist.demo.checklist import run_checklist_demo
-from jurist.demo.gate import run_gate_demo
-from jurist.demo.research import run_research_demo
-from jurist.models.registry import LOCAL_JUDGE
-from jurist.rubrics import load_rubrics
-from jurist.store import Store
+from jurist.cli.common import LOCAL_JUDGE, console, handle_errors, load_settings, require_local_judge, waiting
 
 
 def register(app: typer.Typer) -> None:
@@ -31,10 +21,23 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Run the bundled examples offline: rubric scoring, a research pipeline, a checklist tutor, a response gate."""
+        import asyncio
+
+        from rich.panel import Panel
+
+        from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
+        from jurist.demo import examples_dir
+        from jurist.demo.checklist import run_checklist_demo
+        from jurist.demo.gate import run_gate_demo
+        from jurist.demo.research import run_research_demo
+        from jurist.rubrics import load_rubrics
+        from jurist.store import Store
+
         settings = load_settings(config)
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
         judge_ref = judge or LOCAL_JUDGE
+        require_local_judge(judge_ref)
         console.print(Panel.fit(
             f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge [bold]{judge_ref}[/]",
             title="jurist demo",
@@ -54,13 +57,16 @@ def register(app: typer.Typer) -> None:
             "(see them with `jurist logs`)"
         )
         console.print(Panel.fit("A research pipeline judged stage by stage, offline", title="jurist demo: research"))
-        research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
+        with waiting("running the research pipeline and its judges"):
+            research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
         console.print(Panel.fit("A recall tutor that checks the learner's checklist on every message, offline",
                                 title="jurist demo: checklist"))
-        checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist"))
+        with waiting("tutoring and judging the learner's messages"):
+            checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist"))
         console.print(Panel.fit("Answers judged before the user gets them, regenerated when incomplete",
                                 title="jurist demo: response gate"))
-        gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
+        with waiting("answering and judging through the gate"):
+            gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
         console.print(Panel.fit(
             f"Everything above is stored in {settings.database}.\n"
             "See it in the dashboard: run [bold]jurist serve[/] in this folder "

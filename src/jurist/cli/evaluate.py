@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
 from pathlib import Path
-from typing import Any, Callable, Coroutine, Optional
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
-                               load_settings)
-from jurist.errors import ConfigError
-from jurist.rubrics import evaluate as evaluate_session
-from jurist.rubrics import evaluate_batch as evaluate_folder
-from jurist.rubrics import load_rubrics
-from jurist.jsonfiles import write_json
-from jurist.rubrics.batch import BatchReport, session_files
-from jurist.store import Store
+                               load_settings, local_load_notice, require_local_judge, waiting)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
+    from jurist.rubrics.batch import BatchReport
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
 TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a file ({rubric_name}, {chat_session}, ...), a shipped name (judge_template: note 003's SCORE: format) or name@version.")
@@ -49,7 +44,10 @@ class Engine(str, enum.Enum):
     ray = "ray"
 
 
-def result_table(result: dict[str, Any]) -> Table:
+def result_table(result: dict[str, Any]) -> "Table":
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title=f"session {result['session_id']}", title_justify="left")
     for col in ("rubric", "score", "status", "reasoning"):
         table.add_column(col, overflow="fold")
@@ -60,7 +58,7 @@ def result_table(result: dict[str, Any]) -> Table:
         elif rs.get("logprobs_unavailable"):
             score += " (logprobs unavailable)"
         style = "green" if rs["status"] == "scored" else "red"
-        table.add_row(rs["rubric_name"], score, f"[{style}]{rs['status']}[/]", rs["reasoning"][:300])
+        table.add_row(escape(rs["rubric_name"]), score, f"[{style}]{rs['status']}[/]", escape(rs["reasoning"][:300]))
     s = result["summary"]
     total = "—" if s["total_score"] is None else f"{s['total_score']:g}/{s['max_score']:g} ({s['percentage']:g}%)"
     table.caption = f"total {total}; {s['rubrics_evaluated']} scored, {s['rubrics_failed']} failed"
@@ -82,10 +80,21 @@ def register(app: typer.Typer) -> None:
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
     ) -> None:
         """Score one chat session against a rubrics file."""
+        import asyncio
+
+        from jurist.jsonfiles import write_json
+        from jurist.models.registry import judge_ref
+        from jurist.rubrics import evaluate as evaluate_session
+        from jurist.rubrics import load_rubrics
+
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
-        result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template, settings=settings))
+        ref = judge_ref(settings, judge)
+        require_local_judge(ref)
+        with waiting(f"scoring {session.name} with {ref}"):
+            result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template,
+                                                  settings=settings))
         if output:
             output.parent.mkdir(parents=True, exist_ok=True)
             write_json(output, result)
@@ -130,9 +139,14 @@ def register(app: typer.Typer) -> None:
         With --engine ray the sessions are scored by worker processes on a Ray cluster; --max-concurrency
         then bounds the requests in flight across the whole cluster and --parallel is per worker.
         """
+        from jurist.errors import ConfigError
+        from jurist.models.registry import judge_ref
+        from jurist.rubrics import load_rubrics
+
         settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
+        require_local_judge(judge_ref(settings, judge))
         kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force, judge=judge,
                                   template=template, settings=settings)
         if engine is Engine.ray:
@@ -151,26 +165,48 @@ def register(app: typer.Typer) -> None:
 
 
 def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Path, *,
-                            engine: "Engine | str" = "local", **kw: Any) -> BatchReport:
-    """Run a batch (in this process, or on Ray) with a rich progress bar over the session files."""
+                            engine: "Engine | str" = "local", **kw: Any) -> "BatchReport":
+    """Run a batch (in this process, or on Ray) with a rich progress bar over the session files.
+
+    Until the first session is done, a spinner on the bar says what it waits
+    for: the local judge's model loading, or the first judge answer."""
+    import asyncio
+
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from jurist.rubrics.batch import session_files
+
     run: Callable[..., Coroutine[Any, Any, BatchReport]]
     if Engine(engine) is Engine.ray:
-        from jurist.rubrics.ray_engine import evaluate_batch_on_ray as run
+        from jurist.rubrics.ray_engine import evaluate_batch_on_ray
+
+        run = evaluate_batch_on_ray
     else:
-        run = evaluate_folder
+        from jurist.rubrics import evaluate_batch
+
+        run = evaluate_batch
     total = len(session_files(sessions_dir))
-    columns = (TextColumn("[bold]scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    first = "waiting for the first result"
+    columns = (SpinnerColumn(), TextColumn("[bold]scoring"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[last]}"), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("sessions", total=total, last="")
+        task = progress.add_task("sessions", total=total, last=first)
 
         def on_progress(name: str, status: str) -> None:
             progress.update(task, advance=1, last=f"{name}: {status}")
 
-        return asyncio.run(run(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
+        def on_load(text: str | None) -> None:
+            if not progress.tasks[task].completed:
+                progress.update(task, last=text or first)
+
+        with local_load_notice(on_load):
+            return asyncio.run(run(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
 
 
-def print_batch_report(report: BatchReport) -> None:
+def print_batch_report(report: "BatchReport") -> None:
+    from rich.table import Table
+
     bs = report.summary["batch_summary"]
     table = Table(title="per-rubric summary", title_justify="left")
     for col in ("rubric", "average", "median", "scored", "failed"):
@@ -192,4 +228,4 @@ def print_batch_report(report: BatchReport) -> None:
     console.print(f"summary written to {report.summary_path}")
 
 
-__all__ = ["register", "run_batch_with_progress", "print_batch_report", "EXIT_BAD_INPUT", "Store"]
+__all__ = ["register", "run_batch_with_progress", "print_batch_report", "EXIT_BAD_INPUT"]

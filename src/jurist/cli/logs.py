@@ -6,10 +6,8 @@ import json
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from jurist.cli.common import console, handle_errors, load_settings
-from jurist.store import Store
 
 
 def _row_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -30,6 +28,10 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """List recorded judge and model calls: purpose, model, tokens, latency, status."""
+        from rich.table import Table
+
+        from jurist.store import Store
+
         settings = load_settings(config)
         store = Store(settings.database)
         try:

@@ -8,8 +8,6 @@ from typing import Optional
 import typer
 
 from jurist.cli.common import console, handle_errors, load_settings
-from jurist.research.export import export_record
-from jurist.store import Store
 
 DEFAULT_EXPORT_DIR = Path("data") / "evaluations"
 
@@ -25,6 +23,9 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Write a research evaluation's record: evaluation.json, plan_attempts/, evaluator_responses/."""
+        from jurist.research.export import export_record
+        from jurist.store import Store
+
         settings = load_settings(config)
         store = Store(settings.database)
         try:

