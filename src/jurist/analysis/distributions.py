@@ -22,7 +22,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 EXACT_MAX = 8  # mannwhitneyu's "auto": exact when a sample is this small and nothing is tied
 
@@ -126,7 +125,7 @@ def _u_counts(m: int, n: int) -> list[int]:
     return poly
 
 
-def mann_whitney_less(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
+def mann_whitney_less(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     """(U of x, one-sided p that x tends to be lower than y)."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n1, n2 = len(xs), len(ys)
