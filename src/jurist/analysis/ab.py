@@ -3,10 +3,9 @@
 Each judge call records its template hash on the score row, so version A's
 scores are the rows with A's hash. Where both versions scored the same
 subject on the same key, the pairs are compared with a paired t-test
-(as ``scipy.stats.ttest_rel``) and the mean difference gets a confidence
+(``scipy.stats.ttest_rel``) and the mean difference gets a confidence
 interval from the t distribution; without pairs, Welch's t-test
-(as ``ttest_ind(equal_var=False)``) with a Welch-Satterthwaite interval. The t
-distribution comes from :mod:`jurist.analysis.distributions`.
+(``ttest_ind(equal_var=False)``) with a Welch-Satterthwaite interval.
 Scores stay on the rubric's scale ("points") when both versions used the same
 scale, else they are normalised to a 0-1 "share".
 """
@@ -19,8 +18,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
+from scipy import stats
 
-from jurist.analysis.distributions import t_ppf, two_sided_t_p
 from jurist.analysis.prompts import prompt_version
 from jurist.errors import InputError
 from jurist.store import Store
@@ -98,8 +97,8 @@ def compare_rows(rows: list[dict], hash_a: str, hash_b: str) -> dict:
         d = xb - xa
         n = len(d)
         mean_d, sd = float(d.mean()), float(d.std(ddof=1))
-        half = t_ppf(tq, n - 1) * sd / math.sqrt(n)
-        p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else two_sided_t_p(mean_d / (sd / math.sqrt(n)), n - 1))
+        half = float(stats.t.ppf(tq, n - 1)) * sd / math.sqrt(n)
+        p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else float(stats.ttest_rel(xb, xa).pvalue))
         out.update(test="paired t-test", n_a=n, n_b=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()),
                    difference=mean_d, ci_low=mean_d - half, ci_high=mean_d + half, p_value=p)
         return out
@@ -115,8 +114,8 @@ def compare_rows(rows: list[dict], hash_a: str, hash_b: str) -> dict:
         p, half = (1.0 if diff == 0 else 0.0), 0.0
     else:
         df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-        half = t_ppf(tq, df) * se
-        p = two_sided_t_p(diff / se, df)
+        half = float(stats.t.ppf(tq, df)) * se
+        p = float(stats.ttest_ind(xb, xa, equal_var=False).pvalue)
     out.update(test="Welch t-test", difference=diff, ci_low=diff - half, ci_high=diff + half, p_value=p)
     return out
 

@@ -3,8 +3,7 @@
 For every candidate feature (a term in the evaluated text, a long text, a
 judge model, a prompt version) the scores of the evaluations that have it
 (affected) are compared with the rest: a one-sided Mann-Whitney U test
-(affected lower; :func:`jurist.analysis.distributions.mann_whitney_less`,
-scipy's ``mannwhitneyu``), Cliff's delta as the effect
+(affected lower; ``scipy.stats.mannwhitneyu``), Cliff's delta as the effect
 size, and Benjamini-Hochberg over every candidate tested, so the share of
 false discoveries stays under ``alpha``. Pure functions, CPU only: callers
 run them in a worker thread.
@@ -17,8 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from jurist.analysis import distributions
+from scipy import stats
 
 # Cliff's delta thresholds (Romano, Kromrey, Coraggio & Skowronek, 2006):
 # |d| < 0.147 negligible, < 0.33 small, < 0.474 medium, otherwise large.
@@ -84,14 +82,16 @@ def impact_of(delta: float) -> str:
 
 def compare(affected: np.ndarray, rest: np.ndarray) -> tuple[float, float]:
     """(one-sided p that affected scores lower, Cliff's delta affected vs rest)."""
-    u, p = distributions.mann_whitney_less(affected, rest)
-    delta = 2.0 * u / (len(affected) * len(rest)) - 1.0
-    return p, delta
+    res = stats.mannwhitneyu(affected, rest, alternative="less")
+    delta = 2.0 * float(res.statistic) / (len(affected) * len(rest)) - 1.0
+    return float(res.pvalue), delta
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values, in the input order."""
-    return distributions.benjamini_hochberg(p_values)
+    if not p_values:
+        return []
+    return [float(p) for p in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
 
 
 def _groups(subjects: list[Subject], dimension: str) -> tuple[list[str], np.ndarray, list[Subject]]:
