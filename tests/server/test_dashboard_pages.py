@@ -403,17 +403,3 @@ async def test_plotly_is_served_locally(client):
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/javascript")
     assert "max-age=31536000" in r.headers["cache-control"]
     assert len(r.content) > 1_000_000 and b"plotly" in r.content[:2000].lower()
-
-
-def test_the_shipped_plotly_bundle_draws_the_charts_traces():
-    import re
-
-    from jurist.server import dashboard, dashboard_charts
-
-    version = dashboard._plotly_version()
-    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
-    data = {"total": 1, "distribution": [{"low": 0.0, "high": 1.0, "count": 1}],
-            "failures": [{"failure": "clarity", "count": 1}],
-            "trend": [{"week": "2026-01-05", "count": 1, "average_score": 0.5, "pass_rate": 1.0}]}
-    traces = {t["type"] for f in dashboard_charts.overview_figures(data).values() for t in f["data"]}
-    assert traces <= {"bar", "pie", "scatter"}  # what the basic bundle has

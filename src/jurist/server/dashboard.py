@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -38,22 +36,17 @@ NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evalu
        ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"))
 
 
-# plotly.js's basic bundle (bar, pie and scatter traces; MIT, see plotly-basic.LICENSE.txt),
-# npm's plotly.js-basic-dist-min, shipped as it is: the charts need no more.
-PLOTLY_JS = Path(__file__).resolve().parent / "static" / "plotly-basic.min.js"
-
-
 @functools.lru_cache(maxsize=1)
 def _plotly_js() -> bytes:
-    return PLOTLY_JS.read_bytes()
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode("utf-8")
 
 
-@functools.lru_cache(maxsize=1)
 def _plotly_version() -> str:
-    """The version in the bundle's header comment ("plotly.js (basic - minified) v4.1.1")."""
-    with PLOTLY_JS.open("rb") as f:
-        found = re.search(rb"plotly\.js[^\n]*? v(\d+\.\d+\.\d+)", f.read(300))
-    return found.group(1).decode() if found else "0"
+    import plotly
+
+    return str(plotly.__version__)
 
 
 def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
@@ -86,7 +79,7 @@ def _query(request: Request, **changes: Any) -> str:
 
 @router.get("/assets/plotly.min.js")
 async def plotly_js() -> Response:
-    """plotly.js shipped with jurist (no CDN)."""
+    """plotly.js from the installed plotly package (no CDN)."""
     body = await asyncio.to_thread(_plotly_js)
     return Response(body, media_type="application/javascript; charset=utf-8",
                     headers={"Cache-Control": "public, max-age=31536000, immutable"})

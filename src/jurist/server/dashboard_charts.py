@@ -1,15 +1,16 @@
 """The overview's charts: plotly figures built from ``overview()``'s aggregates.
 
-A figure is plotly.js's own JSON (``{"data": [traces], "layout": {...}}``),
-built here as plain dicts; it goes into the page as JSON (``<script
-type="application/json">``) and is drawn by the plotly.js the server ships.
-Only aggregates are plotted, never rows, so a page stays small whatever the
-number of evaluations.
+Each figure goes into the page as JSON (``<script type="application/json">``)
+and is drawn by the plotly.js the server ships; only aggregates are plotted,
+never rows, so a page stays small whatever the number of evaluations.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import plotly.graph_objects as go
 
 ACCENT = "#2f6fdb"
 GOOD = "#2e8b57"
@@ -20,7 +21,7 @@ FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", siz
 
 def _layout(**extra: Any) -> dict[str, Any]:
     axis = dict(gridcolor="#e8ebf0", zeroline=False, linecolor="#c9ced8", automargin=True)
-    base: dict[str, Any] = dict(font=FONT, margin=dict(l=48, r=16, t=8, b=40), height=260,
+    base: dict[str, Any] = dict(template="none", font=FONT, margin=dict(l=48, r=16, t=8, b=40), height=260,
                                 paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)", showlegend=False,
                                 xaxis=dict(axis), yaxis=dict(axis), bargap=0.15)
     for k, v in extra.items():
@@ -28,28 +29,30 @@ def _layout(**extra: Any) -> dict[str, Any]:
     return base
 
 
-def _figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
-    return {"data": traces, "layout": layout}
+def _plain(fig: go.Figure) -> dict[str, Any]:
+    return json.loads(fig.to_json())  # type: ignore[no-any-return]
 
 
 def distribution(data: dict[str, Any]) -> dict[str, Any]:
     bins = data["distribution"]
     labels = [f"{b['low']:.1f}–{b['high']:.1f}" for b in bins]
     colors = [BAD if b["high"] <= 0.5 else ACCENT for b in bins]
-    bar = dict(type="bar", x=labels, y=[b["count"] for b in bins], marker=dict(color=colors),
-               hovertemplate="score %{x}<br>%{y} evaluations<extra></extra>")
-    return _figure([bar], _layout(height=340, xaxis=dict(title=dict(text="score (0–1)")),
-                                  yaxis=dict(title=dict(text="evaluations"))))
+    fig = go.Figure(go.Bar(x=labels, y=[b["count"] for b in bins], marker_color=colors,
+                           hovertemplate="score %{x}<br>%{y} evaluations<extra></extra>"),
+                    layout=_layout(height=340, xaxis=dict(title=dict(text="score (0–1)")),
+                                   yaxis=dict(title=dict(text="evaluations"))))
+    return _plain(fig)
 
 
 def failures(data: dict[str, Any]) -> dict[str, Any] | None:
     rows = list(reversed(data["failures"][:12]))
     if not rows:
         return None
-    bar = dict(type="bar", x=[r["count"] for r in rows], y=[str(r["failure"]) for r in rows], orientation="h",
-               marker=dict(color=BAD), hovertemplate="%{y}: %{x}<extra></extra>")
-    return _figure([bar], _layout(height=max(160, 28 * len(rows) + 60), margin=dict(l=8),
-                                  xaxis=dict(title=dict(text="failed evaluations"))))
+    fig = go.Figure(go.Bar(x=[r["count"] for r in rows], y=[str(r["failure"]) for r in rows], orientation="h",
+                           marker_color=BAD, hovertemplate="%{y}: %{x}<extra></extra>"),
+                    layout=_layout(height=max(160, 28 * len(rows) + 60), margin=dict(l=8),
+                                   xaxis=dict(title=dict(text="failed evaluations"))))
+    return _plain(fig)
 
 
 def trend(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -57,24 +60,21 @@ def trend(data: dict[str, Any]) -> dict[str, Any] | None:
     if not weeks:
         return None
     x = [w["week"] for w in weeks]
-    layout = _layout(
+    fig = go.Figure(layout=_layout(
         showlegend=True, legend=dict(orientation="h", y=1.12, x=0),
         margin=dict(t=28, r=48),
         yaxis=dict(title=dict(text="evaluations"), range=[0, max(w["count"] for w in weeks) * 1.15]),
         yaxis2=dict(overlaying="y", side="right", range=[0, 1.05], showgrid=False, title=dict(text="score / rate"),
                     tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%"),
-        xaxis=dict(type="category"))
-    traces = [
-        dict(type="bar", x=x, y=[w["count"] for w in weeks], name="evaluations", marker=dict(color="#c9d8f5"),
-             hovertemplate="week of %{x}<br>%{y} evaluations<extra></extra>"),
-        dict(type="scatter", x=x, y=[w["average_score"] for w in weeks], name="average score", yaxis="y2",
-             mode="lines+markers", line=dict(color=ACCENT, width=2),
-             hovertemplate="average score %{y:.2f}<extra></extra>"),
-        dict(type="scatter", x=x, y=[w["pass_rate"] for w in weeks], name="pass rate", yaxis="y2",
-             mode="lines+markers", line=dict(color=GOOD, width=2, dash="dot"),
-             hovertemplate="pass rate %{y:.0%}<extra></extra>"),
-    ]
-    return _figure(traces, layout)
+        xaxis=dict(type="category")))
+    fig.add_bar(x=x, y=[w["count"] for w in weeks], name="evaluations", marker_color="#c9d8f5",
+                hovertemplate="week of %{x}<br>%{y} evaluations<extra></extra>")
+    fig.add_scatter(x=x, y=[w["average_score"] for w in weeks], name="average score", yaxis="y2",
+                    mode="lines+markers", line=dict(color=ACCENT, width=2),
+                    hovertemplate="average score %{y:.2f}<extra></extra>")
+    fig.add_scatter(x=x, y=[w["pass_rate"] for w in weeks], name="pass rate", yaxis="y2", mode="lines+markers",
+                    line=dict(color=GOOD, width=2, dash="dot"), hovertemplate="pass rate %{y:.0%}<extra></extra>")
+    return _plain(fig)
 
 
 def overview_figures(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
