@@ -30,7 +30,7 @@ def _layout(**extra: Any) -> dict[str, Any]:
 
 
 def _plain(fig: go.Figure) -> dict[str, Any]:
-    return json.loads(fig.to_json())  # type: ignore[no-any-return]
+    return json.loads(fig.to_json())
 
 
 def distribution(data: dict[str, Any]) -> dict[str, Any]:
