@@ -40,6 +40,9 @@ def register(app: typer.Typer) -> None:
         api_key: Optional[str] = typer.Option(
             None, "--api-key", help="Upstream key: for requests without an Authorization header; with "
                                     "JURIST_API_TOKEN, for every request (the caller's Authorization is the token)."),
+        max_iterations: int = typer.Option(
+            25, "--max-iterations", min=0, help="Rounds of tool calls a client's loop may run per user message "
+                                                 "(MAX_ITERATIONS; 0: no limit)."),
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
@@ -57,7 +60,8 @@ def register(app: typer.Typer) -> None:
 
         gate_config = gate_config_from(strategy, evaluator, judge, feedback)
         settings = listen_settings(load_settings(config), host, allowed_host or [])
-        server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
+        server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
+                            max_iterations=max_iterations)
         console.print(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  (gate: {gate_config or 'defaults'})")
         if settings.api_token and not api_key:
             console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
