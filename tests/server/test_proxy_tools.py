@@ -226,3 +226,54 @@ def test_a_failure_mid_answer_has_the_notes_code_and_fields(proxy, provider):
     assert name == "jurist.error" and error["error"]["code"] == "GENERATION_FAILED"
     assert error["error"]["showContinueButton"] is True and error["error"]["continueContext"]["messages"] == ASK
     assert error["jurist_event"]["data"]["continueContext"]["lastUserMessage"] == ASK[0]
+
+
+# -- the proxy's own gate: note 004's self-evaluation, on by default -------------------------------------
+
+
+def test_the_proxy_command_self_evaluates_comprehensiveness_with_two_retries_by_default():
+    from jurist.cli.proxy import describe_gate, gate_config_from, proxy_gate_config
+    from jurist.gate.config import GateConfig
+
+    config = GateConfig(**proxy_gate_config(gate_config_from(None, None, None, None), None))
+    assert config.evaluator == "comprehensiveness" and config.evaluate_feedback_enabled
+    assert config.regenerations() == 2
+    assert proxy_gate_config(gate_config_from(None, None, None, False), None)["evaluate_feedback_enabled"] is False
+    assert proxy_gate_config({}, 4)["max_regenerations"] == 4
+    assert proxy_gate_config(gate_config_from(None, "quality", None, None), None)["evaluator"] == "quality"
+    assert describe_gate(proxy_gate_config({}, None)) == "comprehensiveness, blocking, up to 2 retries"
+    assert describe_gate(proxy_gate_config({"evaluate_feedback_enabled": False}, None)) == \
+        "comprehensiveness, blocking, score only"
+
+
+def test_max_evaluation_retries_comes_from_jurist_yaml(isolated, monkeypatch):
+    from jurist.config import Settings
+
+    (isolated / "jurist.yaml").write_text("max_evaluation_retries: 1\n")
+    assert Settings.load(isolated / "jurist.yaml").max_evaluation_retries == 1
+    (isolated / "jurist.yaml").unlink()
+    monkeypatch.setenv("JURIST_MAX_EVALUATION_RETRIES", "3")
+    assert Settings.load().max_evaluation_retries == 3
+
+
+NOT_COMPREHENSIVE = '{"comprehensive": false, "reason": "the humidity is missing"}'
+
+
+def test_an_answer_that_stays_incomplete_is_retried_twice_then_sent(provider, isolated):
+    from jurist.cli.proxy import proxy_gate_config
+    from jurist.config import Settings
+    from jurist.gate.types import ENCOURAGEMENT
+
+    judge = script("judge", default=NOT_COMPREHENSIVE)
+    config = proxy_gate_config({"judge": "scripted/judge"}, None)
+    app = create_app(Settings(home=str(isolated / ".jurist")), upstream=provider.base_url, gate_config=config)
+    provider.script(Reply(text="Sunny."), Reply(text="Sunny, 18C."), Reply(text="Sunny, 18C, light wind."))
+    with running(app) as base, openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0) as c:
+        r = c.chat.completions.create(model="gpt-test", messages=ASK)
+    jurist = r.model_extra["jurist"]
+    assert jurist["accept_reason"] == "max_regenerations" and len(provider.requests) == 3
+    assert [a["kind"] for a in jurist["attempts"]] == ["generation", "comprehensive_retry", "comprehensive_retry"]
+    assert [e["comprehensive"] for e in jurist["evaluations_list"]] == [False, False, False]
+    assert [c["type"] for c in jurist["llm_calls"]].count("self_evaluation") == 3
+    assert provider.requests[1]["json"]["messages"][-1] == {"role": "user", "content": ENCOURAGEMENT}
+    assert {q.temperature for q in judge.requests} == {0.1}  # note 004's judge call
