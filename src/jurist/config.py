@@ -73,6 +73,9 @@ class Settings(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # a request body to the API, the pages, the socket
     max_proxy_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)  # a request body to the proxy (/v1/...)
+    # The proxy's regenerations of an answer its judge rejects (note 004's MAX_EVALUATION_RETRIES);
+    # None: the evaluator's default (2 for comprehensiveness, 1 for quality)
+    max_evaluation_retries: int | None = Field(default=None, ge=0)
 
     @field_validator("aliases")
     @classmethod
@@ -128,6 +131,7 @@ _ENV_FIELDS = {
     "JURIST_ALLOWED_HOSTS": "allowed_hosts",
     "JURIST_MAX_BODY_BYTES": "max_body_bytes",
     "JURIST_MAX_PROXY_BODY_BYTES": "max_proxy_body_bytes",
+    "JURIST_MAX_EVALUATION_RETRIES": "max_evaluation_retries",
 }
 
 

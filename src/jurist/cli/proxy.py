@@ -10,6 +10,8 @@ from jurist.cli.common import console, handle_errors, load_settings
 
 STRATEGIES = ("blocking", "revision", "parallel")
 EVALUATORS = ("quality", "comprehensiveness")
+#: What the proxy is for (note 004): it self-evaluates comprehensiveness and retries an answer that is not.
+PROXY_DEFAULTS: dict[str, Any] = {"evaluator": "comprehensiveness", "evaluate_feedback_enabled": True}
 
 
 def gate_config_from(strategy: str | None, evaluator: str | None, judge: str | None,
@@ -25,6 +27,26 @@ def gate_config_from(strategy: str | None, evaluator: str | None, judge: str | N
     return {k: v for k, v in values.items() if v is not None}
 
 
+def proxy_gate_config(options: dict[str, Any], max_evaluation_retries: int | None) -> dict[str, Any]:
+    """The proxy's gate: :data:`PROXY_DEFAULTS` under the options given (:func:`gate_config_from`);
+    ``max_evaluation_retries`` (the flag, else jurist.yaml's) caps the regenerations."""
+    config = {**PROXY_DEFAULTS, **options}
+    if max_evaluation_retries is not None:
+        config["max_regenerations"] = max_evaluation_retries
+    return config
+
+
+def describe_gate(config: dict[str, Any]) -> str:
+    """The gate's settings as a line of text."""
+    from jurist.gate.config import GateConfig
+
+    gate = GateConfig(**config)
+    if not gate.evaluate_feedback_enabled:
+        return f"{gate.evaluator}, {gate.strategy}, score only"
+    retries = gate.regenerations()
+    return f"{gate.evaluator}, {gate.strategy}, up to {retries} {'retry' if retries == 1 else 'retries'}"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("proxy")
     @handle_errors
@@ -33,13 +55,20 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
         port: int = typer.Option(8001, "--port", min=1, max=65535, help="Port to listen on."),
         strategy: Optional[str] = typer.Option(None, "--strategy", help="blocking | revision | parallel (default: blocking)."),
-        evaluator: Optional[str] = typer.Option(None, "--evaluator", help="quality | comprehensiveness (default: quality)."),
+        evaluator: Optional[str] = typer.Option(None, "--evaluator", help="comprehensiveness | quality (default: comprehensiveness)."),
         judge: Optional[str] = typer.Option(None, "--judge", help="Judge model reference or alias (default: alias fast, then the judge)."),
         feedback: Optional[bool] = typer.Option(None, "--feedback/--no-feedback",
-                                                help="Regenerate with the judge's feedback below the threshold (default: off, score only)."),
+                                                help="Regenerate an answer the judge rejects (default: on; --no-feedback: score only)."),
+        max_evaluation_retries: Optional[int] = typer.Option(
+            None, "--max-evaluation-retries", min=0,
+            help="Regenerations of a rejected answer (MAX_EVALUATION_RETRIES; default: max_evaluation_retries in "
+                 "jurist.yaml, else 2 for comprehensiveness, 1 for quality)."),
         api_key: Optional[str] = typer.Option(
             None, "--api-key", help="Upstream key: for requests without an Authorization header; with "
                                     "JURIST_API_TOKEN, for every request (the caller's Authorization is the token)."),
+        max_iterations: int = typer.Option(
+            25, "--max-iterations", min=0, help="Rounds of tool calls a client's loop may run per user message "
+                                                 "(MAX_ITERATIONS; 0: no limit)."),
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
@@ -55,10 +84,13 @@ def register(app: typer.Typer) -> None:
         from jurist.server import create_app
         from jurist.server.auth import listen_settings
 
-        gate_config = gate_config_from(strategy, evaluator, judge, feedback)
         settings = listen_settings(load_settings(config), host, allowed_host or [])
-        server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
-        console.print(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  (gate: {gate_config or 'defaults'})")
+        retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
+        gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
+        server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
+                            max_iterations=max_iterations)
+        console.print(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  (gate: {describe_gate(gate_config)})",
+                      highlight=False)
         if settings.api_token and not api_key:
             console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
                           "upstream gets no key (right for a local upstream such as Ollama)[/]")

@@ -140,6 +140,8 @@ COMPREHENSIVE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 QUALITY_HINT = '{"quality_score": 0.0-1.0, "confidence_score": 0.0-1.0, "issues": ["..."], "improvement_hint": "..." or null}'
+#: Note 004 makes its self-evaluation call at this temperature.
+SELF_EVALUATION_TEMPERATURE = 0.1
 COMPREHENSIVE_HINT = '{"comprehensive": true or false, "reason": "brief explanation"}'
 
 
@@ -268,7 +270,8 @@ class ComprehensivenessEvaluator(_JudgeEvaluator):
 
     def __init__(self, model: Model, threshold: float = 0.4) -> None:
         judge = Judge(model, builtin("gate_comprehensive"), purpose=self.call_type, format_hint=COMPREHENSIVE_HINT,
-                      schema=COMPREHENSIVE_SCHEMA, schema_name="self_evaluation")
+                      schema=COMPREHENSIVE_SCHEMA, schema_name="self_evaluation",
+                      temperature=SELF_EVALUATION_TEMPERATURE)
         super().__init__(judge, parse_comprehensive, threshold)
 
 

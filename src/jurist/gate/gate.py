@@ -302,7 +302,8 @@ class Gate:
                                       max_tokens=self.config.max_tokens or s.max_tokens)
                 async for delta in self._generator_model(generate).stream(request, purpose=kind,
                                                                           trace_id=run.trace_id):
-                    queue.put_nowait(delta)
+                    if isinstance(delta, str):  # a generator model's text (it is asked for no tools)
+                        queue.put_nowait(delta)
             else:
                 out: Any = generate(messages)
                 if inspect.isawaitable(out):

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Protocol, runtime_checkable
+from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkable
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -102,6 +102,65 @@ def holds_digit(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """One piece of a streamed tool call, as an OpenAI-compatible endpoint sent it
+    (an entry of ``choices[0].delta.tool_calls``): the first piece of a call has its
+    ``id``, ``type`` and function ``name``, the others more of its ``arguments``;
+    ``index`` says which call of the answer a piece belongs to."""
+
+    index: int
+    id: str | None = None
+    type: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+    @classmethod
+    def from_openai(cls, entry: dict[str, Any], position: int = 0) -> "ToolCallDelta":
+        function = entry.get("function") or {}
+        return cls(index=int(entry.get("index", position)), id=entry.get("id"), type=entry.get("type"),
+                   name=function.get("name"), arguments=function.get("arguments"))
+
+    def openai(self) -> dict[str, Any]:
+        """The piece in OpenAI's delta form again (only the fields it carries)."""
+        out: dict[str, Any] = {"index": self.index}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.type is not None:
+            out["type"] = self.type
+        function = {k: v for k, v in (("name", self.name), ("arguments", self.arguments)) if v is not None}
+        if function:
+            out["function"] = function
+        return out
+
+
+#: What a stream yields: text deltas, and the pieces of tool calls where the reply calls tools.
+StreamItem = Union[str, ToolCallDelta]
+
+
+def add_tool_call(calls: list[dict[str, Any]], piece: ToolCallDelta) -> None:
+    """Merge one streamed piece into ``calls``, the answer's tool calls in OpenAI's message form
+    (``{"id", "type", "function": {"name", "arguments"}}``, in index order)."""
+    call = next((c for c in calls if c["index"] == piece.index), None)
+    if call is None:
+        call = {"index": piece.index, "id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+        calls.sort(key=lambda c: c["index"])
+    if piece.id:
+        call["id"] = piece.id
+    if piece.type:
+        call["type"] = piece.type
+    if piece.name:
+        call["function"]["name"] += piece.name
+    if piece.arguments:
+        call["function"]["arguments"] += piece.arguments
+
+
+def message_tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merged calls (:func:`add_tool_call`) as a message's ``tool_calls`` (without the stream's ``index``)."""
+    return [{k: v for k, v in c.items() if k != "index"} for c in calls]
+
+
 @dataclass
 class Completion:
     """A model's reply, plus what the Model wrapper learned while getting it."""
@@ -115,6 +174,9 @@ class Completion:
     # gave them (None otherwise). Bounded: alternatives are kept only at tokens
     # that hold a digit, where a score can be (see :func:`holds_digit`).
     logprobs: list[TokenLogprob] | None = None
+    # The tool calls of an answer that calls tools (OpenAI's message form:
+    # ``{"id", "type", "function": {"name", "arguments"}}``), else None.
+    tool_calls: list[dict[str, Any]] | None = None
     # Filled in by the Model wrapper:
     latency_ms: float = 0.0
     attempts: int = 1
@@ -136,9 +198,10 @@ class ChatModel(Protocol):
         ...
 
     def stream(self, request: ChatRequest, *, timeout: float | None = None,
-               into: Completion | None = None) -> AsyncIterator[str]:
-        """The reply's text deltas; ``into``, when given, gets the tokens and
-        finish reason the endpoint reports as the stream ends."""
+               into: Completion | None = None) -> AsyncIterator[StreamItem]:
+        """The reply's text deltas (and :class:`ToolCallDelta` pieces, where the
+        reply calls tools); ``into``, when given, gets the tokens, finish reason
+        and assembled tool calls the endpoint reports as the stream ends."""
         ...
 
     async def aclose(self) -> None:

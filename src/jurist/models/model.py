@@ -19,7 +19,7 @@ from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Prot
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
-                                RelevanceScore, StatementCheck, SupportResult)
+                                RelevanceScore, StatementCheck, StreamItem, SupportResult)
 from jurist.models.breaker import CircuitBreaker
 from jurist.models.limiter import RequestLimiter
 
@@ -67,6 +67,15 @@ def cut_reply(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut]"
+
+
+def _recorded_value(completion: Completion | None) -> Any:
+    """A call record's ``parsed``: the parsed reply, or the tool calls of a reply that calls tools."""
+    if completion is None:
+        return None
+    if completion.parsed is None and completion.tool_calls:
+        return {"tool_calls": _jsonable(completion.tool_calls)}
+    return _jsonable(completion.parsed)
 
 
 def _jsonable(value: Any) -> Any:
@@ -347,7 +356,7 @@ class Model:
                 cached=bool(completion and completion.cached),
                 template_name=template.name if template else None,
                 template_hash=template.hash if template else None,
-                parsed=_jsonable(completion.parsed) if completion else None,
+                parsed=_recorded_value(completion),
             )
         )
 
@@ -393,9 +402,10 @@ class Model:
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
         template: Template | None = None,
-    ) -> AsyncGenerator[str, None]:
-        """Stream text deltas through the limiter (no retries once text flows);
-        the whole call, with the usage the adapter reports, is recorded when the
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Stream text deltas (and tool-call pieces, where the reply calls tools)
+        through the limiter (no retries once text flows); the whole call, with
+        the usage and tool calls the adapter reports, is recorded when the
         stream ends, fails or is closed early. The endpoint's breaker is asked
         first, and told whether the stream started."""
         started = time.perf_counter()
@@ -413,7 +423,8 @@ class Model:
                     if admitted and breaker is not None:  # the endpoint answered
                         admitted = False
                         breaker.report(probe)
-                    parts.append(delta)
+                    if isinstance(delta, str):
+                        parts.append(delta)
                     yield delta
         except GeneratorExit:
             error = GeneratorExit("the stream was closed before its end")

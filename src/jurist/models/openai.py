@@ -31,7 +31,8 @@ import aiohttp
 
 from jurist.version import __version__
 from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
-from jurist.models.base import ChatRequest, Completion, TokenLogprob, holds_digit
+from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
+                                holds_digit, message_tool_calls)
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error", "tls_context"]
@@ -126,13 +127,15 @@ class OpenAIChat:
             raise mapped from exc
 
     async def stream(self, request: ChatRequest, *, timeout: float | None = None,
-                     into: Completion | None = None) -> AsyncIterator[str]:
-        """Yield the reply's text deltas as they arrive; ``into`` gets the usage
-        and finish reason. ``timeout`` bounds the connection and each wait for
+                     into: Completion | None = None) -> AsyncIterator[StreamItem]:
+        """Yield the reply's text deltas as they arrive, and the pieces of its tool
+        calls (:class:`ToolCallDelta`) where it calls tools; ``into`` gets the usage,
+        finish reason and assembled tool calls. ``timeout`` bounds the connection and each wait for
         more of the stream, not the whole answer. A stream that ends before its
         finish reason (or ``[DONE]``), or sends an error event, raises
         ``ModelUnavailable``."""
         finished = False
+        calls: list[dict[str, Any]] = []
         try:
             response = await self._open(
                 request, aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout), stream=True)
@@ -153,13 +156,19 @@ class OpenAIChat:
                         into.input_tokens = int(usage.get("prompt_tokens") or 0)
                         into.output_tokens = int(usage.get("completion_tokens") or 0)
                     for choice in chunk.get("choices") or ():
-                        delta = (choice.get("delta") or {}).get("content")
-                        if delta:
-                            yield delta
+                        delta = choice.get("delta") or {}
+                        if delta.get("content"):
+                            yield delta["content"]
+                        for position, entry in enumerate(delta.get("tool_calls") or ()):
+                            piece = ToolCallDelta.from_openai(entry, position)
+                            add_tool_call(calls, piece)
+                            yield piece
                         if choice.get("finish_reason"):
                             finished = True
                             if into is not None:
                                 into.finish_reason = choice["finish_reason"]
+            if into is not None and calls:
+                into.tool_calls = message_tool_calls(calls)
             if not finished:
                 raise ModelUnavailable(
                     f"{self.name} at {self.endpoint} ended the stream before its finish_reason; "
@@ -281,7 +290,8 @@ class OpenAIChat:
             )
         try:
             choice = response["choices"][0]
-            text = (choice.get("message") or {}).get("content") or ""
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
             usage = response.get("usage") or {}
             return Completion(
                 text=text if isinstance(text, str) else str(text),
@@ -290,6 +300,7 @@ class OpenAIChat:
                 output_tokens=int(usage.get("completion_tokens") or 0),
                 finish_reason=choice.get("finish_reason"),
                 logprobs=_token_logprobs(choice.get("logprobs")),
+                tool_calls=message.get("tool_calls") or None,
             )
         except (AttributeError, IndexError, TypeError, KeyError, ValueError) as exc:
             raise ModelUnavailable(

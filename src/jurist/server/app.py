@@ -35,6 +35,7 @@ def create_app(
     upstream: str | None = None,
     gate_config: Any = None,
     upstream_api_key: str | None = None,
+    max_iterations: int = proxy.DEFAULT_MAX_ITERATIONS,
     runtime: Runtime | None = None,
 ) -> FastAPI:
     """The server.
@@ -53,7 +54,8 @@ def create_app(
     ``/v1/models``, gated by ``gate_config`` (a ``GateConfig`` or its dict;
     see :mod:`jurist.server.proxy`); ``upstream_api_key`` is used when a
     request brings no ``Authorization`` header (with an API token, for every
-    request: the caller's ``Authorization`` is then the token, never sent upstream).
+    request: the caller's ``Authorization`` is then the token, never sent upstream);
+    ``max_iterations`` bounds the rounds of a caller's tool loop (0: no bound).
 
     Every request passes :class:`~jurist.server.guard.Guard` first: the host
     names of ``settings.allowed_hosts`` (besides 127.0.0.1, localhost and ::1),
@@ -100,6 +102,7 @@ def create_app(
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     if upstream:
-        proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key)
+        proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
+                      max_iterations=max_iterations)
     json_errors_in_openapi(app)
     return app

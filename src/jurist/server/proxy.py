@@ -33,17 +33,18 @@ which is ``jurist.gate.Gate``): the injection point for tests and embedders.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Callable, Protocol
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.config import Settings
 from jurist.errors import JuristError, ModelError, ModelTimeout
-from jurist.gate.policy import current_cycle
+from jurist.gate.policy import current_cycle, last_user_message
 from jurist.gate.records import PURPOSE
 from jurist.gate.types import (
     CALL_COMPREHENSIVE_RETRY,
@@ -54,7 +55,8 @@ from jurist.gate.types import (
     GateResult,
 )
 from jurist.ids import new_id
-from jurist.models.base import ChatRequest
+from jurist.gate.records import CallCollector
+from jurist.models.base import ChatRequest, StreamItem, ToolCallDelta, add_tool_call, message_tool_calls
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
@@ -67,7 +69,17 @@ log = logging.getLogger("jurist.server.proxy")
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 # Body fields that are the proxy's own business, never forwarded upstream.
-OWN_FIELDS = {"model", "messages", "stream", "is_continuation", "jurist"}
+OWN_FIELDS = {"model", "messages", "stream", "is_continuation", "isContinuation", "jurist"}
+#: Error codes (note 004's names): the answer failed / the caller's tool loop hit its limit / the time budget ran out.
+GENERATION_FAILED, MAX_ITERATIONS = "GENERATION_FAILED", "MAX_ITERATIONS"
+#: The rounds of tools a caller's loop may run for one user turn (note 004's MAX_ITERATIONS); 0: no limit.
+DEFAULT_MAX_ITERATIONS = 25
+
+
+def tool_rounds(messages: list[dict[str, Any]]) -> int:
+    """The rounds of the current tool loop: assistant turns that call tools after the last user turn."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant" and m.get("tool_calls"))
 GENERATION_TYPES = {CALL_GENERATION, CALL_REGENERATION, CALL_COMPREHENSIVE_RETRY}
 
 
@@ -121,15 +133,18 @@ class ChatBody(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
     n: int | None = Field(default=None, ge=1, le=1)  # one answer per request: the gated one
-    is_continuation: bool = False
+    # Note 004 spells it isContinuation: both are accepted.
+    is_continuation: bool = Field(default=False, validation_alias=AliasChoices("is_continuation", "isContinuation"))
 
 
 class ProxyState:
     """The proxy's shared pieces: the gate and the upstream Models (one per model name)."""
 
     def __init__(self, upstream: str, gate_config: Any, runtime: Runtime,
-                 api_key: str | None = None, gate_factory: GateFactory | None = None) -> None:
+                 api_key: str | None = None, gate_factory: GateFactory | None = None,
+                 max_iterations: int = DEFAULT_MAX_ITERATIONS) -> None:
         self.upstream = upstream.rstrip("/")
+        self.max_iterations = max_iterations
         self.gate_config = gate_config
         self.runtime = runtime
         self.settings = runtime.settings
@@ -138,6 +153,9 @@ class ProxyState:
         self._gate: GateLike | None = None
         self._models: dict[str, Model] = {}
         self._lister: OpenAIChat | None = None  # GET /v1/models: the upstream's list, one adapter for every request
+        # The upstream calls, on their way to the store: the record of a tool-call answer
+        # (which the gate never sees) is read from here by its trace id.
+        self.calls = CallCollector(runtime.sink)
 
     @property
     def gate(self) -> GateLike:
@@ -149,7 +167,7 @@ class ProxyState:
         """The upstream Model for ``name``, its calls stored and in the gate's ``llm_calls``."""
         if name not in self._models:
             self._models[name] = self.gate.wrap(
-                upstream_model(self.upstream, name, self.settings, sink=self.runtime.sink, api_key=self.api_key,
+                upstream_model(self.upstream, name, self.settings, sink=self.calls, api_key=self.api_key,
                                limiters=self.runtime.limiters))
         return self._models[name]
 
@@ -187,7 +205,11 @@ class Upstream:
 
     The first stream is opened before the gate starts (:meth:`prime`, on the
     messages the gate will pass: :func:`jurist.gate.policy.current_cycle`), so
-    an upstream 4xx/5xx becomes the proxy's own status rather than a gate event.
+    an upstream 4xx/5xx becomes the proxy's own status rather than a gate event,
+    and an answer that calls tools (``tool_answer``) is relayed as it is
+    (:meth:`relay`) instead of being judged. A request that offers tools is read
+    until it is clear which kind of answer comes (a tool call, or the end of a
+    text answer); one without tools only until its first text.
     """
 
     def __init__(self, model: Model, params: dict[str, Any], *, api_key: str | None, trace_id: str) -> None:
@@ -195,25 +217,36 @@ class Upstream:
         self.params = params
         self.api_key = api_key
         self.trace_id = trace_id
+        self.tools = bool(params.get("tools"))
+        self.tool_answer = False  # the first answer calls tools: relayed, not judged
         self.error: ModelError | None = None  # the last upstream failure
         self._refused: ModelError | None = None  # the first call's failure (before the gate ran)
-        self._primed: AsyncGenerator[str, None] | None = None
-        self._first: str | None = None
+        self._primed: AsyncGenerator[StreamItem, None] | None = None
+        self._first: list[StreamItem] = []
         self._primed_for: list[dict[str, Any]] | None = None
         self.__qualname__ = f"upstream:{model.name}"  # the gate names function generators by their qualname
 
-    def _open(self, messages: list[dict[str, Any]], purpose: str) -> AsyncGenerator[str, None]:
+    def _open(self, messages: list[dict[str, Any]], purpose: str) -> AsyncGenerator[StreamItem, None]:
         params = dict(self.params)
+        if self.tools and purpose != CALL_GENERATION:
+            # The gate asks for a better answer, not for another round of tools (the caller runs those).
+            params["tool_choice"] = "none"
         request = ChatRequest(messages=messages, temperature=params.pop("temperature", None),
                               max_tokens=params.pop("max_tokens", None), seed=params.pop("seed", None),
                               extra_body=params or None, api_key=self.api_key)
         return self.model.stream(request, purpose=purpose, trace_id=self.trace_id)
 
     async def prime(self, messages: list[dict[str, Any]]) -> None:
-        """Open the first attempt and wait for its first text: an error status raises here."""
+        """Open the first attempt and read until its kind is known: an error status raises here."""
         stream = self._open(messages, CALL_GENERATION)
         try:
-            self._first = await anext(stream, None)
+            while (item := await anext(stream, None)) is not None:
+                self._first.append(item)
+                if isinstance(item, ToolCallDelta):
+                    self.tool_answer = True
+                    break
+                if not self.tools:
+                    break
         except ModelError as exc:
             self.error = self._refused = exc
             raise
@@ -227,15 +260,27 @@ class Upstream:
             await stream.aclose()
             stream = None
         if stream is None:
-            stream, first = self._open(messages, PURPOSE.get()), None
-        return self._deltas(stream, first)
+            stream, first = self._open(messages, PURPOSE.get()), []
+        return self._items(stream, first, texts_only=True)
 
-    async def _deltas(self, stream: AsyncGenerator[str, None], first: str | None) -> AsyncIterator[str]:
+    async def relay(self) -> AsyncIterator[StreamItem]:
+        """The primed answer's items as they come (a tool-call answer, passed through)."""
+        stream, self._primed = self._primed, None
+        assert stream is not None, "relay() follows prime()"
+        async for item in self._items(stream, self._first):
+            yield item
+
+    async def _items(self, stream: AsyncGenerator[StreamItem, None], first: list[StreamItem], *,
+                     texts_only: bool = False) -> AsyncIterator[Any]:
+        """The buffered items, then the rest of the stream; ``texts_only``: the text of an attempt
+        for the gate (the pieces of a tool call a judged attempt still makes are no answer text)."""
         try:
-            if first:
-                yield first
-            async for delta in stream:
-                yield delta
+            for item in first:
+                if not texts_only or isinstance(item, str):
+                    yield item
+            async for item in stream:
+                if not texts_only or isinstance(item, str):
+                    yield item
         except ModelError as exc:
             self.error = exc
             raise
@@ -253,15 +298,41 @@ def _error(status: int, message: str, **kw: Any) -> JSONResponse:
     return JSONResponse(openai_error(status, message, **kw), status_code=status)
 
 
-def passthrough(exc: ModelError) -> Response:
-    """The upstream's own status and body (and Retry-After); no answer at all is a 502 (504 on a timeout)."""
+def continuation(messages: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
+    """What a failed request offers to resume it (note 004): ``showContinueButton`` and
+    ``continueContext`` ({messages, lastUserMessage, model}; resend its messages with
+    ``"isContinuation": true``), and jurist's own ``continue_context`` (the messages)."""
+    context: dict[str, Any] = {"messages": messages, "lastUserMessage": last_user_message(messages)}
+    if model is not None:
+        context["model"] = model
+    return {"continue_context": messages, "showContinueButton": True, "continueContext": context}
+
+
+def passthrough(exc: ModelError, messages: list[dict[str, Any]] | None = None, model: str | None = None) -> Response:
+    """The upstream's own status and body (and Retry-After); no answer at all is a 502 (504 on a timeout).
+    With ``messages``, an OpenAI-shaped error body also gets the :func:`continuation` fields."""
+    more = continuation(messages, model) if messages is not None else {}
     if exc.status is not None and exc.body is not None:
         headers = {k: v for k, v in exc.headers.items() if k in ("retry-after", "x-request-id")}
-        return Response(exc.body, status_code=exc.status, headers=headers,
+        return Response(_with_fields(exc.body, more), status_code=exc.status, headers=headers,
                         media_type=exc.headers.get("content-type", "application/json"))
     if isinstance(exc, ModelTimeout):
-        return _error(504, "the upstream did not answer in time", code="upstream_timeout")
-    return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable")
+        return _error(504, "the upstream did not answer in time", code="upstream_timeout", **more)
+    return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable", **more)
+
+
+def _with_fields(body: bytes, fields: dict[str, Any]) -> bytes:
+    """An upstream error body with ``fields`` added to its ``error`` object (other bodies as they are)."""
+    if not fields:
+        return body
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
+        return body
+    data["error"].update(fields)
+    return json.dumps(data).encode()
 
 
 async def _parse(request: Request) -> ChatBody | JSONResponse:
@@ -297,9 +368,15 @@ def _status(upstream: Upstream) -> int:
     return (upstream.error.status if upstream.error is not None else None) or 502
 
 
-def _error_data(exc: BaseException, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"error": str(exc) or type(exc).__name__, "code": "upstream_error",
-            "status": getattr(exc, "status", None) or 502, "continue_context": messages}
+def _error_data(exc: BaseException, messages: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
+    return {"error": str(exc) or type(exc).__name__, "code": GENERATION_FAILED,
+            "status": getattr(exc, "status", None) or 502, **continuation(messages, model)}
+
+
+def _code(jurist: dict[str, Any]) -> str:
+    """The note's error code of a failed gated request (its record says why it failed)."""
+    error = str(jurist.get("error") or "")
+    return MAX_ITERATIONS if error.startswith("IterationLimit") else GENERATION_FAILED
 
 
 def _usage(jurist: dict[str, Any]) -> dict[str, Any] | None:
@@ -347,8 +424,17 @@ def build_router(proxy: ProxyState) -> APIRouter:
             # gets the upstream's own status, body and Retry-After.
             await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
                                  trace_id=trace_id)
-            return passthrough(exc)
+            return passthrough(exc, body.messages, body.model)
         completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
+        if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
+            if proxy.max_iterations and not body.is_continuation and tool_rounds(body.messages) >= proxy.max_iterations:
+                await upstream.aclose()
+                return _iteration_limit(proxy, body, trace_id)
+            if body.stream:
+                return StreamingResponse(_relay_stream(proxy, body, upstream, trace_id, completion_id),
+                                         media_type="text/event-stream",
+                                         headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
+            return await _relay_complete(proxy, body, upstream, trace_id, completion_id)
         if body.stream:
             return StreamingResponse(_stream(proxy, body, upstream, trace_id, completion_id),
                                      media_type="text/event-stream",
@@ -361,6 +447,72 @@ def build_router(proxy: ProxyState) -> APIRouter:
     return router
 
 
+def _tool_round(proxy: ProxyState, trace_id: str) -> dict[str, Any]:
+    """The ``jurist`` field of a tool-call answer: its call record, and why it was not judged
+    (the gate judges the final text answer of the tool loop, in the request that carries the results)."""
+    proxy.calls.open(trace_id)
+    calls = proxy.calls.close(trace_id)
+    return {"trace_id": trace_id, "evaluations": [], "llm_calls": calls, "attempts": [],
+            "accept_reason": "tool_calls", "evaluation_skipped": True, "skip_reason": "tool_calls"}
+
+
+def _iteration_limit(proxy: ProxyState, body: ChatBody, trace_id: str) -> JSONResponse:
+    """The caller's tool loop ran ``max_iterations`` rounds and the upstream asks for another:
+    a 422 with note 004's ``MAX_ITERATIONS`` and what to resend to go on (``isContinuation``)."""
+    payload = openai_error(422, f"Maximum tool execution iterations reached ({proxy.max_iterations} rounds "
+                                "since the last user message); resend continueContext.messages with "
+                                "\"isContinuation\": true to go on", code=MAX_ITERATIONS,
+                           **continuation(body.messages, body.model))
+    payload["jurist"] = {**_tool_round(proxy, trace_id), "error": "MAX_ITERATIONS"}
+    return JSONResponse(payload, status_code=422)
+
+
+def _call_usage(jurist: dict[str, Any]) -> dict[str, Any] | None:
+    call = next((c for c in jurist["llm_calls"] if c.get("status") == "ok" and c.get("tokens")), None)
+    if call is None:
+        return None
+    return {"prompt_tokens": call.get("input_tokens") or 0, "completion_tokens": call.get("output_tokens") or 0,
+            "total_tokens": call["tokens"]}
+
+
+async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
+                          completion_id: str) -> Response:
+    text: list[str] = []
+    calls: list[dict[str, Any]] = []
+    try:
+        async for item in upstream.relay():
+            if isinstance(item, ToolCallDelta):
+                add_tool_call(calls, item)
+            else:
+                text.append(item)
+    except ModelError as exc:
+        data = _error_data(exc, body.messages, body.model)
+        payload = openai_error(data.pop("status"), data.pop("error"), **data)
+        payload["jurist"] = _tool_round(proxy, trace_id)
+        return JSONResponse(payload, status_code=data["status"])
+    jurist = _tool_round(proxy, trace_id)
+    return JSONResponse(completion_body(completion_id, body.model, "".join(text), jurist, _call_usage(jurist),
+                                        tool_calls=message_tool_calls(calls)))
+
+
+async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
+                        completion_id: str) -> AsyncIterator[str]:
+    out = ChunkWriter(completion_id, body.model)
+    yield out.role()
+    try:
+        async for item in upstream.relay():
+            yield out.tool_call(item) if isinstance(item, ToolCallDelta) else out.delta(item)
+    except ModelError as exc:
+        log.warning("upstream failed while relaying a tool call: %s", exc)
+        yield out.event("error", {**_error_data(exc, body.messages, body.model), "trace_id": trace_id})
+        yield out.done()
+        return
+    jurist = _tool_round(proxy, trace_id)
+    yield out.event("done", jurist)
+    yield out.finish(jurist, _call_usage(jurist))
+    yield out.done()
+
+
 async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
                     completion_id: str) -> Response:
     try:
@@ -368,15 +520,15 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
                                       trace_id=trace_id)
     except ModelError as exc:  # the gate turns generator failures into its result: this is a failure of its own
         if exc.body is not None:
-            return passthrough(exc)
-        data = _error_data(exc, body.messages)
-        return JSONResponse(openai_error(502, data["error"], code="upstream_error",
-                                         continue_context=data["continue_context"]), status_code=502)
+            return passthrough(exc, body.messages, body.model)
+        data = _error_data(exc, body.messages, body.model)
+        del data["status"]  # no answer at all from the gate: a bad gateway
+        return JSONResponse(openai_error(502, data.pop("error"), **data), status_code=502)
     jurist = jurist_field(result, trace_id)
     if result.error is not None:
         status = _status(upstream)
         context = result.continue_context if result.continue_context is not None else body.messages
-        payload = openai_error(status, result.error, code="upstream_error", continue_context=context)
+        payload = openai_error(status, result.error, code=_code(jurist), **continuation(context, body.model))
         payload["jurist"] = jurist
         return JSONResponse(payload, status_code=status)
     return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(jurist)))
@@ -411,11 +563,10 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                     yield out.done()
                     return
                 elif ev.type == "error":
-                    err = dict(data)
-                    err.setdefault("continue_context", body.messages)
+                    err = {**continuation(data.get("continue_context") or body.messages, body.model), **data}
                     if err.get("status") is None:
                         err["status"] = _status(upstream)
-                    err.setdefault("code", "upstream_error")
+                    err.setdefault("code", GENERATION_FAILED)
                     yield out.event("error", err)
                     yield out.done()
                     return
@@ -423,7 +574,7 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                     yield out.event(ev.type, data)
     except Exception as exc:  # the gate itself raised (an upstream failure it did not turn into an event)
         log.warning("gate stream failed: %s", exc)
-        yield out.event("error", _error_data(exc, body.messages))
+        yield out.event("error", _error_data(exc, body.messages, body.model))
         yield out.done()
         return
     finally:
@@ -434,9 +585,11 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
 
 
 def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
-            api_key: str | None = None, gate_factory: GateFactory | None = None) -> ProxyState:
+            api_key: str | None = None, gate_factory: GateFactory | None = None,
+            max_iterations: int = DEFAULT_MAX_ITERATIONS) -> ProxyState:
     """Serve the proxy on ``app``; the state is ``app.state.proxy`` (closed by :meth:`ProxyState.aclose`)."""
-    proxy = ProxyState(upstream, gate_config, runtime, api_key=api_key, gate_factory=gate_factory)
+    proxy = ProxyState(upstream, gate_config, runtime, api_key=api_key, gate_factory=gate_factory,
+                       max_iterations=max_iterations)
     app.state.proxy = proxy
     app.include_router(build_router(proxy))
     return proxy

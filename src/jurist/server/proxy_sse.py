@@ -20,8 +20,11 @@ from typing import Any
 
 from jurist.gate.records import gate_payload
 from jurist.gate.types import GateResult
+from jurist.models.base import ToolCallDelta
 from jurist.models.error_types import OPENAI_ERROR_TYPES
 
+#: The fields of an error that let the caller resume (note 004's names, and jurist's ``continue_context``).
+CONTINUE_FIELDS = ("continue_context", "showContinueButton", "continueContext")
 
 
 def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
@@ -71,6 +74,7 @@ class ChunkWriter:
                      "model": model}
         self.started = False  # the role chunk went out
         self.sent_text = False  # some answer text went out
+        self.sent_tool_call = False  # some piece of a tool call went out
 
     def _data(self, payload: dict[str, Any], event: str | None = None) -> str:
         head = f"event: {event}\n" if event else ""
@@ -92,20 +96,26 @@ class ChunkWriter:
         self.sent_text = True
         return self.role() + self._data(self._chunk({"content": text}))
 
+    def tool_call(self, piece: ToolCallDelta) -> str:
+        """One piece of a tool call, relayed as the upstream sent it."""
+        self.sent_tool_call = True
+        return self.role() + self._data(self._chunk({"tool_calls": [piece.openai()]}))
+
     def event(self, kind: str, data: dict[str, Any]) -> str:
         """A named ``jurist.<kind>`` event (ignored by stock clients: an empty delta)."""
         payload = self._chunk({}, jurist_event={"type": kind, "data": data})
         if kind == "error":
+            more = {k: data[k] for k in CONTINUE_FIELDS if k in data}
             payload["error"] = openai_error(int(data.get("status") or 502), str(data.get("error") or "upstream failed"),
-                                            code=data.get("code"),
-                                            continue_context=data.get("continue_context"))["error"]
+                                            code=data.get("code"), **more)["error"]
         return self.role() + self._data(payload, f"jurist.{kind}")
 
     def finish(self, jurist: dict[str, Any], usage: dict[str, Any] | None = None) -> str:
+        """The last chunk: ``finish_reason`` ``tool_calls`` after a tool call, else ``stop``."""
         extra: dict[str, Any] = {"jurist": jurist}
         if usage:
             extra["usage"] = usage
-        return self.role() + self._data(self._chunk({}, "stop", **extra))
+        return self.role() + self._data(self._chunk({}, "tool_calls" if self.sent_tool_call else "stop", **extra))
 
     @staticmethod
     def done() -> str:
@@ -113,15 +123,19 @@ class ChunkWriter:
 
 
 def completion_body(completion_id: str, model: str, answer: str, jurist: dict[str, Any],
-                    usage: dict[str, Any] | None) -> dict[str, Any]:
-    """A standard ``chat.completion`` with the accepted answer and the ``jurist`` field."""
+                    usage: dict[str, Any] | None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A standard ``chat.completion`` with the accepted answer and the ``jurist`` field; an
+    answer that calls tools carries them (``finish_reason`` ``tool_calls``, no content if it has no text)."""
+    message: dict[str, Any] = {"role": "assistant", "content": answer}
+    if tool_calls:
+        message = {"role": "assistant", "content": answer or None, "tool_calls": tool_calls}
     body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                     "finish_reason": "stop", "logprobs": None}],
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}],
         "jurist": jurist,
     }
     if usage:

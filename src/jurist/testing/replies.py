@@ -36,6 +36,21 @@ class Reply:
     # entries of ``logprobs.content``, see :func:`token_logprobs`): sent when the
     # request asks for ``logprobs``, each cut to the request's ``top_logprobs``.
     logprobs: list[dict] | None = None
+    # An answer that calls tools: OpenAI's message form, ``{"id", "type": "function",
+    # "function": {"name", "arguments"}}`` each (see :func:`tool_reply`); streamed as
+    # OpenAI streams them (the id and name first, then the arguments in pieces).
+    tool_calls: list[dict] | None = None
+
+
+def tool_call(name: str, arguments: dict | str, call_id: str = "call_1") -> dict:
+    """One tool call in OpenAI's message form (``arguments`` as the JSON text the model writes)."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def tool_reply(*calls: dict, text: str | None = None, **more) -> Reply:
+    """An answer that calls ``calls`` (:func:`tool_call`), with no text unless given: finish reason ``tool_calls``."""
+    return Reply(text=text, tool_calls=list(calls), finish_reason="tool_calls", **more)
 
 
 def token_logprobs(tokens: list[str], top: dict[int, dict[str, float]] | None = None, *,
@@ -70,7 +85,7 @@ def openai_completion(reply: Reply, req: dict) -> dict:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
+                "message": _message(reply),
                 "finish_reason": reply.finish_reason,
                 "logprobs": _logprobs(reply, req),
             }
@@ -81,6 +96,26 @@ def openai_completion(reply: Reply, req: dict) -> dict:
             "total_tokens": reply.input_tokens + reply.output_tokens,
         },
     }
+
+
+def _message(reply: Reply) -> dict:
+    message: dict = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    return message
+
+
+def _tool_call_deltas(calls: list[dict]) -> list[dict]:
+    """The ``delta.tool_calls`` entries a stream sends for ``calls``: the head of each call, then its
+    arguments in pieces of at most 8 characters."""
+    out = []
+    for index, call in enumerate(calls):
+        function = call.get("function") or {}
+        out.append({"index": index, "id": call.get("id"), "type": call.get("type", "function"),
+                    "function": {"name": function.get("name"), "arguments": ""}})
+        arguments = function.get("arguments") or ""
+        out += [{"index": index, "function": {"arguments": arguments[i:i + 8]}} for i in range(0, len(arguments), 8)]
+    return out
 
 
 def _logprobs(reply: Reply, req: dict) -> dict | None:
@@ -104,8 +139,9 @@ def openai_chunks(reply: Reply, req: dict) -> list[str]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
-    out = [chunk({"role": "assistant", "content": ""})]
+    out = [chunk({"role": "assistant", "content": None if reply.tool_calls and not reply.text else ""})]
     out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    out += [chunk({"tool_calls": [entry]}) for entry in _tool_call_deltas(reply.tool_calls or [])]
     out.append(chunk({}, reply.finish_reason))
     if (req.get("stream_options") or {}).get("include_usage"):
         usage = {
