@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from jurist.cli.common import EXIT_FAILURES, EXIT_OK, console, handle_errors, load_settings
 from jurist.cli.evaluate import ConfigOpt, ScoreMode
-from jurist.models.doctor import FAIL, OK, SKIP, WARN, Diagnosis, diagnose
 
-_STYLE = {OK: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.models.doctor import Diagnosis
 
 
-def print_diagnosis(diagnosis: Diagnosis) -> None:
+def print_diagnosis(diagnosis: "Diagnosis") -> None:
     """The checks as a table, then the fixes, then what jurist will use."""
+    from rich.table import Table
+
+    from jurist.models.doctor import FAIL, OK, SKIP, WARN
+
+    style = {OK: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
     table = Table(title=f"jurist doctor: {escape(diagnosis.model or 'no model')}", title_justify="left")
     for column in ("check", "status", "detail"):
         table.add_column(column, overflow="fold")
     for check in diagnosis.checks:
-        table.add_row(check.name, f"[{_STYLE[check.status]}]{check.status}[/]", escape(check.detail))
+        table.add_row(check.name, f"[{style[check.status]}]{check.status}[/]", escape(check.detail))
     console.print(table)
     fixes = [c for c in diagnosis.checks if c.fix and c.status in (FAIL, WARN)]
     if fixes:
@@ -52,6 +55,10 @@ def register(app: typer.Typer) -> None:
         """Check a judge's endpoint before a long run: reachable, model, key, structured output,
         streaming, logprobs, latency; print what jurist will use and how to fix what fails.
         Exit 0 when nothing failed, 1 otherwise."""
+        import asyncio
+
+        from jurist.models.doctor import diagnose
+
         settings = load_settings(config)
         diagnosis = asyncio.run(diagnose(settings, model, timeout=timeout,
                                          score_mode=score_mode.value if score_mode else None))

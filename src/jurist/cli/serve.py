@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from jurist.cli.common import console, handle_errors, load_settings
-from jurist.config import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.config import Settings
 
 
 def register(app: typer.Typer) -> None:
@@ -51,7 +53,7 @@ def register(app: typer.Typer) -> None:
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
 
 
-def print_access(settings: Settings) -> None:
+def print_access(settings: "Settings") -> None:
     """Say who may use the server: the token, the host names it answers to."""
     from jurist.server.auth import allowed_hosts
 
