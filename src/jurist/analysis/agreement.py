@@ -17,7 +17,9 @@ scores; Fleiss & Cohen 1973 show it equals the intraclass correlation).
 Intervals are percentile bootstrap intervals (:func:`scipy.stats.bootstrap`)
 over the *items*: a resample draws items with replacement and keeps every
 rating of a drawn item together, so items rated by several people are not
-counted as independent.
+counted as independent. Resamples where a figure is undefined (all of one
+side's ratings alike: no rank correlation) are left out of its interval; with
+more than a tenth of them undefined the figure has no interval.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ Weights = Literal["none", "linear", "quadratic"]
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
+MIN_DEFINED = 0.9  # share of resamples where a figure must be defined for it to have an interval
 
 
 def confusion_matrix(a: ArrayLike, b: ArrayLike, categories: Sequence[int]) -> np.ndarray:
@@ -134,7 +137,16 @@ def bootstrap_items(statistic: Callable[[np.ndarray], float], n_items: int, *, r
     res = _quiet(lambda: stats.bootstrap(
         (np.arange(n_items),), lambda idx: statistic(np.asarray(idx, dtype=int)), vectorized=False,
         n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed)))
-    return Estimate(value, _num(res.confidence_interval.low), _num(res.confidence_interval.high))
+    if not np.isnan(res.confidence_interval.low):
+        return Estimate(value, _num(res.confidence_interval.low), _num(res.confidence_interval.high))
+    # Some resamples left the figure undefined (a resample where one side is constant has no rank
+    # correlation): the interval is over the others, if they are at least MIN_DEFINED of all.
+    defined = res.bootstrap_distribution[np.isfinite(res.bootstrap_distribution)]
+    if len(defined) < MIN_DEFINED * resamples:
+        return Estimate(value)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(defined, [tail, 100 - tail])
+    return Estimate(value, _num(low), _num(high))
 
 
 @dataclass

@@ -101,7 +101,7 @@ def load_labels(path: str | Path) -> LabelSet:
     try:
         size = p.stat().st_size
         if size > MAX_LABELS_BYTES:
-            raise InputError(f"the file is larger than {MAX_LABELS_BYTES // 1_000_000} MB", file=str(p))
+            raise InputError(f"the file is larger than {MAX_LABELS_BYTES:,} bytes", file=str(p))
         with p.open(encoding="utf-8") as fh:
             return parse_labels(fh.readlines(), str(p))
     except OSError as exc:

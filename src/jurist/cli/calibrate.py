@@ -51,8 +51,8 @@ def confusion_table(r: dict[str, Any]) -> Table:
     cats = [str(c) for c in r["categories"]]
     if r["scale"] == "pass/fail":
         cats = ["fail", "pass"]
-    table = Table(title=escape(f"{r['rubric']}: confusion (rows: judge, columns: people)"), title_justify="left")
-    table.add_column("judge \\ human")
+    table = Table(title=escape(f"{r['rubric']}: confusion"), title_justify="left")
+    table.add_column("judge ↓ people →")
     for c in cats:
         table.add_column(c, justify="right")
     for i, (c, row) in enumerate(zip(cats, r["judge_vs_humans"]["confusion"])):
