@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Ratings, RubricAgreement, agreement
-from jurist.analysis.labels import LabelSet
+from jurist.analysis.labels import Label, LabelSet
 from jurist.errors import InputError
 from jurist.rubrics.api import build_judge, load_template
 from jurist.rubrics.judging import SCORED
@@ -157,53 +157,110 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
     return out
 
 
+@dataclass
+class JudgeScore:
+    """The judge's verdict on one item for one rubric."""
+
+    score: float | None  # None: no score (failed, or never judged)
+    reasoning: str | None = None
+    evaluation_id: str | None = None
+
+
+def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], labels: list[Label],
+                       judged: Callable[[str], JudgeScore], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                       seed: int = 0) -> RubricCalibration:
+    """One rubric's figures from its labels and the judge's score of each labelled item."""
+    pass_fail = labels[0].is_pass_fail
+    categories = PASS_FAIL if pass_fail else list(range(int(math.ceil(scale[0])), int(scale[1]) + 1))
+    items = list(dict.fromkeys(lab.item for lab in labels))
+    humans_raw: dict[str, dict[str, float]] = {item: {} for item in items}
+    for lab in labels:
+        humans_raw[lab.item][lab.annotator] = float(lab.label)
+    verdicts = {item: judged(item) for item in items}
+    ratings = Ratings(
+        items=items,
+        judge=[None if (v := verdicts[i].score) is None else _category(v, pass_fail, scale) for i in items],
+        humans=[{a: int(v) if pass_fail else _category(v, False, scale) for a, v in humans_raw[i].items()}
+                for i in items],
+        categories=categories,
+    )
+    stats = agreement(rubric, ratings, resamples=resamples, seed=seed)
+    differing: list[Disagreement] = []
+    for k, item in enumerate(items):
+        jc, verdict = ratings.judge[k], verdicts[item]
+        if jc is None:
+            continue
+        gap = abs(jc - sum(ratings.humans[k].values()) / len(ratings.humans[k]))
+        if gap > 0:
+            trace = TRACE_PAGE.format(id=verdict.evaluation_id) if verdict.evaluation_id else None
+            differing.append(Disagreement(item, verdict.score, humans_raw[item], gap, verdict.reasoning, trace))
+    differing.sort(key=lambda d: (-d.gap, d.item))
+    return RubricCalibration(
+        rubric=rubric, name=name, scale="pass/fail" if pass_fail else f"{scale[0]:g}-{scale[1]:g}",
+        agreement=stats, unscored=[i for i in items if verdicts[i].score is None], differing=differing[:DIFFERING])
+
+
 def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[RubricResult, str | None]], *,
             resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, judge: str | None = None) -> CalibrationReport:
     """The calibration report from the judge's results and the labels."""
     rubrics = _check_labels(labels, rubric_set)
     out: list[RubricCalibration] = []
     for rid, rubric in rubrics.items():
-        scale = rubric_set.scale_of(rubric)
-        mine = [lab for lab in labels.labels if lab.rubric == rid]
-        pass_fail = mine[0].is_pass_fail
-        categories = PASS_FAIL if pass_fail else list(range(int(math.ceil(scale[0])), int(scale[1]) + 1))
-        items = list(dict.fromkeys(lab.item for lab in mine))
-        humans_raw: dict[str, dict[str, float]] = {item: {} for item in items}
-        for lab in mine:
-            humans_raw[lab.item][lab.annotator] = float(lab.label)
-        judge_raw: dict[str, float | None] = {}
-        reasons: dict[str, str | None] = {}
-        for item in items:
-            result, _ = judged[item]
+        def verdict(item: str, rid: str = rid) -> JudgeScore:
+            result, evaluation_id = judged[item]
             score = next((s for s in result.rubric_scores if s.rubric_id == rid), None)
-            ok = score is not None and score.status == SCORED and score.score is not None
-            judge_raw[item] = score.score if ok and score is not None else None
-            reasons[item] = score.reasoning if score is not None else None
-        to_cat = lambda v: int(v) if pass_fail else _category(v, False, scale)  # noqa: E731 - labels are exact
-        ratings = Ratings(
-            items=items,
-            judge=[None if (v := judge_raw[i]) is None else _category(v, pass_fail, scale) for i in items],
-            humans=[{a: to_cat(v) for a, v in humans_raw[i].items()} for i in items],
-            categories=categories,
-        )
-        stats = agreement(rid, ratings, resamples=resamples, seed=seed)
-        differing: list[Disagreement] = []
-        for k, item in enumerate(items):
-            jc = ratings.judge[k]
-            if jc is None:
-                continue
-            gap = abs(jc - sum(ratings.humans[k].values()) / len(ratings.humans[k]))
-            if gap > 0:
-                eval_id = judged[item][1]
-                differing.append(Disagreement(item, judge_raw[item], humans_raw[item], gap, reasons[item],
-                                              TRACE_PAGE.format(id=eval_id) if eval_id else None))
-        differing.sort(key=lambda d: (-d.gap, d.item))
-        out.append(RubricCalibration(
-            rubric=rid, name=rubric.name, scale="pass/fail" if pass_fail else f"{scale[0]:g}-{scale[1]:g}",
-            agreement=stats, unscored=[i for i in items if judge_raw[i] is None], differing=differing[:DIFFERING]))
+            if score is None:
+                return JudgeScore(None, None, evaluation_id)
+            value = score.score if score.status == SCORED else None
+            return JudgeScore(value, score.reasoning, evaluation_id)
+
+        mine = [lab for lab in labels.labels if lab.rubric == rid]
+        out.append(rubric_calibration(rid, rubric.name, rubric_set.scale_of(rubric), mine, verdict,
+                                      resamples=resamples, seed=seed))
     annotators = sorted({lab.annotator for lab in labels.labels})
     return CalibrationReport(judge=judge, labels=labels.source, annotators=annotators, rubrics=out,
                              resamples=resamples)
+
+
+def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str, Any]], *, low: float,
+                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> CalibrationReport:
+    """The report for labels kept in the store (added on the dashboard), against the newest
+    stored rubric evaluation of each item (no judge is run). A rubric's scale runs from
+    ``low`` (the configured scale's bottom) to the top its stored scores name; a label
+    whose rubric or pass/fail kind does not fit the rest of its rubric is left out."""
+    by_rubric: dict[str, list[Label]] = {}
+    for row in label_rows:
+        value = row["passed"] if row["passed"] is not None else row["score"]
+        if value is None:
+            continue
+        lab = Label(item=row["item"], rubric=row["rubric"], label=value, annotator=row["annotator"],
+                    note=row["note"])
+        mine = by_rubric.setdefault(lab.rubric, [])
+        if not mine or mine[0].is_pass_fail == lab.is_pass_fail:
+            mine.append(lab)
+    out: list[RubricCalibration] = []
+    judges: set[str] = set()
+    for rid, mine in sorted(by_rubric.items()):
+        tops = [s["max_score"] for item in {lab.item for lab in mine}
+                if (s := latest.get(item, {}).get("scores", {}).get(rid)) and s["max_score"]]
+        top = max(tops + [lab.label for lab in mine if not lab.is_pass_fail] + [low + 1])
+
+        def verdict(item: str, rid: str = rid) -> JudgeScore:
+            entry = latest.get(item)
+            if entry is None:
+                return JudgeScore(None)
+            if entry["judge_model"]:
+                judges.add(entry["judge_model"])
+            s = entry["scores"].get(rid)
+            if s is None:
+                return JudgeScore(None, None, entry["evaluation_id"])
+            value = s["score"] if s["status"] == SCORED else None
+            return JudgeScore(value, s["reason"], entry["evaluation_id"])
+
+        out.append(rubric_calibration(rid, rid, (low, float(top)), mine, verdict, resamples=resamples, seed=seed))
+    annotators = sorted({row["annotator"] for row in label_rows})
+    return CalibrationReport(judge=", ".join(sorted(judges)) or None, labels="the store", annotators=annotators,
+                             rubrics=out, resamples=resamples)
 
 
 async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path], runtime: Runtime, *,
