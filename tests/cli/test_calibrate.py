@@ -96,11 +96,13 @@ def test_calibrate_with_a_scripted_judge_as_json_and_from_the_cache(provider, tm
     assert got["mean_bias"]["value"] == round(float(np.mean(j - h)), 4)
     assert got["within_one"]["value"] == round(float(np.mean(np.abs(j - h) <= 1)), 4)
 
-    # a rerun answers from the call cache: no new request
-    again = run_cli(*args, env=env, cwd=tmp_path)
+    # a rerun answers from the call cache: no new request; without --json it prints the tables
+    out = tmp_path / "again.json"
+    again = run_cli(*args[:-1], "--output", str(out), env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert len(provider.requests) == 36
-    rerun = json.loads(again.stdout)["rubrics"]
+    assert "judge openai/gpt-4o-mini" in again.stdout and "safety: confusion" in again.stdout
+    rerun = json.loads(out.read_text())["rubrics"]
     for before, after in zip(report["rubrics"], rerun):  # the same figures (the traces are the rerun's)
         assert {k: v for k, v in after.items() if k != "differing"} == {
             k: v for k, v in before.items() if k != "differing"}
