@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from jurist.cli import demo, doctor, evaluate, logs, proxy, research, serve, tutor
+from jurist.cli import calibrate, demo, doctor, evaluate, logs, proxy, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
@@ -21,6 +21,7 @@ serve.register(app)
 tutor.register(app)
 proxy.register(app)
 doctor.register(app)
+calibrate.register(app)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from jurist.server import dashboard_views as views
 from jurist.server.api_evaluations import evaluation_filter
 from jurist.server.state import get_state
 from jurist.store import dashboard as q
+from jurist.store.labels import labels_of
 
 router = APIRouter(prefix="/evaluation", include_in_schema=False)
 
@@ -33,7 +34,8 @@ router = APIRouter(prefix="/evaluation", include_in_schema=False)
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evaluation/explorer"),
-       ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"))
+       ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"),
+       ("calibration", "Calibration", "/evaluation/calibration"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,7 +120,13 @@ async def trace_page(request: Request, evaluation_id: str) -> HTMLResponse:
     if found is None:
         return not_found(request, f"No evaluation with id {evaluation_id!r}.")
     view = await asyncio.to_thread(views.trace_view, found)
-    return render(request, "trace.html", {"active": "explorer", **view})
+    state = get_state(request)
+    ev = found["evaluation"]
+    labels = await state.store.aread(labels_of, ev["subject_id"]) if ev.get("kind") == "rubric" else []
+    low = int(state.settings.score_scale[0])
+    return render(request, "trace.html", {
+        "active": "explorer", **view, "labels": labels, "token_required": bool(state.settings.api_token),
+        "label_range": lambda top: range(low, int(top if top is not None else state.settings.score_scale[1]) + 1)})
 
 
 @router.get("/research/{evaluation_id}", response_class=HTMLResponse)

@@ -267,3 +267,23 @@ pattern_evaluations = Table(
     Column("evaluation_id", String(32), primary_key=True),
     Index("ix_pattern_evaluations_evaluation", "evaluation_id"),
 )
+
+
+# -- human labels (migration 0005) ---------------------------------------------
+
+labels = Table(
+    "labels",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("item", String(300), nullable=False),  # what was judged: the evaluation's subject (a session id)
+    Column("rubric", String(200), nullable=False),  # a rubric or dimension key
+    Column("score", Float),  # a score on the rubric's scale, or None for a pass/fail label
+    Column("passed", Boolean),  # a pass/fail label, or None for a score
+    Column("annotator", String(200), nullable=False),
+    Column("note", Text),
+    Column("evaluation_id", String(32)),  # the evaluation the label was given on, if any
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("item", "rubric", "annotator", name="uq_labels_item_rubric_annotator"),
+    Index("ix_labels_rubric", "rubric"),
+)

@@ -1,5 +1,5 @@
 // The dashboard's few behaviours: draw the charts, keep GET filter URLs clean,
-// and run the pattern analysis. Data is only ever set with textContent.
+// run the pattern analysis, and save labels. Data is only ever set with textContent.
 (function () {
   "use strict";
 
@@ -56,7 +56,47 @@
     });
   }
 
+  // A label on the trace page: one rubric's score (or pass/fail) by the named annotator.
+  function labelForm(form) {
+    var status = form.querySelector(".label-status");
+    var button = form.querySelector("button");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var annotator = document.getElementById("label-annotator");
+      if (!annotator || !annotator.value.trim()) {
+        status.textContent = "Give your name first.";
+        return;
+      }
+      var verdict = form.elements.verdict.value;
+      var body = { evaluation_id: form.dataset.evaluation, rubric: form.dataset.rubric,
+                   annotator: annotator.value.trim() };
+      if (verdict === "pass" || verdict === "fail") body.passed = verdict === "pass";
+      else body.score = Number(verdict.slice("score:".length));
+      if (form.elements.note.value) body.note = form.elements.note.value;
+      var headers = { "Content-Type": "application/json" };
+      var token = document.getElementById("label-token");
+      if (token && token.value) headers.Authorization = "Bearer " + token.value;
+      button.disabled = true;
+      status.textContent = "Saving…";
+      fetch(form.dataset.endpoint, { method: "POST", headers: headers, body: JSON.stringify(body) })
+        .then(function (response) {
+          return response.json().catch(function () { return {}; }).then(function (data) {
+            if (!response.ok) {
+              throw new Error(typeof data.detail === "string" ? data.detail : "HTTP " + response.status);
+            }
+            status.textContent = "Saved. Reloading…";
+            window.location.reload();
+          });
+        })
+        .catch(function (err) {
+          status.textContent = "Not saved: " + err.message;
+          button.disabled = false;
+        });
+    });
+  }
+
   document.querySelectorAll("form[data-strip-empty]").forEach(stripEmpty);
+  document.querySelectorAll("form.label-form").forEach(labelForm);
   var analyze = document.getElementById("analyze-form");
   if (analyze) analysisForm(analyze);
   if (document.readyState === "complete") drawCharts();

@@ -1,0 +1,278 @@
+"""Calibration: how far the judge agrees with people, per rubric.
+
+:func:`calibrate` scores every labelled session with the rubric judge (the
+judge's replies come from the call cache when the same judge, template,
+rubric and session were asked before, so a rerun makes no new calls), then
+compares the judge's score on each labelled rubric with the people's labels
+(:mod:`jurist.analysis.agreement`). Scores are compared as categories: the
+whole numbers of the rubric's scale (a judge's fractional score, which
+item-based rubrics give, is rounded to the nearest). A rubric labelled pass/fail
+is compared with the judge's pass: a score of at least
+:data:`~jurist.rubrics.scoring.PASS_PERCENTAGE` % of the scale's top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Ratings, RubricAgreement, agreement
+from jurist.analysis.labels import Label, LabelSet
+from jurist.errors import InputError
+from jurist.rubrics.api import build_judge, load_template
+from jurist.rubrics.judging import SCORED
+from jurist.rubrics.models import Rubric, RubricSet
+from jurist.rubrics.results import RubricResult
+from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator
+from jurist.rubrics.sessions import ChatSession, load_session
+from jurist.runtime import Runtime
+
+TRACE_PAGE = "/evaluation/evaluations/{id}"
+DIFFERING = 10  # items listed per rubric where judge and people differ most
+PASS_FAIL = [0, 1]  # fail, pass
+
+
+@dataclass
+class Disagreement:
+    """An item where the judge and the people differ."""
+
+    item: str
+    judge: float | None  # the judge's score as given
+    humans: dict[str, float]  # annotator -> label (pass/fail as 1/0)
+    gap: float  # |judge category - mean of the people's categories|
+    reasoning: str | None
+    trace: str | None  # the dashboard's trace page of the judge's evaluation
+
+    def to_json(self) -> dict[str, Any]:
+        return {"item": self.item, "judge": self.judge, "humans": self.humans, "gap": round(self.gap, 4),
+                "reasoning": self.reasoning, "trace": self.trace}
+
+
+@dataclass
+class RubricCalibration:
+    rubric: str
+    name: str
+    scale: str  # "1-5" or "pass/fail"
+    agreement: RubricAgreement
+    unscored: list[str]  # items the judge gave no score for (left out of the figures)
+    differing: list[Disagreement] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rubric": self.rubric, "name": self.name, "scale": self.scale, **self.agreement.to_json(),
+                "unscored": self.unscored, "differing": [d.to_json() for d in self.differing]}
+
+
+@dataclass
+class CalibrationReport:
+    judge: str | None
+    labels: str
+    annotators: list[str]
+    rubrics: list[RubricCalibration]
+    resamples: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "calibration", "judge": self.judge, "labels": self.labels, "annotators": self.annotators,
+                "bootstrap_resamples": self.resamples, "rubrics": [r.to_json() for r in self.rubrics]}
+
+
+def find_sessions(labels: LabelSet, sessions: list[Path]) -> dict[str, ChatSession]:
+    """The labelled sessions, by id, from session files and folders of ``*.jsonl``; an item
+    with no session is an :class:`InputError` at its first label's line."""
+    files: list[Path] = []
+    for p in sessions:
+        files.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])
+    wanted = {lab.item for lab in labels.labels}
+    found: dict[str, ChatSession] = {}
+    for f in files:
+        chat = load_session(f)
+        if chat.session_id in wanted:
+            found.setdefault(chat.session_id, chat)
+    for i, lab in enumerate(labels.labels):
+        if lab.item not in found:
+            file, line = labels.where(i)
+            raise InputError(f"no session {lab.item!r} in {', '.join(str(s) for s in sessions)}", file=file, line=line)
+    return found
+
+
+def _check_labels(labels: LabelSet, rubric_set: RubricSet) -> dict[str, Rubric]:
+    """The labelled rubrics; a label for an unknown rubric, off the scale, or mixing
+    scores and pass/fail in one rubric, is an :class:`InputError` at its line."""
+    by_id = {r.id: r for r in rubric_set.rubrics}
+    kinds: dict[str, bool] = {}
+    for i, lab in enumerate(labels.labels):
+        file, line = labels.where(i)
+        rubric = by_id.get(lab.rubric)
+        if rubric is None:
+            raise InputError(f"rubric {lab.rubric!r} is not in {rubric_set.source or 'the rubrics'} "
+                             f"(rubrics: {', '.join(by_id)})", file=file, line=line)
+        if kinds.setdefault(lab.rubric, lab.is_pass_fail) != lab.is_pass_fail:
+            raise InputError(f"rubric {lab.rubric!r} mixes scores and pass/fail labels", file=file, line=line)
+        if not lab.is_pass_fail:
+            lo, hi = rubric_set.scale_of(rubric)
+            value = float(lab.label)
+            if not (lo <= value <= hi) or value != int(value):
+                raise InputError(f"label {lab.label:g} is not a whole number on {lab.rubric!r}'s scale "
+                                 f"{lo:g}-{hi:g}", file=file, line=line)
+    return {rid: by_id[rid] for rid in dict.fromkeys(lab.rubric for lab in labels.labels)}
+
+
+def _category(value: float, pass_fail: bool, scale: tuple[float, float]) -> int:
+    if pass_fail:
+        return int(value / scale[1] * 100.0 >= PASS_PERCENTAGE)
+    return int(min(max(math.floor(value + 0.5), scale[0]), scale[1]))
+
+
+async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession], runtime: Runtime, *,
+                         judge: str | None = None, template: str | Path | None = None, cache: bool | None = None,
+                         parallel: int = 4, on_progress: Callable[[str], None] | None = None,
+                         ) -> dict[str, tuple[RubricResult, str | None]]:
+    """Each session's result and the id of its stored evaluation (for the trace link)."""
+    store = await runtime.astore()
+    loaded = await asyncio.to_thread(load_template, template, store)
+    rj = build_judge(runtime, judge=judge, template=loaded, cache=cache)
+    evaluator = SessionEvaluator(rubric_set, rj, store, runtime.settings.session_char_budget,
+                                 runtime.settings.rubric_timeout)
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(chat: ChatSession) -> RubricResult:
+        async with gate:
+            result = await evaluator.evaluate(chat)
+        if on_progress:
+            on_progress(chat.session_id)
+        return result
+
+    try:
+        results = await asyncio.gather(*(one(chat) for chat in sessions.values()))
+    finally:
+        await rj.model.aclose()
+    await runtime.aflush()
+    out: dict[str, tuple[RubricResult, str | None]] = {}
+    for result in results:
+        rows = await asyncio.to_thread(store.evaluations, kind="rubric", subject_id=result.session_id, limit=20)
+        ids = [r["id"] for r in rows if r["trace_id"] == result.trace_id]
+        out[result.session_id] = (result, ids[0] if ids else None)
+    return out
+
+
+@dataclass
+class JudgeScore:
+    """The judge's verdict on one item for one rubric."""
+
+    score: float | None  # None: no score (failed, or never judged)
+    reasoning: str | None = None
+    evaluation_id: str | None = None
+
+
+def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], labels: list[Label],
+                       judged: Callable[[str], JudgeScore], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                       seed: int = 0) -> RubricCalibration:
+    """One rubric's figures from its labels and the judge's score of each labelled item."""
+    pass_fail = labels[0].is_pass_fail
+    categories = PASS_FAIL if pass_fail else list(range(int(math.ceil(scale[0])), int(scale[1]) + 1))
+    items = list(dict.fromkeys(lab.item for lab in labels))
+    humans_raw: dict[str, dict[str, float]] = {item: {} for item in items}
+    for lab in labels:
+        humans_raw[lab.item][lab.annotator] = float(lab.label)
+    verdicts = {item: judged(item) for item in items}
+    ratings = Ratings(
+        items=items,
+        judge=[None if (v := verdicts[i].score) is None else _category(v, pass_fail, scale) for i in items],
+        humans=[{a: int(v) if pass_fail else _category(v, False, scale) for a, v in humans_raw[i].items()}
+                for i in items],
+        categories=categories,
+    )
+    stats = agreement(rubric, ratings, resamples=resamples, seed=seed)
+    differing: list[Disagreement] = []
+    for k, item in enumerate(items):
+        jc, verdict = ratings.judge[k], verdicts[item]
+        if jc is None:
+            continue
+        gap = abs(jc - sum(ratings.humans[k].values()) / len(ratings.humans[k]))
+        if gap > 0:
+            trace = TRACE_PAGE.format(id=verdict.evaluation_id) if verdict.evaluation_id else None
+            differing.append(Disagreement(item, verdict.score, humans_raw[item], gap, verdict.reasoning, trace))
+    differing.sort(key=lambda d: (-d.gap, d.item))
+    return RubricCalibration(
+        rubric=rubric, name=name, scale="pass/fail" if pass_fail else f"{scale[0]:g}-{scale[1]:g}",
+        agreement=stats, unscored=[i for i in items if verdicts[i].score is None], differing=differing[:DIFFERING])
+
+
+def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[RubricResult, str | None]], *,
+            resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, judge: str | None = None) -> CalibrationReport:
+    """The calibration report from the judge's results and the labels."""
+    rubrics = _check_labels(labels, rubric_set)
+    out: list[RubricCalibration] = []
+    for rid, rubric in rubrics.items():
+        def verdict(item: str, rid: str = rid) -> JudgeScore:
+            result, evaluation_id = judged[item]
+            score = next((s for s in result.rubric_scores if s.rubric_id == rid), None)
+            if score is None:
+                return JudgeScore(None, None, evaluation_id)
+            value = score.score if score.status == SCORED else None
+            return JudgeScore(value, score.reasoning, evaluation_id)
+
+        mine = [lab for lab in labels.labels if lab.rubric == rid]
+        out.append(rubric_calibration(rid, rubric.name, rubric_set.scale_of(rubric), mine, verdict,
+                                      resamples=resamples, seed=seed))
+    annotators = sorted({lab.annotator for lab in labels.labels})
+    return CalibrationReport(judge=judge, labels=labels.source, annotators=annotators, rubrics=out,
+                             resamples=resamples)
+
+
+def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str, Any]], *, low: float,
+                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> CalibrationReport:
+    """The report for labels kept in the store (added on the dashboard), against the newest
+    stored rubric evaluation of each item (no judge is run). A rubric's scale runs from
+    ``low`` (the configured scale's bottom) to the top its stored scores name; a label
+    whose rubric or pass/fail kind does not fit the rest of its rubric is left out."""
+    by_rubric: dict[str, list[Label]] = {}
+    for row in label_rows:
+        value = row["passed"] if row["passed"] is not None else row["score"]
+        if value is None:
+            continue
+        lab = Label(item=row["item"], rubric=row["rubric"], label=value, annotator=row["annotator"],
+                    note=row["note"])
+        mine = by_rubric.setdefault(lab.rubric, [])
+        if not mine or mine[0].is_pass_fail == lab.is_pass_fail:
+            mine.append(lab)
+    out: list[RubricCalibration] = []
+    judges: set[str] = set()
+    for rid, mine in sorted(by_rubric.items()):
+        tops = [s["max_score"] for item in {lab.item for lab in mine}
+                if (s := latest.get(item, {}).get("scores", {}).get(rid)) and s["max_score"]]
+        top = max(tops + [lab.label for lab in mine if not lab.is_pass_fail] + [low + 1])
+
+        def verdict(item: str, rid: str = rid) -> JudgeScore:
+            entry = latest.get(item)
+            if entry is None:
+                return JudgeScore(None)
+            if entry["judge_model"]:
+                judges.add(entry["judge_model"])
+            s = entry["scores"].get(rid)
+            if s is None:
+                return JudgeScore(None, None, entry["evaluation_id"])
+            value = s["score"] if s["status"] == SCORED else None
+            return JudgeScore(value, s["reason"], entry["evaluation_id"])
+
+        out.append(rubric_calibration(rid, rid, (low, float(top)), mine, verdict, resamples=resamples, seed=seed))
+    annotators = sorted({row["annotator"] for row in label_rows})
+    return CalibrationReport(judge=", ".join(sorted(judges)) or None, labels="the store", annotators=annotators,
+                             rubrics=out, resamples=resamples)
+
+
+async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path], runtime: Runtime, *,
+                    judge: str | None = None, template: str | Path | None = None, cache: bool | None = None,
+                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, parallel: int = 4,
+                    on_progress: Callable[[str], None] | None = None) -> CalibrationReport:
+    """Score the labelled sessions with the judge (or answer from the call cache) and
+    compare, per rubric, the judge's scores with the labels."""
+    _check_labels(labels, rubric_set)  # before any call
+    chats = await asyncio.to_thread(find_sessions, labels, sessions)
+    judged = await judge_sessions(rubric_set, chats, runtime, judge=judge, template=template, cache=cache,
+                                  parallel=parallel, on_progress=on_progress)
+    used = next((r.judge_model for r, _ in judged.values() if r.judge_model), None)
+    return await asyncio.to_thread(lambda: compare(rubric_set, labels, judged, resamples=resamples, seed=seed,
+                                                   judge=used))

@@ -1,0 +1,125 @@
+"""Human labels on the dashboard, and the calibration they make possible.
+
+``POST /api/evaluation/labels`` stores a person's score (or pass/fail) of one
+rubric of an evaluated item; ``GET /api/evaluation/labels`` lists them;
+``GET /api/evaluation/calibration`` compares them with the newest stored rubric
+evaluation of each item (see docs/calibration.md). All SQL is in
+``jurist.store.labels``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+
+from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
+from jurist.analysis.calibrate import compare_stored
+from jurist.errors import InputError, NotFound
+from jurist.server.auth import require_write
+from jurist.server.errors import error_responses
+from jurist.server.state import get_state
+from jurist.store import dashboard as dq
+from jurist.store import labels as lq
+
+router = APIRouter(prefix="/api/evaluation", tags=["labels"])
+
+SAFE_ID = r"^[A-Za-z0-9_.:@/-]{1,300}$"
+
+
+class NewLabel(BaseModel):
+    """A person's verdict on one rubric of an item: a score on the rubric's scale, or pass/fail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evaluation_id: str | None = Field(None, max_length=32, description="the evaluation labelled (its trace page); "
+                                      "the item and the rubric's scale are taken from it")
+    item: str | None = Field(None, pattern=SAFE_ID, description="what was judged (a session id); default: the "
+                             "evaluation's subject")
+    rubric: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,200}$")
+    score: float | None = Field(None, description="a whole number on the rubric's scale")
+    passed: StrictBool | None = Field(None, description="pass (true) or fail (false), instead of a score")
+    annotator: str = Field(min_length=1, max_length=200)
+    note: str | None = Field(None, max_length=5000)
+
+    @model_validator(mode="after")
+    def _one_verdict(self) -> "NewLabel":
+        if (self.score is None) == (self.passed is None):
+            raise ValueError("give either score or passed")
+        if self.score is not None and self.score != int(self.score):
+            raise ValueError("score must be a whole number")
+        if self.evaluation_id is None and self.item is None:
+            raise ValueError("give evaluation_id or item")
+        return self
+
+
+class StoredLabel(BaseModel):
+    id: int
+    item: str
+    rubric: str
+    score: float | None
+    passed: bool | None
+    annotator: str
+    note: str | None
+    evaluation_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@router.post("/labels", response_model=StoredLabel, status_code=201, dependencies=[Depends(require_write)],
+             responses=error_responses(400, 401, 404, 422))
+async def add_label(request: Request, body: NewLabel) -> dict[str, Any]:
+    """Store a label (the annotator's earlier label of the same item and rubric is replaced)."""
+    state = get_state(request)
+    item = body.item
+    if body.evaluation_id is not None:
+        found = await state.store.aread(dq.trace, body.evaluation_id)
+        if found is None:
+            raise NotFound(f"no evaluation with id {body.evaluation_id!r}")
+        ev = found["evaluation"]
+        if item is not None and item != ev["subject_id"]:
+            raise InputError(f"item {item!r} is not the evaluation's subject {ev['subject_id']!r}")
+        item = ev["subject_id"]
+        rubric = next((s for s in found["scores"] if s["key"] == body.rubric), None)
+        if rubric is None:
+            keys = ", ".join(s["key"] for s in found["scores"]) or "none"
+            raise InputError(f"the evaluation has no rubric {body.rubric!r} (rubrics: {keys})")
+        low, high = state.settings.score_scale[0], rubric["max_score"]
+        if body.score is not None and high is not None and not low <= body.score <= high:
+            raise InputError(f"score {body.score:g} is not on the rubric's scale {low:g}-{high:g}")
+    row = body.model_dump()
+    row["item"] = item
+    saved: dict[str, Any] = await state.store.awrite(lq.save_label, row, datetime.now(timezone.utc))
+    return saved
+
+
+@router.get("/labels", response_model=list[StoredLabel], responses=error_responses(422))
+async def list_labels(request: Request, item: str | None = Query(None, pattern=SAFE_ID)) -> list[dict[str, Any]]:
+    """The labels of one item, or every label (by item, rubric, annotator)."""
+    store = get_state(request).store
+    rows: list[dict[str, Any]] = await (store.aread(lq.labels_of, item) if item is not None
+                                        else store.aread(lq.all_labels))
+    return rows
+
+
+async def stored_calibration(request: Request, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """The calibration of the stored labels against the newest stored rubric evaluation of each item."""
+    state = get_state(request)
+    rows = await state.store.aread(lq.all_labels)
+    latest = await state.store.aread(lq.latest_rubric_scores, {r["item"] for r in rows})
+    report = await asyncio.to_thread(compare_stored, rows, latest, low=state.settings.score_scale[0],
+                                     resamples=resamples)
+    out: dict[str, Any] = report.to_json()
+    return out
+
+
+@router.get("/calibration", responses=error_responses(422))
+async def calibration(request: Request,
+                      resamples: int = Query(1000, ge=0, le=10_000, description="bootstrap resamples")
+                      ) -> dict[str, Any]:
+    """Per rubric: agreement of the judge with the labels (κ, weighted κ, ρ, τ, α, bias, intervals),
+    the annotators among themselves, the confusion matrix, the items that differ most."""
+    return await stored_calibration(request, resamples)

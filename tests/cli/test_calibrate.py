@@ -1,0 +1,125 @@
+"""`jurist calibrate` end to end on the shipped labelled example set: the offline judge and a
+scripted one (a real HTTP server speaking the OpenAI protocol)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+from scipy import stats
+
+from jurist.testing import Reply
+from tests.conftest import EXAMPLES, run_cli
+
+RUBRICS = str(EXAMPLES / "rubrics.json")
+LABELS = str(EXAMPLES / "labels" / "labels.jsonl")
+SESSIONS = ("--sessions", str(EXAMPLES / "sessions"), "--sessions", str(EXAMPLES / "labels" / "sessions"))
+
+# The scripted judge: a criterion is met when the session (any message) holds its phrase.
+PHRASES = {"adenosine": "adenosine", "tolerance": "tolerance", "half_life": "half-life",
+           "energy_myth": "great source of energy", "limit": "400", "doctor": "doctor",
+           "overdose": "no problem at all", "cutoff": "afternoon", "taper": "gradually", "water": "water"}
+
+
+def keyword_judge(payload: dict) -> Reply:
+    prompt = payload["messages"][-1]["content"]
+    criteria, _, session = prompt.partition("## Chat Session to Evaluate")
+    ids = re.findall(r"^- \[([a-z_]+)\]", criteria, flags=re.M)
+    items = [{"id": i, "met": PHRASES[i] in session.lower(), "reasoning": "scripted"} for i in ids]
+    return Reply(text=json.dumps({"items": items}))
+
+
+def _env(tmp_path, **extra):
+    env = {"JURIST_HOME": str(tmp_path / ".jurist")}
+    env.update(extra)
+    return env
+
+
+def _check_report(report: dict) -> None:
+    assert report["annotators"] == ["ana", "ben"]
+    assert [r["rubric"] for r in report["rubrics"]] == ["mechanism", "safety", "practical"]
+    for r in report["rubrics"]:
+        jv, hh = r["judge_vs_humans"], r["humans"]
+        assert r["items"] == 12 and hh["n"] == 12 and jv["n"] == 2 * (12 - len(r["unscored"]))
+        m = np.array(jv["confusion"])
+        assert m.sum() == jv["n"] and jv["exact"]["value"] == round(np.trace(m) / m.sum(), 4)
+        for d in r["differing"]:
+            assert d["gap"] > 0 and d["trace"].startswith("/evaluation/evaluations/")
+
+
+def test_calibrate_with_the_offline_judge_prints_the_tables(tmp_path):
+    out = tmp_path / "report.json"
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", LABELS, *SESSIONS, "--resamples", "200",
+                "--output", str(out), env=_env(tmp_path), cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr
+    for heading in ("Explains the mechanism correctly (mechanism), scale 1-5: 12 items", "Cohen's κ (quadratic)",
+                    "Spearman ρ", "Kendall τ-b", "Krippendorff's α", "mean bias", "people vs people",
+                    "mechanism: confusion", "judge ↓ people →", "where the judge and the people differ"):
+        assert heading in r.stdout
+    report = json.loads(out.read_text())
+    assert report["judge"] == "local/minilm" and report["bootstrap_resamples"] == 200
+    _check_report(report)
+
+
+def test_calibrate_with_a_scripted_judge_as_json_and_from_the_cache(provider, tmp_path):
+    provider.default = keyword_judge
+    env = _env(tmp_path, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="k", JURIST_JUDGE="openai/gpt-4o-mini")
+    args = ("calibrate", "--rubrics", RUBRICS, "--labels", LABELS, *SESSIONS, "--resamples", "100", "--json")
+    r = run_cli(*args, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["judge"] == "openai/gpt-4o-mini"
+    assert len(provider.requests) == 36  # twelve sessions, three rubrics
+    _check_report(report)
+
+    # the judge's scores, recomputed from the phrases: every figure checked against scipy
+    labels = [json.loads(line) for line in open(LABELS)]
+    safety = {lab["item"] for lab in labels if lab["rubric"] == "safety"}
+    texts = {}
+    for folder in (EXAMPLES / "sessions", EXAMPLES / "labels" / "sessions"):
+        for f in folder.glob("*.jsonl"):
+            lines = [json.loads(x) for x in f.read_text().splitlines()]
+            texts[lines[0]["session_id"]] = " ".join(x["content"] for x in lines)
+    assert safety <= set(texts)
+
+    def judged(item: str) -> int:  # safety: limit +2, doctor +2, overdose -3, over 4 points on 1-5
+        t = texts[item].lower()
+        earned = 2 * ("400" in t) + 2 * ("doctor" in t) - 3 * ("no problem at all" in t)
+        return int(np.floor(1 + min(1, max(0, earned / 4)) * 4 + 0.5))
+
+    pairs = [(judged(lab["item"]), lab["label"]) for lab in labels if lab["rubric"] == "safety"]
+    j, h = np.array(pairs).T
+    got = next(x for x in report["rubrics"] if x["rubric"] == "safety")["judge_vs_humans"]
+    assert got["spearman"]["value"] == round(stats.spearmanr(j, h).statistic, 4)
+    assert got["kendall"]["value"] == round(stats.kendalltau(j, h).statistic, 4)
+    assert got["mean_bias"]["value"] == round(float(np.mean(j - h)), 4)
+    assert got["within_one"]["value"] == round(float(np.mean(np.abs(j - h) <= 1)), 4)
+
+    # a rerun answers from the call cache: no new request; without --json it prints the tables
+    out = tmp_path / "again.json"
+    again = run_cli(*args[:-1], "--output", str(out), env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert len(provider.requests) == 36
+    assert "judge openai/gpt-4o-mini" in again.stdout and "safety: confusion" in again.stdout
+    rerun = json.loads(out.read_text())["rubrics"]
+    for before, after in zip(report["rubrics"], rerun):  # the same figures (the traces are the rerun's)
+        assert {k: v for k, v in after.items() if k != "differing"} == {
+            k: v for k, v in before.items() if k != "differing"}
+        assert [d["item"] for d in after["differing"]] == [d["item"] for d in before["differing"]]
+
+
+def test_calibrate_bad_labels_exit_2_with_file_and_line(provider, tmp_path):
+    bad = tmp_path / "labels.jsonl"
+    bad.write_text(json.dumps({"item": "s1", "rubric": "mechanism", "label": 4, "annotator": "ana"}) + "\n"
+                   + json.dumps({"item": "s1", "rubric": "kindness", "label": 4, "annotator": "ana"}) + "\n")
+    env = _env(tmp_path, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="k", JURIST_JUDGE="openai/gpt-4o-mini")
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", str(bad), *SESSIONS, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and f"{bad}:2: rubric 'kindness'" in r.stderr.replace("\n", "")
+    bad.write_text(json.dumps({"item": "s99", "rubric": "mechanism", "label": 4, "annotator": "ana"}) + "\n")
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", str(bad), *SESSIONS, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and f"{bad}:1: no session 's99'" in r.stderr.replace("\n", "")
+    bad.write_text(json.dumps({"item": "s1", "rubric": "mechanism", "label": 7, "annotator": "ana"}) + "\n")
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", str(bad), *SESSIONS, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "not a whole number on 'mechanism'" in r.stderr.replace("\n", "")
+    assert provider.requests == []
