@@ -123,3 +123,10 @@ def test_calibrate_bad_labels_exit_2_with_file_and_line(provider, tmp_path):
     r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", str(bad), *SESSIONS, env=env, cwd=tmp_path)
     assert r.returncode == 2 and "not a whole number on 'mechanism'" in r.stderr.replace("\n", "")
     assert provider.requests == []
+
+
+def test_the_commands_default_resamples_are_the_analysis_default():
+    from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
+    from jurist.cli import calibrate
+
+    assert calibrate.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES

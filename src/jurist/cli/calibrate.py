@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
-from jurist.analysis.calibrate import CalibrationReport, calibrate
-from jurist.analysis.labels import load_labels
-from jurist.cli.common import EXIT_OK, console, err_console, handle_errors, load_settings
-from jurist.jsonfiles import write_json
-from jurist.rubrics import load_rubrics
-from jurist.runtime import Runtime
+from jurist.cli.common import EXIT_OK, console, handle_errors, load_settings, waiting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
+    from jurist.analysis.calibrate import CalibrationReport
+
+BOOTSTRAP_RESAMPLES = 2000  # jurist.analysis.agreement.BOOTSTRAP_RESAMPLES (a test keeps them equal)
 
 FIGURES = (("exact", "exact agreement"), ("within_one", "within one"), ("kappa", "Cohen's κ"),
            ("weighted_kappa", "Cohen's κ (quadratic)"), ("spearman", "Spearman ρ"), ("kendall", "Kendall τ-b"),
@@ -33,7 +32,9 @@ def _fmt(estimate: dict[str, Any]) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def figures_table(r: dict[str, Any]) -> Table:
+def figures_table(r: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
     table = Table(title=escape(f"{r['name']} ({r['rubric']}), scale {r['scale']}: {r['items']} items"),
                   title_justify="left")
     table.add_column("figure (95% bootstrap interval)")
@@ -47,7 +48,9 @@ def figures_table(r: dict[str, Any]) -> Table:
     return table
 
 
-def confusion_table(r: dict[str, Any]) -> Table:
+def confusion_table(r: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
     cats = [str(c) for c in r["categories"]]
     if r["scale"] == "pass/fail":
         cats = ["fail", "pass"]
@@ -60,7 +63,9 @@ def confusion_table(r: dict[str, Any]) -> Table:
     return table
 
 
-def differing_table(r: dict[str, Any]) -> Table:
+def differing_table(r: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
     table = Table(title=escape(f"{r['rubric']}: where the judge and the people differ most"), title_justify="left")
     for col in ("item", "judge", "people", "gap", "judge's reasoning", "trace"):
         table.add_column(col, overflow="fold")
@@ -103,6 +108,12 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
     ) -> None:
         """Compare the judge's rubric scores with human labels: agreement, κ, ρ, τ, α, bias."""
+        import asyncio
+
+        from jurist.analysis.labels import load_labels
+        from jurist.jsonfiles import write_json
+        from jurist.rubrics import load_rubrics
+
         settings = load_settings(config, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         label_set = load_labels(labels)
@@ -121,10 +132,15 @@ def register(app: typer.Typer) -> None:
 
 
 async def _run(settings: Any, rubric_set: Any, label_set: Any, sessions: list[Path], judge: str | None,
-               template: Path | None, resamples: int, seed: int) -> CalibrationReport:
+               template: Path | None, resamples: int, seed: int) -> "CalibrationReport":
+    import asyncio
+
+    from jurist.analysis.calibrate import calibrate
+    from jurist.runtime import Runtime
+
     runtime = await asyncio.to_thread(Runtime, settings)
     try:
-        with err_console.status("scoring the labelled sessions"):
+        with waiting("scoring the labelled sessions"):
             return await calibrate(rubric_set, label_set, sessions, runtime, judge=judge, template=template,
                                    resamples=resamples, seed=seed)
     finally:
