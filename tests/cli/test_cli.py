@@ -101,3 +101,22 @@ def test_bad_jurist_yaml(tmp_path):
     (tmp_path / "jurist.yaml").write_text("max_concurrency: -3\n")
     r = run_cli("logs", cwd=tmp_path)
     assert r.returncode == 2 and "max_concurrency" in r.stderr and "jurist.yaml" in r.stderr
+
+
+def test_text_that_looks_like_rich_markup_is_printed_as_text(provider, tmp_path):
+    """A role ``[/bold]``, a session id ``[/]`` and a judge's reasoning with ``[/]`` once crashed
+    the CLI with a MarkupError; they are data, printed as they are."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "[/bold]", "content": "x"}\n')
+    env = env_for(provider, tmp_path)
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", str(bad), env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "[/bold]" in r.stderr and "MarkupError" not in r.stderr
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"session_id": "[/]", "role": "user", "content": "hi"}\n'
+                   '{"session_id": "[/]", "role": "assistant", "content": "hello"}\n')
+    provider.default = Reply(text='{"score": 4, "reasoning": "closes a tag [/] and opens [bold]"}')
+    r = run_cli("evaluate", "--rubrics", FREE, "--session", str(odd), env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "closes a tag [/] and opens [bold]" in r.stdout.replace("\n", "") or "[/]" in r.stdout
+    r = run_cli("logs", env=env, cwd=tmp_path)
+    assert r.returncode == 0 and "MarkupError" not in r.stderr, r.stderr

@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
         """Run the bundled examples offline: rubric scoring, a research pipeline, a checklist tutor, a response gate."""
         import asyncio
 
+        from rich.markup import escape
         from rich.panel import Panel
 
         from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
@@ -39,7 +40,8 @@ def register(app: typer.Typer) -> None:
         judge_ref = judge or LOCAL_JUDGE
         require_local_judge(judge_ref)
         console.print(Panel.fit(
-            f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge [bold]{judge_ref}[/]",
+            escape(f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge ")
+            + f"[bold]{escape(judge_ref)}[/]",
             title="jurist demo",
         ))
         report = run_batch_with_progress(
@@ -52,10 +54,10 @@ def register(app: typer.Typer) -> None:
             calls = store.calls(limit=None, purpose="rubric_judge")
         finally:
             store.close()
-        console.print(
+        console.print(escape(
             f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in {settings.database} "
             "(see them with `jurist logs`)"
-        )
+        ), highlight=False)
         console.print(Panel.fit("A research pipeline judged stage by stage, offline", title="jurist demo: research"))
         with waiting("running the research pipeline and its judges"):
             research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
@@ -68,8 +70,8 @@ def register(app: typer.Typer) -> None:
         with waiting("answering and judging through the gate"):
             gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
         console.print(Panel.fit(
-            f"Everything above is stored in {settings.database}.\n"
-            "See it in the dashboard: run [bold]jurist serve[/] in this folder "
+            escape(f"Everything above is stored in {settings.database}.\n")
+            + "See it in the dashboard: run [bold]jurist serve[/] in this folder "
             "(same settings), then open [bold]http://127.0.0.1:8000/evaluation[/]",
             title="jurist demo: dashboard",
         ))

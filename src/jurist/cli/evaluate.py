@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 
 import typer
+from rich.markup import escape
 
 from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
                                load_settings, local_load_notice, require_local_judge, waiting)
@@ -45,10 +46,9 @@ class Engine(str, enum.Enum):
 
 
 def result_table(result: dict[str, Any]) -> "Table":
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"session {result['session_id']}", title_justify="left")
+    table = Table(title=escape(f"session {result['session_id']}"), title_justify="left")
     for col in ("rubric", "score", "status", "reasoning"):
         table.add_column(col, overflow="fold")
     for rs in result["rubric_scores"]:
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
             write_json(output, result)
         console.print(result_table(result))
         if output:
-            console.print(f"result written to {output}")
+            console.print(escape(f"result written to {output}"), highlight=False)
         else:
             console.print_json(json.dumps(result))
         raise typer.Exit(EXIT_OK if result["status"] == "scored" else EXIT_FAILURES)
@@ -213,7 +213,7 @@ def print_batch_report(report: "BatchReport") -> None:
         table.add_column(col)
     for rid, r in report.summary["per_rubric_summary"].items():
         fmt = lambda x: "—" if x is None else f"{x:g}"  # noqa: E731
-        table.add_row(f"{r['name']} ({rid})", fmt(r["average"]), fmt(r["median"]), str(r["scored"]),
+        table.add_row(escape(f"{r['name']} ({rid})"), fmt(r["average"]), fmt(r["median"]), str(r["scored"]),
                       f"[red]{r['failed']}[/]" if r["failed"] else "0")
     console.print(table)
     avg = "—" if bs["average_score"] is None else f"{bs['average_score']:g}/{bs['max_score']:g}"
@@ -222,10 +222,10 @@ def print_batch_report(report: "BatchReport") -> None:
         f"average {avg}, {report.evaluations_failed} rubric evaluations failed"
     )
     if report.endpoint_note:
-        console.print(f"[red]{report.endpoint_note}[/]", highlight=False)
+        console.print(f"[red]{escape(report.endpoint_note)}[/]", highlight=False)
     for err in report.input_errors:
-        console.print(f"[red]input error:[/] {err}", highlight=False)
-    console.print(f"summary written to {report.summary_path}")
+        console.print(f"[red]input error:[/] {escape(str(err))}", highlight=False)
+    console.print(escape(f"summary written to {report.summary_path}"), highlight=False)
 
 
 __all__ = ["register", "run_batch_with_progress", "print_batch_report", "EXIT_BAD_INPUT"]

@@ -6,6 +6,7 @@ import json
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from jurist.cli.common import console, handle_errors, load_settings
 
@@ -42,15 +43,15 @@ def register(app: typer.Typer) -> None:
             for row in rows:
                 typer.echo(json.dumps(_row_json(row), ensure_ascii=False, default=str))
             return
-        table = Table(title=f"last {len(rows)} calls ({settings.database})", title_justify="left")
+        table = Table(title=escape(f"last {len(rows)} calls ({settings.database})"), title_justify="left")
         for col in ("time", "purpose", "model", "tokens in/out", "latency", "attempts", "status", "trace"):
             table.add_column(col, overflow="fold")
         for r in rows:
             status_txt = r["status"] + (" (cached)" if r["cached"] else "")
             style = "green" if r["status"] == "ok" else "red"
             table.add_row(
-                r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), r["purpose"], r["model"],
+                r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), escape(r["purpose"]), escape(r["model"]),
                 f"{r['input_tokens']}/{r['output_tokens']}", f"{r['latency_ms']:.0f} ms", str(r["attempts"]),
-                f"[{style}]{status_txt}[/]", (r["trace_id"] or "")[:12],
+                f"[{style}]{escape(status_txt)}[/]", escape((r["trace_id"] or "")[:12]),
             )
         console.print(table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 import typer
+from rich.markup import escape
 
 from jurist.cli.common import console, handle_errors, load_settings
 
@@ -89,8 +90,8 @@ def register(app: typer.Typer) -> None:
         gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
                             max_iterations=max_iterations)
-        console.print(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  (gate: {describe_gate(gate_config)})",
-                      highlight=False)
+        console.print(escape(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  "
+                             f"(gate: {describe_gate(gate_config)})"), highlight=False)
         if settings.api_token and not api_key:
             console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
                           "upstream gets no key (right for a local upstream such as Ollama)[/]")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from jurist.cli.common import console, handle_errors, load_settings
 
@@ -33,6 +34,7 @@ def register(app: typer.Typer) -> None:
         finally:
             store.close()
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.json"))
-        console.print(f"exported research evaluation {log_id} to {folder} ({len(files)} files)", highlight=False)
+        console.print(escape(f"exported research evaluation {log_id} to {folder} ({len(files)} files)"),
+                      highlight=False)
         for name in files:
-            console.print(f"  {name}", highlight=False)
+            console.print(escape(f"  {name}"), highlight=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
+from rich.markup import escape
 
 from jurist.cli.common import console, handle_errors, load_settings
 
@@ -44,11 +45,11 @@ def register(app: typer.Typer) -> None:
         settings = listen_settings(load_settings(config), host, allowed_host or [])
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
-        console.print(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
-                      "tutor: /tutor?points=NAME&learner=NAME)")
-        console.print(f"database: {settings.database}")
+        console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
+                             "tutor: /tutor?points=NAME&learner=NAME)"), highlight=False)
+        console.print(escape(f"database: {settings.database}"), highlight=False)
         if upstream:
-            console.print(f"gate proxy: http://{host}:{port}/v1 -> {upstream}")
+            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}"), highlight=False)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
 
@@ -60,4 +61,4 @@ def print_access(settings: "Settings") -> None:
     hosts = ", ".join(sorted(allowed_hosts(settings)))
     token = ("writes, the proxy and the tutor socket need the API token" if settings.api_token
              else "no API token: loopback only, writes open to this machine")
-    console.print(f"access: {token}; answering to host names {hosts}", highlight=False)
+    console.print(escape(f"access: {token}; answering to host names {hosts}"), highlight=False)

@@ -63,7 +63,7 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mo
             with waiting(f"opening session {session_id}"):
                 s = await ChecklistSession.resume(session_id, store=store, tutor=tutor, judge=judge,
                                                   settings=settings)
-            console.print(f"resuming session {s.session_id}: {s.recalled_count}/{s.total_points} recalled",
+            console.print(f"resuming session {escape(s.session_id)}: {s.recalled_count}/{s.total_points} recalled",
                           highlight=False)
         else:
             assert points is not None
@@ -105,13 +105,13 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mo
                               highlight=False)
                 continue
             console.print(f"tutor> {escape(r.response)}", highlight=False)
-            console.print(f"[dim][{r.recalled_count}/{r.total_points} recalled"
-                          + (f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
-                          + "][/]", highlight=False)
+            progress = f"{r.recalled_count}/{r.total_points} recalled" + (
+                f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
+            console.print(f"[dim]{escape('[' + progress + ']')}[/]", highlight=False)
         if s.active:
-            console.print(f"session saved; continue with: jurist tutor --session {s.session_id}", highlight=False)
+            console.print(f"session saved; continue with: jurist tutor --session {escape(s.session_id)}", highlight=False)
         else:
-            console.print(f"session {s.status}: {s.recalled_count}/{s.total_points} points recalled", highlight=False)
+            console.print(escape(f"session {s.status}: {s.recalled_count}/{s.total_points} points recalled"), highlight=False)
             for d in await PointScheduler(store).all_points(s.learner, deck=s.title):
                 console.print(f"  next review of {d.point_id}: {d.due:%Y-%m-%d %H:%M} UTC ({d.last_rating})",
                               highlight=False)
