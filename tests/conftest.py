@@ -18,6 +18,7 @@ import pytest
 
 
 scripted_mod = importlib.import_module("jurist.models.scripted")  # the name `scripted` is also a function
+from jurist.models.structured import PROCESS_MODES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -35,6 +36,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     scripted_mod._SCRIPTED.clear()
+    PROCESS_MODES.forget()  # a port another test used may come back: its endpoint's mode must not
     return tmp_path
 
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from jurist.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from jurist.testing.provider_server import ProviderServer, Reply, Responder
+    from jurist.testing.provider_server import ProviderServer, Reply, Responder, schema_dialect
 
-__all__ = ["ProviderServer", "Reply", "Responder"]
+__all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
 
 
 __getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(__all__, "jurist.testing.provider_server"))

@@ -44,7 +44,7 @@ from typing import Any, Callable, Union
 
 from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
 
-__all__ = ["ProviderServer", "Reply", "Responder"]
+__all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
 
 DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
 
@@ -63,6 +63,8 @@ class Reply:
     input_tokens: int = 10
     output_tokens: int = 5
     finish_reason: str = "stop"
+    message: str | None = None  # an error status's message (default: a scripted-by-the-test note)
+    usage: bool = True  # a stream's usage chunk when asked for (some servers never send one)
 
 
 Responder = Union[Reply, Callable[[dict], Reply]]
@@ -279,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
             kind = "text/event-stream" if payload.get("stream") else "application/json"
             self._send(reply.status, body, kind, reply.headers)
         elif reply.status >= 400:
-            self._send_error_json(reply.status, None, anthropic=anthropic, headers=reply.headers)
+            self._send_error_json(reply.status, reply.message, anthropic=anthropic, headers=reply.headers)
         elif payload.get("stream"):
             events = _anthropic_events(reply, payload) if anthropic else _openai_chunks(reply, payload)
             self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
@@ -313,6 +315,64 @@ class _Handler(BaseHTTPRequestHandler):
             kind = OPENAI_ERROR_TYPES.get(status, "server_error")
             data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(data).encode(), "application/json", headers)
+
+
+# -- structured output ----------------------------------------------------------
+
+#: llama-cpp-python's refusal of a response_format type it does not know (a 500).
+LLAMA_CPP_REFUSAL = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                     "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+
+
+def schema_dialect(mode: str, *, free_text: str = "Sure, here is my judgement: it looks fine.",
+                   refusal: Reply | None = None) -> Callable[[dict], Reply]:
+    """A responder for a server whose constrained decoding reads a schema only as
+    ``mode`` does (a mode of :mod:`jurist.models.structured`): such a request gets
+    the smallest JSON that follows the schema; a ``response_format`` of another
+    type gets ``refusal`` (default: llama-cpp-python's 500 for ``json_schema``,
+    when ``mode`` is ``json_object_schema``; else the field is ignored); anything
+    else gets ``free_text``, as a model left to itself would write."""
+
+    def respond(req: dict) -> Reply:
+        fmt: dict[str, Any] = req["response_format"] if isinstance(req.get("response_format"), dict) else {}
+        schema: Any = None
+        if mode == "json_schema" and fmt.get("type") == "json_schema":
+            schema = (fmt.get("json_schema") or {}).get("schema")
+        elif mode == "json_object_schema" and fmt.get("type") == "json_object":
+            schema = fmt.get("schema")
+        elif mode == "ollama_format" and isinstance(req.get("format"), dict):
+            schema = req["format"]
+        if isinstance(schema, dict):
+            return Reply(text=json.dumps(schema_instance(schema)))
+        if fmt.get("type") == "json_schema" and mode == "json_object_schema":
+            return refusal or Reply(status=500, message=LLAMA_CPP_REFUSAL)
+        if fmt and refusal is not None:
+            return refusal
+        return Reply(text=free_text)
+
+    return respond
+
+
+def schema_instance(schema: dict[str, Any]) -> Any:
+    """The smallest value that follows ``schema`` (enum's first value, required properties only, ...)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {name: schema_instance(props.get(name) or {}) for name in schema.get("required") or []}
+    if kind == "array":
+        prefix = schema.get("prefixItems") or []
+        return [schema_instance(s) for s in prefix]
+    if kind == "string":
+        return "x" * int(schema.get("minLength") or 1)
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    return None
 
 
 # -- reply bodies -------------------------------------------------------------
@@ -362,7 +422,7 @@ def _openai_chunks(reply: Reply, req: dict) -> list[str]:
     out = [chunk({"role": "assistant", "content": ""})]
     out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
     out.append(chunk({}, reply.finish_reason))
-    if (req.get("stream_options") or {}).get("include_usage"):
+    if reply.usage and (req.get("stream_options") or {}).get("include_usage"):
         usage = {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
