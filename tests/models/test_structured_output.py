@@ -66,12 +66,24 @@ async def test_a_500_naming_response_format_moves_on_to_the_mode_it_names(chat: 
     assert len(server.requests) == 3 and formats(server)[2] == {"type": "json_object", "schema": SCHEMA}
 
 
-async def test_a_refusal_that_names_no_other_mode_falls_back_to_the_prompt(chat: OpenAIChat,
-                                                                          server: ProviderServer) -> None:
+async def test_a_refusal_with_nothing_honoured_falls_back_to_the_prompt(chat: OpenAIChat,
+                                                                       server: ProviderServer) -> None:
     server.default = schema_dialect("prompt", refusal=Reply(status=422, message="response_format is not supported"))
     out = await chat.complete(ask())
-    assert out.structured_output == "prompt" and formats(server)[1] is None
-    assert chat.schema_supported is False
+    sent = [f and (f.get("type") or "format") for f in formats(server)]  # type: ignore[union-attr]
+    assert sent == ["json_schema", "json_object", "format", None]  # refused, probes refused and ignored, the call
+    assert out.structured_output == "prompt" and chat.schema_supported is False
+
+
+async def test_a_refusal_that_names_the_field_alone_makes_the_call_probe(chat: OpenAIChat,
+                                                                         server: ProviderServer) -> None:
+    refusal = Reply(status=400, message="unsupported response_format type json_schema")
+    server.default = schema_dialect("ollama_format", refusal=refusal)
+    out = await chat.complete(ask())
+    assert out.structured_output == "ollama_format" == chat.modes.get(chat.endpoint)
+    sent = [f and (f.get("type") or "format") for f in formats(server)]  # type: ignore[union-attr]
+    assert sent == ["json_schema", "json_object", "format", "format"]  # refused, probe ignored, probe honoured, call
+    assert json.loads(out.text) == {"score": 1}
 
 
 async def test_a_500_that_does_not_name_the_field_is_a_server_failure(chat: OpenAIChat,
@@ -182,11 +194,9 @@ def test_presets_give_the_first_guess(monkeypatch: pytest.MonkeyPatch) -> None:
     guesses = {ref: build_adapter(ref, settings).guess  # type: ignore[attr-defined]
                for ref in ("llamacpp/m", "vllm/m", "ollama/m", "mine/m")}
     assert guesses == {"llamacpp/m": "json_object_schema", "vllm/m": "json_schema", "ollama/m": "json_schema",
-                       "mine/m": None}
-    monkeypatch.setenv("OPENAI_API_KEY", "k")
-    assert build_adapter("openai/m", settings).guess == "json_schema"  # type: ignore[attr-defined]
+                       "mine/m": "json_schema"}
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    assert build_adapter("openai/m", settings).guess is None  # type: ignore[attr-defined]
+    assert build_adapter("openai/m", settings).guess == "json_schema"  # type: ignore[attr-defined]
 
 
 def test_an_unknown_mode_in_settings_is_a_config_error(tmp_path) -> None:

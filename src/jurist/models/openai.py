@@ -50,9 +50,10 @@ class OpenAIChat:
     never; ``"auto"`` uses the mode ``modes`` (default: the process's memory)
     holds for the endpoint, else ``guess`` (a preset's; ``None``: probe the
     endpoint with :func:`~jurist.models.structured.detect_structured_output`
-    on the first schema request), and moves a call on to another mode, at
-    last to ``"prompt"``, when the endpoint refuses one; the mode that worked
-    is kept for the endpoint.
+    on the first schema request). When the endpoint refuses a mode, the call
+    moves on to the mode the refusal names, else (if it names the field) to
+    the one a probe finds, else to ``"prompt"``; the mode that worked is kept
+    for the endpoint.
 
     ``name`` is the reference calls are recorded under (``provider/model`` by
     default); ``session`` an aiohttp session to send through (the caller
@@ -220,7 +221,7 @@ class OpenAIChat:
         if request.response_schema is None:
             return await self._post(request, timeout, stream=stream, mode="prompt"), None
         auto = only is None and self.structured_output == "auto"
-        mode = only or self.schema_mode or await self._detect(timeout)
+        mode = only or self.schema_mode or await self._detect(timeout, [])
         tried: list[str] = []
         while True:
             try:
@@ -230,19 +231,23 @@ class OpenAIChat:
                 if not auto or mode == "prompt" or not refuses(exc, mode):
                     raise
                 tried.append(mode)
-                mode = next_mode(exc, tried)
+                mode = next_mode(exc, tried) or await self._detect(timeout, tried)
         if auto:
             # Only now is it clear the mode, not the request, was what the endpoint refused.
             self.modes.set(self.endpoint, mode)
         return response, mode
 
-    async def _detect(self, timeout: aiohttp.ClientTimeout) -> str:
-        """The endpoint's mode from a probe, one probe at a time per adapter (and event loop)."""
+    async def _detect(self, timeout: aiohttp.ClientTimeout, tried: list[str]) -> str:
+        """The endpoint's mode from a probe of the modes not ``tried`` (one probe at a time
+        per adapter and event loop; one a concurrent call found is taken as it is)."""
         loop = asyncio.get_running_loop()
         if self._probing is None or self._probing[0] is not loop:
             self._probing = (loop, asyncio.Lock())
         async with self._probing[1]:
-            return self.modes.get(self.endpoint) or await detect_structured_output(self, timeout=timeout.total)
+            known = self.modes.get(self.endpoint)
+            if known is not None and known not in tried:
+                return known
+            return await detect_structured_output(self, timeout=timeout.total, skip=tried)
 
     async def _post(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *, stream: bool,
                     mode: str) -> aiohttp.ClientResponse:

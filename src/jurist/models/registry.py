@@ -39,7 +39,7 @@ PRESETS: dict[str, ProviderSettings] = {
 
 # What ``structured_output: auto`` tries first on each preset's server: its own
 # constrained decoding (see jurist.models.structured). A server of unknown kind
-# (a custom provider, ``openai`` pointed elsewhere by base_url) is probed instead.
+# (a custom provider, ``openai`` pointed elsewhere) starts from json_schema too.
 FIRST_GUESS: dict[str, str] = {
     "openai": "json_schema",
     "vllm": "json_schema",
@@ -150,15 +150,7 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
     from jurist.models.openai import OpenAIChat
 
     return OpenAIChat(model, provider=provider, base_url=ps.base_url, api_key=api_key,
-                      structured_output=ps.structured_output, guess=first_guess(provider, ps))
-
-
-def first_guess(provider: str, ps: ProviderSettings) -> str | None:
-    """The structured-output mode "auto" tries first on ``provider``'s endpoint;
-    ``None`` when the kind of server is unknown (it is probed)."""
-    if provider == "openai" and (ps.base_url or os.environ.get("OPENAI_BASE_URL")):
-        return None  # some other server behind the OpenAI reference
-    return FIRST_GUESS.get(provider)
+                      structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"))
 
 
 def model_for(

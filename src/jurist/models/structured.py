@@ -15,11 +15,14 @@ Servers read the schema from different request fields; each way is a mode:
 ``prompt``
     nothing is sent: the prompt asks for JSON and the parser copes.
 
-``auto`` finds the mode per endpoint: a first guess from the provider's preset
-(:data:`jurist.models.registry.FIRST_GUESS`), else a capability probe
-(:func:`detect_structured_output`); a refusal that names the field (400, 422 or
-500) moves a call on to the mode the refusal points at, else to ``prompt``. The
-mode that worked is kept per endpoint for the process in :data:`PROCESS_MODES`.
+``auto`` finds the mode per endpoint. It starts from the provider preset's
+guess (:data:`jurist.models.registry.FIRST_GUESS`; ``json_schema`` for a server
+of unknown kind). A refusal (a 400 or 422, or any error status whose body
+names the field, as llama-cpp-python's 500 does) moves the call on: to the mode
+the refusal names, else, when it names the field, to the mode a capability
+probe finds honoured (:func:`detect_structured_output`), else to ``prompt``.
+The mode that worked is kept per endpoint for the process in
+:data:`PROCESS_MODES`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Sequence, get_args
 
 from jurist.config import StructuredOutput
 from jurist.errors import ModelError
@@ -37,8 +40,8 @@ from jurist.models.base import ChatRequest
 if TYPE_CHECKING:
     from jurist.models.openai import OpenAIChat
 
-__all__ = ["CONSTRAINED", "PROCESS_MODES", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult", "detect_structured_output", "next_mode",
-           "probe_mode", "refuses", "request_fields"]
+__all__ = ["CONSTRAINED", "PROCESS_MODES", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult",
+           "detect_structured_output", "names_field", "next_mode", "probe_mode", "refuses", "request_fields"]
 
 STRUCTURED_OUTPUT_MODES: tuple[str, ...] = get_args(StructuredOutput)
 #: The modes that use a server's constrained decoding, in the order a probe tries them.
@@ -73,28 +76,35 @@ def _said(exc: ModelError) -> str:
     return raw.lower()
 
 
+def names_field(exc: ModelError, mode: str) -> bool:
+    """Whether the endpoint's error names ``mode``'s field or type."""
+    said = _said(exc)
+    field = "format" if mode == "ollama_format" else "response_format"
+    return field in said or mode in said
+
+
 def refuses(exc: ModelError, mode: str) -> bool:
     """Whether ``exc`` may be the endpoint refusing ``mode``'s field: a 400 or 422, or
-    any other client or server error whose body names the field (llama-cpp-python
+    any other client or server error that names the field (llama-cpp-python
     answers a ``json_schema`` it cannot read with a 500). The caller confirms it
     by the same request without the field going through."""
     if exc.status in (400, 422):
         return True
     if exc.status is None or exc.status < 400 or exc.status in (401, 403, 404, 408, 429):
         return False
-    said = _said(exc)
-    field = "format" if mode == "ollama_format" else "response_format"
-    return field in said or mode in said
+    return names_field(exc, mode)
 
 
-def next_mode(exc: ModelError, tried: list[str]) -> str:
+def next_mode(exc: ModelError, tried: list[str]) -> str | None:
     """The mode to try after a refusal: one the refusal names (llama-cpp-python's
-    "Input should be 'text' or 'json_object'") not tried yet, else ``prompt``."""
+    "Input should be 'text' or 'json_object'") not tried yet; else ``None`` when
+    the refusal names the field (the server has a way of its own: probe for it);
+    else ``prompt``."""
     said = _said(exc)
     for mode, word in (("json_object_schema", "json_object"), ("json_schema", "json_schema")):
         if mode not in tried and word in said:
             return mode
-    return "prompt"
+    return None if names_field(exc, tried[-1]) else "prompt"
 
 
 class ModeMemory:
@@ -172,17 +182,17 @@ async def probe_mode(adapter: "OpenAIChat", mode: str, *, timeout: float | None 
 
 
 async def detect_structured_output(adapter: "OpenAIChat", *, timeout: float | None = None,
-                                   remember: bool = True) -> str:
+                                   remember: bool = True, skip: Sequence[str] = ()) -> str:
     """The mode of ``adapter``'s endpoint: the first whose probe is honoured (the
-    adapter's first guess first, then :data:`CONSTRAINED` in order), else
-    ``prompt``; kept in the adapter's memory when ``remember``. Costs one short
-    call per mode tried; an error other than a refusal (auth, rate limit, an
-    unreachable server) raises and nothing is kept."""
+    adapter's first guess first, then :data:`CONSTRAINED` in order, less
+    ``skip``), else ``prompt``; kept in the adapter's memory when ``remember``.
+    Costs one short call per mode tried; an error other than a refusal (auth, a
+    rate limit, an unreachable server) raises and nothing is kept."""
     order = [adapter.guess] if adapter.guess in CONSTRAINED else []
     order += [m for m in CONSTRAINED if m not in order]
     found = "prompt"
     for mode in order:
-        if (await probe_mode(adapter, mode, timeout=timeout)).outcome == "honoured":
+        if mode not in skip and (await probe_mode(adapter, mode, timeout=timeout)).outcome == "honoured":
             found = mode
             break
     if remember:
