@@ -80,13 +80,13 @@ class Judge:
         self.seed = seed
         self.max_tokens = max_tokens
 
-    def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
+    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> ChatRequest:
         return ChatRequest(
             messages=messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed,
-            response_schema=self.schema,
+            response_schema=schema if schema is not None else self.schema,
             schema_name=self.schema_name,
         )
 
@@ -97,12 +97,14 @@ class Judge:
         *,
         trace_id: str | None = None,
         format_hint: str | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> tuple[T, list[Completion]]:
-        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError."""
+        """Ask, re-ask once on a parse failure; raise JudgeParseError or ModelError.
+        ``schema`` replaces the judge's own for this question (one that names its ids, say)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = [{"role": "user", "content": self.template.render(**variables)}]
         first = await self.model.complete(
-            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(messages, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
         )
         if first.parse_error is None:
             return first.parsed, [first]
@@ -117,7 +119,7 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
+            self._request(reask, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse
         )
         if second.parse_error is None:
             return second.parsed, [first, second]
@@ -137,6 +139,7 @@ class Judge:
         format_hint: str | None = None,
         meaning: MeaningQuestion[T] | None = None,
         unsupported: str | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
@@ -146,7 +149,7 @@ class Judge:
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
-            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint),
+            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, schema=schema),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         base = dict(judge_model=self.model.name, template_hash=self.template.hash)
