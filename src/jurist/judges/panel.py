@@ -244,7 +244,7 @@ def parse_escalation_reply(raw: str, dimensions: Sequence[str], roles: Sequence[
 
 
 _UNIT = UNIT_INTERVAL
-_STRING = {"type": "string"}
+_STRING = {"type": "string", "maxLength": 600}  # bounded: a small model under constrained decoding may not stop
 
 
 def _object(props: dict[str, Any]) -> dict[str, Any]:

