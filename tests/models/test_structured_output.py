@@ -86,6 +86,15 @@ async def test_a_refusal_that_names_the_field_alone_makes_the_call_probe(chat: O
     assert json.loads(out.text) == {"score": 1}
 
 
+async def test_a_mode_that_worked_stays_after_one_request_it_refused(chat: OpenAIChat,
+                                                                     server: ProviderServer) -> None:
+    chat.modes.set(chat.endpoint, "json_object_schema")
+    server.script(Reply(status=400, message="grammar too large"))
+    out = await chat.complete(ask())
+    assert out.structured_output == "prompt" and chat.modes.get(chat.endpoint) == "json_object_schema"
+    assert (await chat.complete(ask())).structured_output == "json_object_schema"
+
+
 async def test_a_500_that_does_not_name_the_field_is_a_server_failure(chat: OpenAIChat,
                                                                       server: ProviderServer) -> None:
     server.default = Reply(status=500, message="CUDA out of memory")

@@ -221,6 +221,7 @@ class OpenAIChat:
         if request.response_schema is None:
             return await self._post(request, timeout, stream=stream, mode="prompt"), None
         auto = only is None and self.structured_output == "auto"
+        confirmed = self.modes.get(self.endpoint) if auto else None
         mode = only or self.schema_mode or await self._detect(timeout, [])
         tried: list[str] = []
         while True:
@@ -232,8 +233,10 @@ class OpenAIChat:
                     raise
                 tried.append(mode)
                 mode = next_mode(exc, tried) or await self._detect(timeout, tried)
-        if auto:
+        if auto and (confirmed is None or not tried):
             # Only now is it clear the mode, not the request, was what the endpoint refused.
+            # A mode that has worked before stays: one request it refused (a schema too big
+            # for the server, say) does not take it from the rest.
             self.modes.set(self.endpoint, mode)
         return response, mode
 
