@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from jurist.models.limiter import Limiter, LimiterBounds, LimiterPool, RequestLimiter, limiter_for, open_limiter
     from jurist.models.model import Model, RetryPolicy
     from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+    from jurist.models.structured import (STRUCTURED_OUTPUT_MODES, ModeMemory, ProbeResult, detect_structured_output,
+                                          probe_mode)
 
 # Imported on first use: the limiter and the error types load without the adapters and their HTTP client.
 __getattr__, __dir__ = lazy_names(__name__, {
@@ -25,10 +27,13 @@ __getattr__, __dir__ = lazy_names(__name__, {
                    "jurist.models.limiter"),
     **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
     **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
+    **dict.fromkeys(("STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult", "detect_structured_output", "probe_mode"),
+                    "jurist.models.structured"),
 })
 
 __all__ = [
     "LOCAL_JUDGE",
+    "STRUCTURED_OUTPUT_MODES",
     "CallRecord",
     "ChatModel",
     "ChatRequest",
@@ -38,16 +43,20 @@ __all__ = [
     "LimiterBounds",
     "LimiterPool",
     "MeaningJudge",
+    "ModeMemory",
     "Model",
+    "ProbeResult",
     "RelevanceScore",
     "RequestLimiter",
     "RetryPolicy",
     "ScriptedChat",
     "StatementCheck",
     "SupportResult",
+    "detect_structured_output",
     "judge_ref",
     "limiter_for",
     "open_limiter",
+    "probe_mode",
     "resolve_model",
     "resolve_ref",
     "script",
