@@ -29,10 +29,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
+import logging
+import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,11 +143,11 @@ def report(tallies: dict[tuple[str, str], Tally], modes: list[str]) -> None:
             total.calls += t.calls
             total.latencies += t.latencies
         _row("all", mode, total)
-    failures = [(k, m, f) for (k, m), t in tallies.items() for f in t.failures]
+    failures = Counter((k, m, f[:120]) for (k, m), t in tallies.items() for f in t.failures)
     if failures:
-        print("\nverdicts that did not parse (first reason of each):")
-        for kind, mode, reason in failures:
-            print(f"  {kind} / {mode}: {reason[:150]}")
+        print("\nverdicts that did not parse, by reason:")
+        for (kind, mode, reason), n in failures.most_common():
+            print(f"  {n:>3}  {kind} / {mode}: {reason}")
 
 
 def _row(kind: str, mode: str, t: Tally) -> None:
@@ -167,12 +168,14 @@ async def detect(base_url: str) -> str:
 
 
 async def main_async(args: argparse.Namespace, base_url: str) -> None:
-    started = time.monotonic()
+    logging.getLogger("jurist").setLevel(logging.ERROR)  # a failed verdict is counted, not logged
+    started, load = time.monotonic(), os.getloadavg()[0]
     print(f"auto finds:        {await detect(base_url)} (probe of llamacpp/{MODEL_ALIAS} at {base_url})")
     tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
     for mode in args.modes:
         await run_mode(base_url, mode, args.max_tokens, tallies)
-    print(f"wall:              {time.monotonic() - started:.0f} s\n")
+    print(f"wall:              {time.monotonic() - started:.0f} s (machine load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs)\n")
     report(tallies, args.modes)
 
 
