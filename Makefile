@@ -11,15 +11,19 @@ $(PY):
 # The local extra is the offline judge (numpy, tokenizers, safetensors; no torch);
 # the langgraph extra is for the gate's LangGraph helper, the ray extra for the
 # Ray batch engine, the redis extra for limits shared through Redis; all are
-# optional for users and needed by the tests.
+# optional for users and needed by the tests. The test extra holds
+# llama-cpp-python[server], built from source: the first build takes minutes
+# (about 8 CPU minutes; 15 on a busy 2-core machine), after that pip takes the
+# wheel from its cache (~/.cache/pip) in seconds, so keep that cache between runs.
 install: $(PY)
 	$(PY) -m pip install -q -e ".[local,langgraph,ray,redis,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo
 
+# Every test, the real model server's included; locally: make test PYTEST_ARGS='-m "not realserver"'
 test:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 typecheck:
 	$(PY) -m mypy
@@ -28,3 +32,4 @@ bench:
 	$(PY) benchmarks/rubric_throughput.py
 	$(PY) benchmarks/rubric_throughput.py --memory 1000 10000
 	$(PY) benchmarks/local_judge_accuracy.py
+	$(PY) benchmarks/real_server.py

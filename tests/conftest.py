@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from jurist.models.scripted import forget_scripted
+from jurist.models.structured import PROCESS_MODES
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -32,6 +33,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     forget_scripted()
+    PROCESS_MODES.forget()  # a port another test used may come back: its endpoint's mode must not
     return tmp_path
 
 

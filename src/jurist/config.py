@@ -20,6 +20,9 @@ from jurist.errors import ConfigError
 
 DEFAULT_HOME = ".jurist"
 
+# How a judge asks an endpoint for schema output (see jurist.models.structured).
+StructuredOutput = Literal["auto", "json_schema", "json_object_schema", "ollama_format", "prompt"]
+
 
 class ProviderSettings(BaseModel):
     """One endpoint: its wire format, address, key and limits."""
@@ -30,7 +33,7 @@ class ProviderSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None  # read this variable for the key
-    structured_output: str = "auto"  # auto | json_schema | json_object_schema | prompt
+    structured_output: StructuredOutput = "auto"
     max_in_flight: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)

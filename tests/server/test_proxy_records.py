@@ -132,3 +132,31 @@ def test_the_stored_gate_payload_is_the_returned_jurist_field(proxy, provider, s
     [row] = [r for r in store.evaluations(kind="gate") if r["trace_id"] == trace]
     assert row["payload"] == out["jurist"]
     assert len(out["jurist"]["attempts"]) == (2 if regenerate else 1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_every_generation_records_the_upstreams_usage_for_the_accepted_and_the_rejected(proxy, provider, stream):
+    base, app = proxy
+    script("judge", FAIL, default=PASS)
+    provider.script(Reply(text="Paris.", input_tokens=7, output_tokens=2),
+                    Reply(text="Paris, on the Seine.", input_tokens=30, output_tokens=6))
+    out = post(base, f"usage-{stream}", stream=stream)
+    generations = [c for c in out["jurist"]["llm_calls"] if c["type"] in ("generation", "regeneration")]
+    assert [(c["type"], c["input_tokens"], c["output_tokens"], c["tokens"]) for c in generations] == [
+        ("generation", 7, 2, 9), ("regeneration", 30, 6, 36)]
+    stored = {c["purpose"]: c for c in stored_calls(app, f"usage-{stream}")}
+    assert (stored["regeneration"]["input_tokens"], stored["regeneration"]["output_tokens"]) == (30, 6)
+    assert all(r["json"]["stream_options"] == {"include_usage": True} for r in provider.requests)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stream_without_usage_is_recorded_as_not_reported_not_as_zero(proxy, provider, stream):
+    base, app = proxy
+    provider.script(Reply(text="Paris.", usage=False))  # llama-cpp-python's server never sends a stream's usage
+    out = post(base, f"nousage-{stream}", stream=stream)
+    [entry] = [c for c in out["jurist"]["llm_calls"] if c["type"] == "generation"]
+    assert (entry["input_tokens"], entry["output_tokens"], entry["tokens"], entry["status"]) == (None, None, None, "ok")
+    [call] = [c for c in stored_calls(app, f"nousage-{stream}") if c["purpose"] == "generation"]
+    assert call["params"]["usage"] == "not reported" and call["response_text"] == "Paris."
+    if not stream:
+        assert "usage" not in out["body"] or out["body"]["usage"] is None  # no made-up usage for the caller

@@ -31,7 +31,7 @@ from jurist.checklist.points import ChecklistMessage, ChecklistPoint
 from jurist.config import Settings
 from jurist.judges.judge import OK, Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote, quote_all
-from jurist.judges.parsing import extract_json
+from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import MeaningJudge, StatementCheck
 from jurist.models.model import Model
@@ -68,27 +68,35 @@ FORMAT_HINT = (
     '{"recalledPoints": [{"id": "<point id>", "confidence": <number from 0 to 1>, '
     '"observation": "<what the user said>"}], "feedback": "<feedback for the tutor>"}'
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "recalledPoints": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                    "observation": {"type": "string"},
+OBSERVATION_CHARS = 300  # bounds on the strings: a small model under constrained decoding may not stop
+FEEDBACK_CHARS = 800
+
+
+def batch_schema(point_ids: list[str]) -> dict[str, Any]:
+    """The JSON schema of the judge's reply for these unchecked points (only their
+    ids, each at most once in number, strings of bounded length)."""
+    return {
+        "type": "object",
+        "properties": {
+            "recalledPoints": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "enum": point_ids},
+                        "confidence": UNIT_INTERVAL,
+                        "observation": {"type": "string", "maxLength": OBSERVATION_CHARS},
+                    },
+                    "required": ["id", "confidence", "observation"],
+                    "additionalProperties": False,
                 },
-                "required": ["id", "confidence", "observation"],
-                "additionalProperties": False,
+                "maxItems": len(point_ids),
             },
+            "feedback": {"type": "string", "maxLength": FEEDBACK_CHARS},
         },
-        "feedback": {"type": "string"},
-    },
-    "required": ["recalledPoints", "feedback"],
-    "additionalProperties": False,
-}
+        "required": ["recalledPoints", "feedback"],
+        "additionalProperties": False,
+    }
 
 
 class RawRecalledPoint(BaseModel):
@@ -203,7 +211,7 @@ class ChecklistEvaluator:
         self._owned = judge is None or isinstance(judge, str)
         self._model = rt.judge(judge, default=default)
         self._judge = Judge(
-            self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT, schema=SCHEMA,
+            self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT,
             schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS,
         )
 
@@ -234,7 +242,8 @@ class ChecklistEvaluator:
             "conversation": excerpt(messages),
         }
         verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,
-                                            meaning=_points_question(points, latest, mode))
+                                            meaning=_points_question(points, latest, mode),
+                                            schema=batch_schema([p.id for p in points]))
         evaluation = partial(BatchEvaluation, judge_model=verdict.judge_model, call_ids=verdict.call_ids,
                              input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
         if not verdict.ok or verdict.value is None:

@@ -17,6 +17,13 @@ def _row_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _tokens(row: dict[str, Any]) -> str:
+    """Tokens in/out; "n/a" for a stream whose endpoint reported no usage."""
+    if (row.get("params") or {}).get("usage") == "not reported":
+        return "n/a"
+    return f"{row['input_tokens']}/{row['output_tokens']}"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("logs")
     @handle_errors
@@ -51,7 +58,7 @@ def register(app: typer.Typer) -> None:
             style = "green" if r["status"] == "ok" else "red"
             table.add_row(
                 r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), escape(r["purpose"]), escape(r["model"]),
-                f"{r['input_tokens']}/{r['output_tokens']}", f"{r['latency_ms']:.0f} ms", str(r["attempts"]),
+                _tokens(r), f"{r['latency_ms']:.0f} ms", str(r["attempts"]),
                 f"[{style}]{escape(status_txt)}[/]", escape((r["trace_id"] or "")[:12]),
             )
         console.print(table)

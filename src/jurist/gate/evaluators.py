@@ -29,7 +29,7 @@ from jurist.errors import EvaluationFailed
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote
-from jurist.judges.parsing import extract_json
+from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptTemplate, builtin
 from jurist.models.base import CoverageResult
 from jurist.models.model import Model
@@ -122,20 +122,21 @@ class ComprehensiveReply(BaseModel):
     reason: str = ""
 
 
+# Strings and lists of bounded length: a small model under constrained decoding may not stop.
 QUALITY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "quality_score": {"type": "number"},
-        "confidence_score": {"type": "number"},
-        "issues": {"type": "array", "items": {"type": "string"}},
-        "improvement_hint": {"type": ["string", "null"]},
+        "quality_score": UNIT_INTERVAL,
+        "confidence_score": UNIT_INTERVAL,
+        "issues": {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 5},
+        "improvement_hint": {"anyOf": [{"type": "string", "maxLength": 400}, {"type": "null"}]},
     },
     "required": ["quality_score", "confidence_score", "issues", "improvement_hint"],
     "additionalProperties": False,
 }
 COMPREHENSIVE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"comprehensive": {"type": "boolean"}, "reason": {"type": "string"}},
+    "properties": {"comprehensive": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 400}},
     "required": ["comprehensive", "reason"],
     "additionalProperties": False,
 }

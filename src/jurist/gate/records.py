@@ -31,14 +31,16 @@ PURPOSE: contextvars.ContextVar[str] = contextvars.ContextVar("jurist_gate_purpo
 
 
 def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
-    """One entry of ``GateResult.llm_calls`` (note 004's ``llmApiCalls``)."""
+    """One entry of ``GateResult.llm_calls`` (note 004's ``llmApiCalls``); the tokens are
+    ``None`` when the endpoint reported none (a stream from a server that sends no usage)."""
+    known = record.params.get("usage") != "not reported"
     return {
         "type": record.purpose,
         "iteration": iteration,
         "model": record.model,
-        "input_tokens": record.input_tokens,
-        "output_tokens": record.output_tokens,
-        "tokens": record.input_tokens + record.output_tokens,
+        "input_tokens": record.input_tokens if known else None,
+        "output_tokens": record.output_tokens if known else None,
+        "tokens": record.input_tokens + record.output_tokens if known else None,
         "latency_ms": round(record.latency_ms, 3),
         "status": record.status,
         "call_id": record.id,

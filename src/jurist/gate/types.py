@@ -77,7 +77,8 @@ class GateResult:
     attempts: list[Attempt]
     evaluations: list[Evaluation]
     # every call of the request, one entry per call record (failed ones too):
-    # {type, iteration, model, input_tokens, output_tokens, tokens, latency_ms, status, call_id, error}
+    # {type, iteration, model, input_tokens, output_tokens, tokens, latency_ms, status, call_id, error};
+    # the tokens are None for a stream whose endpoint reported no usage
     llm_calls: list[dict[str, Any]]
     trace_id: str
     evaluation_skipped: bool = False

@@ -88,13 +88,13 @@ class Judge:
         self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
         self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
-    def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
+    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> ChatRequest:
         return ChatRequest(
             messages=messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed,
-            response_schema=self.schema,
+            response_schema=schema if schema is not None else self.schema,
             schema_name=self.schema_name,
             top_logprobs=self.top_logprobs,
         )
@@ -107,13 +107,15 @@ class Judge:
         trace_id: str | None = None,
         format_hint: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> tuple[T, list[Completion]]:
         """Ask, re-ask once on a parse failure (unless ``reask`` is off); raise JudgeParseError or ModelError.
-        ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`)."""
+        ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`);
+        ``schema`` replaces the judge's own for this question (one that names its ids, say)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = [{"role": "user", "content": self.template.render(**variables)}]
         first = await self.model.complete(
-            self._request(messages), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            self._request(messages, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
             refine=refine,
         )
         if first.parse_error is None:
@@ -134,7 +136,7 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
+            self._request(reask, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
             refine=refine,
         )
         if second.parse_error is None:
@@ -156,6 +158,7 @@ class Judge:
         meaning: MeaningQuestion[T] | None = None,
         unsupported: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
@@ -167,7 +170,8 @@ class Judge:
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
-            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine),
+            lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine,
+                             schema=schema),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         name, template_hash = self.model.name, self.template.hash

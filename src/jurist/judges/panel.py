@@ -32,7 +32,7 @@ from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
 from jurist.judges.judge import Judge
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, guarded
 from jurist.judges.prompting import quote
-from jurist.judges.parsing import extract_json
+from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import builtin
 from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
@@ -277,8 +277,8 @@ def parse_escalation_reply(raw: str, dimensions: Sequence[str], roles: Sequence[
     return EscalationReply(review, _units(obj, "trust", roles, raw), _units(obj, "scores", dimensions, raw), verdict)
 
 
-_UNIT = {"type": "number", "minimum": 0, "maximum": 1}
-_STRING = {"type": "string"}
+_UNIT = UNIT_INTERVAL
+_STRING = {"type": "string", "maxLength": 600}  # bounded: a small model under constrained decoding may not stop
 
 
 def _object(props: dict[str, Any]) -> dict[str, Any]:

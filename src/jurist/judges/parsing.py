@@ -14,6 +14,12 @@ from typing import Any
 
 from jurist.errors import JudgeParseError
 
+#: The JSON schema of a number from 0 to 1 (a confidence), in hundredths: as an enum,
+#: every constrained decoder holds a reply to the range (llama.cpp's grammars do not
+#: hold a number to minimum and maximum).
+UNIT_INTERVAL: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1,
+                                 "enum": [i / 100 for i in range(101)]}
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _SCORE = re.compile(r"^[\s*#_>-]*score[\s*_]*[:=][\s*_]*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
 _JSON_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
@@ -25,7 +31,7 @@ def extract_json(text: str) -> dict[str, Any]:
     if not text or not text.strip():
         raise JudgeParseError("the reply was empty", raw=text)
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
     for chunk in candidates:
         for i, ch in enumerate(chunk):
             if ch != "{":

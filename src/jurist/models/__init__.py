@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from jurist.models.limiter_pool import LimiterPool, limiter_for, open_limiter
     from jurist.models.model import Model, RetryPolicy
     from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
+    from jurist.models.structured import (STRUCTURED_OUTPUT_MODES, ModeMemory, ProbeResult, detect_structured_output,
+                                          probe_mode)
 
 # Imported on first use: the limiter and the error types load without the adapters and their HTTP client.
 __getattr__, __dir__ = lazy_names(__name__, {
@@ -26,10 +28,13 @@ __getattr__, __dir__ = lazy_names(__name__, {
     **dict.fromkeys(("LimiterPool", "limiter_for", "open_limiter"), "jurist.models.limiter_pool"),
     **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
     **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
+    **dict.fromkeys(("STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult", "detect_structured_output", "probe_mode"),
+                    "jurist.models.structured"),
 })
 
 __all__ = [
     "LOCAL_JUDGE",
+    "STRUCTURED_OUTPUT_MODES",
     "CallRecord",
     "ChatModel",
     "ChatRequest",
@@ -39,16 +44,20 @@ __all__ = [
     "LimiterBounds",
     "LimiterPool",
     "MeaningJudge",
+    "ModeMemory",
     "Model",
+    "ProbeResult",
     "RelevanceScore",
     "RequestLimiter",
     "RetryPolicy",
     "ScriptedChat",
     "StatementCheck",
     "SupportResult",
+    "detect_structured_output",
     "judge_ref",
     "limiter_for",
     "open_limiter",
+    "probe_mode",
     "resolve_model",
     "resolve_ref",
     "script",

@@ -177,6 +177,10 @@ class Completion:
     # The tool calls of an answer that calls tools (OpenAI's message form:
     # ``{"id", "type", "function": {"name", "arguments"}}``), else None.
     tool_calls: list[dict[str, Any]] | None = None
+    # How the request's schema went out (a mode of jurist.models.structured), when it had one.
+    structured_output: str | None = None
+    # False when a stream ended without the usage it asked for (some servers never send it).
+    usage_reported: bool = True
     # Filled in by the Model wrapper:
     latency_ms: float = 0.0
     attempts: int = 1

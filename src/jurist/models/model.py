@@ -336,6 +336,11 @@ class Model:
     ) -> None:
         if self.sink is None:
             return
+        params = {**request.params(), **(params or {})}
+        if completion is not None and completion.structured_output:
+            params["structured_output"] = completion.structured_output
+        if completion is not None and not completion.usage_reported:
+            params["usage"] = "not reported"  # the endpoint's stream had none: the tokens are unknown, not 0
         self.sink.record_call(
             CallRecord(
                 id=call_id,
@@ -344,7 +349,7 @@ class Model:
                 model=self.name,
                 endpoint=self.endpoint,
                 messages=request.messages,
-                params={**request.params(), **(params or {})},
+                params=params,
                 request_hash=key,
                 response_text=completion.text if completion else None,
                 input_tokens=completion.input_tokens if completion else 0,

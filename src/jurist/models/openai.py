@@ -30,14 +30,15 @@ from typing import Any, AsyncIterator
 import aiohttp
 
 from jurist.version import __version__
-from jurist.errors import ConfigError, ModelUnavailable, RequestRejected
+from jurist.errors import ConfigError, ModelError, ModelUnavailable, RequestRejected
 from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
                                 holds_digit, message_tool_calls)
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
+from jurist.models.structured import (CONSTRAINED, PROCESS_MODES, STRUCTURED_OUTPUT_MODES, ModeMemory,
+                                      detect_structured_output, next_mode, refuses, request_fields)
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error", "tls_context"]
 
-STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "json_object_schema", "prompt")
 NO_KEY = "none"  # sent to self-hosted servers that take no key
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
 
@@ -45,13 +46,15 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
 class OpenAIChat:
     """``ChatModel`` for an OpenAI-compatible endpoint.
 
-    ``structured_output``: ``"json_schema"`` always sends the request's schema
-    as ``response_format: {"type": "json_schema", ...}``; ``"json_object_schema"``
-    as ``response_format: {"type": "json_object", "schema": ...}`` (llama.cpp's
-    servers; the Python one takes no other); ``"prompt"`` never sends it (the
-    prompt asks for JSON); ``"auto"`` sends it as ``json_schema`` until the
-    endpoint refuses it with a 400, then retries that call without it and
-    leaves it out for this adapter from then on.
+    ``structured_output`` is how a request's schema is sent (the modes of
+    :mod:`jurist.models.structured`): a named mode always that way, ``"prompt"``
+    never; ``"auto"`` uses the mode ``modes`` (default: the process's memory)
+    holds for the endpoint, else ``guess`` (a preset's; ``None``: probe the
+    endpoint with :func:`~jurist.models.structured.detect_structured_output`
+    on the first schema request). When the endpoint refuses a mode, the call
+    moves on to the mode the refusal names, else (if it names the field) to
+    the one a probe finds, else to ``"prompt"``; the mode that worked is kept
+    for the endpoint.
 
     A request with ``top_logprobs`` asks for ``logprobs: true`` and that many
     alternatives per token; the completion carries the tokens the endpoint sent
@@ -70,6 +73,8 @@ class OpenAIChat:
         base_url: str | None = None,
         api_key: str | None = None,
         structured_output: str = "auto",
+        guess: str | None = "json_schema",
+        modes: ModeMemory | None = None,
         name: str | None = None,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
@@ -78,6 +83,8 @@ class OpenAIChat:
                 f"structured_output={structured_output!r} for {provider}/{model}: "
                 f"use one of {', '.join(STRUCTURED_OUTPUT_MODES)}"
             )
+        if guess is not None and guess not in (*CONSTRAINED, "prompt"):
+            raise ConfigError(f"guess={guess!r} for {provider}/{model}: use one of {', '.join(CONSTRAINED)}, prompt")
         base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL")
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not api_key:
@@ -101,25 +108,36 @@ class OpenAIChat:
         self._given_session = session
         self._session: aiohttp.ClientSession | None = None  # made in the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None
-        # False once an "auto" endpoint has refused response_format=json_schema.
-        self.schema_supported = structured_output != "prompt"
+        self.guess = guess
+        self.modes = modes if modes is not None else PROCESS_MODES
+        self._probing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
-    def schema_mode(self) -> str:
-        """The mode a request's schema goes out in now (``prompt``: not sent)."""
-        if not self.schema_supported:
-            return "prompt"
-        return "json_schema" if self.structured_output == "auto" else self.structured_output
+    def schema_mode(self) -> str | None:
+        """The mode a schema request goes out in now (``None``: "auto" has yet to probe the endpoint)."""
+        if self.structured_output != "auto":
+            return self.structured_output
+        return self.modes.get(self.endpoint) or self.guess
+
+    @property
+    def schema_supported(self) -> bool:
+        """Whether a request's schema is sent to the endpoint at all (not ``prompt``)."""
+        return self.schema_mode != "prompt"
 
     # -- the ChatModel protocol ---------------------------------------------
 
-    async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:
-        """Send one request and return its completion (text "" when empty)."""
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None,
+                       structured_output: str | None = None) -> Completion:
+        """Send one request and return its completion (text "" when empty);
+        ``structured_output`` names the mode for this call alone (no fallback, nothing kept)."""
         try:
-            response = await self._open(request, aiohttp.ClientTimeout(total=timeout), stream=False)
+            response, mode = await self._open(request, aiohttp.ClientTimeout(total=timeout), stream=False,
+                                              only=structured_output)
             async with response:
                 raw = await response.read()
-            return self._completion(json.loads(raw))
+            completion = self._completion(json.loads(raw))
+            completion.structured_output = mode
+            return completion
         except Exception as exc:
             mapped = self._map(exc)
             if mapped is exc:
@@ -134,11 +152,13 @@ class OpenAIChat:
         more of the stream, not the whole answer. A stream that ends before its
         finish reason (or ``[DONE]``), or sends an error event, raises
         ``ModelUnavailable``."""
-        finished = False
+        finished = usage = False
         calls: list[dict[str, Any]] = []
         try:
-            response = await self._open(
+            response, mode = await self._open(
                 request, aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout), stream=True)
+            if into is not None:
+                into.structured_output = mode
             async with response:
                 async for event in _sse_data(response.content):
                     if event == "[DONE]":
@@ -152,9 +172,9 @@ class OpenAIChat:
                             f"{self.name} at {self.endpoint} failed mid-stream: {_error_message(chunk)}; "
                             "try again later", model=self.name)
                     if into is not None and isinstance(chunk.get("usage"), dict):
-                        usage = chunk["usage"]
-                        into.input_tokens = int(usage.get("prompt_tokens") or 0)
-                        into.output_tokens = int(usage.get("completion_tokens") or 0)
+                        usage = True
+                        into.input_tokens = int(chunk["usage"].get("prompt_tokens") or 0)
+                        into.output_tokens = int(chunk["usage"].get("completion_tokens") or 0)
                     for choice in chunk.get("choices") or ():
                         delta = choice.get("delta") or {}
                         if delta.get("content"):
@@ -173,6 +193,8 @@ class OpenAIChat:
                 raise ModelUnavailable(
                     f"{self.name} at {self.endpoint} ended the stream before its finish_reason; "
                     "the connection may have dropped, try again", model=self.name)
+            if into is not None and not usage:  # asked for (include_usage), but some servers never send it
+                into.usage_reported = False
         except Exception as exc:
             mapped = self._map(exc)
             if mapped is exc:
@@ -204,22 +226,47 @@ class OpenAIChat:
 
     # -- internals -----------------------------------------------------------
 
-    async def _open(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *,
-                    stream: bool) -> aiohttp.ClientResponse:
-        """The POST's response, its status 2xx; in "auto" mode one retry without the schema on a 400."""
-        use_schema = request.response_schema is not None and self.schema_supported
-        try:
-            return await self._post(request, timeout, stream=stream, use_schema=use_schema)
-        except RequestRejected as exc:
-            if not (exc.status in (400, 422) and use_schema and self.structured_output == "auto"):
-                raise
-        response = await self._post(request, timeout, stream=stream, use_schema=False)
-        # Only now is it clear the schema, not the request, was what the endpoint refused.
-        self.schema_supported = False
-        return response
+    async def _open(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *, stream: bool,
+                    only: str | None = None) -> tuple[aiohttp.ClientResponse, str | None]:
+        """The POST's response, its status 2xx, and the structured-output mode it went out in
+        (``None`` without a schema). In "auto" mode a refusal moves the call on to the next
+        mode (:func:`~jurist.models.structured.next_mode`); the mode that worked is kept."""
+        if request.response_schema is None:
+            return await self._post(request, timeout, stream=stream, mode="prompt"), None
+        auto = only is None and self.structured_output == "auto"
+        confirmed = self.modes.get(self.endpoint) if auto else None
+        mode = only or self.schema_mode or await self._detect(timeout, [])
+        tried: list[str] = []
+        while True:
+            try:
+                response = await self._post(request, timeout, stream=stream, mode=mode)
+                break
+            except ModelError as exc:
+                if not auto or mode == "prompt" or not refuses(exc, mode):
+                    raise
+                tried.append(mode)
+                mode = next_mode(exc, tried) or await self._detect(timeout, tried)
+        if auto and (confirmed is None or not tried):
+            # Only now is it clear the mode, not the request, was what the endpoint refused.
+            # A mode that has worked before stays: one request it refused (a schema too big
+            # for the server, say) does not take it from the rest.
+            self.modes.set(self.endpoint, mode)
+        return response, mode
+
+    async def _detect(self, timeout: aiohttp.ClientTimeout, tried: list[str]) -> str:
+        """The endpoint's mode from a probe of the modes not ``tried`` (one probe at a time
+        per adapter and event loop; one a concurrent call found is taken as it is)."""
+        loop = asyncio.get_running_loop()
+        if self._probing is None or self._probing[0] is not loop:
+            self._probing = (loop, asyncio.Lock())
+        async with self._probing[1]:
+            known = self.modes.get(self.endpoint)
+            if known is not None and known not in tried:
+                return known
+            return await detect_structured_output(self, timeout=timeout.total, skip=tried)
 
     async def _post(self, request: ChatRequest, timeout: aiohttp.ClientTimeout, *, stream: bool,
-                    use_schema: bool) -> aiohttp.ClientResponse:
+                    mode: str) -> aiohttp.ClientResponse:
         """One chat-completions POST; an HTTP error status raises its jurist error
         (with the endpoint's body and headers) here."""
         headers = self._headers
@@ -227,7 +274,7 @@ class OpenAIChat:
             headers = {**headers, "Authorization": f"Bearer {request.api_key}"}
         if stream:
             headers = {**headers, "Accept": "text/event-stream"}
-        response = await self._http().post(self._url, data=self._body(request, stream, use_schema),
+        response = await self._http().post(self._url, data=self._body(request, stream, mode),
                                            headers=headers, allow_redirects=False, timeout=timeout)
         if not 200 <= response.status < 300:
             try:
@@ -238,7 +285,7 @@ class OpenAIChat:
                                where=f"{self.name} at {self.endpoint}", key_hint=self._key_hint(), body=raw)
         return response
 
-    def _body(self, request: ChatRequest, stream: bool, use_schema: bool) -> bytes:
+    def _body(self, request: ChatRequest, stream: bool, mode: str) -> bytes:
         """The JSON body; the messages' JSON text is the request's own (made once, for the cache key too)."""
         params: dict[str, Any] = {"model": self.model}
         if request.extra_body:
@@ -250,13 +297,8 @@ class OpenAIChat:
             params["max_tokens"] = request.max_tokens
         if request.seed is not None:
             params["seed"] = request.seed
-        if use_schema and self.schema_mode == "json_object_schema":
-            params["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        elif use_schema:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": False},
-            }
+        if request.response_schema is not None:
+            params.update(request_fields(mode, request.response_schema, request.schema_name))
         if request.top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = request.top_logprobs

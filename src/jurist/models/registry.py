@@ -37,6 +37,19 @@ PRESETS: dict[str, ProviderSettings] = {
     ),
 }
 
+# What ``structured_output: auto`` tries first on each preset's server: its own
+# constrained decoding (see jurist.models.structured). A server of unknown kind
+# (a custom provider, ``openai`` pointed elsewhere) starts from json_schema too.
+FIRST_GUESS: dict[str, str] = {
+    "openai": "json_schema",
+    "vllm": "json_schema",
+    "ollama": "json_schema",  # its /v1 hands response_format's schema to Ollama's format
+    "lmstudio": "json_schema",
+    "llamacpp": "json_object_schema",  # both llama.cpp servers; llama-cpp-python takes no json_schema
+    "groq": "json_schema",
+    "openrouter": "json_schema",
+}
+
 HOW_TO_CONFIGURE = (
     "configure a judge with --judge or JURIST_JUDGE, for example\n"
     "  JURIST_JUDGE=openai/gpt-4o-mini           (with OPENAI_API_KEY; OPENAI_BASE_URL for another server)\n"
@@ -136,9 +149,8 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
         )
     from jurist.models.openai import OpenAIChat
 
-    return OpenAIChat(
-        model, provider=provider, base_url=ps.base_url, api_key=api_key, structured_output=ps.structured_output
-    )
+    return OpenAIChat(model, provider=provider, base_url=ps.base_url, api_key=api_key,
+                      structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"))
 
 
 def model_for(

@@ -35,28 +35,44 @@ PURPOSE = "rubric_judge"
 SCORED = "scored"
 EVALUATION_FAILED = "evaluation_failed"  # result.json's name for a failed outcome
 
-SCORE_SCHEMA = {
-    "type": "object",
-    "properties": {"score": {"type": "number"}, "reasoning": {"type": "string"}},
-    "required": ["score", "reasoning"],
-    "additionalProperties": False,
-}
-ITEMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
+REASONING_CHARS = 600  # a bound on the reasoning: a small model under constrained decoding may not stop
+ITEM_REASONING_CHARS = 300
+
+
+def score_schema(scale: tuple[float, float]) -> dict[str, Any]:
+    """The JSON schema of a free-form rubric's reply: a score on ``scale`` and its reasoning."""
+    lo, hi = scale
+    return {
+        "type": "object",
+        "properties": {"score": {"type": "number", "minimum": lo, "maximum": hi},
+                       "reasoning": {"type": "string", "maxLength": REASONING_CHARS}},
+        "required": ["score", "reasoning"],
+        "additionalProperties": False,
+    }
+
+
+def items_schema(ids: list[str]) -> dict[str, Any]:
+    """The JSON schema of an item rubric's reply: one entry per item, in order, each
+    naming its id (a constrained decoder then answers every item, none invented)."""
+    return {
+        "type": "object",
+        "properties": {
             "items": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "met": {"type": "boolean"}, "reasoning": {"type": "string"}},
-                "required": ["id", "met", "reasoning"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
+                "type": "array",
+                "prefixItems": [{
+                    "type": "object",
+                    "properties": {"id": {"const": item_id}, "met": {"type": "boolean"},
+                                   "reasoning": {"type": "string", "maxLength": ITEM_REASONING_CHARS}},
+                    "required": ["id", "met", "reasoning"],
+                    "additionalProperties": False,
+                } for item_id in ids],
+                "minItems": len(ids),
+                "maxItems": len(ids),
+            }
+        },
+        "required": ["items"],
+        "additionalProperties": False,
+    }
 
 
 @dataclass
@@ -135,10 +151,11 @@ class RubricJudge:
         # A template that asks for SCORE:/REASONING: lines (note 003's) is answered in its own
         # format: no JSON schema is imposed on the reply.
         lines = SCORE_LINES.search(free_template.text) is not None
-        self._free = judge(free_template, schema=None if lines else SCORE_SCHEMA, schema_name="rubric_score",
+        self._lines = lines
+        self._free = judge(free_template, schema_name="rubric_score",
                            format_hint="",
                            top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
-        self._items = judge(items_template, schema=ITEMS_SCHEMA, schema_name="rubric_items",
+        self._items = judge(items_template, schema_name="rubric_items",
                             format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
@@ -157,7 +174,7 @@ class RubricJudge:
             ids = [i.id for i in rubric.items or []]
             verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await self._items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
-                meaning=_items_question(rubric, session),
+                meaning=_items_question(rubric, session), schema=items_schema(ids),
             )
         else:
             hint = (
@@ -169,7 +186,7 @@ class RubricJudge:
 
             verdict = await self._free.verdict(
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
-                format_hint=hint,
+                format_hint=hint, schema=None if self._lines else score_schema(scale),
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
                 refine=weighted if self.score_mode == LOGPROBS else None,
             )

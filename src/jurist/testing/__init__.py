@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from jurist.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from jurist.testing.provider_server import ProviderServer, Reply, Responder
+    from jurist.testing.provider_server import ProviderServer, Reply, Responder, schema_dialect
     from jurist.testing.replies import tool_call, tool_reply
 
-__all__ = ["ProviderServer", "Reply", "Responder", "tool_call", "tool_reply"]
+__all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect", "tool_call", "tool_reply"]
 
 
-__getattr__, __dir__ = lazy_names(__name__, {**dict.fromkeys(("ProviderServer", "Reply", "Responder"),
+__getattr__, __dir__ = lazy_names(__name__, {**dict.fromkeys(("ProviderServer", "Reply", "Responder", "schema_dialect"),
                                                              "jurist.testing.provider_server"),
                                              **dict.fromkeys(("tool_call", "tool_reply"), "jurist.testing.replies")})

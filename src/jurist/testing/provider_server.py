@@ -44,7 +44,7 @@ from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
 from jurist.testing.replies import (DEFAULT_TEXT, Reply, anthropic_events, anthropic_message, openai_chunks,
                                     openai_completion)
 
-__all__ = ["ProviderServer", "Reply", "Responder"]
+__all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
 
 Responder = Union[Reply, Callable[[dict], Reply]]
 
@@ -265,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
             kind = "text/event-stream" if payload.get("stream") else "application/json"
             self._send(reply.status, body, kind, reply.headers)
         elif reply.status >= 400:
-            self._send_error_json(reply.status, None, anthropic=anthropic, headers=reply.headers)
+            self._send_error_json(reply.status, reply.message, anthropic=anthropic, headers=reply.headers)
         elif payload.get("stream"):
             events = anthropic_events(reply, payload) if anthropic else openai_chunks(reply, payload)
             self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
@@ -301,7 +301,62 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(data).encode(), "application/json", headers)
 
 
-# -- command line ---------------------------------------------------------------
+# -- structured output ----------------------------------------------------------
+
+#: llama-cpp-python's refusal of a response_format type it does not know (a 500).
+LLAMA_CPP_REFUSAL = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                     "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+
+
+def schema_dialect(mode: str, *, free_text: str = "Sure, here is my judgement: it looks fine.",
+                   refusal: Reply | None = None) -> Callable[[dict], Reply]:
+    """A responder for a server whose constrained decoding reads a schema only as
+    ``mode`` does (a mode of :mod:`jurist.models.structured`): such a request gets
+    the smallest JSON that follows the schema; a ``response_format`` of another
+    type gets ``refusal`` (default: llama-cpp-python's 500 for ``json_schema``,
+    when ``mode`` is ``json_object_schema``; else the field is ignored); anything
+    else gets ``free_text``, as a model left to itself would write."""
+
+    def respond(req: dict) -> Reply:
+        fmt: dict[str, Any] = req["response_format"] if isinstance(req.get("response_format"), dict) else {}
+        schema: Any = None
+        if mode == "json_schema" and fmt.get("type") == "json_schema":
+            schema = (fmt.get("json_schema") or {}).get("schema")
+        elif mode == "json_object_schema" and fmt.get("type") == "json_object":
+            schema = fmt.get("schema")
+        elif mode == "ollama_format" and isinstance(req.get("format"), dict):
+            schema = req["format"]
+        if isinstance(schema, dict):
+            return Reply(text=json.dumps(schema_instance(schema)))
+        if fmt.get("type") == "json_schema" and mode == "json_object_schema":
+            return refusal or Reply(status=500, message=LLAMA_CPP_REFUSAL)
+        if fmt and refusal is not None:
+            return refusal
+        return Reply(text=free_text)
+
+    return respond
+
+
+def schema_instance(schema: dict[str, Any]) -> Any:
+    """The smallest value that follows ``schema`` (enum's first value, required properties only, ...)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {name: schema_instance(props.get(name) or {}) for name in schema.get("required") or []}
+    if kind == "array":
+        prefix = schema.get("prefixItems") or []
+        return [schema_instance(s) for s in prefix]
+    if kind == "string":
+        return "x" * int(schema.get("minLength") or 1)
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    return None
 
 
 def spawn(latency: float = 0.0, text: str | None = None) -> tuple[subprocess.Popen[str], str]:

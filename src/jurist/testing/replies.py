@@ -40,6 +40,8 @@ class Reply:
     # "function": {"name", "arguments"}}`` each (see :func:`tool_reply`); streamed as
     # OpenAI streams them (the id and name first, then the arguments in pieces).
     tool_calls: list[dict] | None = None
+    message: str | None = None  # an error status's message (default: a scripted-by-the-test note)
+    usage: bool = True  # a stream's usage chunk when asked for (some servers never send one)
 
 
 def tool_call(name: str, arguments: dict | str, call_id: str = "call_1") -> dict:
@@ -143,7 +145,7 @@ def openai_chunks(reply: Reply, req: dict) -> list[str]:
     out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
     out += [chunk({"tool_calls": [entry]}) for entry in _tool_call_deltas(reply.tool_calls or [])]
     out.append(chunk({}, reply.finish_reason))
-    if (req.get("stream_options") or {}).get("include_usage"):
+    if reply.usage and (req.get("stream_options") or {}).get("include_usage"):
         usage = {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,

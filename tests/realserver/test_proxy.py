@@ -1,0 +1,97 @@
+"""`jurist proxy` in front of the real server, with a stock openai client, streaming and not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import run_cli
+from tests.realserver.conftest import MODEL, write_config
+from tests.server.live import free_port
+
+pytestmark = pytest.mark.realserver
+
+ASK = [{"role": "user", "content": "What is the capital of France? One sentence."}]
+
+
+@pytest.fixture
+def proxy(llama, tmp_path: Path) -> Iterator[str]:
+    """`jurist proxy` (the gate's defaults, judged by llamacpp/smollm2) in front of the server; its base URL."""
+    write_config(tmp_path, llama.base_url)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "JURIST_"))}
+    env["JURIST_HOME"] = str(tmp_path / ".jurist")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jurist", "proxy", "--upstream", llama.base_url, "--port", str(port),
+         "--judge", f"llamacpp/{MODEL}"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "jurist proxy did not start"
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def logged(tmp_path: Path, trace_id: str) -> list[dict]:
+    out = run_cli("logs", "--trace", trace_id, "--json", env={"JURIST_HOME": str(tmp_path / ".jurist")},
+                  cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def check_records(jurist_field: dict, tmp_path: Path) -> None:
+    """The gate's llm_calls and `jurist logs` show the generation and the judge call."""
+    calls = jurist_field["llm_calls"]
+    assert [c["type"] for c in calls] == ["generation", "quality_evaluation"]
+    generation, judged = calls
+    assert generation["status"] == "ok" and generation["model"] == MODEL
+    assert generation["tokens"] is None  # the upstream streamed, and this server sends no usage in a stream
+    rows = {r["id"]: r for r in logged(tmp_path, jurist_field["trace_id"])}
+    assert set(rows) == {generation["call_id"], judged["call_id"]}
+    upstream = rows[generation["call_id"]]
+    assert upstream["params"]["stream"] is True and upstream["params"]["usage"] == "not reported"
+    if judged["status"] == "ok":  # the judge answered within the gate's default time limits
+        assert judged["input_tokens"] > 50 and judged["output_tokens"] > 5
+        assert rows[judged["call_id"]]["params"]["structured_output"] == "json_object_schema"
+    table = run_cli("logs", "--trace", jurist_field["trace_id"], env={"JURIST_HOME": str(tmp_path / ".jurist")},
+                    cwd=tmp_path)
+    assert "n/a" in table.stdout and "generation" in table.stdout
+
+
+def test_a_stock_client_without_streaming(proxy, tmp_path) -> None:
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="none", max_retries=0, timeout=300) as client:
+        assert MODEL in [m.id for m in client.models.list().data]  # the upstream's list, passed through
+        reply = client.chat.completions.create(model=MODEL, messages=ASK, max_tokens=32, temperature=0)
+    assert reply.object == "chat.completion" and reply.choices[0].message.content
+    check_records(reply.model_extra["jurist"], tmp_path)
+
+
+def test_a_stock_client_streaming(proxy, tmp_path) -> None:
+    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="none", max_retries=0, timeout=300) as client:
+        chunks = list(client.chat.completions.create(model=MODEL, messages=ASK, max_tokens=32, temperature=0,
+                                                     stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finals = [c.model_extra["jurist"] for c in chunks if c.model_extra and "jurist" in c.model_extra]
+    assert text and finals and chunks[-1].choices[0].finish_reason == "stop"
+    check_records(finals[-1], tmp_path)
