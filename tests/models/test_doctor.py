@@ -48,14 +48,15 @@ async def test_a_healthy_endpoint_is_ready_and_says_what_jurist_will_use(provide
     assert list(checks) == ["configuration", "reachable", "auth", "model listed", "call", "structured output",
                             "streaming", "logprobs"]
     assert checks["structured output"][1] == (
-        "json_object_schema (json_schema: refused (HTTP 500); json_object_schema: honoured)")
+        "json_object_schema (json_schema: refused (HTTP 500); json_object_schema: honoured; "
+        "ollama_format: ignored)")
     assert "returned (1 tokens, 2 alternatives at a number" in checks["logprobs"][1]
     assert "with its token usage" in checks["streaming"][1]
     assert diagnosis.uses["structured output"] == "json_object_schema"
     assert diagnosis.uses["streaming"] == "yes" and diagnosis.uses["score mode"] == "plain"
     assert diagnosis.uses["judge"] == f"fake/judge-1 at {provider.base_url}"
-    # one small call, two probes, the configured mode, a stream, a logprobs call
-    assert len(provider.requests) == 6
+    # one small call, three probes (one per constrained mode), the configured mode, a stream, a logprobs call
+    assert len(provider.requests) == 7
 
 
 async def test_an_unreachable_endpoint_skips_the_rest_and_says_where_to_point():
@@ -130,7 +131,7 @@ async def test_an_endpoint_that_ignores_every_schema(provider):
     provider.default = Reply(text="Here is some prose.")
     diagnosis = await diagnose(settings_for(provider, structured_output="prompt"), "fake/j")
     assert by_name(diagnosis)["structured output"] == (
-        OK, "prompt: no schema mode is honoured here (json_schema: ignored; json_object_schema: ignored)", None)
+        OK, "prompt: no schema mode is honoured here (json_schema: ignored; json_object_schema: ignored; ollama_format: ignored)", None)
     diagnosis = await diagnose(settings_for(provider, structured_output="json_schema"), "fake/j")
     status, detail, fix = by_name(diagnosis)["structured output"]
     assert status == WARN and detail.startswith("json_schema is accepted but not followed") and fix is not None

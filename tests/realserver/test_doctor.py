@@ -27,7 +27,8 @@ async def test_the_real_server_is_ready_with_json_object_schema(llama_server):
     assert checks["model listed"].detail == f"{MODEL_ALIAS} is among the endpoint's 1 model(s)"
     # llama-cpp-python's server takes response_format json_object with a schema, and answers json_schema with a 500
     assert checks["structured output"].detail == (
-        "json_object_schema (json_schema: refused (HTTP 500); json_object_schema: honoured)")
+        "json_object_schema (json_schema: refused (HTTP 500); json_object_schema: honoured; "
+        "ollama_format: ignored)")
     assert checks["logprobs"].detail.startswith("returned (")
     assert "alternatives at a number" in checks["logprobs"].detail
     assert diagnosis.uses["structured output"] == "json_object_schema"

@@ -15,7 +15,9 @@ from jurist.judges.weighting import weighted_score
 from jurist.models.base import ChatRequest
 from jurist.models.openai import OpenAIChat
 from jurist.rubrics import evaluate
-from jurist.rubrics.judging import SCORE_SCHEMA
+from jurist.rubrics.judging import score_schema
+
+SCORE_SCHEMA = score_schema((1.0, 5.0))
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.store import Store
 

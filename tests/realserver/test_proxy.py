@@ -32,7 +32,7 @@ def proxy(llama, tmp_path: Path) -> Iterator[str]:
     env["JURIST_HOME"] = str(tmp_path / ".jurist")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jurist", "proxy", "--upstream", llama.base_url, "--port", str(port),
-         "--judge", f"llamacpp/{MODEL}"],
+         "--judge", f"llamacpp/{MODEL}", "--evaluator", "quality", "--no-feedback"],  # score only: one judge call
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     base = f"http://127.0.0.1:{port}"

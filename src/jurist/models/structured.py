@@ -31,14 +31,11 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence, get_args
+from typing import Any, Protocol, Sequence, get_args
 
 from jurist.config import StructuredOutput
 from jurist.errors import ModelError
-from jurist.models.base import ChatRequest
-
-if TYPE_CHECKING:
-    from jurist.models.openai import OpenAIChat
+from jurist.models.base import ChatRequest, Completion
 
 __all__ = ["CONSTRAINED", "PROCESS_MODES", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult",
            "detect_structured_output", "names_field", "next_mode", "probe_mode", "refuses", "request_fields"]
@@ -56,6 +53,17 @@ PROBE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 PROBE_MAX_TOKENS = 64  # room for the object; a reasoning model may spend some first
+
+
+class Probed(Protocol):
+    """What a probe needs of an adapter (an :class:`~jurist.models.openai.OpenAIChat`)."""
+
+    endpoint: str
+    guess: str | None
+    modes: "ModeMemory"
+
+    async def complete(self, request: ChatRequest, *, timeout: float | None = None,
+                       structured_output: str | None = None) -> Completion: ...
 
 
 def request_fields(mode: str, schema: dict[str, Any], name: str) -> dict[str, Any]:
@@ -166,7 +174,7 @@ def probe_request() -> ChatRequest:
                        response_schema=PROBE_SCHEMA, schema_name="probe")
 
 
-async def probe_mode(adapter: "OpenAIChat", mode: str, *, timeout: float | None = None) -> ProbeResult:
+async def probe_mode(adapter: Probed, mode: str, *, timeout: float | None = None) -> ProbeResult:
     """Send the probe in ``mode``. A refusal is a result; any other failure raises."""
     try:
         completion = await adapter.complete(probe_request(), timeout=timeout, structured_output=mode)
@@ -181,7 +189,7 @@ async def probe_mode(adapter: "OpenAIChat", mode: str, *, timeout: float | None 
     return ProbeResult(mode, "honoured" if honoured else "ignored", reply=completion.text)
 
 
-async def detect_structured_output(adapter: "OpenAIChat", *, timeout: float | None = None,
+async def detect_structured_output(adapter: Probed, *, timeout: float | None = None,
                                    remember: bool = True, skip: Sequence[str] = ()) -> str:
     """The mode of ``adapter``'s endpoint: the first whose probe is honoured (the
     adapter's first guess first, then :data:`CONSTRAINED` in order, less
