@@ -163,7 +163,7 @@ def test_schema_head_matches_the_migrations():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from jurist.store.store import MIGRATIONS, SCHEMA_HEAD
+    from jurist.store.migrate import MIGRATIONS, SCHEMA_HEAD
 
     cfg = Config()
     cfg.set_main_option("script_location", MIGRATIONS)

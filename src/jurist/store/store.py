@@ -13,7 +13,6 @@ import queue
 import sys
 import threading
 from datetime import datetime, timezone
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,11 +22,8 @@ from sqlalchemy.engine import Engine
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
+from jurist.store.migrate import migrate
 from jurist.store.rows import EvaluationRow, evaluation_values
-
-# The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0004"
-MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
 _STOP = object()
@@ -75,7 +71,7 @@ class Store:
             raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        self._migrate()
+        migrate(self.engine)
         self._queue = WorkQueue(_WRITE_LINGER)
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
@@ -84,32 +80,6 @@ class Store:
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
         self._closed = False
-
-    # -- schema ------------------------------------------------------------
-    def _migrate(self) -> None:
-        if self._schema_version() == SCHEMA_HEAD:
-            return  # up to date: skip Alembic's start-up cost
-        from alembic import command
-        from alembic.config import Config as AlembicConfig
-
-        cfg = AlembicConfig()
-        cfg.set_main_option("script_location", MIGRATIONS)
-        try:
-            with self.engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
-        except Exception as exc:
-            raise ConfigError(
-                f"cannot open the database {self.engine.url.render_as_string(hide_password=True)}: {exc}. "
-                "Check JURIST_DATABASE_URL (or database_url in jurist.yaml)."
-            ) from None
-
-    def _schema_version(self) -> str | None:
-        try:
-            with self.engine.connect() as conn:
-                return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-        except Exception:  # no table yet, or no database: let Alembic (and its errors) speak
-            return None
 
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
@@ -374,8 +344,8 @@ def _resolve_all(pairs: list[tuple[asyncio.Future[Any], Any]]) -> None:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other processes too
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=10000")
     cur.close()
