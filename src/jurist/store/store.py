@@ -3,12 +3,16 @@
 Writes never block the event loop: ``record_call`` and ``save_evaluation``
 put rows on a queue that one background thread writes in batches, one
 transaction per batch. Reads used on the event loop (the judge-call cache)
-run in a worker thread. ``flush()`` waits until everything queued is written.
+run in a worker thread. ``flush()`` waits until everything queued is written;
+``asave_evaluation`` returns once its row is committed (the batches write a
+result file only then). JSON columns take finite numbers only, as PostgreSQL
+does: a NaN or an infinity is refused on SQLite too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import sys
 import threading
@@ -66,7 +70,7 @@ class Store:
         if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
             Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json)
         except Exception as exc:  # bad URL or missing driver
             raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
@@ -99,6 +103,17 @@ class Store:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
         self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
+
+    async def asave_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
+                               score_rows: list[dict[str, Any]]) -> None:
+        """Write one evaluation with its scores, unless a row with its id exists (as
+        :meth:`save_evaluation_once`), and return once it is committed, with what else
+        was queued before it (the calls behind it). Evaluations saved at once share one
+        transaction. Raises StoreError if it could not be written."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), (loop, done)), urgent=True)
+        await done
 
     def flush(self) -> None:
         """Block until everything queued so far is written; raise if a write failed."""
@@ -162,10 +177,16 @@ class Store:
             for item in items:
                 try:
                     self._insert([item])
-                except Exception as exc:  # keep the process alive; report on flush
+                except Exception as exc:  # keep the process alive; report to its waiter, or on flush
                     message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-                    self._errors.append(message)
-                    print(f"jurist: store write failed: {message}", file=sys.stderr)
+                    if not _notify(item, StoreError(f"could not write to the store: {message}")):
+                        self._errors.append(message)
+                        print(f"jurist: store write failed: {message}", file=sys.stderr)
+                else:
+                    _notify(item, None)
+        else:
+            for item in items:
+                _notify(item, None)
 
     def _insert(self, items: list[Any]) -> None:
         calls = [it[1] for it in items if it[0] == "call"]
@@ -322,6 +343,33 @@ class WorkQueue:
             except queue.Empty:
                 break
         return batch
+
+
+def _notify(item: Any, error: BaseException | None) -> bool:
+    """Tell whoever waits for a written item (:meth:`Store.asave_evaluation`) how it went;
+    False if nobody waits for it."""
+    if item[0] != "evaluation_once" or len(item) < 4:
+        return False
+    loop, done = item[3]
+    try:
+        loop.call_soon_threadsafe(_settle, done, error)
+    except RuntimeError:  # that event loop has closed; nobody is waiting
+        pass
+    return True
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():  # the waiter was cancelled: the row is written (or not) all the same
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+
+
+def _strict_json(value: Any) -> str:
+    """JSON columns' encoder: what PostgreSQL takes, on every database (no NaN, no infinity)."""
+    return json.dumps(value, allow_nan=False)
 
 
 def _answer_all(batch: list[Any], found: dict[str, Any]) -> None:
