@@ -18,7 +18,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
@@ -232,6 +232,10 @@ class Store:
 
     def evaluations(self, **filters: Any) -> list[dict[str, Any]]:
         return self.read(queries.list_evaluations, **filters)
+
+    def evaluation_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these evaluation ids are stored."""
+        return self.read(queries.existing_evaluation_ids, ids)
 
     def evaluation(self, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """One evaluation row by id (and kind), or None."""
