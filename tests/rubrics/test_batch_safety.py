@@ -280,7 +280,7 @@ async def test_results_summaries_and_rows_hold_finite_numbers_only(database, tmp
         {"id": "heavy", "name": "H", "scoring_criteria": "c", "weight": 1e12},
         {"id": "light", "name": "L", "scoring_criteria": {"0": "no", "1e12": "yes"}, "weight": 1e-12}]}, "r")
     sessions = make_sessions(tmp_path / "s", 3)
-    script("j", default="SCORE: 1e12")
+    script("j", default="SCORE: 1000000000000")
     report = await evaluate_batch(rubrics, sessions, tmp_path / "out", judge="scripted/j")
     assert report.exit_code == 0
     for p in (tmp_path / "out").glob("*.json"):
