@@ -32,6 +32,13 @@ _CLEARED = ("JURIST_JUDGE", "JURIST_DATABASE_URL", "JURIST_CONFIG", "JURIST_CACH
             "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 
+def jurist_env(home: Path, **values: str) -> dict[str, str]:
+    """This process's environment without its jurist and provider settings, plus ``values``."""
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    env.update(JURIST_HOME=str(home), COLUMNS="200", **values)
+    return env
+
+
 @dataclass
 class Workspace:
     """Sessions, a rubrics file, an output folder and a store, for batches against a judge at ``base_url``."""
@@ -58,10 +65,8 @@ class Workspace:
         return self.sessions * len(RUBRICS["rubrics"])
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
-        env.update(OPENAI_BASE_URL=self.base_url, OPENAI_API_KEY="test", JURIST_JUDGE="openai/gpt-test",
-                   JURIST_DATABASE_URL=self.url, JURIST_HOME=str(self.root / "home"), COLUMNS="200")
-        return env
+        return jurist_env(self.root / "home", OPENAI_BASE_URL=self.base_url, OPENAI_API_KEY="test",
+                          JURIST_JUDGE="openai/gpt-test", JURIST_DATABASE_URL=self.url)
 
     def command(self, *extra: str) -> list[str]:
         return [sys.executable, "-m", "jurist", "evaluate-batch", "--rubrics", str(self.rubrics),
@@ -144,3 +149,58 @@ def kill(proc: subprocess.Popen[str], sig: int = signal.SIGKILL, timeout: float 
         proc.send_signal(sig)
     _, err = proc.communicate(timeout=timeout)
     return proc.returncode, err
+
+
+@dataclass
+class Trial:
+    """One trial: runs of a batch killed at random moments, then a run to the end."""
+
+    kills: int  # runs killed (a run that ended before its moment is not counted)
+    unmigrated: int  # of them, kills that left the store without its schema (during start-up or migration)
+    final: subprocess.CompletedProcess[str]  # the rerun that finished the batch
+    state: Agreement  # after that rerun
+
+
+def kill_trial(ws: Workspace, moments: list[float]) -> Trial:
+    """Run the batch once per moment, killing it (SIGKILL) that many seconds after its start,
+    then rerun it to the end and compare store and folder."""
+    kills = unmigrated = 0
+    for moment in moments:
+        proc = ws.start()
+        try:
+            proc.wait(timeout=moment)
+        except subprocess.TimeoutExpired:
+            pass
+        killed = proc.poll() is None
+        code, err = kill(proc)
+        if code not in (-signal.SIGKILL, 0):
+            raise AssertionError(f"a run exited {code} before it was killed:\n{err}")
+        if killed:
+            kills += 1
+            unmigrated += not _migrated(ws.url)
+    final = ws.run()
+    return Trial(kills, unmigrated, final, agreement(ws))
+
+
+def _migrated(url: str) -> bool:
+    from sqlalchemy import create_engine
+
+    from jurist.store.migrate import SCHEMA_HEAD, schema_version
+
+    engine = create_engine(url)
+    try:
+        return schema_version(engine) == SCHEMA_HEAD
+    finally:
+        engine.dispose()
+
+
+def first_runs(url: str, home: Path, processes: int = 2) -> list[subprocess.CompletedProcess[str]]:
+    """``jurist logs`` in several processes started together on the store at ``url``."""
+    env = jurist_env(home, JURIST_DATABASE_URL=url)
+    procs = [subprocess.Popen([sys.executable, "-m", "jurist", "logs"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(processes)]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    return done

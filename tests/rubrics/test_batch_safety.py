@@ -164,7 +164,9 @@ async def test_a_second_batch_on_the_same_folder_is_refused_naming_the_first(tmp
     adapter = script("j", default=scores_by_session)
     adapter.delay = 0.05
     first = asyncio.create_task(evaluate_batch(RUBRICS, sessions, out, judge="scripted/j", parallel=2))
-    while not (out / LOCK_NAME).exists():
+    for _ in range(2000):
+        if (out / LOCK_NAME).exists():
+            break
         await asyncio.sleep(0.005)
     with pytest.raises(InputError, match=f"another batch is writing to this folder \\(process {os.getpid()}\\)"):
         await evaluate_batch(RUBRICS, sessions, out, judge="scripted/j")
