@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from sqlalchemy import func, select
+from sqlalchemy import create_engine, func, select
 from sqlalchemy.engine import Connection
 
+from jurist.errors import ConfigError
 from jurist.store import Store
 from jurist.store.tables import llm_calls
 
@@ -94,6 +95,7 @@ class Workspace:
 class Agreement:
     """What a workspace's store and folder hold, compared."""
 
+    opens: bool  # the store opens (a kill must never leave it unusable)
     rows: int  # rubric evaluations in the store
     files: int  # result files
     files_without_row: int
@@ -103,23 +105,27 @@ class Agreement:
 
     @property
     def agree(self) -> bool:
-        return not (self.files_without_row or self.rows_without_file or self.sessions_scored_twice
-                    or self.calls_made_twice)
+        return self.opens and not (self.files_without_row or self.rows_without_file or self.sessions_scored_twice
+                                   or self.calls_made_twice)
 
 
 def agreement(ws: Workspace) -> Agreement:
-    """Open the store (which must open: a kill must never leave it unusable) and compare."""
-    store = Store(ws.url)
+    """Open the store and compare its rows with the result files."""
+    files = ws.result_files() if ws.out.is_dir() else {}
     try:
-        rows = {e["id"]: e["subject_id"] for e in store.evaluations(kind="rubric", limit=None)}
+        store = Store(ws.url)
+    except ConfigError:
+        return Agreement(False, 0, len(files), len(files), 0, 0, 0)
+    try:
+        stored = store.evaluations(kind="rubric", limit=None)
+        rows = {e["trace_id"]: e["subject_id"] for e in stored}  # a result file names its trace
         twice = store.read(_calls_made_twice)
     finally:
         store.close()
-    files = ws.result_files() if ws.out.is_dir() else {}
     per_session: dict[str, int] = {}
-    for subject in rows.values():
-        per_session[subject] = per_session.get(subject, 0) + 1
-    return Agreement(rows=len(rows), files=len(files), files_without_row=len(set(files) - set(rows)),
+    for e in stored:
+        per_session[e["subject_id"]] = per_session.get(e["subject_id"], 0) + 1
+    return Agreement(opens=True, rows=len(stored), files=len(files), files_without_row=len(set(files) - set(rows)),
                      rows_without_file=len(set(rows) - set(files)),
                      sessions_scored_twice=sum(1 for n in per_session.values() if n > 1), calls_made_twice=twice)
 
@@ -183,13 +189,13 @@ def kill_trial(ws: Workspace, moments: list[float]) -> Trial:
 
 
 def _migrated(url: str) -> bool:
-    from sqlalchemy import create_engine
-
-    from jurist.store.migrate import SCHEMA_HEAD, schema_version
-
+    """Whether the store has its schema (a version: the migrations are committed at once)."""
     engine = create_engine(url)
     try:
-        return schema_version(engine) == SCHEMA_HEAD
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() is not None
+    except Exception:  # no table, no database file
+        return False
     finally:
         engine.dispose()
 
