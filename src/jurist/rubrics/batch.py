@@ -217,7 +217,7 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
     except BaseException:
         for w in workers:
             w.cancel()
-        if saving:  # rows being committed: their result files go in place before the batch stops
-            await asyncio.wait(saving)
+        # Rows being committed: their result files go in place before the batch stops.
+        await asyncio.gather(*saving, return_exceptions=True)
         raise
     return await tally.finish(out)

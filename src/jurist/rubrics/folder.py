@@ -44,8 +44,6 @@ class ResultFolder:
         self.path = Path(path)
         self.store = store
         self._lock = FileLock(self.path / LOCK_NAME)
-        self.recovered = 0  # pending results put in place when the folder was taken
-        self.discarded = 0  # pending results without a store row, removed
 
     async def take(self) -> None:
         """Create the folder if need be, lock it, and finish or clear what a killed batch left."""
@@ -76,10 +74,8 @@ class ResultFolder:
         for path, (name, evaluation_id) in pending.items():
             if evaluation_id in stored:
                 os.replace(path, self.path / name)
-                self.recovered += 1
             else:
                 os.unlink(path)
-                self.discarded += 1
 
     async def release(self) -> None:
         await asyncio.to_thread(self._lock.release)
