@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from jurist.config import Settings
-from jurist.errors import InputError
+from jurist.errors import InputError, StoreError
 from jurist.jsonfiles import write_json
 from jurist.models import script
 from jurist.rubrics import evaluate_batch
@@ -102,6 +102,23 @@ async def test_pending_results_are_put_in_place_or_scored_again(tmp_path):
                                                      "sess002_result.json", "summary.json"]
     rows, files = rows_and_files(url, out)
     assert set(files) <= set(rows) and strict_json(done)["trace_id"] == by_session["sess000"]
+
+
+async def test_a_row_the_store_refuses_leaves_no_result_file(tmp_path):
+    """Before, a row PostgreSQL refused (after the judge was paid) left a file whose row never came."""
+    class Refusing(Store):
+        async def asave_evaluation(self, evaluation, score_rows):
+            raise StoreError("could not write to the store: DataError: value too long")
+
+    sessions = make_sessions(tmp_path / "s", 2)
+    store = Refusing(f"sqlite:///{tmp_path}/j.db")
+    script("j", default=scores_by_session)
+    try:
+        with pytest.raises(StoreError, match="value too long"):
+            await evaluate_batch(RUBRICS, sessions, tmp_path / "out", judge="scripted/j", store=store)
+    finally:
+        store.close()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []  # no result, no pending file, no lock
 
 
 # -- 3. a rerun retries failed sessions ---------------------------------------------------------
