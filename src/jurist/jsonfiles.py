@@ -10,6 +10,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from jurist.errors import InputError
+from jurist.ids import new_id
 
 
 def read_json(path: str | Path, what: str) -> Any:
@@ -28,11 +29,25 @@ def read_json(path: str | Path, what: str) -> Any:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
 
 
+def json_bytes(data: Any) -> bytes:
+    """The bytes :func:`write_json` writes."""
+    return to_json(data, indent=2) + b"\n"
+
+
+def temporary_name(path: Path) -> Path:
+    """A hidden name next to ``path`` that no other writer uses: ``.<name>.<pid>.<random>.tmp``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{new_id()[:8]}.tmp")
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temporary file, then rename): UTF-8, indented by two
-    spaces, as ``json.dumps(data, indent=2, ensure_ascii=False)`` writes it, but
-    serialised by pydantic's encoder, several times faster (a batch writes one
-    file per session)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(to_json(data, indent=2) + b"\n")
-    os.replace(tmp, path)
+    """Write JSON atomically (a temporary file of its own, then rename): UTF-8, indented
+    by two spaces, as ``json.dumps(data, indent=2, ensure_ascii=False)`` writes it, but
+    serialised by pydantic's encoder, several times faster (a batch writes one file per
+    session)."""
+    tmp = temporary_name(path)
+    try:
+        tmp.write_bytes(json_bytes(data))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,6 +1,7 @@
 """The store on SQLite and on the machine's PostgreSQL."""
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -163,7 +164,7 @@ def test_schema_head_matches_the_migrations():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from jurist.store.store import MIGRATIONS, SCHEMA_HEAD
+    from jurist.store.migrate import MIGRATIONS, SCHEMA_HEAD
 
     cfg = Config()
     cfg.set_main_option("script_location", MIGRATIONS)
@@ -224,3 +225,34 @@ def test_cache_lookups_within_the_linger_share_one_query(tmp_path):
         store.close()
     assert a is None and c is None and b["text"] == "cached"
     assert queries == [{"a", "b", "c"}]
+
+
+def test_asave_evaluation_returns_once_the_row_is_committed(store):
+    store._queue.linger = 5.0  # queued writes would wait this long; a durable save does not
+    other = Store(store.url)  # another connection sees the row as soon as the save returns
+    try:
+        ev, scores = _once("durable", "s1", "first")
+        store.record_call(call(id="c-durable"))
+        t0 = time.monotonic()
+        asyncio.run(store.asave_evaluation(ev, scores))
+        assert time.monotonic() - t0 < 2.0
+        assert other.evaluation("durable")["subject_id"] == "s1"
+        assert [c["id"] for c in other.calls()] == ["c-durable"]  # what was queued before it, too
+        asyncio.run(store.asave_evaluation(*_once("durable", "s1", "again")))  # the same id: written once
+        assert [s["reason"] for s in other.scores_of("durable")] == ["first"]
+    finally:
+        other.close()
+
+
+def test_non_finite_numbers_are_refused_on_every_database(store):
+    """PostgreSQL refuses NaN in JSON; SQLite stored it, and the API then served invalid JSON."""
+    ev, scores = _once("nan", "s1", "r")
+    ev["payload"] = {"total_score": float("nan")}
+    with pytest.raises(StoreError, match="could not write"):
+        asyncio.run(store.asave_evaluation(ev, scores))
+    store.record_call(call(parsed={"score": float("inf")}))
+    with pytest.raises(StoreError, match="could not write"):
+        store.flush()
+    assert store.evaluation("nan") is None and store.calls() == []
+    asyncio.run(store.asave_evaluation(*_once("fine", "s1", "r")))  # the store keeps working
+    assert store.evaluation("fine") is not None

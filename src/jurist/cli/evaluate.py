@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 
@@ -17,6 +18,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
     from jurist.rubrics.batch import BatchReport
+
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as the shell reports a process ended by SIGTERM
+INTERRUPTED = "interrupted; finished results are kept, rerun to resume"
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
 TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a file ({rubric_name}, {chat_session}, ...), a shipped name (judge_template: note 003's SCORE: format) or name@version.")
@@ -116,6 +120,11 @@ def register(app: typer.Typer) -> None:
             None, "--max-concurrency", min=1, help="Requests in flight to the judge endpoint."
         ),
         force: bool = typer.Option(False, "--force", help="Rescore sessions that already have a result."),
+        retry_failed: bool = typer.Option(
+            True, "--retry-failed/--no-retry-failed",
+            help="Score again sessions whose earlier result failed or partly failed (scored rubrics come from the "
+                 "call cache).",
+        ),
         judge: Optional[str] = JudgeOpt,
         template: Optional[Path] = TemplateOpt,
         config: Optional[str] = ConfigOpt,
@@ -134,8 +143,10 @@ def register(app: typer.Typer) -> None:
         ),
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
     ) -> None:
-        """Score every session in a folder; resumable (a rerun scores only what has no result).
+        """Score every session in a folder; resumable (a rerun scores what has no result, or a failed one).
 
+        Each result file is written once its store row is committed; interrupted (Ctrl-C, SIGTERM, even kill -9),
+        a rerun resumes where the batch stopped. One batch at a time writes to an output folder.
         With --engine ray the sessions are scored by worker processes on a Ray cluster; --max-concurrency
         then bounds the requests in flight across the whole cluster and --parallel is per worker.
         """
@@ -147,8 +158,8 @@ def register(app: typer.Typer) -> None:
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         require_local_judge(judge_ref(settings, judge))
-        kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force, judge=judge,
-                                  template=template, settings=settings)
+        kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force,
+                                  retry_failed=retry_failed, judge=judge, template=template, settings=settings)
         if engine is Engine.ray:
             from jurist.rubrics.ray_engine import RayOptions, import_ray
 
@@ -201,7 +212,38 @@ def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Pat
                 progress.update(task, last=text or first)
 
         with local_load_notice(on_load):
-            return asyncio.run(run(rubric_set, sessions_dir, output_dir, on_progress=on_progress, **kw))
+            return asyncio.run(_until_terminated(run(rubric_set, sessions_dir, output_dir,
+                                                     on_progress=on_progress, **kw)))
+
+
+async def _until_terminated(work: Coroutine[Any, Any, "BatchReport"]) -> "BatchReport":
+    """Run ``work``; SIGTERM cancels it as Ctrl-C does (what is being saved is saved, the store
+    is flushed), then the command says so and exits 143."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError):  # no signal handlers here (Windows, or not the main thread)
+        return await work
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        err_console.print(INTERRUPTED)
+        raise typer.Exit(EXIT_TERMINATED) from None
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def print_batch_report(report: "BatchReport") -> None:
@@ -217,8 +259,9 @@ def print_batch_report(report: "BatchReport") -> None:
                       f"[red]{r['failed']}[/]" if r["failed"] else "0")
     console.print(table)
     avg = "—" if bs["average_score"] is None else f"{bs['average_score']:g}/{bs['max_score']:g}"
+    retried = f", {report.retried} of them retried after failing" if report.retried else ""
     console.print(
-        f"{bs['total_sessions']} sessions ({report.scored} scored now, {report.skipped} already done), "
+        f"{bs['total_sessions']} sessions ({report.scored} scored now{retried}, {report.skipped} already done), "
         f"average {avg}, {report.evaluations_failed} rubric evaluations failed"
     )
     if report.endpoint_note:

@@ -147,6 +147,7 @@ async def evaluate_batch(
     parallel: int = 5,
     max_concurrency: int | None = None,
     force: bool = False,
+    retry_failed: bool = True,
     judge: str | None = None,
     template: str | Path | None = None,
     settings: Settings | None = None,
@@ -157,12 +158,15 @@ async def evaluate_batch(
     score_mode: str | None = None,
 ) -> BatchReport:
     """Score every session file in a folder; write per-session results and summary.json.
+
+    Resumable: a rerun skips sessions with a scored result and scores again those whose
+    result failed (unless ``retry_failed`` is false); ``force`` rescores every session.
     ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
                           max_concurrency=max_concurrency, batch=True, runtime=runtime,
                           score_mode=score_mode) as evaluator:
         return await run_batch(evaluator, sessions_dir, output_dir, parallel=parallel, force=force,
-                               on_progress=on_progress)
+                               retry_failed=retry_failed, on_progress=on_progress)
 
 
 def evaluate_sync(*args: Any, **kwargs: Any) -> dict[str, Any]:

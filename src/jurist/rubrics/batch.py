@@ -1,21 +1,25 @@
-"""Batch scoring of a folder of sessions: resumable, streaming, bounded.
+"""Batch scoring of a folder of sessions: resumable, streaming, bounded, crash-safe.
 
 Session files are read one at a time as workers take them; each finished
-session is written at once as ``<session_id>_result.json`` (atomically), so
-an interrupted batch loses at most the sessions in progress. A rerun skips
-sessions whose result exists (``force=True`` rescores all) and still counts
-them in ``summary.json``.
+session's store row is committed and then its ``<session_id>_result.json``
+is put in place (:mod:`jurist.rubrics.folder`), so a batch killed at any
+moment loses at most the sessions in progress, and every result file has its
+row. A rerun skips sessions whose result was scored, scores again those whose
+result failed or partly failed (``retry_failed``; the rubrics that were scored
+come from the call cache) and those whose result file cannot be read, and
+still counts them all in ``summary.json``; ``force=True`` rescores all. One
+batch at a time writes to a folder.
 
 The pieces both engines share live here: :func:`open_session`,
-:func:`result_name` and :class:`BatchTally` (the summary and counts);
-``ray_engine`` uses them in worker processes of a Ray cluster.
+:func:`result_name`, :func:`needs_scoring` and :class:`BatchTally` (the
+summary and counts); ``ray_engine`` uses them in worker processes of a Ray
+cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -24,18 +28,18 @@ from pydantic import ValidationError
 
 from jurist.errors import EndpointDown, InputError
 from jurist.jsonfiles import write_json
+from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet
+from jurist.rubrics.naming import result_name
 from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 ProgressFn = Callable[[str, str], None]  # (session id or file, status)
 
-
-def result_name(session_id: str) -> str:
-    return f"{_UNSAFE.sub('_', session_id)[:200]}_result.json"
+__all__ = ["BatchReport", "BatchTally", "ProgressFn", "needs_scoring", "open_session", "result_name", "run_batch",
+           "score_session", "session_files"]
 
 
 def session_files(sessions_dir: Path) -> list[Path]:
@@ -48,22 +52,31 @@ def session_files(sessions_dir: Path) -> list[Path]:
 
 
 def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, RubricResult | None]:
-    """Load a session and, unless ``force``, the result it already has (blocking: run in a thread)."""
+    """Load a session and, unless ``force``, the result it already has (blocking: run in a thread).
+
+    A result file that cannot be read as a result of this session (``[]``, ``{}``, a
+    half-written file, another session's result) counts as none: the session is scored.
+    """
     session = load_session(path)
-    target = out / result_name(session.session_id)
-    if not force and target.exists():
-        try:
-            return session, RubricResult.model_validate_json(target.read_bytes())
-        except (ValidationError, OSError):
-            pass  # an unreadable result is rescored
-    return session, None
+    if force:
+        return session, None
+    try:
+        result = RubricResult.model_validate_json((out / result_name(session.session_id)).read_bytes())
+    except (ValidationError, ValueError, OSError):
+        return session, None
+    return session, result if result.session_id == session.session_id else None
+
+
+def needs_scoring(existing: RubricResult | None, retry_failed: bool) -> bool:
+    """Whether a session with this result (None: none) is scored in this run."""
+    return existing is None or (retry_failed and existing.status != "scored")
 
 
 async def score_session(evaluator: SessionEvaluator, session: ChatSession, out: Path) -> RubricResult:
-    """Score one session and write its result file atomically."""
-    result = await evaluator.evaluate(session)
-    await asyncio.to_thread(write_json, out / result_name(session.session_id), result)
-    return result
+    """Score one session; commit its store row, then write its result file atomically."""
+    scored = await evaluator.score(session)
+    await ResultFolder(out, evaluator.store).write(scored)
+    return scored.result
 
 
 @dataclass
@@ -75,6 +88,7 @@ class BatchReport:
     input_errors: list[str]
     evaluations_failed: int
     endpoint_down: int = 0  # sessions scored now with a rubric that failed at once: the judge endpoint was down
+    retried: int = 0  # of the sessions scored, those whose earlier result had failed
 
     @property
     def endpoint_note(self) -> str | None:
@@ -82,7 +96,7 @@ class BatchReport:
         if not self.endpoint_down:
             return None
         return (f"the judge endpoint was down: {self.endpoint_down} of {self.scored} sessions scored now failed "
-                f"at once ({EndpointDown.__name__}); check the endpoint, then rescore them")
+                f"at once ({EndpointDown.__name__}); check the endpoint, then rerun: failed sessions are scored again")
 
     @property
     def exit_code(self) -> int:
@@ -98,9 +112,11 @@ class BatchTally:
     def __init__(self, rubric_set: RubricSet, on_progress: ProgressFn | None = None) -> None:
         self.summary = SummaryBuilder(rubric_set)
         self.seen: dict[str, str] = {}
+        self.names: dict[str, tuple[str, str]] = {}  # result file name, case folded -> (session id, file)
         self.scored = 0
         self.skipped = 0
         self.endpoint_down = 0
+        self.retried = 0
         self._on_progress = on_progress
 
     def _progress(self, name: str, status: str) -> None:
@@ -112,12 +128,21 @@ class BatchTally:
         self._progress(name, "input_error")
 
     def claim(self, session_id: str, path: str | Path) -> bool:
-        """True for the first file with this session id; a later one is an input error."""
+        """True for the first file with this session id; a later one is an input error, and so
+        is a session whose result file would be another's on a case-insensitive file system."""
         if session_id in self.seen:
             self.input_error(session_id, f"{path}: session id {session_id!r} is also used by "
                                         f"{self.seen[session_id]}; skipped")
             return False
+        name = result_name(session_id)
+        other = self.names.get(name.casefold())
+        if other is not None:
+            self.input_error(session_id, f"{path}: session id {session_id!r} and {other[0]!r} (in {other[1]}) "
+                                        f"would share the result file {name} where case does not count; "
+                                        "rename one; skipped")
+            return False
         self.seen[session_id] = str(path)
+        self.names[name.casefold()] = (session_id, str(path))
         return True
 
     def add_existing(self, session_id: str, result: RubricResult) -> None:
@@ -125,12 +150,13 @@ class BatchTally:
         self.skipped += 1
         self._progress(session_id, "skipped")
 
-    def add_scored(self, session_id: str, result: RubricResult) -> None:
+    def add_scored(self, session_id: str, result: RubricResult, *, retried: bool = False) -> None:
         self.summary.add(result)
         self.scored += 1
         down = f"{EndpointDown.__name__}:"
         if any(rs.status != "scored" and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
             self.endpoint_down += 1
+        self.retried += retried
         self._progress(session_id, result.status)
 
     async def finish(self, out: Path) -> BatchReport:
@@ -139,7 +165,7 @@ class BatchTally:
         summary_path = out / "summary.json"
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
-                           self.summary.evaluations_failed, self.endpoint_down)
+                           self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried)
 
 
 async def run_batch(
@@ -149,16 +175,32 @@ async def run_batch(
     *,
     parallel: int = 5,
     force: bool = False,
+    retry_failed: bool = True,
     on_progress: ProgressFn | None = None,
 ) -> BatchReport:
-    """Score every ``*.jsonl`` in ``sessions_dir``; ``parallel`` sessions at once."""
+    """Score every ``*.jsonl`` in ``sessions_dir``; ``parallel`` sessions at once.
+
+    Sessions with a scored result are skipped (``force``: rescored); sessions whose result
+    failed are scored again unless ``retry_failed`` is false. Interrupted (cancelled), the
+    batch lets the sessions being saved finish first.
+    """
     if parallel < 1:
         raise InputError(f"--parallel must be at least 1, got {parallel}")
     files = session_files(Path(sessions_dir))
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = ResultFolder(output_dir, evaluator.store)
+    await folder.take()
+    try:
+        return await _run(evaluator, files, folder, parallel, force, retry_failed, on_progress)
+    finally:
+        await folder.release()
+
+
+async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFolder, parallel: int, force: bool,
+               retry_failed: bool, on_progress: ProgressFn | None) -> BatchReport:
+    out = folder.path
     tally = BatchTally(evaluator.rubric_set, on_progress)
     todo: Iterator[Path] = iter(files)
+    saving: set[asyncio.Task[None]] = set()
 
     async def one(path: Path) -> None:
         try:
@@ -168,15 +210,27 @@ async def run_batch(
             return
         if not tally.claim(session.session_id, path):
             return
-        if existing is not None:
+        if existing is not None and not needs_scoring(existing, retry_failed):
             tally.add_existing(session.session_id, existing)
             return
-        result = await score_session(evaluator, session, out)
-        tally.add_scored(session.session_id, result)
+        scored = await evaluator.score(session)
+        save = asyncio.ensure_future(folder.write(scored))  # finishes even if the batch is interrupted now
+        saving.add(save)
+        save.add_done_callback(saving.discard)
+        await asyncio.shield(save)
+        tally.add_scored(session.session_id, scored.result, retried=existing is not None)
 
     async def worker() -> None:
         for path in todo:  # workers share one iterator: files are opened as they are taken
             await one(path)
 
-    await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(parallel, len(files)))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for w in workers:
+            w.cancel()
+        # Rows being committed: their result files go in place before the batch stops.
+        await asyncio.gather(*saving, return_exceptions=True)
+        raise
     return await tally.finish(out)

@@ -4,10 +4,16 @@ A rubrics file is ``{"version": "1.0", "scale": [1, 5], "rubrics": [...]}`` or
 a bare list of rubrics. A rubric is free-form (``scoring_criteria`` as text, or
 a mapping from score level to its description) or item-based (``items``: each
 ``{"id", "text", "points"}``, negative points for what must not happen).
+
+Every number (weights, points, scale bounds, score levels) is finite and
+between 1e-12 and 1e12 in size (or 0, where 0 makes sense), so every total,
+ratio and percentage computed from them is a finite number too; ids and names
+must fit the store (:mod:`jurist.rubrics.naming`).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +21,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from jurist.errors import InputError
 from jurist.jsonfiles import read_json
+from jurist.rubrics.naming import id_problem, name_problem, shorten
+from jurist.store.tables import RUBRICS_VERSION_LENGTH, SCORE_KEY_LENGTH, SCORE_NAME_LENGTH
 
 DEFAULT_SCALE = (1.0, 5.0)
+NUMBER_LIMIT = 1e12  # the largest size of a number in a rubrics file; 1 / NUMBER_LIMIT the smallest but 0
+
+
+def in_range(x: float) -> bool:
+    """A finite number, 0 or between 1 / NUMBER_LIMIT and NUMBER_LIMIT in size."""
+    return math.isfinite(x) and (x == 0 or 1 / NUMBER_LIMIT <= abs(x) <= NUMBER_LIMIT)
+
+
+def _check_scale(scale: tuple[float, float] | None) -> tuple[float, float] | None:
+    if scale is not None and not all(in_range(x) for x in scale):
+        raise ValueError(f"scale bounds must be finite numbers, 0 or from {1 / NUMBER_LIMIT:g} to "
+                         f"{NUMBER_LIMIT:g} in size")
+    return scale
 
 
 class RubricItem(BaseModel):
@@ -31,6 +52,8 @@ class RubricItem(BaseModel):
     def _nonzero(cls, v: float) -> float:
         if v == 0:
             raise ValueError("points must not be 0 (positive for what should happen, negative for what must not)")
+        if not in_range(v):
+            raise ValueError(f"points must be a finite number from {1 / NUMBER_LIMIT:g} to {NUMBER_LIMIT:g} in size")
         return v
 
 
@@ -45,12 +68,34 @@ class Rubric(BaseModel):
     items: list[RubricItem] | None = None
     scale: tuple[float, float] | None = None
 
+    @field_validator("id")
+    @classmethod
+    def _storable_id(cls, v: str) -> str:
+        problem = id_problem(v, SCORE_KEY_LENGTH)
+        if problem:
+            raise ValueError(f"the rubric id {problem}")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _storable_name(cls, v: str) -> str:
+        problem = name_problem(v, SCORE_NAME_LENGTH)
+        if problem:
+            raise ValueError(f"the rubric name {problem}")
+        return v
+
     @field_validator("weight")
     @classmethod
     def _positive_weight(cls, v: float) -> float:
-        if not v > 0:
-            raise ValueError("weight must be greater than 0")
+        if not (v > 0 and in_range(v)):
+            raise ValueError(f"weight must be greater than 0: a finite number from {1 / NUMBER_LIMIT:g} "
+                             f"to {NUMBER_LIMIT:g}")
         return v
+
+    @field_validator("scale")
+    @classmethod
+    def _finite_scale(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        return _check_scale(v)
 
     @model_validator(mode="after")
     def _has_criteria(self) -> "Rubric":
@@ -74,6 +119,9 @@ class Rubric(BaseModel):
                 levels = [float(k) for k in criteria]
             except ValueError:
                 raise ValueError("scoring_criteria keys must be score levels such as \"1\" ... \"5\"") from None
+            if not all(in_range(x) for x in levels):
+                raise ValueError(f"scoring_criteria keys must be finite score levels, 0 or from "
+                                 f"{1 / NUMBER_LIMIT:g} to {NUMBER_LIMIT:g} in size")
             if self.scale is None:
                 self.scale = (min(levels), max(levels))
         if self.scale is not None and not self.scale[0] < self.scale[1]:
@@ -102,6 +150,20 @@ class RubricSet(BaseModel):
     scale: tuple[float, float] = DEFAULT_SCALE
     rubrics: list[Rubric]
     source: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _storable_version(cls, v: str) -> str:
+        problem = name_problem(v, RUBRICS_VERSION_LENGTH)
+        if problem:
+            raise ValueError(f"the version {problem}")
+        return v
+
+    @field_validator("scale")
+    @classmethod
+    def _finite_scale(cls, v: tuple[float, float]) -> tuple[float, float]:
+        _check_scale(v)
+        return v
 
     def scale_of(self, rubric: Rubric) -> tuple[float, float]:
         return rubric.scale or self.scale
@@ -144,7 +206,7 @@ def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | N
         where = ""
         if len(loc) >= 2 and loc[0] == "rubrics" and isinstance(loc[1], int) and isinstance(rubrics, list):
             rid = rubrics[loc[1]].get("id") if isinstance(rubrics[loc[1]], dict) else None
-            where = f"rubric {rid!r}" if rid else f"rubrics[{loc[1]}]"
+            where = f"rubric {shorten(rid)!r}" if rid else f"rubrics[{loc[1]}]"
             loc = loc[2:]
         field = ".".join(str(x) for x in loc)
         msg = e["msg"].removeprefix("Value error, ")

@@ -11,7 +11,9 @@ the same :class:`BatchTally`, so ``summary.json`` is built as locally.
   ``limiter_url``), so its ``Model`` is born with a
   :class:`~jurist.models.shared_limiter.SharedLimiter` on the job's limiter
   actor for the endpoint.
-* Resumable as locally: a session with a result file is not scored again.
+* Resumable as locally: a session with a scored result is not scored again,
+  one whose result failed is (unless ``retry_failed`` is false); the driver
+  holds the output folder's lock for the whole run.
 * A worker that dies is restarted by Ray and its shards are retried; what
   the dead worker finished is skipped, what it had stored but not yet
   written out is scored again, and its store write is ignored: evaluations
@@ -32,17 +34,20 @@ import resource
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError
 from jurist.jsonfiles import write_json
 from jurist.models.limiter_pool import with_max_held
 from jurist.models.shared_limiter import import_ray
-from jurist.rubrics.batch import BatchReport, BatchTally, ProgressFn, open_session, result_name, session_files
+from jurist.rubrics.batch import (BatchReport, BatchTally, ProgressFn, needs_scoring, open_session, result_name,
+                                  session_files)
+from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.results import RubricResult
 from jurist.runtime import Runtime
+from jurist.store import Store
 from jurist.store.rows import EvaluationRow
 
 # Variables a worker needs to build the same adapters as the driver (keys, base URLs).
@@ -62,14 +67,23 @@ def evaluation_id(subject_id: str, rubrics_version: str | None, judge_model: str
 class _OnceSink:
     """The evaluator's store sink on a worker: deterministic ids, written at most once."""
 
-    def __init__(self, store: Any, generation: str) -> None:
+    def __init__(self, store: Store, generation: str) -> None:
         self.store = store
         self.generation = generation
 
-    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+    def _derived(self, evaluation: EvaluationRow) -> EvaluationRow:
         key = evaluation_id(evaluation.subject_id, evaluation.rubrics_version, evaluation.judge_model or "",
                             self.generation)
-        self.store.save_evaluation_once(dataclasses.replace(evaluation, id=key), score_rows)
+        return dataclasses.replace(evaluation, id=key)
+
+    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+        self.store.save_evaluation_once(self._derived(evaluation), score_rows)
+
+    async def asave_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+        await self.store.asave_evaluation(self._derived(evaluation), score_rows)
+
+    def evaluation_ids(self, ids: Iterable[str]) -> set[str]:
+        return self.store.evaluation_ids(ids)
 
 
 class _ResultWriter:
@@ -162,6 +176,7 @@ class WorkerSpec:
     force: bool
     parallel: int
     generation: str
+    retry_failed: bool = True
     limiter_url: str | None = None  # the workers' limiter: ray://<job id> or limiter_url, with max_held
     worker_concurrency: int | None = None
     max_concurrency: int | None = None
@@ -174,7 +189,7 @@ class BatchWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         self._ready: asyncio.Future[dict[str, Any]] | None = None
-        self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[dict[str, Any]]]] | None = None
+        self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[dict[str, Any]], bool]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.scored = 0  # sessions this process scored
         self._cpu_at_start = _cpu()
@@ -235,19 +250,19 @@ class BatchWorker:
         for name, session, existing in await asyncio.to_thread(_open_shard, files, self.out, self.spec.force):
             if isinstance(session, InputError):
                 outcomes.append({"file": name, "kind": "input_error", "error": str(session)})
-            elif existing is not None:
+            elif not needs_scoring(existing, self.spec.retry_failed):
                 outcomes.append({"file": name, "session_id": session.session_id, "kind": "existing",
                                  "result": existing})
             else:
                 fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-                self._queue.put_nowait((name, session, fut))
+                self._queue.put_nowait((name, session, fut, existing is not None))
                 outcomes.append(fut)
         return [await o if isinstance(o, asyncio.Future) else o for o in outcomes]
 
     async def _consume(self) -> None:
         assert self._queue is not None
         while True:
-            name, session, fut = await self._queue.get()
+            name, session, fut, retried = await self._queue.get()
             try:
                 result = await self.evaluator.evaluate(session)
                 await self.writer.write(session.session_id, result)
@@ -258,7 +273,7 @@ class BatchWorker:
                 self.scored += 1
                 if not fut.done():
                     fut.set_result({"file": name, "session_id": session.session_id, "kind": "scored",
-                                    "result": result})
+                                    "result": result, "retried": retried})
 
     async def close(self) -> dict[str, Any]:
         """Finish: give back permits, close the judge, write the last store rows."""
@@ -330,6 +345,7 @@ class RayBatch:
         parallel: int = 5,
         max_concurrency: int | None = None,
         force: bool = False,
+        retry_failed: bool = True,
         options: RayOptions | None = None,
         on_progress: ProgressFn | None = None,
     ) -> None:
@@ -349,6 +365,7 @@ class RayBatch:
         self.parallel = parallel
         self.max_concurrency = max_concurrency
         self.force = force
+        self.retry_failed = retry_failed
         self.on_progress = on_progress
         self.workers: list[Any] = []
         self.limiter: Any = None
@@ -359,12 +376,21 @@ class RayBatch:
 
     async def run(self) -> BatchReport:
         files = await asyncio.to_thread(session_files, self.sessions_dir)
-        await asyncio.to_thread(self.output_dir.mkdir, parents=True, exist_ok=True)
         spec = await self._spec()
-        # Migrate once here, so workers opening the same database at once find it ready.
+        # Migrate once here, so workers opening the same database at once find it ready; take the
+        # output folder (what a killed local batch left there is checked against that store).
         migrated = Runtime(self.settings)
-        await migrated.astore()
-        await migrated.aclose()
+        folder = ResultFolder(self.output_dir, await migrated.astore())
+        try:
+            await folder.take()
+        finally:
+            await migrated.aclose()
+        try:
+            return await self._run(files, spec)
+        finally:
+            await folder.release()
+
+    async def _run(self, files: list[Path], spec: WorkerSpec) -> BatchReport:
         await asyncio.to_thread(self._launch, spec)
         try:
             ready = [w.start.remote() for w in self.workers]
@@ -385,7 +411,7 @@ class RayBatch:
         ref = judge_ref(self.settings, self.judge)
         spec = WorkerSpec(self.rubric_set, self.settings, ref, self.template, self.cache, str(self.output_dir),
                           self.force, self.parallel, uuid.uuid4().hex if self.force else "",
-                          worker_concurrency=self.options.worker_concurrency, max_concurrency=self.max_concurrency,
+                          retry_failed=self.retry_failed, worker_concurrency=self.options.worker_concurrency, max_concurrency=self.max_concurrency,
                           env=_env_for(self.settings))
         if writes_text(ref):  # an endpoint to bound across the cluster (the local judge runs in each worker)
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
@@ -468,7 +494,7 @@ class RayBatch:
             if outcome["kind"] == "existing":
                 tally.add_existing(outcome["session_id"], outcome["result"])
             else:
-                tally.add_scored(outcome["session_id"], outcome["result"])
+                tally.add_scored(outcome["session_id"], outcome["result"], retried=outcome["retried"])
 
     def _teardown(self) -> None:
         ray = import_ray()

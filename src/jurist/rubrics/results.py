@@ -24,9 +24,10 @@ RESULT_VERSION = "1.0"
 
 class _FileModel(BaseModel):
     """Base: extra keys are kept (a newer file read by an older jurist); the
-    ``_optional`` fields are written only when they were given."""
+    ``_optional`` fields are written only when they were given; numbers are
+    finite (JSON has no NaN or infinity, and the store takes none)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     _optional: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Iterable, Protocol
 
 from jurist.ids import new_id
 from jurist.judges.weighting import PLAIN
@@ -25,8 +25,28 @@ PASS_PERCENTAGE = 70.0
 
 
 class EvaluationSink(Protocol):
+    """Where evaluations go (a :class:`~jurist.store.Store`): queued, or durably (batches)."""
+
     def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
         ...
+
+    async def asave_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+        """Write the evaluation (once per id) and return when it is committed."""
+        ...
+
+    def evaluation_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these evaluation ids are stored."""
+        ...
+
+
+@dataclass
+class ScoredSession:
+    """A session's result with its store row and score rows, not yet saved."""
+
+    session: ChatSession
+    result: RubricResult
+    row: EvaluationRow
+    score_rows: list[dict[str, Any]]
 
 
 def _rescale(score: float, src: tuple[float, float], dst: tuple[float, float]) -> float:
@@ -105,7 +125,14 @@ class SessionEvaluator:
     rubric_timeout: float = 120.0
 
     async def evaluate(self, session: ChatSession) -> RubricResult:
-        """Score ``session`` against every rubric (in parallel); return its result.json."""
+        """Score ``session`` against every rubric (in parallel); queue its store row; return its result.json."""
+        scored = await self.score(session)
+        if self.store is not None:
+            self.store.save_evaluation(scored.row, scored.score_rows)
+        return scored.result
+
+    async def score(self, session: ChatSession) -> ScoredSession:
+        """Score ``session`` against every rubric (in parallel); the caller saves the rows."""
         trace_id = new_id()
         formatted = format_session(session, self.char_budget)
         outcomes = await asyncio.gather(*(
@@ -115,16 +142,15 @@ class SessionEvaluator:
         ))
         result = build_result(self.rubric_set, session, list(outcomes), trace_id=trace_id,
                               judge_model=self.judge.name, formatted=formatted)
-        if self.store is not None:
-            self.store.save_evaluation(evaluation_row(result, session), [_score_row(o) for o in outcomes])
-        return result
+        return ScoredSession(session, result, evaluation_row(result, session), [_score_row(o) for o in outcomes])
 
 
 def evaluation_row(result: RubricResult, session: ChatSession) -> EvaluationRow:
-    """The ``evaluations`` row (kind ``rubric``) of a result; its payload is the result."""
+    """The ``evaluations`` row (kind ``rubric``) of a result; its payload is the result, its id
+    the result's trace id (a result file names its row)."""
     s = result.summary
     return EvaluationRow(
-        id=new_id(), subject_id=session.session_id, trace_id=result.trace_id, status=result.status,
+        id=result.trace_id or new_id(), subject_id=session.session_id, trace_id=result.trace_id, status=result.status,
         score=s.total_score, max_score=s.max_score, percentage=s.percentage, judge_model=result.judge_model,
         rubrics_version=result.rubrics_version, source=session.source, payload=result, **facets(result),
     )

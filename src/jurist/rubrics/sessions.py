@@ -4,7 +4,8 @@ One JSON object per line: ``{"role": "user"|"assistant"|"system"|"tool",
 "content": ...}``. ``content`` is text or a list of parts (``{"type": "text",
 "text": ...}``; other parts become a placeholder). A ``session_id`` on any line
 (or a line holding only ``{"session_id": ...}``) names the session; otherwise
-the file name does.
+the file name does. The id must fit the store (at most 300 characters, no
+control characters): a bad one is an input error before any judge call.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from jurist.errors import InputError
 from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
+from jurist.rubrics.naming import id_problem, shorten
+from jurist.store.tables import SUBJECT_ID_LENGTH
 
 ROLES = TURN_ROLES
 TAG = "chat_session"
@@ -61,6 +64,7 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatS
     """Parse JSONL lines; a bad line is reported with its number."""
     messages: list[Message] = []
     session_id: str | None = None
+    id_line: int | None = None
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -75,7 +79,7 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatS
             sid = str(sid)
             if session_id is not None and sid != session_id:
                 raise InputError(f"session_id {sid!r} differs from {session_id!r} earlier in the file", file=source, line=n)
-            session_id = sid
+            session_id, id_line = sid, n
         if "role" not in obj:
             if set(obj) <= {"session_id", "metadata", "type", "id"}:
                 continue  # a header line
@@ -86,7 +90,12 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatS
         messages.append(Message(role, _content_text(obj.get("content"), source, n), obj.get("name")))
     if not messages:
         raise InputError("the session has no messages", file=source)
-    return ChatSession(session_id=session_id or default_id, messages=messages, source=source)
+    sid = session_id or default_id
+    problem = id_problem(sid, SUBJECT_ID_LENGTH)
+    if problem:
+        what = "session_id" if session_id else "the session id (the file's name)"
+        raise InputError(f"{what} {shorten(sid)!r} {problem}", file=source, line=id_line if session_id else None)
+    return ChatSession(session_id=sid, messages=messages, source=source)
 
 
 def load_session(path: str | Path) -> ChatSession:

@@ -8,6 +8,9 @@ from jurist.rubrics.models import RubricSet
 from jurist.rubrics.results import BatchStats, BatchSummary, FailureCounts, RubricResult, RubricStats
 
 
+MAX_LEVELS = 1001  # score_distribution lists every integer level of a scale at most this wide
+
+
 def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
@@ -53,10 +56,13 @@ class SummaryBuilder:
     def build(self) -> BatchSummary:
         lo, hi = self.rubric_set.scale
         t = self.totals
-        distribution = {str(k): 0 for k in range(math.floor(lo), math.ceil(hi) + 1)}
+        levels = range(math.floor(lo), math.ceil(hi) + 1)
+        # Every level of the scale, or on a scale wider than MAX_LEVELS the levels that occur.
+        counts = dict.fromkeys(levels, 0) if len(levels) <= MAX_LEVELS else {}
         for x in t:
-            key = str(int(math.floor(x + 0.5)))
-            distribution[key] = distribution.get(key, 0) + 1
+            level = int(math.floor(x + 0.5))
+            counts[level] = counts.get(level, 0) + 1
+        distribution = {str(k): counts[k] for k in sorted(counts)}
         per_rubric = {}
         for rid, vals in self.per_rubric.items():
             attempted = len(vals) + self.failures[rid]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from datetime import datetime
 
@@ -98,6 +98,15 @@ def list_evaluations(
     if limit is not None:
         stmt = stmt.limit(limit)
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def existing_evaluation_ids(conn: Connection, ids: Iterable[str]) -> set[str]:
+    """Which of ``ids`` are evaluations in the store (asked 500 at a time)."""
+    wanted, found = sorted(set(ids)), set[str]()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        found.update(conn.execute(select(evaluations.c.id).where(evaluations.c.id.in_(chunk))).scalars())
+    return found
 
 
 def scores_of(conn: Connection, evaluation_id: str) -> list[dict[str, Any]]:

@@ -3,19 +3,22 @@
 Writes never block the event loop: ``record_call`` and ``save_evaluation``
 put rows on a queue that one background thread writes in batches, one
 transaction per batch. Reads used on the event loop (the judge-call cache)
-run in a worker thread. ``flush()`` waits until everything queued is written.
+run in a worker thread. ``flush()`` waits until everything queued is written;
+``asave_evaluation`` returns once its row is committed (the batches write a
+result file only then). JSON columns take finite numbers only, as PostgreSQL
+does: a NaN or an infinity is refused on SQLite too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import sys
 import threading
 from datetime import datetime, timezone
-from importlib.resources import files
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
@@ -23,11 +26,8 @@ from sqlalchemy.engine import Engine
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.store import queries
+from jurist.store.migrate import migrate
 from jurist.store.rows import EvaluationRow, evaluation_values
-
-# The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0005"
-MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _BATCH = 500
 _STOP = object()
@@ -70,12 +70,12 @@ class Store:
         if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
             Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json)
         except Exception as exc:  # bad URL or missing driver
             raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        self._migrate()
+        migrate(self.engine)
         self._queue = WorkQueue(_WRITE_LINGER)
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
@@ -84,32 +84,6 @@ class Store:
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
         self._closed = False
-
-    # -- schema ------------------------------------------------------------
-    def _migrate(self) -> None:
-        if self._schema_version() == SCHEMA_HEAD:
-            return  # up to date: skip Alembic's start-up cost
-        from alembic import command
-        from alembic.config import Config as AlembicConfig
-
-        cfg = AlembicConfig()
-        cfg.set_main_option("script_location", MIGRATIONS)
-        try:
-            with self.engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
-        except Exception as exc:
-            raise ConfigError(
-                f"cannot open the database {self.engine.url.render_as_string(hide_password=True)}: {exc}. "
-                "Check JURIST_DATABASE_URL (or database_url in jurist.yaml)."
-            ) from None
-
-    def _schema_version(self) -> str | None:
-        try:
-            with self.engine.connect() as conn:
-                return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-        except Exception:  # no table yet, or no database: let Alembic (and its errors) speak
-            return None
 
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
@@ -129,6 +103,17 @@ class Store:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
         self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
+
+    async def asave_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
+                               score_rows: list[dict[str, Any]]) -> None:
+        """Write one evaluation with its scores, unless a row with its id exists (as
+        :meth:`save_evaluation_once`), and return once it is committed, with what else
+        was queued before it (the calls behind it). Evaluations saved at once share one
+        transaction. Raises StoreError if it could not be written."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), (loop, done)), urgent=True)
+        await done
 
     def flush(self) -> None:
         """Block until everything queued so far is written; raise if a write failed."""
@@ -192,10 +177,16 @@ class Store:
             for item in items:
                 try:
                     self._insert([item])
-                except Exception as exc:  # keep the process alive; report on flush
+                except Exception as exc:  # keep the process alive; report to its waiter, or on flush
                     message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-                    self._errors.append(message)
-                    print(f"jurist: store write failed: {message}", file=sys.stderr)
+                    if not _notify(item, StoreError(f"could not write to the store: {message}")):
+                        self._errors.append(message)
+                        print(f"jurist: store write failed: {message}", file=sys.stderr)
+                else:
+                    _notify(item, None)
+        else:
+            for item in items:
+                _notify(item, None)
 
     def _insert(self, items: list[Any]) -> None:
         calls = [it[1] for it in items if it[0] == "call"]
@@ -241,6 +232,10 @@ class Store:
 
     def evaluations(self, **filters: Any) -> list[dict[str, Any]]:
         return self.read(queries.list_evaluations, **filters)
+
+    def evaluation_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these evaluation ids are stored."""
+        return self.read(queries.existing_evaluation_ids, ids)
 
     def evaluation(self, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """One evaluation row by id (and kind), or None."""
@@ -354,6 +349,33 @@ class WorkQueue:
         return batch
 
 
+def _notify(item: Any, error: BaseException | None) -> bool:
+    """Tell whoever waits for a written item (:meth:`Store.asave_evaluation`) how it went;
+    False if nobody waits for it."""
+    if item[0] != "evaluation_once" or len(item) < 4:
+        return False
+    loop, done = item[3]
+    try:
+        loop.call_soon_threadsafe(_settle, done, error)
+    except RuntimeError:  # that event loop has closed; nobody is waiting
+        pass
+    return True
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():  # the waiter was cancelled: the row is written (or not) all the same
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+
+
+def _strict_json(value: Any) -> str:
+    """JSON columns' encoder: what PostgreSQL takes, on every database (no NaN, no infinity)."""
+    return json.dumps(value, allow_nan=False)
+
+
 def _answer_all(batch: list[Any], found: dict[str, Any]) -> None:
     """Resolve every waiting lookup of a batch with one wake-up per event loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
@@ -374,8 +396,8 @@ def _resolve_all(pairs: list[tuple[asyncio.Future[Any], Any]]) -> None:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other processes too
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=10000")
     cur.close()

@@ -25,6 +25,13 @@ from sqlalchemy.engine import Dialect
 
 metadata = MetaData()
 
+# Lengths of the columns that hold what users name; checked where the names come in
+# (session and rubric files), before any judge call.
+SUBJECT_ID_LENGTH = 300  # evaluations.subject_id: a session id
+SCORE_KEY_LENGTH = 200  # scores.key: a rubric id
+SCORE_NAME_LENGTH = 300  # scores.name: a rubric name
+RUBRICS_VERSION_LENGTH = 64  # evaluations.rubrics_version
+
 
 class UtcDateTime(TypeDecorator[datetime]):
     """A moment in UTC, aware on the way out on every database.
@@ -82,14 +89,14 @@ evaluations = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("kind", String(32), nullable=False),  # rubric | gate | research | checklist
-    Column("subject_id", String(300), nullable=False, index=True),  # e.g. the session id
+    Column("subject_id", String(SUBJECT_ID_LENGTH), nullable=False, index=True),  # e.g. the session id
     Column("trace_id", String(64), index=True),
     Column("status", String(32), nullable=False),  # scored | partial | failed | skipped
     Column("score", Float),
     Column("max_score", Float),
     Column("percentage", Float),
     Column("judge_model", String(200)),
-    Column("rubrics_version", String(64)),
+    Column("rubrics_version", String(RUBRICS_VERSION_LENGTH)),
     Column("source", Text),
     Column("payload", JSON, nullable=False),
     Column("created_at", UtcDateTime(), nullable=False, index=True),
@@ -111,8 +118,8 @@ scores = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("evaluation_id", String(32), ForeignKey("evaluations.id", ondelete="CASCADE"), nullable=False),
-    Column("key", String(200), nullable=False),  # rubric id (or dimension)
-    Column("name", String(300)),
+    Column("key", String(SCORE_KEY_LENGTH), nullable=False),  # rubric id (or dimension)
+    Column("name", String(SCORE_NAME_LENGTH)),
     Column("score", Float),
     Column("max_score", Float),
     Column("weight", Float),

@@ -1,0 +1,120 @@
+"""Migrations complete or leave nothing, and run one process at a time (SQLite and PostgreSQL)."""
+
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from jurist.errors import ConfigError
+from jurist.store import Store
+from jurist.store.migrate import SCHEMA_HEAD, schema_version
+from jurist.store.tables import llm_calls, metadata
+
+from tests.conftest import fresh_database
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+# Opens a store, killing itself (SIGKILL) just before the N-th CREATE statement of the migration.
+KILL_AT_CREATE = """
+import os, signal, sys
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+url, n = sys.argv[1], int(sys.argv[2])
+seen = []
+@event.listens_for(Engine, "before_cursor_execute")
+def count(conn, cursor, statement, *args):
+    if statement.lstrip().upper().startswith("CREATE"):
+        seen.append(statement)
+        if len(seen) == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+from jurist.store import Store
+Store(url).close()
+print("migrated without reaching that statement")
+"""
+
+# Opens a store when told to (so that several processes start their first run together).
+OPEN_ON_GO = """
+import sys
+from jurist.store import Store
+print("ready", flush=True)
+sys.stdin.readline()
+Store(sys.argv[1]).close()
+"""
+
+
+@pytest.fixture(params=BACKENDS)
+def new_url(request, tmp_path):
+    with fresh_database(request.param, tmp_path, "jurist_migrate") as url:
+        yield url
+
+
+def tables(url):
+    engine = create_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("create", [1, 2, 8, 20])
+def test_a_migration_killed_halfway_leaves_nothing_and_the_next_run_completes_it(new_url, create):
+    run = subprocess.run([sys.executable, "-c", KILL_AT_CREATE, new_url, str(create)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == -9, run.stdout + run.stderr
+    assert tables(new_url) <= {"alembic_version"}  # nothing of the schema survived the kill
+    Store(new_url).close()  # before: "table llm_calls already exists", on every later run
+    assert set(metadata.tables) <= tables(new_url)
+    engine = create_engine(new_url)
+    try:
+        assert schema_version(engine) == SCHEMA_HEAD
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concurrent_first_runs_all_succeed(backend, tmp_path):
+    """Three processes opening one new store at the same moment, twice over."""
+    for trial in range(2):
+        with fresh_database(backend, tmp_path, f"jurist_first{trial}") as url:
+            procs = [subprocess.Popen([sys.executable, "-c", OPEN_ON_GO, url], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+            for p in procs:
+                assert p.stdout.readline() == "ready\n"
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            outcomes = [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
+            assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
+            assert set(metadata.tables) <= tables(url)
+    if backend == "sqlite":  # the lock file goes when the migration is done
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".lock")]
+
+
+def test_a_store_left_half_migrated_by_an_earlier_version_is_repaired(tmp_path):
+    """Earlier versions ran SQLite's DDL outside a transaction: a kill left tables but no version."""
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        metadata.create_all(conn, tables=[llm_calls])
+    engine.dispose()
+    Store(url).close()
+    assert set(metadata.tables) <= tables(url)
+
+
+def test_tables_with_rows_but_no_version_are_not_dropped(tmp_path):
+    url = f"sqlite:///{tmp_path}/odd.db"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        metadata.create_all(conn, tables=[llm_calls])
+        conn.execute(llm_calls.insert(), [dict(id="c1", purpose="p", model="m", endpoint="e", request_hash="h",
+                                               messages=[], params={}, input_tokens=0, output_tokens=0,
+                                               latency_ms=0.0, attempts=1, status="ok", cached=False,
+                                               created_at=datetime.now(timezone.utc))])
+    engine.dispose()
+    with pytest.raises(ConfigError, match="llm_calls"):
+        Store(url)
+    assert os.path.exists(f"{tmp_path}/odd.db") and "llm_calls" in tables(url)
