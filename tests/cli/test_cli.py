@@ -120,3 +120,10 @@ def test_text_that_looks_like_rich_markup_is_printed_as_text(provider, tmp_path)
     assert "closes a tag [/] and opens [bold]" in r.stdout.replace("\n", "") or "[/]" in r.stdout
     r = run_cli("logs", env=env, cwd=tmp_path)
     assert r.returncode == 0 and "MarkupError" not in r.stderr, r.stderr
+
+
+def test_version_prints_the_packages_version(tmp_path):
+    import jurist
+
+    r = run_cli("--version", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == f"jurist {jurist.__version__}"

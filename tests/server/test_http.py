@@ -89,3 +89,9 @@ def test_bundled_checklist_is_found_without_configuration():
         names = c.get("/api/checklists").json()["checklists"]
         if "caffeine" in names:
             assert c.get("/tutor", params={"points": "caffeine", "learner": "ada"}).status_code == 200
+
+
+def test_the_front_page_sends_a_browser_to_the_dashboard(client):
+    r = client.get("/", follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"] == "/evaluation"
+    assert client.get("/").status_code == 200  # the dashboard itself

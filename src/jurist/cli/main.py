@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from jurist.cli import calibrate, demo, doctor, evaluate, logs, proxy, research, serve, tutor
@@ -13,6 +15,24 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from jurist.version import __version__
+
+        typer.echo(f"jurist {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                           help="Print jurist's version and exit."),
+) -> None:
+    """Judge LLM output with LLMs: rubric scoring, judge panels, research evaluation and checklist tutors, every call on record."""
+
+
 evaluate.register(app)
 logs.register(app)
 demo.register(app)
