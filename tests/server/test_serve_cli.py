@@ -91,3 +91,22 @@ def test_without_a_token_serve_refuses_a_public_address(tmp_path):
 def test_with_a_token_serve_binds_where_asked(tmp_path):
     out, listening, port = _serve_output(tmp_path, "0.0.0.0", {"JURIST_API_TOKEN": "t0ken"})
     assert "no JURIST_API_TOKEN" not in out and listening == {f"0.0.0.0:{port}"}
+
+
+def test_a_busy_port_is_a_clear_error_before_any_banner(tmp_path):
+    """serve and proxy: a port another process listens on says so, with the fix, and prints no banner."""
+    import socket
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {"JURIST_HOME": str(tmp_path / ".jurist")}
+        for args in (["serve"], ["proxy", "--upstream", "http://127.0.0.1:9/v1"]):
+            r = run_cli(*args, "--port", str(port), env=env, cwd=tmp_path)
+            assert r.returncode == 2, (args, r.stdout, r.stderr)
+            message = " ".join(r.stderr.split())
+            assert f"cannot listen on 127.0.0.1:{port}" in message and f"--port {port + 1}" in message
+            assert "jurist serving" not in r.stdout and "jurist proxy on" not in r.stdout

@@ -83,9 +83,10 @@ def register(app: typer.Typer) -> None:
 
         from jurist.cli.serve import print_access
         from jurist.server import create_app
-        from jurist.server.auth import listen_settings
+        from jurist.server.auth import listen_settings, require_free_port
 
         settings = listen_settings(load_settings(config), host, allowed_host or [])
+        require_free_port(host, port)
         retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
         gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,

@@ -40,9 +40,10 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from jurist.server import create_app
-        from jurist.server.auth import listen_settings
+        from jurist.server.auth import listen_settings, require_free_port
 
         settings = listen_settings(load_settings(config), host, allowed_host or [])
+        require_free_port(host, port)
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "

@@ -20,6 +20,7 @@ import base64
 import binascii
 import hmac
 import ipaddress
+import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -140,6 +141,18 @@ def bind_host(host: str, token: str | None) -> str:
         f"the proxy on your keys and read every stored prompt. Either listen on {LOOPBACK} (the default), or set a "
         "token first, e.g. export JURIST_API_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe(32))'), "
         "and send it as 'Authorization: Bearer <token>'. See docs/server.md, \"Security\".")
+
+
+def require_free_port(host: str, port: int) -> None:
+    """Before any banner: a port another process listens on is a UsageError that names the fix."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server may be "
+                             f"running there); choose another port with --port, e.g. --port {port + 1}") from None
 
 
 def listen_settings(settings: Settings, host: str, extra_hosts: Iterable[str] = ()) -> Settings:
