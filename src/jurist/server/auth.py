@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import errno
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -151,7 +152,9 @@ def require_free_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server may be "
+            if exc.errno != errno.EADDRINUSE:
+                return  # not a busy port (an address of another machine, say): the server says what it says
+            raise UsageError(f"cannot listen on {host}:{port}: the port is in use (another server may be "
                              f"running there); choose another port with --port, e.g. --port {port + 1}") from None
 
 
