@@ -5,12 +5,32 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from pydantic_core import to_json
 
 from jurist.errors import InputError
 from jurist.ids import new_id
+
+
+def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
+                  max_line: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each JSONL line's object with its line number; blank lines (and ``#`` lines when
+    ``comments``) skipped. A line over ``max_line`` characters, invalid JSON or a value that
+    is not an object is an InputError naming ``source`` and the line."""
+    for n, raw in enumerate(lines, start=1):
+        if max_line is not None and len(raw) > max_line:
+            raise InputError(f"line longer than {max_line} characters", file=source, line=n)
+        text = raw.strip()
+        if not text or (comments and text.startswith("#")):
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", file=source, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", file=source, line=n)
+        yield n, obj
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -13,12 +13,12 @@ and lines starting with ``#`` are skipped. Every problem names the file and line
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from jurist.errors import InputError
+from jurist.jsonfiles import jsonl_objects
 
 MAX_LABELS_BYTES = 20_000_000
 MAX_LINE_CHARS = 20_000
@@ -67,18 +67,7 @@ def parse_labels(lines: list[str], source: str) -> LabelSet:
     labels: list[Label] = []
     numbers: list[int] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for n, raw in enumerate(lines, start=1):
-        if len(raw) > MAX_LINE_CHARS:
-            raise InputError(f"line longer than {MAX_LINE_CHARS} characters", file=source, line=n)
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", file=source, line=n) from None
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", file=source, line=n)
+    for n, obj in jsonl_objects(lines, source, comments=True, max_line=MAX_LINE_CHARS):
         try:
             label = Label.model_validate(obj)
         except ValidationError as exc:

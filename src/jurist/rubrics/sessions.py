@@ -10,12 +10,12 @@ control characters): a bad one is an input error before any judge call.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jurist.errors import InputError
+from jurist.jsonfiles import jsonl_objects
 from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
 from jurist.rubrics.naming import id_problem, shorten
 from jurist.store.tables import SUBJECT_ID_LENGTH
@@ -65,15 +65,7 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatS
     messages: list[Message] = []
     session_id: str | None = None
     id_line: int | None = None
-    for n, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", file=source, line=n) from None
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", file=source, line=n)
+    for n, obj in jsonl_objects(lines, source):
         sid = obj.get("session_id")
         if sid is not None:
             sid = str(sid)
