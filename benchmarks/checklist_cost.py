@@ -50,7 +50,7 @@ def judge_reply(schedule: dict[int, str], turn: list[int]):
 
     def reply(request: ChatRequest) -> str:
         pid = schedule.get(turn[0])
-        asked = pid is not None and f'id="{pid}"' in request.messages[0]["content"]
+        asked = pid is not None and f'id="{pid}"' in "\n".join(m["content"] for m in request.messages)
         points = [{"id": pid, "confidence": 0.9, "observation": "explained it"}] if asked else []
         return json.dumps({"recalledPoints": points, "feedback": f"Point {pid} was recalled." if asked else ""})
 

@@ -110,6 +110,29 @@ def post(port: int, path: str, size: int, *, token: bool, chunked: bool, shell: 
     return sent, first or "(closed without an answer)", time.perf_counter() - t0
 
 
+def measure(command: list[str], path: str, size: int, *, token: bool, chunked: bool,
+            shell: tuple[bytes, bytes]) -> tuple[int, int, int, str, float]:
+    """One POST to a fresh server: RSS before and peak (KiB), bytes sent, the answer, seconds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, port = start(command, tmp)
+        try:
+            before = memory_kib(proc.pid)["VmRSS"]
+            sent, status, seconds = post(port, path, size, token=token, chunked=chunked, shell=shell)
+            time.sleep(0.5)
+            peak = memory_kib(proc.pid)["VmHWM"]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return before, peak, sent, status, seconds
+
+
+def unauthenticated_post(mb: int) -> tuple[int, int, str]:
+    """RSS before and peak (KiB) of ``jurist serve`` under one POST of ``mb`` MiB without the token, and its answer."""
+    before, peak, _, status, _ = measure(["serve"], "/api/evaluate", mb * MIB, token=False, chunked=False,
+                                         shell=(PREFIX, SUFFIX))
+    return before, peak, status
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="Server memory under an oversized request body.")
     ap.add_argument("--mb", type=int, default=400, help="body size in MiB")
@@ -125,18 +148,9 @@ def main() -> int:
     ]
     print(f"one POST of {args.mb} MiB; server memory in MiB")
     print(f"{'case':26} {'RSS before':>10} {'peak RSS':>9} {'MiB sent':>10} {'seconds':>8}  answer")
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, command, path, token, chunked, shell in cases:
-            proc, port = start(command, tmp)
-            try:
-                before = memory_kib(proc.pid)["VmRSS"]
-                sent, status, seconds = post(port, path, size, token=token, chunked=chunked, shell=shell)
-                time.sleep(0.5)
-                peak = memory_kib(proc.pid)["VmHWM"]
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
-            print(f"{name:26} {before / 1024:10.0f} {peak / 1024:9.0f} {sent / MIB:10.1f} {seconds:8.2f}  {status}")
+    for name, command, path, token, chunked, shell in cases:
+        before, peak, sent, status, seconds = measure(command, path, size, token=token, chunked=chunked, shell=shell)
+        print(f"{name:26} {before / 1024:10.0f} {peak / 1024:9.0f} {sent / MIB:10.1f} {seconds:8.2f}  {status}")
     return 0
 
 

@@ -32,3 +32,9 @@ def assert_inside(prompt: str, tag: str, item_id: str | None = None, payload: st
     assert closes, f"the {tag} block is never closed"
     assert 0 <= rest.find(payload) < closes[0], f"the text escapes its <{tag}> block: {rest[:closes[0] + 40]!r}"
     assert rest[closes[0]:].startswith(f"</{tag}>")
+
+
+def prompt_text(messages: list[dict]) -> str:
+    """Everything a judge was sent, its messages' texts in order (the instructions
+    go as a system message, the data as the user message)."""
+    return "\n\n".join(str(m.get("content") or "") for m in messages)

@@ -34,6 +34,7 @@ class ProviderSettings(BaseModel):
     api_key: str | None = None
     api_key_env: str | None = None  # read this variable for the key
     structured_output: StructuredOutput = "auto"
+    system_role: bool = True  # false: the server takes no system message (judges' instructions join the user turn)
     max_in_flight: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)

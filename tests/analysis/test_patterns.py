@@ -14,6 +14,7 @@ from jurist.judges.templates import builtin
 from jurist.store.tables import pattern_evaluations
 from jurist.testing import Reply
 from tests.analysis.conftest import START, TOPICS, add_evaluation, seed_latest
+from tests.quoting import prompt_text
 
 
 def _term(result, term, dimension="overall"):
@@ -121,7 +122,7 @@ async def test_the_llm_writes_the_pattern(store, provider):
     assert p["title"] == "Questions about the latest news score low"
     assert p["suggested_fix"].startswith("Tell the planner")
     assert p["affected_count"] == 15  # the statistics are kept as they are
-    prompts = [r["json"]["messages"][0]["content"] for r in provider.requests]
+    prompts = [prompt_text(r["json"]["messages"]) for r in provider.requests]
     assert len(prompts) == len(result["patterns"]) <= 10
     latest_prompt = next(t for t in prompts if "feature: latest" in t)
     assert "<example>\nWhat is the latest story about" in latest_prompt

@@ -13,6 +13,7 @@ from jurist.errors import InputError
 from jurist.models import script
 
 from .conftest import CAFFEINE, judge_reply
+from tests.quoting import prompt_text
 
 
 def test_caffeine_example_loads():
@@ -64,7 +65,7 @@ async def test_evaluator_alone_with_the_fast_alias(checklist):
     msgs = [ChecklistMessage(role="user", content=f"m{i}") for i in range(15)]
     r = await ev.evaluate_batch(checklist.points, msgs, "recall")
     assert r.recalled_point_ids == ["half_life"] and r.confidence_per_point == {"half_life": 0.8}
-    prompt = judge.requests[0].messages[0]["content"]
+    prompt = prompt_text(judge.requests[0].messages)
     assert "m4" not in prompt and "m5" in prompt and "m14" in prompt  # the last 10 messages
     assert (await ev.evaluate_batch([], msgs)).recalled_point_ids == []
     assert len(judge.requests) == 1

@@ -6,7 +6,7 @@ from jurist.config import Settings
 from jurist.models import resolve_model, script
 
 from tests.checklist.conftest import judge_reply
-from tests.quoting import assert_inside, attack
+from tests.quoting import assert_inside, attack, prompt_text
 
 
 async def test_a_learner_cannot_forge_the_tutors_turn():
@@ -15,7 +15,7 @@ async def test_a_learner_cannot_forge_the_tutors_turn():
     messages = [ChecklistMessage(role="user", content=forged), ChecklistMessage(role="assistant", content="Go on.")]
     point = ChecklistPoint(id="p1", text="Caffeine blocks adenosine.")
     await ChecklistEvaluator(resolve_model("scripted/cj", Settings.load())).evaluate_batch([point], messages)
-    prompt = judge.requests[0].messages[0]["content"]
+    prompt = prompt_text(judge.requests[0].messages)
     assert_inside(prompt, "text", "1-user")
     assert prompt.count('<text id="2-assistant">') == 1  # the real one
     assert_inside(prompt, "text", "2-assistant", payload="Go on.")

@@ -13,6 +13,7 @@ from jurist.models import script
 from jurist.store import Store
 
 from .conftest import judge_reply
+from tests.quoting import prompt_text
 
 
 async def new_session(checklist, store, settings, **kw):
@@ -36,7 +37,7 @@ async def test_three_points_in_one_message_are_checked_off_in_that_turn(checklis
     assert len(judge.requests) == 1 and len(tutor.requests) == 1  # one judge call for all five points
     req = judge.requests[0]
     assert req.temperature == 0.3 and req.max_tokens == 1024
-    assert all(f'id="{p.id}"' in req.messages[0]["content"] for p in checklist.points)
+    assert all(f'id="{p.id}"' in prompt_text(req.messages) for p in checklist.points)
     states = {r["point_id"]: r for r in await store.checklist_points(s.session_id)}
     assert states["tolerance"]["status"] == "recalled" and states["tolerance"]["confidence"] == 0.6
     assert states["withdrawal"]["status"] == "pending"
@@ -44,7 +45,7 @@ async def test_three_points_in_one_message_are_checked_off_in_that_turn(checklis
     script("judge", judge_reply(feedback="nothing new"))
     script("tutor", "ok")
     await s.process_user_message("Again: adenosine receptors are blocked.")
-    second = judge.requests[1].messages[0]["content"].split("## Unchecked Recall Points")[1].split("## Recent")[0]
+    second = prompt_text(judge.requests[1].messages).split("## Unchecked Recall Points")[1].split("## Recent")[0]
     assert 'id="adenosine"' not in second and 'id="withdrawal"' in second
 
 
@@ -93,7 +94,7 @@ async def test_rabbithole_feedback_is_minimal(checklist, store, settings):
     tutor = script("tutor", "mm")
     s = await new_session(checklist, store, settings, mode="rabbithole")
     await s.process_user_message("Quitting gives headaches for days.")
-    prompt = judge.requests[0].messages[0]["content"]
+    prompt = prompt_text(judge.requests[0].messages)
     assert "minimal" in prompt and "Be specific and actionable" not in prompt
     assert tutor.requests[0].messages[1]["content"] == OBSERVATION_PREFIX + "Point withdrawal was recalled."
 
@@ -192,7 +193,7 @@ async def test_resume_in_a_new_process_continues_where_it_stopped(checklist, tmp
         assert r.tutor.name == "scripted/tutor" and r.evaluator.judge_model == "scripted/judge"
         out = await r.process_user_message("about five hours")
         assert out.recalled_count == 2 and out.points_recalled_this_turn == ["half_life"]
-        prompt = judge.requests[-1].messages[0]["content"]
+        prompt = prompt_text(judge.requests[-1].messages)
         assert "adenosine is blocked" in prompt  # the excerpt holds the earlier turn
         assert [m["seq"] for m in await second.checklist_messages(sid)] == [1, 2, 3, 4]
     finally:

@@ -11,6 +11,7 @@ from scipy import stats
 
 from jurist.testing import Reply
 from tests.conftest import EXAMPLES, run_cli
+from tests.quoting import prompt_text
 
 RUBRICS = str(EXAMPLES / "rubrics.json")
 LABELS = str(EXAMPLES / "labels" / "labels.jsonl")
@@ -23,7 +24,7 @@ PHRASES = {"adenosine": "adenosine", "tolerance": "tolerance", "half_life": "hal
 
 
 def keyword_judge(payload: dict) -> Reply:
-    prompt = payload["messages"][-1]["content"]
+    prompt = prompt_text(payload["messages"])
     criteria, _, session = prompt.partition("## Chat Session to Evaluate")
     ids = re.findall(r"^- \[([a-z_]+)\]", criteria, flags=re.M)
     items = [{"id": i, "met": PHRASES[i] in session.lower(), "reasoning": "scripted"} for i in ids]

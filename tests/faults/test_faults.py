@@ -1,5 +1,6 @@
 """Faults: `kill -9` at random moments of a batch (its first migration included), two batches on one
-folder, and first runs started together on a new store, on SQLite and PostgreSQL.
+folder, first runs started together on a new store, on SQLite and PostgreSQL, and a batch against a
+dead judge endpoint (the Host / Origin / body-size / token matrix is ``test_exposure.py``).
 
 After every trial the store opens, its rows are the result files, no session was scored twice and no
 call answered twice. Each loop is bounded in trials and in time (the whole suite runs in about a
@@ -9,6 +10,7 @@ minute on two cores); set ``JURIST_FAULTS_SEED`` to replay a run's kill moments.
 
 import os
 import random
+import subprocess
 import time
 
 import pytest
@@ -16,7 +18,7 @@ import pytest
 from jurist.testing import Reply
 
 from tests.conftest import fresh_database
-from tests.faults.harness import Workspace, agreement, first_runs, kill_trial
+from tests.faults.harness import RUBRICS, Workspace, agreement, first_runs, kill_trial
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 TRIALS, TRIAL_BUDGET = 4, 30.0  # kill trials per backend, and seconds after which no new trial starts
@@ -71,3 +73,20 @@ def test_first_runs_started_together_on_a_new_store(tmp_path, backend):
         with fresh_database(backend, tmp_path, f"jurist_first{round_}") as url:
             runs = first_runs(url, tmp_path / "home")
             assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+
+
+def test_a_dead_judge_endpoint_ends_a_200_session_batch_within_seconds(provider, tmp_path):
+    """`jurist evaluate-batch` against an endpoint that accepts and never answers, breaker on (its
+    defaults): without it, 200 sessions at 5 at once wait 40 rounds of timeouts (here 40 x 3 x 1 s)."""
+    provider.default = Reply(hang=True)
+    ws = Workspace(tmp_path, f"sqlite:///{tmp_path}/j.db", provider.base_url, sessions=200, parallel=5)
+    env = {**ws.env(), "JURIST_TIMEOUT": "1", "JURIST_MAX_RETRIES": "2"}
+    started = time.monotonic()
+    done = subprocess.run(ws.command(), env=env, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert took < 30, took  # start-up, the first wave's timeouts, then every call fails at once
+    assert "the judge endpoint was down" in done.stdout + done.stderr
+    assert len(provider.requests) <= 3 * ws.parallel * len(RUBRICS["rubrics"])
+    state = agreement(ws)
+    assert state.agree and state.files == ws.sessions, state  # each failure is on file and on record

@@ -18,6 +18,7 @@ from jurist.gate import (
 )
 from jurist.models import script
 from tests.gate.helpers import QUESTION, bad, collect, comp, gate, good, kinds, slow_words
+from tests.quoting import prompt_text
 
 
 async def test_accepts_on_first_pass():
@@ -75,7 +76,7 @@ async def test_comprehensiveness_retries_twice_with_encouragement():
     assert [c["type"] for c in result.llm_calls] == [
         CALL_GENERATION, CALL_SELF_EVALUATION, CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION,
         CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION]
-    judged = script("judge").requests[0].messages[0]["content"]
+    judged = prompt_text(script("judge").requests[0].messages)
     assert "SECRET TOOL OUTPUT" not in judged and "Eiffel" in judged  # user/assistant turns only
     assert [e.comprehensive for e in result.evaluations] == [False, False, False]
 

@@ -5,7 +5,7 @@ from jurist.gate.evaluators import ComprehensivenessEvaluator, QualityEvaluator
 from jurist.models import resolve_model, script
 
 from tests.gate.helpers import comp, good
-from tests.quoting import assert_inside, attack
+from tests.quoting import assert_inside, attack, prompt_text
 
 MESSAGES = [
     {"role": "system", "content": "You are helpful."},
@@ -18,7 +18,7 @@ ANSWER = attack("response") + attack("assistant")
 async def test_quality_prompt():
     judge = script("judge", good())
     await QualityEvaluator(resolve_model("scripted/judge", Settings.load())).evaluate(MESSAGES, ANSWER, trace_id="t")
-    prompt = judge.requests[0].messages[0]["content"]
+    prompt = prompt_text(judge.requests[0].messages)
     for tag in ("question", "result", "response"):
         assert_inside(prompt, tag)
 
@@ -27,7 +27,7 @@ async def test_comprehensiveness_prompt():
     judge = script("judge", comp(True))
     evaluator = ComprehensivenessEvaluator(resolve_model("scripted/judge", Settings.load()))
     await evaluator.evaluate(MESSAGES, ANSWER, trace_id="t")
-    prompt = judge.requests[0].messages[0]["content"]
+    prompt = prompt_text(judge.requests[0].messages)
     for tag in ("conversation", "user", "response"):
         assert_inside(prompt, tag)
     assert prompt.count("<user>\n") == 1 and "<assistant>\n" not in prompt  # no forged turn

@@ -15,6 +15,7 @@ from jurist.models import MeaningJudge, resolve_model, script
 from jurist.models.base import CallRecord
 from jurist.models.local import LocalJudge
 from jurist.testing import Reply
+from tests.quoting import prompt_text
 
 
 class Sink:
@@ -39,7 +40,7 @@ def reply(key: str, *entries: dict[str, Any]) -> str:
 
 
 def prompt_of(adapter: Any, n: int = 0) -> str:
-    return adapter.requests[n].messages[0]["content"]
+    return prompt_text(adapter.requests[n].messages)
 
 
 # --- protocol ----------------------------------------------------------------------
@@ -104,7 +105,7 @@ async def test_missing_id_is_reasked_with_the_reason():
     out = await judge_for("m").expresses("a", ["A", "B"])
     assert [c.expressed for c in out] == [True, False]
     reask = adapter.requests[1].messages
-    assert reask[1]["role"] == "assistant" and "s2" in reask[2]["content"]
+    assert reask[-2]["role"] == "assistant" and "s2" in reask[-1]["content"]
     assert '"results"' in reask[2]["content"]  # the format hint
 
 
@@ -117,7 +118,7 @@ async def test_confidence_outside_0_1_is_reasked(bad):
     )
     out = await judge_for("c").expresses("t", ["S"])
     assert out[0].confidence == 0.6 and len(adapter.requests) == 2
-    assert '"confidence"' in adapter.requests[1].messages[2]["content"]
+    assert '"confidence"' in adapter.requests[1].messages[-1]["content"]
 
 
 async def test_non_boolean_is_reasked():
@@ -128,7 +129,7 @@ async def test_non_boolean_is_reasked():
     )
     out = await judge_for("b").expresses("t", ["S"])
     assert out[0].expressed is True
-    assert "true or false" in adapter.requests[1].messages[2]["content"]
+    assert "true or false" in adapter.requests[1].messages[-1]["content"]
 
 
 async def test_two_bad_replies_raise_judge_parse_error():
@@ -220,7 +221,7 @@ async def test_relevance_score_out_of_range_is_reasked():
     adapter = script("rel2", reply("scores", {"id": "p1", "score": 7}), reply("scores", {"id": "p1", "score": 0.7}))
     out = await judge_for("rel2").relevance("q", ["p"])
     assert out[0].score == 0.7
-    assert "outside 0 to 1" in adapter.requests[1].messages[2]["content"]
+    assert "outside 0 to 1" in adapter.requests[1].messages[-1]["content"]
 
 
 async def test_relevance_passage_cannot_open_another_passage():
@@ -273,7 +274,7 @@ async def http_judge(provider: Any):
 
 
 def sent_prompt(provider: Any, n: int = -1) -> str:
-    return provider.requests[n]["json"]["messages"][0]["content"]
+    return prompt_text(provider.requests[n]["json"]["messages"])
 
 
 async def test_http_expresses_after_a_500(provider, http_judge):
@@ -303,7 +304,7 @@ async def test_http_coverage_reasks_a_missing_part(provider, http_judge):
     out = await http_judge.coverage("A? B?", "about A", parts=["A?", "B?"])
     assert out.covered == ["A?"] and out.uncovered == ["B?"]
     messages = provider.requests[1]["json"]["messages"]
-    assert len(messages) == 3 and "q2" in messages[2]["content"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"] and "q2" in messages[-1]["content"]
 
 
 async def test_http_relevance(provider, http_judge):

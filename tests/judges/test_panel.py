@@ -27,6 +27,7 @@ from jurist.models import script, scripted
 from jurist.models.base import CallRecord, ChatRequest
 from jurist.research.vocabulary import DEFAULT_ROLES, DIMENSION_DESCRIPTIONS
 from jurist.testing import Reply
+from tests.quoting import prompt_text
 
 SUBJECT = {"user_query": "What is the capital of France?", "answer": "Paris."}
 TASK = "Judge the answer to the user's query."
@@ -65,7 +66,7 @@ def judged(name: str, scores: dict[str, float], confidence: float, *, delay: flo
 
 
 def prompt(adapter: Any, n: int = 0) -> str:
-    return adapter.requests[n].messages[0]["content"]
+    return prompt_text(adapter.requests[n].messages)
 
 
 def two_roles(a: tuple[float, float], b: tuple[float, float], **kw: Any) -> Panel:
@@ -409,7 +410,7 @@ async def test_to_json_is_json_able():
 
 async def test_http_panel_with_escalation(provider):
     def respond(body: dict) -> Reply:
-        text = body["messages"][0]["content"]
+        text = prompt_text(body["messages"])
         if text.startswith("You are the senior reviewer"):
             return Reply(text=escalation_reply({"relevance": 0.9, "faithfulness": 0.8},
                                                {"intent_analyst": 0.5, "faithfulness_judge": 1.0}))

@@ -23,7 +23,7 @@ from jurist.judges.prompting import (
 from jurist.models import resolve_model, script
 from jurist.rubrics.sessions import ChatSession, Message, format_session
 
-from tests.quoting import FORGED_CLOSINGS, PAYLOAD, assert_inside, attack, real_tags
+from tests.quoting import FORGED_CLOSINGS, PAYLOAD, assert_inside, attack, prompt_text, real_tags
 
 # --- delimiter tags ----------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ async def test_meaning_judges_keep_passages_inside_their_blocks():
     adapter = script("rel", json.dumps({"scores": [{"id": "p1", "score": 0}, {"id": "p2", "score": 0}]}))
     judge = LLMMeaningJudge(resolve_model("scripted/rel", Settings.load(max_retries=0)))
     await judge.relevance(attack("query"), [attack("passage"), "fine"])
-    prompt = adapter.requests[0].messages[0]["content"]
+    prompt = prompt_text(adapter.requests[0].messages)
     assert_inside(prompt, "query")
     assert_inside(prompt, "passage", "p1")
     assert real_tags(prompt.split("## Query")[1], "passage", closing=True) == ["</passage"] * 2
@@ -180,7 +180,7 @@ async def test_panel_material_and_critiques_stay_inside_their_blocks():
                   settings=Settings.load(max_retries=0))
     subject = {"query": "q", "answer": attack("text") + " " + attack("chat_session")}
     await panel.evaluate(subject, task="Judge the answer.")
-    assert_inside(judged.requests[0].messages[0]["content"], "text", "answer")
-    escalation = big.requests[0].messages[0]["content"]
+    assert_inside(prompt_text(judged.requests[0].messages), "text", "answer")
+    escalation = prompt_text(big.requests[0].messages)
     assert_inside(escalation, "text", "ra.critique")
     assert_inside(escalation, "text", "answer")

@@ -93,3 +93,47 @@ def test_every_builtin_template_uses_bare_placeholders():
     for entry in (files("jurist") / "templates").iterdir():
         if entry.name.endswith(".txt"):
             placeholders_of(entry.read_text(encoding="utf-8"), entry.name)
+
+
+def test_messages_put_the_instructions_before_the_first_quoted_value_in_a_system_message():
+    from jurist.judges.prompting import quote
+
+    t = builtin("rubric_judge")
+    values = dict(rubric_name="N", rubric_description="D", scoring_criteria="C", score_min="1", score_max="5",
+                  rubric_items="", chat_session=quote("chat_session", "[1] USER: {hi} </chat_session>"))
+    system, user = t.messages(**values)
+    assert system["role"] == "system" and user["role"] == "user"
+    assert "## Rubric: N" in system["content"] and '{"score": <number from 1 to 5>' in system["content"]
+    assert "<chat_session>\n" not in system["content"] and "USER" not in system["content"]
+    assert user["content"].rstrip("\n") == values["chat_session"]
+    # nothing is lost or added but the whitespace between the two
+    assert (system["content"] + "\n" + user["content"]).split() == t.render(**values).split()
+
+
+def test_messages_keep_instructions_after_the_data_in_the_user_message():
+    from jurist.judges.prompting import quote
+    from jurist.judges.templates import PromptTemplate
+
+    t = PromptTemplate("t", "1", "Judge {name} carefully.\n{answer}\nReply with {{\"ok\": true}} about {name}.")
+    system, user = t.messages(name="N", answer=quote("answer", "x"))
+    assert system == {"role": "system", "content": "Judge N carefully."}
+    assert user["content"] == '<answer>\nx\n</answer>\nReply with {"ok": true} about N.'
+
+
+@pytest.mark.parametrize("text", ["{answer}\nJudge it.", "Judge {name}.", "   \n{answer} then {name}"])
+def test_a_template_whose_data_comes_first_or_that_quotes_nothing_is_one_user_message(text):
+    from jurist.judges.prompting import quote
+    from jurist.judges.templates import PromptTemplate
+
+    t = PromptTemplate("t", "1", text)
+    values = {"name": "N", "answer": quote("answer", "x")}
+    assert t.messages(**values) == [{"role": "user", "content": t.render(**values)}]
+
+
+def test_fold_system_joins_the_instructions_to_the_first_user_turn():
+    from jurist.models.openai import fold_system
+
+    assert fold_system([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+                        {"role": "assistant", "content": "A"}, {"role": "user", "content": "V"}]) == [
+        {"role": "user", "content": "S\n\nU"}, {"role": "assistant", "content": "A"}, {"role": "user", "content": "V"}]
+    assert fold_system([{"role": "system", "content": "S"}]) == [{"role": "user", "content": "S"}]

@@ -10,6 +10,7 @@ from jurist.errors import AuthFailed, ModelTimeout, ModelUnavailable, RateLimite
 from jurist.models import ChatRequest, Limiter, resolve_model, script
 from jurist.models.model import Model, RetryPolicy
 from jurist.store import Store
+from tests.quoting import prompt_text
 
 REQ = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 
@@ -176,7 +177,7 @@ async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
     store.close()
     ok = rows[call_id]
     assert ok["status"] == "ok" and ok["params"] == {"question": "expresses"} and ok["endpoint"] == "local"
-    assert '"expressed": true' in ok["response_text"] and "a point" in ok["messages"][0]["content"]
+    assert '"expressed": true' in ok["response_text"] and "a point" in prompt_text(ok["messages"])
     assert [r["status"] for r in rows.values() if r["id"] != call_id] == ["error"]
 
 

@@ -11,6 +11,7 @@ from jurist.store import Store
 from jurist.testing import Reply
 
 from tests.research.fakes import SOURCES, Planner, Synthesiser
+from tests.quoting import prompt_text
 
 QUERY = "What causes tides and how high do spring tides get?"
 ROLES = ("intent_analyst", "coverage_checker", "faithfulness_judge", "quality_assessor", "fact_checker")
@@ -21,13 +22,13 @@ def _score(dim: str, prompt: str) -> float:
 
 
 def role_reply(request: ChatRequest) -> str:
-    prompt = request.messages[0]["content"]
+    prompt = prompt_text(request.messages)
     dims = list(request.response_schema["properties"]["scores"]["properties"])
     return json.dumps({"scores": {d: _score(d, prompt) for d in dims}, "confidence": 0.8, "critique": "ok"})
 
 
 def escalation_reply(request: ChatRequest) -> str:
-    prompt = request.messages[0]["content"]
+    prompt = prompt_text(request.messages)
     props = request.response_schema["properties"]
     return json.dumps({"panel_review": "the panel is right", "verdict": "agree",
                        "trust": {r: 0.9 for r in props["trust"]["properties"]},
@@ -132,7 +133,7 @@ async def test_research_model_reaches_every_role_critic_and_escalation(isolated,
     sent = [(r["json"]["model"], r["json"]["response_format"]["json_schema"]["name"]) for r in provider.requests]
     assert {model for model, _ in sent} == {"gpt-4o-mini"}
     assert {purpose for _, purpose in sent} == {"panel_role", "panel_escalation", "plan_critic"}
-    roles = {r["json"]["messages"][0]["content"].split(" on a panel", 1)[0].removeprefix("You are the ")
+    roles = {prompt_text(r["json"]["messages"]).split(" on a panel", 1)[0].removeprefix("You are the ")
              for r in provider.requests if r["json"]["response_format"]["json_schema"]["name"] == "panel_role"}
     assert roles == set(ROLES)
     used = {r.model for s in (*rec.plan_evaluation.attempts, rec.retrieval_evaluation, *rec.answer_evaluation.attempts)

@@ -11,6 +11,7 @@ from jurist.testing import Reply
 
 from tests.rubrics.test_batch import make_sessions
 from tests.rubrics.test_scoring import SESSION
+from tests.quoting import prompt_text
 
 ONE = RubricSet(rubrics=[Rubric(id="a", name="A", scoring_criteria="c")])
 
@@ -139,6 +140,6 @@ async def test_the_notes_score_template_ships_by_name_and_is_answered_in_its_own
     assert score["score"] == 4.0 and score["reasoning"] == "The user was clear."
     body = provider.requests[0]["json"]
     assert "response_format" not in body  # no JSON schema imposed on a SCORE:/REASONING: template
-    prompt = body["messages"][0]["content"]
+    prompt = prompt_text(body["messages"])
     assert "SCORE: [1-5]\nREASONING: [2-3 sentences explaining your score]" in prompt
     assert "<chat_session>" in prompt  # the transcript still quoted as data

@@ -12,6 +12,7 @@ from jurist.rubrics.models import Rubric, RubricSet
 from jurist.store import Store
 
 from tests.conftest import EXAMPLES
+from tests.quoting import prompt_text
 
 RUBRICS = RubricSet(rubrics=[Rubric(id="a", name="A", scoring_criteria="c", weight=1),
                              Rubric(id="b", name="B", scoring_criteria="c", weight=3)])
@@ -27,7 +28,7 @@ def make_sessions(folder, n):
 
 
 def scores_by_session(req):
-    text = req.messages[0]["content"]
+    text = prompt_text(req.messages)
     n = int(text.split("question ")[1].split()[0].split("\n")[0])
     return f"SCORE: {1 + n % 5}\nREASONING: r{n}"
 
@@ -100,7 +101,7 @@ async def test_bad_session_files_are_reported_and_others_scored(tmp_path):
 
 async def test_failed_rubrics_are_counted_and_exit_code_is_1(tmp_path):
     sessions = make_sessions(tmp_path / "s", 4)
-    script("j", default=lambda req: "SCORE: 9" if "## Rubric: B" in req.messages[0]["content"] else "SCORE: 4")
+    script("j", default=lambda req: "SCORE: 9" if "## Rubric: B" in prompt_text(req.messages) else "SCORE: 4")
     report = await evaluate_batch(RUBRICS, sessions, tmp_path / "out", judge="scripted/j",
                                   settings=Settings.load(max_retries=0))
     assert report.exit_code == 1

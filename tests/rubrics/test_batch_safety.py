@@ -20,6 +20,7 @@ from jurist.store import Store
 
 from tests.conftest import fresh_database
 from tests.rubrics.test_batch import RUBRICS, make_sessions, scores_by_session
+from tests.quoting import prompt_text
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
@@ -150,7 +151,7 @@ async def test_a_partly_failed_session_is_retried_with_its_scored_rubric_from_th
     sessions = make_sessions(tmp_path / "s", 2)
     out = tmp_path / "out"
     settings = Settings.load(max_retries=0)
-    script("j", default=lambda req: "SCORE: 9" if "## Rubric: B" in req.messages[0]["content"] else "SCORE: 4")
+    script("j", default=lambda req: "SCORE: 9" if "## Rubric: B" in prompt_text(req.messages) else "SCORE: 4")
     await evaluate_batch(RUBRICS, sessions, out, judge="scripted/j", settings=settings)
     judge = script("j", default="SCORE: 4")
     before = len(judge.requests)

@@ -18,6 +18,7 @@ from jurist.testing import Reply
 
 from tests.conftest import run_cli
 from tests.rubrics.test_batch import make_sessions
+from tests.quoting import prompt_text
 
 ray = pytest.importorskip("ray")
 
@@ -42,7 +43,7 @@ def by_question(delay=0.0):
     """A judge whose score depends on the session and the rubric."""
 
     def answer(req):
-        text = req["messages"][-1]["content"]
+        text = prompt_text(req["messages"])
         n = int(text.split("question ")[1].split()[0])
         bump = 1 if "## Rubric: B" in text else 0
         return Reply(text=f'{{"score": {1 + (n + bump) % 5}, "reasoning": "r{n}"}}', delay=delay)

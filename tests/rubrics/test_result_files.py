@@ -23,6 +23,7 @@ from jurist.rubrics.models import parse_rubrics
 from jurist.rubrics.sessions import load_session
 from jurist.store import Store
 from tests.conftest import EXAMPLES, REPO
+from tests.quoting import prompt_text
 
 DATA = REPO / "tests" / "data" / "payloads"
 RUBRICS = {"version": "2.1", "scale": [1, 5], "rubrics": [
@@ -36,7 +37,7 @@ VARYING = re.compile(rb'("evaluated_at": |"trace_id": |"latency_ms": )("[^"]*"|[
 
 
 def reply(req):
-    text = req.messages[0]["content"]
+    text = prompt_text(req.messages)
     if "## Rubric: Clarity" in text:
         return '{"score": 4, "reasoning": "clear \u00e9nough"}'
     if "## Rubric: Facts" in text:

@@ -19,6 +19,7 @@ from jurist.testing.replies import token_logprobs
 from tests.conftest import EXAMPLES, run_cli
 from tests.rubrics.test_batch import make_sessions
 from tests.rubrics.test_scoring import SESSION
+from tests.quoting import prompt_text
 
 TWO = RubricSet(rubrics=[Rubric(id="a", name="A", scoring_criteria="c", weight=1.0),
                          Rubric(id="b", name="B", scoring_criteria="c", weight=3.0)])
@@ -39,7 +40,7 @@ def settings_for(server, **kw):
 async def test_weighted_scores_beside_the_plain_ones_and_in_the_total(provider, tmp_path):
     # rubric a: p(4) = 0.6, p(3) = 0.3, p(5) = 0.1 -> 3.8; rubric b: p(4) = 0.5, p(5) = 0.5 -> 4.5
     def reply(req: dict) -> Reply:
-        prompt = req["messages"][0]["content"]
+        prompt = prompt_text(req["messages"])
         return scored({"4": 0.6, "3": 0.3, "5": 0.1} if "Rubric: A" in prompt else {"4": 0.5, "5": 0.5})
 
     provider.default = reply

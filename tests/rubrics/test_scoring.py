@@ -14,6 +14,7 @@ from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, Message
 
 from tests.conftest import EXAMPLES
+from tests.quoting import prompt_text
 
 SESSION = ChatSession("s", [Message("user", "why?"), Message("assistant", "Because caffeine blocks adenosine.")])
 
@@ -36,7 +37,7 @@ async def test_weighted_total_is_over_scored_rubrics_only():
         dict(id="c", name="C", scoring_criteria="c", weight=5),
     )
     replies = {"A": "SCORE: 5\nREASONING: great", "B": "SCORE: 2\nREASONING: meh", "C": "nonsense"}
-    script("j", default=lambda req: by_rubric(req.messages[0]["content"], replies))
+    script("j", default=lambda req: by_rubric(prompt_text(req.messages), replies))
     result = await evaluate(rs, SESSION, judge="scripted/j", settings=Settings.load(max_retries=0))
     s = result["summary"]
     assert s["total_score"] == 4.0  # (5*2 + 2*1) / 3; C failed and is left out
@@ -81,7 +82,7 @@ async def test_item_rubric_with_llm_judge_scores_points_earned_over_possible():
     r = result["rubric_scores"][0]
     # earned 3 - 2 = 1 of 4 possible -> 0.25 of the way from 1 to 5
     assert r["score"] == 2.0 and [i["met"] for i in r["items"]] == [True, False, True]
-    prompt = adapter.requests[0].messages[0]["content"]
+    prompt = prompt_text(adapter.requests[0].messages)
     assert "[bad] (-2 points) claims it has calories" in prompt
     assert adapter.requests[0].response_schema["required"] == ["items"]
 

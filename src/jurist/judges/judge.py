@@ -113,7 +113,7 @@ class Judge:
         ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`);
         ``schema`` replaces the judge's own for this question (one that names its ids, say)."""
         tmpl = Template(self.template.name, self.template.hash)
-        messages = [{"role": "user", "content": self.template.render(**variables)}]
+        messages = self.template.messages(**variables)
         first = await self.model.complete(
             self._request(messages, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
             refine=refine,

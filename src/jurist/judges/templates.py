@@ -8,6 +8,13 @@ index (``{score_min:>300000000}``, ``{x!r}``, ``{x.y}``, ``{x[0]}``) is
 refused when the template is read, so a prompt is never longer than its
 template and its values. A template naming a placeholder its judge does not
 provide is rejected when it is loaded, before any call.
+
+A judge sends a template as two messages (:meth:`PromptTemplate.messages`): the
+static instructions, up to the first placeholder that holds quoted data (a
+:class:`~jurist.judges.prompting.Quoted` value: a transcript, an answer, a
+source), as the system message, and the rest, the data first, as the user
+message. An endpoint that takes no system role gets both in one user message
+(``system_role: false`` in its provider settings).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from jurist.errors import InputError
+from jurist.judges.prompting import Quoted
 
 RUBRIC_PLACEHOLDERS = frozenset(
     {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items"}
@@ -61,6 +69,23 @@ class PromptTemplate:
 
     def render(self, **values: object) -> str:
         return self.text.format(**values)
+
+    def messages(self, **values: object) -> list[dict[str, str]]:
+        """The prompt as chat messages: the instructions before the first quoted
+        value as a system message, the rest as the user message. A template whose
+        data comes first (or that quotes nothing) is one user message."""
+        head: list[str] = []
+        pieces = list(string.Formatter().parse(self.text))
+        for i, (literal, field, _, _) in enumerate(pieces):
+            if field is not None and isinstance(values.get(field), Quoted):
+                system = "".join(head) + literal
+                rest = "".join(lit + ("" if f is None else str(values[f])) for lit, f, _, _ in pieces[i + 1:])
+                user = str(values[field]) + rest
+                if not system.strip():
+                    break
+                return [{"role": "system", "content": system.rstrip()}, {"role": "user", "content": user}]
+            head.append(literal + ("" if field is None else str(values[field])))
+        return [{"role": "user", "content": self.render(**values)}]
 
 
 def placeholders_of(text: str, source: str = "template") -> set[str]:

@@ -77,6 +77,7 @@ class OpenAIChat:
         modes: ModeMemory | None = None,
         name: str | None = None,
         session: aiohttp.ClientSession | None = None,
+        system_role: bool = True,
     ) -> None:
         if structured_output not in STRUCTURED_OUTPUT_MODES:
             raise ConfigError(
@@ -98,6 +99,7 @@ class OpenAIChat:
         self.provider = provider
         self.name = name or f"{provider}/{model}"
         self.structured_output = structured_output
+        self.system_role = system_role  # False: system messages go to the server inside the first user turn
         self.endpoint = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._url = f"{self.endpoint}/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
@@ -305,7 +307,9 @@ class OpenAIChat:
         if stream:
             params["stream"] = True
             params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
-        if any(_bare_tool_turn(m) for m in request.messages):
+        if not self.system_role and any(m.get("role") == "system" for m in request.messages):
+            messages = json.dumps(_messages(fold_system(request.messages)), ensure_ascii=False)
+        elif any(_bare_tool_turn(m) for m in request.messages):
             messages = json.dumps(_messages(request.messages), ensure_ascii=False)
         else:
             messages = request.messages_json
@@ -416,6 +420,17 @@ def tls_context() -> Any:
 
 def _bare_tool_turn(message: dict[str, str]) -> bool:
     return message.get("role") == "tool" and "tool_call_id" not in message
+
+
+def fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """For a server that takes no system role: the system messages' text leads the
+    first user turn (or becomes one), separated by a blank line."""
+    system = "\n\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    for i, m in enumerate(rest):
+        if m.get("role") == "user":
+            return [*rest[:i], {**m, "content": f"{system}\n\n{m.get('content') or ''}"}, *rest[i + 1:]]
+    return [{"role": "user", "content": system}, *rest]
 
 
 def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:

@@ -150,7 +150,8 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
     from jurist.models.openai import OpenAIChat
 
     return OpenAIChat(model, provider=provider, base_url=ps.base_url, api_key=api_key,
-                      structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"))
+                      structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"),
+                      system_role=ps.system_role)
 
 
 def model_for(

@@ -28,6 +28,7 @@ from jurist.judges.templates import builtin
 from jurist.models import script
 from jurist.server import create_app
 from jurist.testing import Reply
+from tests.server.conftest import checklist_dir  # noqa: F401  (a fixture)
 from tests.server.fakes import FakeFactory, judge_says
 from tests.server.live import running
 from tests.server.test_proxy import PASS, use_fake_gate
