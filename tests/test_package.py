@@ -122,3 +122,19 @@ def test_the_base_install_imports_without_the_analysis_extra():
         "create_app()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_data_file_is_in_the_package():
+    """Each file under src/jurist that is not Python (templates, the dashboard's pages, the model
+    files) matches a package-data pattern, so a wheel holds it, not only a checkout."""
+    import os
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["jurist"]
+    base = root / "src" / "jurist"
+    packaged = {p for pattern in patterns for p in base.glob(pattern)}
+    data = {Path(folder) / name for folder, dirs, files in os.walk(base) for name in files
+            if "__pycache__" not in folder and not name.endswith((".py", ".pyc"))}
+    assert data and not data - packaged, sorted(str(p.relative_to(base)) for p in data - packaged)
