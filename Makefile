@@ -9,14 +9,16 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 # The local extra is the offline judge (numpy, tokenizers, safetensors; no torch);
-# the langgraph extra is for the gate's LangGraph helper, the ray extra for the
-# Ray batch engine, the redis extra for limits shared through Redis; all are
-# optional for users and needed by the tests. The test extra holds
+# the analysis extra is statistics and charts (scipy, krippendorff, plotly: jurist
+# calibrate, the pattern analysis, prompt A/B tests, the dashboard's charts); the
+# langgraph extra is for the gate's LangGraph helper, the ray extra for the Ray
+# batch engine, the redis extra for limits shared through Redis. `all` is every
+# one of them; all are optional for users and needed by the tests. The test extra holds
 # llama-cpp-python[server], built from source: the first build takes minutes
 # (about 8 CPU minutes; 15 on a busy 2-core machine), after that pip takes the
 # wheel from its cache (~/.cache/pip) in seconds, so keep that cache between runs.
 install: $(PY)
-	$(PY) -m pip install -q -e ".[local,langgraph,ray,redis,test]"
+	$(PY) -m pip install -q -e ".[all,test]"
 
 demo: install
 	$(VENV)/bin/jurist demo

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A clean install of jurist alone (no extras) into a fresh venv: `jurist --help`
-# works, `jurist serve` and `jurist proxy` start and answer /api/health, no GPU
-# package came along, and a command that needs the offline judge says which
-# extra to install.
+# works, `jurist serve` and `jurist proxy` start and answer /api/health, the
+# dashboard renders (a notice naming jurist[analysis] where its charts would be),
+# no GPU package and none of the analysis extra's came along, and the commands
+# that need an extra (the offline judge, the statistics) say which to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,10 @@ if "$py" -m pip list --format=freeze | grep -iE '^(torch|nvidia-|triton|sentence
   echo "clean install: a GPU or torch package was installed without being asked for" >&2
   exit 1
 fi
+if "$py" -m pip list --format=freeze | grep -iE '^(scipy|plotly|krippendorff)=='; then
+  echo "clean install: a package of the analysis extra was installed without being asked for" >&2
+  exit 1
+fi
 
 "$jurist" --help >/dev/null
 
@@ -46,6 +51,9 @@ while True:
 EOF
 }
 
+# A history of synthetic evaluations for the dashboard to show (jurist.testing.synthetic).
+mkdir -p "$work/serve-home"
+"$py" -m jurist.testing.synthetic --database "sqlite:///$work/serve-home/jurist.db" --evaluations 60 >/dev/null
 serve_port="$(free_port)"
 JURIST_HOME="$work/serve-home" "$jurist" serve --port "$serve_port" >"$work/serve.log" 2>&1 &
 pids+=($!)
@@ -55,6 +63,16 @@ JURIST_HOME="$work/proxy-home" "$jurist" proxy --upstream "http://127.0.0.1:9/v1
 pids+=($!)
 health serve "$serve_port"
 health proxy "$proxy_port"
+
+# The dashboard renders without plotly: the overview's figures, a notice naming the extra where the charts were.
+"$py" - "$serve_port" <<'EOF' || { echo "clean install: /evaluation did not render:" >&2; cat "$work/serve.log" >&2; exit 1; }
+import html, sys, urllib.request
+with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/evaluation", timeout=10) as r:
+    assert r.status == 200 and r.headers["content-type"].startswith("text/html"), r.status
+    page = html.unescape(r.read().decode())
+assert 'id="m-total">60<' in page and 'id="by-kind"' in page, page[:500]
+assert 'Drawing charts needs the analysis extra' in page and 'pip install "jurist[analysis]"' in page, page[:500]
+EOF
 
 examples="$("$py" -c 'import jurist, pathlib; print(pathlib.Path(jurist.__file__).parent / "examples")')"
 set +e
@@ -67,4 +85,17 @@ if [ "$code" -ne 2 ] || ! grep -q 'pip install "jurist\[local\]"' "$work/evaluat
   cat "$work/evaluate.log" >&2
   exit 1
 fi
-echo "clean install: jurist --help, serve and proxy (/api/health), and the jurist[local] hint all work without extras"
+
+set +e
+(cd "$work" && JURIST_HOME="$work/cli-home" "$jurist" calibrate --rubrics "$examples/rubrics.json" \
+  --labels "$examples/labels/labels.jsonl" --sessions "$examples/labels/sessions" >"$work/calibrate.log" 2>&1)
+code=$?
+set -e
+if [ "$code" -ne 2 ] || ! grep -q 'pip install "jurist\[analysis\]"' "$work/calibrate.log" \
+    || grep -q Traceback "$work/calibrate.log"; then
+  echo "clean install: without the analysis extra, jurist calibrate (exit $code) should name jurist[analysis]:" >&2
+  cat "$work/calibrate.log" >&2
+  exit 1
+fi
+echo "clean install: jurist --help, serve and proxy (/api/health), /evaluation, and the jurist[local] and" \
+  "jurist[analysis] hints all work without extras"

@@ -111,15 +111,26 @@ def pg_url(tmp_path_factory):
         yield url
 
 
+def not_installed(*packages: str) -> str:
+    """Python code making ``packages`` unimportable in the process that runs it, as if they were not
+    installed (``import scipy`` raises ModuleNotFoundError, ``find_spec`` finds nothing); run it first."""
+    return f"import sys\nsys.modules.update(dict.fromkeys({list(packages)!r}))\n"
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300,
-    input: str | None = None,
+    input: str | None = None, without: tuple[str, ...] = (),
 ):
-    """Run the `jurist` command (as `python -m jurist`) in a subprocess."""
+    """Run the `jurist` command (as `python -m jurist`) in a subprocess; ``without``: packages that
+    process sees as not installed (:func:`not_installed`)."""
     full_env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     full_env["COLUMNS"] = "200"  # wide enough that rich tables do not fold cells
     full_env.update(env or {})
+    command = ["-m", "jurist"]
+    if without:
+        command = ["-c", not_installed(*without) + "import runpy\nsys.argv[0] = 'jurist'\n"
+                                                   "runpy.run_module('jurist', run_name='__main__')\n"]
     return subprocess.run(
-        [sys.executable, "-m", "jurist", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout,
+        [sys.executable, *command, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout,
         input=input,
     )

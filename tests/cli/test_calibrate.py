@@ -131,3 +131,20 @@ def test_the_commands_default_resamples_are_the_analysis_default():
     from jurist.cli import calibrate
 
     assert calibrate.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
+
+
+def test_without_the_analysis_extra_calibrate_says_which_to_install(tmp_path):
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", LABELS, *SESSIONS, env=_env(tmp_path), cwd=tmp_path,
+                without=("scipy", "krippendorff", "plotly"), timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        'error: jurist calibrate needs the analysis extra (scipy, krippendorff, plotly; missing: scipy, '
+        'krippendorff, plotly): pip install "jurist[analysis]"']
+    assert r.stdout == "" and not (tmp_path / ".jurist").exists()  # stopped before any work
+
+
+def test_one_missing_package_of_the_extra_is_named(tmp_path):
+    r = run_cli("calibrate", "--rubrics", RUBRICS, "--labels", LABELS, *SESSIONS, env=_env(tmp_path), cwd=tmp_path,
+                without=("krippendorff",), timeout=120)
+    assert r.returncode == 2 and "(scipy, krippendorff, plotly; missing: krippendorff)" in r.stderr, r.stderr
+    assert 'pip install "jurist[analysis]"' in r.stderr and "Traceback" not in r.stderr

@@ -1,15 +1,31 @@
 """Offline analysis: failure patterns in the stored evaluations, and the prompt lab
-(prompt versions, diffs, A/B comparisons of two versions)."""
+(prompt versions, diffs, A/B comparisons of two versions).
 
-from jurist.analysis.ab import ABComparison, compare_versions
-from jurist.analysis.patterns import latest_patterns, run_analysis
-from jurist.analysis.prompts import (
-    create_prompt_version,
-    diff_lines,
-    list_prompts,
-    prompt_version,
-    prompt_versions,
-)
+The names load on first use (:mod:`jurist.lazy`): the prompt lab and the stored
+patterns need only the base install, while running an analysis, an A/B
+comparison or a calibration needs the ``analysis`` extra (scipy; see
+:mod:`jurist.extras`).
+"""
+
+from typing import TYPE_CHECKING
+
+from jurist.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from jurist.analysis.ab import compare_versions
+    from jurist.analysis.comparison import ABComparison
+    from jurist.analysis.patterns import latest_patterns, run_analysis
+    from jurist.analysis.prompts import (create_prompt_version, diff_lines, list_prompts, prompt_version,
+                                         prompt_versions)
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "ABComparison": "jurist.analysis.comparison",
+    "compare_versions": "jurist.analysis.ab",
+    "latest_patterns": "jurist.analysis.patterns",
+    "run_analysis": "jurist.analysis.patterns",
+    **{name: "jurist.analysis.prompts" for name in ("create_prompt_version", "diff_lines", "list_prompts",
+                                                    "prompt_version", "prompt_versions")},
+})
 
 __all__ = [
     "ABComparison",

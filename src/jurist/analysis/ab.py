@@ -14,45 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
 from scipy import stats
 
+from jurist.analysis.comparison import CONFIDENCE, ABComparison
 from jurist.analysis.prompts import prompt_version
 from jurist.errors import InputError
 from jurist.store import Store
 from jurist.store import analysis as q
 
 ALPHA = 0.05
-CONFIDENCE = 0.95
 MIN_N = 2
-
-
-class ABComparison(BaseModel):
-    """Two versions of one prompt compared on the evaluations they scored."""
-
-    prompt: str
-    a: int = Field(description="version A")
-    b: int = Field(description="version B")
-    key: str | None = Field(None, description="only this rubric or dimension key, when given")
-    hash_a: str
-    hash_b: str
-    unit: Literal["points", "share"] = Field(description="points on the rubric's scale, or a 0-1 share")
-    mean_a: float | None
-    mean_b: float | None
-    n_a: int
-    n_b: int
-    difference: float | None = Field(description="mean of B minus mean of A")
-    ci_low: float | None
-    ci_high: float | None
-    confidence: float = CONFIDENCE
-    p_value: float | None
-    test: str | None = Field(description="paired t-test, Welch t-test, or None without enough data")
-    paired: bool
-    significant: bool
-    verdict: str
 
 
 def _num(x: float) -> str:

@@ -6,25 +6,32 @@ score significantly lower (:mod:`jurist.analysis.stats`), puts each finding
 into words (:mod:`jurist.analysis.writer`) and stores the run, its patterns
 and the evaluations each pattern covers. Database reads and the statistics
 run in worker threads, never on the event loop.
+
+Running an analysis needs the ``analysis`` extra (scipy); reading the stored
+patterns (:func:`latest_patterns`) does not, so the statistics modules are
+imported by :func:`run_analysis` only.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jurist.analysis.prompts import hash_labels
-from jurist.analysis.stats import Finding, Subject, find_patterns
 from jurist.analysis.texts import texts_of
-from jurist.analysis.writer import STATISTICS, Text, write_patterns
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, NotFound
+from jurist.extras import require_extra
 from jurist.ids import new_id
 from jurist.models.model import Model
 from jurist.models.registry import resolve_model, resolve_ref, writes_text
 from jurist.store import Store
 from jurist.store import analysis as q
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.analysis.stats import Finding, Subject
+    from jurist.analysis.writer import Text
 
 KINDS = ("rubric", "gate", "research", "checklist")
 MAX_PATTERNS = 50
@@ -85,6 +92,8 @@ def writer_model(settings: Settings, writer: str | None, store: Store) -> Model 
 
 
 def build_subjects(rows: list[dict[str, Any]], texts: dict[str, str], score_rows: list[dict[str, Any]]) -> list[Subject]:
+    from jurist.analysis.stats import Subject
+
     by_eval: dict[str, list[dict[str, Any]]] = {}
     for s in score_rows:
         by_eval.setdefault(s["evaluation_id"], []).append(s)
@@ -137,8 +146,12 @@ async def run_analysis(
     limit: int = 20000,
 ) -> dict[str, Any]:
     """Analyse the newest ``limit`` evaluations (filtered by kind and time); store and return the run
-    with its patterns, as :func:`latest_patterns` does."""
+    with its patterns, as :func:`latest_patterns` does. MissingExtra without the ``analysis`` extra."""
     since, until = check_params(kind, since, until, min_count, alpha, limit)
+    require_extra("analysis", "The failure-pattern analysis")
+    from jurist.analysis.stats import find_patterns
+    from jurist.analysis.writer import STATISTICS, write_patterns
+
     model = writer_model(settings, writer, store)  # builds a client; no I/O
     run_id = new_id()
     params = {"kind": kind, "since": since.isoformat() if since else None,

@@ -111,9 +111,11 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from jurist.analysis.labels import load_labels
+        from jurist.extras import require_extra
         from jurist.jsonfiles import write_json
         from jurist.rubrics import load_rubrics
 
+        require_extra("analysis", "jurist calibrate")
         settings = load_settings(config, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         label_set = load_labels(labels)

@@ -33,7 +33,6 @@ model fails with a clear message.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import re
 import threading
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Sequence
 
 from jurist.errors import ConfigError, Unsupported
+from jurist.extras import require_extra
 from jurist.models.base import (
     ChatRequest,
     Completion,
@@ -80,11 +80,7 @@ COVERAGE_THRESHOLD = 0.54
 # Margin (in cosine) from the threshold at which confidence reaches 1.0.
 CONFIDENCE_MARGIN = 0.25
 
-_INSTALL_HINT = (
-    'The local judge (local/minilm) needs numpy, tokenizers, safetensors and threadpoolctl: '
-    'pip install "jurist[local]".'
-)
-_REQUIRES = ("numpy", "tokenizers", "safetensors", "threadpoolctl")  # what the `local` extra installs
+_WHAT = "The local judge (local/minilm)"
 _NO_TEXT_HINT = (
     "The local judge (local/minilm) only answers meaning questions (expresses, coverage, "
     "relevance, support) with sentence embeddings; it cannot generate free text. "
@@ -236,11 +232,9 @@ def set_load_notice(notice: LoadNotice | None) -> LoadNotice | None:
 
 
 def require_installed() -> None:
-    """Raise :class:`ConfigError` naming the ``local`` extra when a package the
-    judge needs is missing (imports and loads nothing)."""
-    missing = [name for name in _REQUIRES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ConfigError(f"{_INSTALL_HINT} (missing: {', '.join(missing)})")
+    """Raise :class:`~jurist.errors.MissingExtra` naming the ``local`` extra when a
+    package the judge needs is missing (imports and loads nothing)."""
+    require_extra("local", _WHAT)
 
 
 def _set_offline_switches() -> None:
@@ -265,7 +259,8 @@ def _load_model() -> "MiniLM":
                 from jurist.models.minilm import MODEL_DIR, WEIGHTS_FILE, MiniLM
 
                 if not (MODEL_DIR / WEIGHTS_FILE).is_file():
-                    raise ConfigError(f"The MiniLM model files are missing under {MODEL_DIR}. {_INSTALL_HINT}")
+                    raise ConfigError(f"The MiniLM model files are missing under {MODEL_DIR}: reinstall jurist "
+                                      '(pip install --force-reinstall "jurist[local]").')
                 _model = MiniLM()
             _load_count += 1
         return _model

@@ -6,6 +6,9 @@
 * ``GET /api/prompts/{name}``, ``GET /api/prompts/{name}/versions/{version}``
 * ``PUT /api/prompts/{name}``: a new version (a write: needs the API token)
 * ``GET /api/prompts/{name}/diff?a=&b=``, ``GET /api/prompts/{name}/compare?a=&b=&key=``
+
+Running the analysis and the A/B comparison need the ``analysis`` extra
+(scipy): without it they answer 501 naming it; the rest needs the base install.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jurist import analysis
-from jurist.analysis import ABComparison
+from jurist.analysis.comparison import ABComparison
+from jurist.extras import require_extra
 from jurist.server.auth import require_write
 from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
@@ -127,7 +131,7 @@ async def get_patterns(
 
 
 @router.post("/api/evaluation/analyze", response_model=PatternsResponse, dependencies=[Depends(require_write)],
-             responses=error_responses(400, 401, 422, 500))
+             responses=error_responses(400, 401, 422, 500, 501))
 async def analyze(request: Request, body: AnalyzeRequest | None = Body(None)) -> dict[str, Any]:
     """Run the offline analysis now on the newest evaluations; returns the run with its patterns."""
     state = get_state(request)
@@ -170,11 +174,13 @@ async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1, le=M
     return {"name": name, "a": a, "b": b, "lines": lines}
 
 
-@router.get("/api/prompts/{name}/compare", response_model=ABComparison, responses=error_responses(400, 404, 422))
+@router.get("/api/prompts/{name}/compare", response_model=ABComparison,
+            responses=error_responses(400, 404, 422, 501))
 async def get_comparison(
     request: Request, name: PromptName, a: int = Query(ge=1, le=MAX_VERSION), b: int = Query(ge=1, le=MAX_VERSION),
     key: str | None = Query(None, min_length=1, max_length=200, description="only this rubric or dimension key"),
 ) -> ABComparison:
     """A/B comparison of two versions on the evaluations they scored: means, difference with a 95%
     confidence interval, a t-test and a plain-language verdict."""
+    require_extra("analysis", "The A/B comparison")
     return await analysis.compare_versions(get_state(request).store, name, a, b, key)

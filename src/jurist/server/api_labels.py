@@ -3,8 +3,8 @@
 ``POST /api/evaluation/labels`` stores a person's score (or pass/fail) of one
 rubric of an evaluated item; ``GET /api/evaluation/labels`` lists them;
 ``GET /api/evaluation/calibration`` compares them with the newest stored rubric
-evaluation of each item (see docs/calibration.md). All SQL is in
-``jurist.store.labels``.
+evaluation of each item (see docs/calibration.md; it needs the ``analysis``
+extra, and answers 501 naming it without). All SQL is in ``jurist.store.labels``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
-from jurist.analysis.calibrate import compare_stored
 from jurist.errors import InputError, NotFound
+from jurist.extras import require_extra
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
@@ -105,8 +104,12 @@ async def list_labels(request: Request, item: str | None = Query(None, pattern=S
     return rows
 
 
-async def stored_calibration(request: Request, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
-    """The calibration of the stored labels against the newest stored rubric evaluation of each item."""
+async def stored_calibration(request: Request, resamples: int) -> dict[str, Any]:
+    """The calibration of the stored labels against the newest stored rubric evaluation of each item
+    (MissingExtra without the ``analysis`` extra)."""
+    require_extra("analysis", "The calibration")
+    from jurist.analysis.calibrate import compare_stored
+
     state = get_state(request)
     rows = await state.store.aread(lq.all_labels)
     latest = await state.store.aread(lq.latest_rubric_scores, {r["item"] for r in rows})
@@ -116,7 +119,7 @@ async def stored_calibration(request: Request, resamples: int = BOOTSTRAP_RESAMP
     return out
 
 
-@router.get("/calibration", responses=error_responses(422))
+@router.get("/calibration", responses=error_responses(422, 501))
 async def calibration(request: Request,
                       resamples: int = Query(1000, ge=0, le=10_000, description="bootstrap resamples")
                       ) -> dict[str, Any]:

@@ -8,6 +8,11 @@ database is ever marked safe); charts are plotly figures built here and drawn
 by plotly.js served from this server, so the pages work offline. Every read
 runs off the event loop; the query parameters are validated by the API's
 ``evaluation_filter`` (bad values are 422).
+
+The charts and the statistics (A/B comparison, calibration, running an
+analysis) need the ``analysis`` extra (plotly, scipy): without it the pages
+render their tables and show a notice naming the extra where a chart or a
+statistic would be.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from jurist.errors import InputError, NotFound
-from jurist.server import dashboard_charts as charts
+from jurist.extras import missing_extra
 from jurist.server import dashboard_views as views
 from jurist.server.api_evaluations import evaluation_filter
 from jurist.server.state import get_state
@@ -45,18 +50,25 @@ def _plotly_js() -> bytes:
     return get_plotlyjs().encode("utf-8")
 
 
-def _plotly_version() -> str:
+def _plotly_src() -> str | None:
+    """plotly.js's address on this server (None without the ``analysis`` extra)."""
+    if charts_notice() is not None:
+        return None
     import plotly
 
-    return str(plotly.__version__)
+    return f"/evaluation/assets/plotly.min.js?v={plotly.__version__}"
+
+
+def charts_notice() -> str | None:
+    """None when the charts can be drawn, else the notice shown where a chart would be."""
+    return missing_extra("analysis", "Drawing charts")
 
 
 def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
     env = request.app.state.templates
     env.env.filters.update(views.FILTERS)
     response = env.TemplateResponse(
-        request, f"dashboard/{template}",
-        {"nav": NAV, "plotly_src": f"/evaluation/assets/plotly.min.js?v={_plotly_version()}", **context},
+        request, f"dashboard/{template}", {"nav": NAV, "plotly_src": _plotly_src(), **context},
         status_code=status_code)
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
@@ -81,7 +93,11 @@ def _query(request: Request, **changes: Any) -> str:
 
 @router.get("/assets/plotly.min.js")
 async def plotly_js() -> Response:
-    """plotly.js from the installed plotly package (no CDN)."""
+    """plotly.js from the installed plotly package (no CDN); a JSON 404 naming the
+    ``analysis`` extra without it."""
+    notice = charts_notice()
+    if notice is not None:
+        raise NotFound(notice)
     body = await asyncio.to_thread(_plotly_js)
     return Response(body, media_type="application/javascript; charset=utf-8",
                     headers={"Cache-Control": "public, max-age=31536000, immutable"})
@@ -90,10 +106,14 @@ async def plotly_js() -> Response:
 @router.get("", response_class=HTMLResponse)
 async def overview_page(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> HTMLResponse:
     data = await get_state(request).store.aread(q.overview, flt)
-    figures = await asyncio.to_thread(charts.overview_figures, data)
+    notice, figures = charts_notice(), {}
+    if notice is None:
+        from jurist.server.dashboard_charts import overview_figures
+
+        figures = await asyncio.to_thread(overview_figures, data)
     return render(request, "overview.html", {
-        "active": "overview", "data": data, "figures": figures, "params": dict(request.query_params),
-        "kinds": q.KINDS, "explorer_query": _query(request)})
+        "active": "overview", "data": data, "figures": figures, "chart_notice": notice,
+        "params": dict(request.query_params), "kinds": q.KINDS, "explorer_query": _query(request)})
 
 
 @router.get("/explorer", response_class=HTMLResponse)
@@ -146,7 +166,8 @@ async def patterns_page(request: Request) -> HTMLResponse:
     found = await latest_patterns(state.store)
     return render(request, "patterns.html", {
         "active": "patterns", "run": found["run"], "patterns": found["patterns"], "kinds": q.KINDS,
-        "token_required": bool(state.settings.api_token)})
+        "token_required": bool(state.settings.api_token),
+        "analysis_notice": missing_extra("analysis", "Running the analysis")})
 
 
 @router.get("/prompts", response_class=HTMLResponse)
@@ -165,7 +186,7 @@ async def prompt_page(
     b: int | None = Query(None, ge=1, le=1_000_000, description="version B"),
     key: str | None = Query(None, max_length=200, description="compare on this rubric or dimension key only"),
 ) -> HTMLResponse:
-    from jurist.analysis import compare_versions, diff_lines, prompt_version, prompt_versions
+    from jurist.analysis import diff_lines, prompt_version, prompt_versions
 
     store = get_state(request).store
     try:
@@ -184,7 +205,9 @@ async def prompt_page(
     if a == b:
         problem = "Choose two different versions to compare them." if len(numbers) > 1 else \
             "This prompt has one version so far; store a second one to compare them."
-    else:
+    elif (problem := missing_extra("analysis", "The A/B comparison")) is None:
+        from jurist.analysis import compare_versions
+
         try:
             comparison = await compare_versions(store, name, a, b, key=key)
         except InputError as exc:

@@ -1,5 +1,6 @@
 """The dashboard's calibration page: the judge against the labels people gave on the
-trace pages, per rubric, with the confusion matrix as a chart (see docs/calibration.md)."""
+trace pages, per rubric, with the confusion matrix as a chart (see docs/calibration.md).
+Without the ``analysis`` extra (scipy, plotly) the page says which extra to install."""
 
 from __future__ import annotations
 
@@ -7,13 +8,12 @@ import asyncio
 import json
 from typing import Any
 
-import plotly.graph_objects as go
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from jurist.extras import missing_extra
 from jurist.server.api_labels import stored_calibration
 from jurist.server.dashboard import render
-from jurist.server.dashboard_charts import FONT
 
 router = APIRouter(prefix="/evaluation", include_in_schema=False)
 
@@ -25,6 +25,10 @@ FIGURES = (("exact", "Exact agreement"), ("within_one", "Within one"), ("kappa",
 
 def confusion_figure(rubric: dict[str, Any]) -> dict[str, Any]:
     """The judge's scores (rows) against the people's (columns) as a heatmap."""
+    import plotly.graph_objects as go
+
+    from jurist.server.dashboard_charts import FONT
+
     names = ["fail", "pass"] if rubric["scale"] == "pass/fail" else [str(c) for c in rubric["categories"]]
     counts = rubric["judge_vs_humans"]["confusion"]
     fig = go.Figure(go.Heatmap(
@@ -40,6 +44,10 @@ def confusion_figure(rubric: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/calibration", response_class=HTMLResponse)
 async def calibration_page(request: Request) -> HTMLResponse:
+    notice = missing_extra("analysis", "The calibration")
+    if notice is not None:
+        return render(request, "calibration.html", {"active": "calibration", "notice": notice,
+                                                    "report": {"rubrics": []}})
     report = await stored_calibration(request, PAGE_RESAMPLES)
     figures = await asyncio.to_thread(lambda: {r["rubric"]: confusion_figure(r) for r in report["rubrics"]})
     return render(request, "calibration.html", {"active": "calibration", "report": report, "figures": figures,

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from jurist.errors import InputError, JuristError, ModelError, NotFound, UsageError
+from jurist.errors import InputError, JuristError, MissingExtra, ModelError, NotFound, UsageError
 from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
@@ -41,7 +41,8 @@ class ErrorBody(BaseModel):
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses=`` entries for the given error statuses."""
-    text = {404: "Not found", 400: "Bad request", 422: "Invalid parameters", 500: "Server error"}
+    text = {404: "Not found", 400: "Bad request", 422: "Invalid parameters", 500: "Server error",
+            501: "Needs an extra that is not installed (the detail names it)"}
     return {s: {"model": ErrorBody, "description": text.get(s, "Error")} for s in statuses}
 
 
@@ -81,6 +82,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InputError)
     async def input_error(request: Request, exc: InputError) -> JSONResponse:
         return _json(400, str(exc))
+
+    @app.exception_handler(MissingExtra)
+    async def missing_extra(request: Request, exc: MissingExtra) -> JSONResponse:
+        # the server lacks an optional part (pip install "jurist[analysis]"): not the caller's mistake
+        return _json(501, str(exc))
 
     @app.exception_handler(UsageError)
     async def usage_error(request: Request, exc: UsageError) -> JSONResponse:
