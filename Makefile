@@ -17,17 +17,23 @@ $(PY):
 # llama-cpp-python[server], built from source: the first build takes minutes
 # (about 8 CPU minutes; 15 on a busy 2-core machine), after that pip takes the
 # wheel from its cache (~/.cache/pip) in seconds, so keep that cache between runs.
-install: $(PY)
+# The stamp makes a second `make install` (and `make test` after `make demo`) a no-op
+# until pyproject.toml changes.
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[all,test]"
+	touch $@
 
 demo: install
 	$(VENV)/bin/jurist demo
 
-# Every test, the real model server's included; locally: make test PYTEST_ARGS='-m "not realserver"'
-test:
+# Every test, the real model server's included; locally: make test PYTEST_ARGS='-m "not realserver"'.
+# It installs first (quick when .venv is up to date), so it works on a fresh clone.
+test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-typecheck:
+typecheck: install
 	$(PY) -m mypy
 
 bench:

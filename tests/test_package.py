@@ -138,3 +138,22 @@ def test_every_data_file_is_in_the_package():
     data = {Path(folder) / name for folder, dirs, files in os.walk(base) for name in files
             if "__pycache__" not in folder and not name.endswith((".py", ".pyc"))}
     assert data and not data - packaged, sorted(str(p.relative_to(base)) for p in data - packaged)
+
+
+def test_make_test_on_a_fresh_clone_installs_first_and_lists_skips(tmp_path):
+    """`make test` without `make demo` first: the venv is made and jurist installed before pytest runs."""
+    import shutil
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    venv = tmp_path / "fresh-venv"
+    plan = subprocess.run(["make", "-n", "test", f"VENV={venv}"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    steps = [next(i for i, line in enumerate(plan) if marker in line)
+             for marker in ("-m venv", "pip install -q -e", "-m pytest")]
+    assert steps == sorted(steps), plan
+    options = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-rs" in options["addopts"].split()
