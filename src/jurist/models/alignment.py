@@ -13,8 +13,9 @@ aligned to the window token with the highest token cosine.
   reusing its words. Three checks, no list of antonyms:
 
   - **negation**: a clause of the statement most of whose content pieces
-    (``REUSED_SHARE``) recur, by token cosine >= ``REUSED_MATCH``, in one clause
-    of the window, where one of the two clauses has an odd number of negation
+    (``REUSED_SHARE``, and at least ``REUSED_WORDS`` words) recur, by token
+    cosine >= ``REUSED_MATCH``, in one clause of the window, where one of the
+    two clauses has an odd number of negation
     words ("not", "no", "never", "cannot", "n't", ...) and the other an even
     number ("Antibiotics can treat the common cold" against "Antibiotics cannot
     treat the common cold");
@@ -51,10 +52,12 @@ if TYPE_CHECKING:  # pragma: no cover
 TOKEN_MATCH = 0.5
 # A statement word-piece is *reused* in a window clause when its best token
 # cosine there is at least REUSED_MATCH (mostly the same word in a similar
-# context); the negation check needs REUSED_SHARE of a clause's content pieces
-# reused in one window clause. Both fixed, chosen on the calibration half.
+# context); the negation check needs REUSED_SHARE of a clause's content pieces,
+# and REUSED_WORDS words at least, reused in one window clause. Fixed, chosen
+# on the calibration half (docs/local-judge.md).
 REUSED_MATCH = 0.7
 REUSED_SHARE = 0.7
+REUSED_WORDS = 3
 
 # Function words: word-pieces that say nothing about what a statement claims.
 FUNCTION_WORDS = frozenset(
@@ -188,7 +191,8 @@ def _negation_conflict(sp: list[str], wp: list[str], best: "np.ndarray", best_si
         if not hits:
             continue
         target, reused = hits.most_common(1)[0]
-        if reused < REUSED_SHARE * len(idx):
+        words = sum(not sp[i].startswith("##") and best_sim[i] >= REUSED_MATCH and wc[best[i]] == target for i in idx)
+        if reused < REUSED_SHARE * len(idx) or words < REUSED_WORDS:
             continue
         s_neg = sum(is_negation(sp, k) for k, c in enumerate(sc) if c == clause) % 2
         w_neg = sum(is_negation(wp, k) for k, c in enumerate(wc) if c == target) % 2
