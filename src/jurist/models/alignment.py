@@ -20,8 +20,9 @@ aligned to the window token with the highest token cosine.
     number ("Antibiotics can treat the common cold" against "Antibiotics cannot
     treat the common cold");
   - **number**: a number of the statement aligned to a different number of the
-    window, its own value appearing nowhere in the window ("eight cups" against
-    "four cups");
+    window that counts the same thing (the content word just before or just
+    after the two numbers is reused), the statement's value appearing nowhere
+    in the window ("eight cups" against "four cups");
   - **order**: key terms (statement pieces whose aligned window token is the same
     word-piece) that trade places. Either A ... R ... B inside one clause of the
     statement appears as B ... R ... A inside one clause of the window, with no
@@ -202,15 +203,35 @@ def _negation_conflict(sp: list[str], wp: list[str], best: "np.ndarray", best_si
     return None
 
 
-def _number_conflict(sp: list[str], wp: list[str], best: "np.ndarray") -> str | None:
+def _neighbours(pieces: list[str], span: list[int]) -> tuple[int | None, int | None]:
+    """The content pieces next to a number, in its clause and not numbers
+    themselves: the last one before it and the first one after it."""
+    ids, content = clause_ids(pieces), content_mask(pieces)
+    in_numbers = {k for s, _ in numbers(pieces) for k in s}
+
+    def ok(k: int) -> bool:
+        return bool(content[k]) and k not in in_numbers and not pieces[k].startswith("##")
+
+    clause = ids[span[0]]
+    before = [k for k in range(span[0]) if ids[k] == clause and ok(k)]
+    after = [k for k in range(span[-1] + 1, len(pieces)) if ids[k] == clause and ok(k)]
+    return (before[-1] if before else None), (after[0] if after else None)
+
+
+def _number_conflict(sp: list[str], wp: list[str], best: "np.ndarray", sims: "np.ndarray") -> str | None:
     window_numbers = numbers(wp)
     values = {v for _, v in window_numbers}
-    at = {k: v for span, v in window_numbers for k in span}
+    span_at = {k: (s, v) for s, v in window_numbers for k in s}
     for span, value in numbers(sp):
         if value in values:
             continue
-        other = next((at[int(best[i])] for i in span if int(best[i]) in at), None)
-        if other is not None:
+        aligned = next((span_at[int(best[i])] for i in span if int(best[i]) in span_at), None)
+        if aligned is None:
+            continue
+        other_span, other = aligned
+        # The two numbers count the same thing: a word next to them is reused ("eight cups" / "four cups").
+        pairs = zip(_neighbours(sp, span), _neighbours(wp, other_span))
+        if any(a is not None and b is not None and sims[a, b] >= REUSED_MATCH for a, b in pairs):
             shown = sp[span[0]] if len(span) == 1 else f"{value:g}"
             return f'number: "{shown}" where the evidence says {other:g}'
     return None
@@ -292,6 +313,6 @@ def find_conflict(
     best, best_sim = sims.argmax(axis=1), sims.max(axis=1)
     return (
         _negation_conflict(query_pieces, window_pieces, best, best_sim)
-        or _number_conflict(query_pieces, window_pieces, best)
+        or _number_conflict(query_pieces, window_pieces, best, sims)
         or _order_conflict(query_pieces, window_pieces, best, sims)
     )
