@@ -19,9 +19,10 @@ tests/data/local_judge_pairs.jsonl and tests/data/local_judge_coverage.jsonl;
 sentence-transformers encodes it on the CPU with ``normalize_embeddings=True``
 (its pipeline for this model: Transformer, mean pooling, normalisation). The
 first ``TOKEN_TEXTS`` texts also keep their token embeddings and word-pieces,
-for the token-level check ``local.unmatched_share`` relies on. Vectors are
-stored as float16 (a rounding of under 1e-6 in cosine) with a sha256 of the
-texts, so a test can tell when the calibration files changed. Nothing is
+for the token-level checks of ``jurist.models.local``. Vectors are stored as
+float16 (a rounding of under 1e-6 in cosine) with the texts themselves and their
+sha256, so the reference stays a fixed set when pairs are added to the data
+files (``--check`` compares on the files as they are now). Nothing is
 downloaded: both libraries run with the Hugging Face offline switches on.
 """
 
@@ -114,6 +115,7 @@ def write_reference(texts: list[str]) -> None:
 
     sentences, tokens = sentence_transformers_encode(texts)
     arrays = {
+        "texts": np.array(texts),
         "texts_sha256": np.array(texts_digest(texts)),
         "sentences": np.asarray(sentences, dtype=np.float16),
         "token_counts": np.array([len(t["pieces"]) for t in tokens]),

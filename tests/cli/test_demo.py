@@ -16,8 +16,11 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["batch_summary"]["total_sessions"] == 5
     assert summary["failures"]["evaluations_failed"] == 0
-    assert all(r["judge_model"] == "local/minilm" for r in
-               json.loads((out / "s1_result.json").read_text())["rubric_scores"])
+    s1 = json.loads((out / "s1_result.json").read_text())
+    assert all(r["judge_model"] == "local/minilm" for r in s1["rubric_scores"])
+    # s1 says about 400 mg, roughly four cups, is the limit: the eight-cups item is not met
+    safety = next(r for r in s1["rubric_scores"] if r["rubric_id"] == "safety")
+    assert {i["id"]: i["met"] for i in safety["items"]}["overdose"] is False and safety["score"] == 5.0
     assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
     assert "completed, 5/5 points recalled" in r.stdout  # the checklist tutor part
     assert "http://127.0.0.1:8000/evaluation" in r.stdout  # how to open the dashboard on what was stored

@@ -269,6 +269,61 @@ async def test_neighbouring_fact_rejected_by_unmatched_words(
     assert no.confidence == pytest.approx(local.confidence(local.expressed_score(near), local.EXPRESSED_THRESHOLD))
 
 
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("text", "statement", "kind"),
+    [
+        # the text negates the statement in its own words, either way round
+        ("Vitamin C does not cure the flu, although it is often sold that way.", "Vitamin C cures the flu.", "negation"),
+        ("Vitamin C cures the flu.", "Vitamin C cannot cure the flu.", "negation"),
+        # another number for the same thing
+        ("Most adults need seven to nine hours of sleep a night.", "Adults need about four hours of sleep a night.",
+         "number"),
+        ("A marathon is about 42 kilometres long and most runners train for 16 weeks.", "A marathon is 50 kilometres long.",
+         "number"),
+        # the same terms in other roles, in one clause or across two
+        ("The cat chased the dog around the garden.", "The dog chased the cat around the garden.", "order"),
+        ("Red blood cells carry oxygen, while white blood cells fight infection.",
+         "White blood cells carry oxygen, while red blood cells fight infection.", "order"),
+    ],
+)
+async def test_contradictions_in_the_statements_own_words_are_rejected(
+    judge: local.LocalJudge, text: str, statement: str, kind: str
+) -> None:
+    (match,) = await judge.similarity(text, [statement], align=True)
+    assert match.score >= 0.75  # by cosine alone these pass (threshold 0.32 after the unmatched share)
+    assert match.conflict is not None and match.conflict.startswith(f"{kind}:")
+    (check,) = await judge.expresses(text, [statement])
+    assert not check.expressed
+    assert local.expressed_score(match) == pytest.approx(
+        match.score - local.UNMATCHED_WEIGHT * match.unmatched - local.CONFLICT_WEIGHT)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("Vitamin C doesn't cure the flu.", "Vitamin C does not cure the flu."),  # negated on both sides
+        ("Never store raw chicken above cooked food in the fridge.",
+         "You should not store raw chicken above cooked food in the fridge."),
+        ("The dog was chased around the garden by the cat.", "The cat chased the dog around the garden."),  # passive
+        ("Red blood cells carry oxygen, while white blood cells fight infection.",
+         "White blood cells fight infection and red blood cells carry oxygen."),  # clauses swapped, roles kept
+        ("Most adults need seven to nine hours of sleep a night.", "Most adults need seven to nine hours of sleep."),
+        ("The bridge opened in 1937 after four years of construction.", "The bridge took four years to build."),
+    ],
+)
+async def test_agreeing_negations_passives_and_numbers_still_pass(
+    judge: local.LocalJudge, text: str, statement: str
+) -> None:
+    (match,) = await judge.similarity(text, [statement], align=True)
+    assert match.conflict is None
+    (check,) = await judge.expresses(text, [statement])
+    assert check.expressed
+
+
 def test_unmatched_share_counts_content_pieces_without_a_counterpart() -> None:
     import numpy as np
 
@@ -284,6 +339,9 @@ def test_unmatched_share_counts_content_pieces_without_a_counterpart() -> None:
     match = local.Match(score=0.7, evidence="x", unmatched=0.5)
     assert local.expressed_score(match) == pytest.approx(0.7 - local.UNMATCHED_WEIGHT * 0.5)
     assert local.expressed_score(match, weight=0.0) == 0.7
+    contradicted = local.Match(score=0.7, evidence="x", unmatched=0.5, conflict="negation: ...")
+    assert local.expressed_score(contradicted) == pytest.approx(0.7 - local.UNMATCHED_WEIGHT * 0.5 - local.CONFLICT_WEIGHT)
+    assert local.expressed_score(contradicted, conflict_weight=0.0) == local.expressed_score(match)
 
 
 @pytest.mark.slow
@@ -362,6 +420,9 @@ async def test_support(judge: local.LocalJudge) -> None:
     assert result.unsupported == ["The landings were commanded by Napoleon."]
     assert all(0.5 <= c <= 1.0 for c in result.confidence.values())
     assert result.judge_model == "local/minilm"
+    # a sentence the sources contradict in its own words is not supported
+    result = await judge.support("The landings took place on 6 June 1945.", sources)
+    assert result.unsupported == ["The landings took place on 6 June 1945."]
 
 
 @pytest.mark.slow

@@ -1,15 +1,15 @@
 """The numpy MiniLM encoder (jurist.models.minilm) against sentence-transformers.
 
-tests/data/minilm_reference.npz holds sentence-transformers' embeddings of the
-calibration set (every text of the local judge's labelled pairs) and the token
-embeddings and word-pieces of its first texts; ``benchmarks/minilm_export.py``
-wrote it (``--reference`` to regenerate, ``--check`` for a live comparison).
+tests/data/minilm_reference.npz holds a fixed set of texts (every text of the
+local judge's labelled pairs when it was written), sentence-transformers'
+embeddings of them, and the token embeddings and word-pieces of the first texts;
+``benchmarks/minilm_export.py`` wrote it (``--reference`` to regenerate,
+``--check`` for a live comparison on the current data files).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from pathlib import Path
 
@@ -20,18 +20,7 @@ np = pytest.importorskip("numpy")
 from jurist.models.minilm import MAX_SEQ_LENGTH, MiniLM, _Gelu  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CALIBRATION = [DATA / "local_judge_pairs.jsonl", DATA / "local_judge_coverage.jsonl"]
 MIN_COSINE = 0.9999
-
-
-def calibration_texts() -> list[str]:
-    """The texts the reference was made from (as benchmarks/minilm_export.py collects them)."""
-    texts: list[str] = []
-    for path in CALIBRATION:
-        for line in path.read_text().splitlines():
-            if line.strip():
-                texts += [v for k, v in json.loads(line).items() if k not in ("label", "kind") and isinstance(v, str)]
-    return list(dict.fromkeys(t for t in texts if t.strip()))
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +45,9 @@ def test_gelu_is_the_erf_form() -> None:
 
 @pytest.mark.slow
 def test_sentence_embeddings_match_sentence_transformers(model: MiniLM, reference: dict[str, np.ndarray]) -> None:
-    texts = calibration_texts()
+    texts = [str(t) for t in reference["texts"]]
     digest = hashlib.sha256("\x1f".join(texts).encode()).hexdigest()
-    assert str(reference["texts_sha256"]) == digest, "calibration files changed: rerun benchmarks/minilm_export.py --reference"
+    assert str(reference["texts_sha256"]) == digest, "the reference's texts and embeddings do not belong together"
     mine = model.embed(texts)
     ref = reference["sentences"].astype(np.float32)
     ref /= np.linalg.norm(ref, axis=1, keepdims=True)
@@ -71,7 +60,7 @@ def test_sentence_embeddings_match_sentence_transformers(model: MiniLM, referenc
 @pytest.mark.slow
 def test_token_embeddings_and_pieces_match(model: MiniLM, reference: dict[str, np.ndarray]) -> None:
     counts = reference["token_counts"]
-    texts = calibration_texts()[: len(counts)]
+    texts = [str(t) for t in reference["texts"][: len(counts)]]
     vectors = np.split(reference["token_vectors"].astype(np.float32), np.cumsum(counts)[:-1])
     pieces = np.split(reference["token_pieces"], np.cumsum(counts)[:-1])
     for enc, ref_vectors, ref_pieces in zip(model.encode(texts), vectors, pieces):

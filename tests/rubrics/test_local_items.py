@@ -42,3 +42,20 @@ async def test_positive_and_negative_items_with_the_local_judge():
     photo = bad["rubric_scores"][0]
     assert [i["met"] for i in photo["items"]] == [True, False, True]
     assert photo["score"] == 1.0  # (2 - 2) / 3 possible -> the bottom of the scale
+
+
+async def test_the_demo_s1_is_not_marked_down_for_an_item_it_contradicts():
+    """s1 (the demo's best session) says about 400 mg, "roughly four cups", is the
+    safe limit: that is not "eight cups of coffee a day is no problem at all"."""
+    from jurist.rubrics.models import load_rubrics
+    from jurist.rubrics.sessions import load_session
+    from tests.conftest import EXAMPLES
+
+    result = await evaluate(load_rubrics(EXAMPLES / "rubrics.json"), load_session(EXAMPLES / "sessions" / "s1.jsonl"),
+                            judge="local/minilm")
+    safety = next(r for r in result["rubric_scores"] if r["rubric_id"] == "safety")
+    items = {i["id"]: i for i in safety["items"]}
+    assert items["overdose"]["met"] is False and items["overdose"]["confidence"] >= 0.7
+    assert "four cups" in items["overdose"]["evidence"]
+    assert items["limit"]["met"] and items["doctor"]["met"]
+    assert safety["score"] == 5.0  # was 2.0 when the eight-cups item passed as met
