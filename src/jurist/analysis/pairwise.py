@@ -9,14 +9,14 @@ each with a percentile bootstrap 95% interval over the prompts
 
 With more than two systems it ranks them by a Bradley–Terry model (Bradley & Terry
 1952): ``P(i beats j) = σ(θ_i − θ_j)`` with σ the logistic function, every pair's
-result counting as one comparison, a tie as half a win for each side (as the
-Chatbot Arena leaderboard counts them; Davidson 1970 models ties apart, which this
-does not). The log-strengths θ maximise the log-likelihood less a weak Gaussian
+result counting as one comparison, a tie as half a win for each side (the common
+convention; Davidson 1970 models ties apart, which this does not). The log-strengths θ maximise the log-likelihood less a weak Gaussian
 penalty ``BT_PRIOR / 2 · Σθ²``, by :func:`scipy.optimize.minimize` (Newton-CG, with
-the analytic gradient and Hessian: the objective is convex). The penalty keeps θ finite when a system won (or lost) every
-comparison, where the maximum-likelihood estimate does not exist (Zermelo 1929; Ford
-1957); otherwise it moves θ very little. θ is reported centred on 0, with a bootstrap
-interval over the prompts.
+the analytic gradient and Hessian: the objective is convex). The penalty keeps θ
+finite when a system won (or lost) every comparison, where the maximum-likelihood
+estimate does not exist (Zermelo 1929; Ford 1957); otherwise it moves θ very
+little. θ is reported centred on 0, with a percentile bootstrap interval over the
+prompts.
 """
 
 from __future__ import annotations

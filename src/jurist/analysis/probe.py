@@ -73,10 +73,11 @@ class Section:
     items: int = 0
     skipped: str | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    unit: str = "answers"  # what ``items`` counts
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "measured": self.measured, "items": self.items, "skipped": self.skipped,
-                **self.figures}
+        return {"name": self.name, "measured": self.measured, "items": self.items, "unit": self.unit,
+                "skipped": self.skipped, **self.figures}
 
 
 @dataclass
@@ -258,7 +259,8 @@ async def position_section(systems: list[AnswerSet], runtime: Runtime, *, judge:
                            on_progress: Callable[[], None] | None = None) -> Section:
     section = Section("position", "every prompt two systems both answered, judged pairwise in both orders: the "
                                   "share of pairs whose verdict changed with the order, and the share of decisive "
-                                  "verdicts that chose the answer shown first (50% without position bias)")
+                                  "verdicts that chose the answer shown first (50% without position bias)",
+                      unit="pairs")
     if len(systems) < 2:
         section.skipped = "needs two or more systems' answers"
         return section

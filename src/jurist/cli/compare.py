@@ -40,7 +40,7 @@ def matchups_table(report: dict[str, Any]) -> "Table":
         flips = m["position"]
         table.add_row(escape(m["first"]), escape(m["second"]), str(m["items"]), str(m["judged"]), str(m["wins"]),
                       str(m["ties"]), str(m["losses"]), fmt(m["win_rate"]), fmt(m["score"]),
-                      f"{flips['flips']} ({fmt(flips['flip_rate'])})")
+                      f"{flips['flips']} ({fmt({**flips['flip_rate'], 'low': None})})")
     return table
 
 

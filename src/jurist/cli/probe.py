@@ -25,7 +25,8 @@ def _points(estimate: dict[str, Any]) -> str:
 
 def _heading(s: dict[str, Any], text: str | None = None) -> None:
     title = escape(s["name"].replace("_", "-"))
-    console.print(f"[bold]{title}[/]: " + escape(text or f"{s['measured']}; {s['items']} answers."), highlight=False)
+    text = text or f"{s['measured']}; {s['items']} {s['unit']}."
+    console.print(f"[bold]{title}[/]: " + escape(text), highlight=False)
 
 
 def print_verbosity(s: dict[str, Any]) -> None:
