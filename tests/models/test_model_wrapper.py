@@ -224,3 +224,39 @@ async def test_a_logprobs_request_skips_the_cache_and_its_record_says_whether_th
     assert sum("logprobs" not in c["params"] for c in calls) == 1
     assert sorted((c["params"]["logprobs"], c["params"]["top_logprobs"], c["params"]["logprobs_returned"])
                   for c in calls if "logprobs" in c["params"]) == [(True, 5, False), (True, 5, True)]
+
+
+def test_a_samples_index_is_in_its_cache_key_and_record_but_sample_0_is_the_ordinary_request() -> None:
+    import hashlib
+    import json
+
+    from jurist.models.base import ChatRequest
+
+    messages = [{"role": "user", "content": "a"}]
+    plain = ChatRequest(messages=messages, seed=3)
+    second = ChatRequest(messages=messages, seed=3, sample=1)
+    blob = json.dumps({"model": "m/x", "messages": messages, "temperature": 0.0, "max_tokens": 1024, "seed": 3,
+                       "schema": None, "sample": 1}, sort_keys=True, ensure_ascii=False)
+    assert second.cache_key("m/x") == hashlib.sha256(blob.encode()).hexdigest() != plain.cache_key("m/x")
+    assert second.params()["sample"] == 1 and "sample" not in plain.params()
+
+
+async def test_a_judges_samples_are_calls_of_their_own_with_their_own_seeds(tmp_path) -> None:
+    from jurist.judges import Judge, builtin, parse_score
+    from jurist.models import resolve_model, script
+    from jurist.store import Store
+
+    adapter = script("sampled", *(["SCORE: 3"] * 3))
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    judge = Judge(resolve_model("scripted/sampled", Settings.load(), sink=store), builtin("rubric_judge"),
+                  purpose="rubric_judge", format_hint="SCORE: <n>", temperature=0.7, seed=5)
+    variables = dict(rubric_name="R", rubric_description="D", scoring_criteria="C", rubric_items="",
+                     chat_session="S", score_min="1", score_max="5")
+    for sample in (0, 1, 2):
+        assert (await judge.verdict(variables, lambda t: parse_score(t, (1, 5)), sample=sample)).ok
+    store.flush()
+    again = await judge.verdict(variables, lambda t: parse_score(t, (1, 5)), sample=1)
+    assert again.ok and again.cached  # answered from the cache: no fourth request
+    store.close()
+    assert [(r.seed, r.sample, r.temperature) for r in adapter.requests] == [(5, None, 0.7), (6, 1, 0.7),
+                                                                            (7, 2, 0.7)]

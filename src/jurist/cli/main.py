@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from jurist.cli import calibrate, demo, doctor, evaluate, logs, proxy, research, serve, tutor
+from jurist.cli import calibrate, compare, demo, doctor, evaluate, logs, probe, proxy, research, serve, tutor
 
 app = typer.Typer(
     name="jurist",
@@ -42,6 +42,8 @@ tutor.register(app)
 proxy.register(app)
 doctor.register(app)
 calibrate.register(app)
+compare.register(app)
+probe.register(app)
 
 
 def main() -> None:

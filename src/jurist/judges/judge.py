@@ -88,15 +88,21 @@ class Judge:
         self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
         self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
-    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> ChatRequest:
+    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+                 sample: int | None = None) -> ChatRequest:
+        """The request; sample ``i`` > 0 of it (``jurist probe --samples``) carries its index (a call,
+        and a cache entry, of its own) and, with a seed, the seed plus ``i`` (so a seeded endpoint
+        samples anew); sample 0 is the ordinary request."""
+        sample = sample or None
         return ChatRequest(
             messages=messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
-            seed=self.seed,
+            seed=self.seed + sample if self.seed is not None and sample else self.seed,
             response_schema=schema if schema is not None else self.schema,
             schema_name=self.schema_name,
             top_logprobs=self.top_logprobs,
+            sample=sample,
         )
 
     async def run(
@@ -108,15 +114,17 @@ class Judge:
         format_hint: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
         schema: dict[str, Any] | None = None,
+        sample: int | None = None,
     ) -> tuple[T, list[Completion]]:
         """Ask, re-ask once on a parse failure (unless ``reask`` is off); raise JudgeParseError or ModelError.
         ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`);
-        ``schema`` replaces the judge's own for this question (one that names its ids, say)."""
+        ``schema`` replaces the judge's own for this question (one that names its ids, say);
+        ``sample`` numbers one of several samples of the same question (see :meth:`_request`)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = self.template.messages(**variables)
         first = await self.model.complete(
-            self._request(messages, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
-            refine=refine,
+            self._request(messages, schema, sample), purpose=self.purpose, trace_id=trace_id, template=tmpl,
+            parse=parse, refine=refine,
         )
         if first.parse_error is None:
             return first.parsed, [first]
@@ -136,8 +144,8 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask, schema), purpose=self.purpose, trace_id=trace_id, template=tmpl, parse=parse,
-            refine=refine,
+            self._request(reask, schema, sample), purpose=self.purpose, trace_id=trace_id, template=tmpl,
+            parse=parse, refine=refine,
         )
         if second.parse_error is None:
             return second.parsed, [first, second]
@@ -159,6 +167,7 @@ class Judge:
         unsupported: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
         schema: dict[str, Any] | None = None,
+        sample: int | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
@@ -166,12 +175,14 @@ class Judge:
         verdict fails as ``Unsupported`` with the reason ``unsupported`` (or a general one).
         ``refine`` turns a parsed value and the completion it came from into the
         verdict's value (a score weighted by the reply's logprobs), before the call is recorded.
+        ``sample`` numbers one of several samples of the same question (a meaning backend, which is
+        deterministic, is asked once per sample all the same).
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
             lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine,
-                             schema=schema),
+                             schema=schema, sample=sample),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         name, template_hash = self.model.name, self.template.hash

@@ -141,3 +141,41 @@ def parse_items(text: str, item_ids: list[str]) -> dict[str, ItemReply]:
     if missing:
         raise JudgeParseError(f"no decision for item(s) {', '.join(missing)}", raw=text)
     return out
+
+
+#: A pairwise judge's answers: answer A (shown first), answer B (shown second), or neither.
+PREFER_A, PREFER_B, PREFER_NEITHER = "A", "B", "tie"
+_WINNER_LINE = re.compile(r"^[\s*#_>-]*winner[\s*_]*[:=][\s*_\"']*([^\n\"'*]*)", re.IGNORECASE | re.MULTILINE)
+_WINNERS = {"a": PREFER_A, "answer a": PREFER_A, "[[a]]": PREFER_A, "b": PREFER_B, "answer b": PREFER_B,
+            "[[b]]": PREFER_B, "tie": PREFER_NEITHER, "neither": PREFER_NEITHER, "[[c]]": PREFER_NEITHER,
+            "equal": PREFER_NEITHER}
+
+
+@dataclass
+class PreferenceReply:
+    winner: str  # PREFER_A, PREFER_B or PREFER_NEITHER
+    reasoning: str
+
+
+def parse_preference(text: str) -> PreferenceReply:
+    """A pairwise verdict: a JSON object with ``"winner": "A" | "B" | "tie"`` (and its
+    ``reasoning``), or a line ``WINNER: A``."""
+    try:
+        obj: dict[str, Any] | None = _lower_keys(extract_json(text))
+    except JudgeParseError:
+        obj = None
+    if obj is not None and "winner" in obj:
+        raw, reasoning = obj["winner"], str(obj.get("reasoning") or obj.get("reason") or "").strip()
+    else:
+        m = _WINNER_LINE.search(text or "")
+        if m is None:
+            if not text or not text.strip():
+                raise JudgeParseError("the reply was empty", raw=text)
+            raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
+        raw = m.group(1)
+        r = _REASONING.search(text)
+        reasoning = r.group(1).strip() if r else ""
+    winner = _WINNERS.get(" ".join(str(raw).split()).lower().strip(".")) if isinstance(raw, str) else None
+    if winner is None:
+        raise JudgeParseError(f'"winner" must be "A", "B" or "tie", got {str(raw)[:40]!r}', raw=text)
+    return PreferenceReply(winner=winner, reasoning=reasoning)

@@ -32,6 +32,10 @@ from jurist.judges.prompting import Quoted
 RUBRIC_PLACEHOLDERS = frozenset(
     {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items"}
 )
+#: The pairwise judge's template (``pairwise_judge``): what makes an answer better, the prompt
+#: and the two answers, each quoted (:mod:`jurist.judges.pairwise`).
+PAIRWISE_TEMPLATE = "pairwise_judge"
+PAIRWISE_PLACEHOLDERS = frozenset({"criteria", "question", "answer_a", "answer_b"})
 
 
 @dataclass(frozen=True)

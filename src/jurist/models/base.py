@@ -44,6 +44,9 @@ class ChatRequest:
     # endpoint gives them. A reply from the call cache has none, so such a
     # request is never answered from it.
     top_logprobs: int | None = None
+    # Which of several samples of the same request this is (``jurist probe --samples``):
+    # in the cache key and the record, never sent. None: the one request, as always.
+    sample: int | None = None
 
     def params(self) -> dict[str, Any]:
         """Sampling parameters, as recorded with each call."""
@@ -55,6 +58,8 @@ class ChatRequest:
         if self.top_logprobs:
             out["logprobs"] = True
             out["top_logprobs"] = self.top_logprobs
+        if self.sample is not None:
+            out["sample"] = self.sample
         if self.extra_body:
             out.update(self.extra_body)
         return out
@@ -69,12 +74,16 @@ class ChatRequest:
         """Stable hash of everything that determines the answer: the SHA-256 of
         ``json.dumps({model, messages, temperature, max_tokens, seed, schema},
         sort_keys=True, ensure_ascii=False)``, with the messages' text reused
-        (``extra_body`` first, in key order, when there is one)."""
+        (``extra_body`` first, in key order, when there is one; ``sample`` in its
+        place in key order when there is one, so samples of one request are
+        distinct calls, each answered from the cache on a rerun)."""
         fields: tuple[tuple[str, Any], ...] = (
             ("max_tokens", self.max_tokens), ("messages", None), ("model", model),
             ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
         if self.extra_body:
             fields = (("extra_body", self.extra_body), *fields)
+        if self.sample is not None:
+            fields = (*fields[:-3], ("sample", self.sample), *fields[-3:])  # before schema, seed, temperature
         blob = "{" + ", ".join(
             f'"{name}": ' + (self.messages_json if name == "messages" else
                              json.dumps(value, sort_keys=True, ensure_ascii=False))

@@ -159,7 +159,10 @@ class RubricJudge:
                             format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
-                    formatted: FormattedSession, *, trace_id: str, timeout: float) -> RubricOutcome:
+                    formatted: FormattedSession, *, trace_id: str, timeout: float,
+                    sample: int | None = None) -> RubricOutcome:
+        """One rubric's outcome; ``sample`` numbers one of several samples of the same judgement
+        (each its own call and cache entry, see :meth:`Judge.verdict`)."""
         lo, hi = scale
         variables = dict(
             rubric_name=rubric.name,
@@ -174,7 +177,7 @@ class RubricJudge:
             ids = [i.id for i in rubric.items or []]
             verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await self._items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
-                meaning=_items_question(rubric, session), schema=items_schema(ids),
+                meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
             )
         else:
             hint = (
@@ -188,7 +191,7 @@ class RubricJudge:
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
                 format_hint=hint, schema=None if self._lines else score_schema(scale),
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
-                refine=weighted if self.score_mode == LOGPROBS else None,
+                refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",

@@ -80,6 +80,19 @@ def list_calls(
     return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
+def models_by_response(conn: Connection, texts: Iterable[str]) -> dict[str, str]:
+    """The model of the newest successful call whose reply is exactly each text (the model that
+    wrote an answer, when it was generated through jurist); asked 100 texts at a time."""
+    wanted, found = sorted(set(texts)), dict[str, str]()
+    for start in range(0, len(wanted), 100):
+        chunk = wanted[start:start + 100]
+        stmt = (select(llm_calls.c.response_text, llm_calls.c.model)
+                .where(llm_calls.c.response_text.in_(chunk), llm_calls.c.status == "ok")
+                .order_by(llm_calls.c.created_at))
+        found.update({r.response_text: r.model for r in conn.execute(stmt)})  # oldest first: the newest wins
+    return found
+
+
 def list_evaluations(
     conn: Connection,
     *,

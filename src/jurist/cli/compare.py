@@ -1,0 +1,177 @@
+"""`jurist compare`: which system's answers are better, judged pairwise in both orders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+from rich.markup import escape
+
+from jurist.cli.common import EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors, load_settings, waiting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
+    from jurist.analysis.pairwise import CompareReport
+
+BOOTSTRAP_RESAMPLES = 2000  # jurist.analysis.agreement.BOOTSTRAP_RESAMPLES (a test keeps them equal)
+
+
+def fmt(estimate: dict[str, Any], percent: bool = True) -> str:
+    """``62.5% [40.0%, 85.0%]`` (or plain numbers); — where there is no value."""
+    value, low, high = estimate["value"], estimate["low"], estimate["high"]
+    if value is None:
+        return "—"
+    show = (lambda x: f"{x * 100:.1f}%") if percent else (lambda x: f"{x:.3f}")
+    return show(value) if low is None or high is None else f"{show(value)} [{show(low)}, {show(high)}]"
+
+
+def matchups_table(report: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
+    table = Table(title="Each system against each other (95% bootstrap intervals over the prompts)",
+                  title_justify="left")
+    for col in ("first", "second", "prompts", "judged", "wins", "ties", "losses", "win rate", "score (tie = ½)",
+                "position flips"):
+        table.add_column(col, overflow="fold")
+    for m in report["matchups"]:
+        flips = m["position"]
+        table.add_row(escape(m["first"]), escape(m["second"]), str(m["items"]), str(m["judged"]), str(m["wins"]),
+                      str(m["ties"]), str(m["losses"]), fmt(m["win_rate"]), fmt(m["score"]),
+                      f"{flips['flips']} ({fmt({**flips['flip_rate'], 'low': None})})")
+    return table
+
+
+def ranking_table(report: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
+    table = Table(title="Bradley–Terry ranking (log-strength, centred on 0; 95% bootstrap interval)",
+                  title_justify="left")
+    for col in ("rank", "system", "strength", "P(beats the mean)", "wins", "ties", "losses"):
+        table.add_column(col)
+    for r in report["ranking"]:
+        table.add_row(str(r["rank"]), escape(r["system"]), fmt(r["strength"], percent=False),
+                      f"{r['p_vs_mean'] * 100:.1f}%", str(r["wins"]), str(r["ties"]), str(r["losses"]))
+    return table
+
+
+def failures_table(report: dict[str, Any]) -> "Table | None":
+    from rich.table import Table
+
+    rows = [(m["first"], m["second"], f) for m in report["matchups"] for f in m["failures"]]
+    if not rows:
+        return None
+    table = Table(title="Pairs without a verdict in both orders (left out of the figures)", title_justify="left")
+    for col in ("first", "second", "prompt", "reason"):
+        table.add_column(col, overflow="fold")
+    for first, second, f in rows:
+        table.add_row(escape(first), escape(second), escape(f["item"]), escape(f["reason"][:300]))
+    return table
+
+
+def print_position(p: dict[str, Any], what: str = "") -> None:
+    console.print(escape(
+        f"position flips{what}: {p['flips']} of {p['pairs']} pairs judged both ways ({fmt(p['flip_rate'])}); "
+        f"the answer shown first won {fmt(p['first_position_share'])} of {p['decisive_verdicts']} decisive "
+        "verdicts (50% without position bias)"), highlight=False)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    systems = ", ".join(f"{s['name']} ({s['answers']} answers, {s['source']})" for s in report["systems"])
+    console.print(escape(f"judge {report['judge']}, template {report['template']} ({report['template_hash']}); "
+                         f"systems: {systems}; every pair judged in both orders, a verdict that changes with "
+                         f"the order counted as a tie; {report['bootstrap_resamples']} bootstrap resamples"),
+                  highlight=False)
+    console.print(matchups_table(report))
+    print_position(report["position"], " over every pair")
+    if report["ranking"]:
+        console.print(ranking_table(report))
+    failures = failures_table(report)
+    if failures is not None:
+        console.print(failures)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    @handle_errors
+    def compare_cmd(
+        answers: Optional[list[str]] = typer.Argument(None, metavar="[NAME=]ANSWERS...",
+                                                      help="Each system's answers: a JSONL file (id, prompt, answer, "
+                                                      "model), a session file or a folder of sessions; NAME= "
+                                                      "names the system (default: the file's name)."),
+        prompt: Optional[str] = typer.Option(None, "--prompt", help="Compare two answers to this prompt instead "
+                                             "(with --answer twice)."),
+        answer: Optional[list[str]] = typer.Option(None, "--answer", help="An answer to --prompt (twice)."),
+        judge: Optional[str] = typer.Option(None, "--judge", help="Judge model (default: JURIST_JUDGE, else the "
+                                            "offline local/minilm, which prefers the answer more relevant to the "
+                                            "prompt)."),
+        criteria: Optional[str] = typer.Option(None, "--criteria", help="What makes an answer better (default: "
+                                               "helpful, accurate, complete, nothing false or unsafe)."),
+        template: Optional[Path] = typer.Option(None, "--template", help="Pairwise judge template file "
+                                                "({criteria}, {question}, {answer_a}, {answer_b})."),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the cache."),
+        parallel: int = typer.Option(4, "--parallel", min=1, help="Pairs judged at once."),
+        resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
+                                      help="Bootstrap resamples for the 95% intervals (0: none)."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+    ) -> None:
+        """Compare systems' answers pairwise: each pair judged in both orders; win rates, position flips,
+        a Bradley–Terry ranking of three or more systems."""
+        import asyncio
+
+        from jurist.analysis.answers import answer_sets, inline_answers
+        from jurist.errors import InputError
+        from jurist.jsonfiles import write_json
+
+        if prompt is not None:
+            if answers:
+                raise InputError("give answer files or --prompt with two --answer, not both")
+            systems = inline_answers(prompt, answer or [])
+        elif answer:
+            raise InputError("--answer needs --prompt")
+        else:
+            systems = answer_sets(answers or [])
+        settings = load_settings(config, cache=False if no_cache else None)
+        result = asyncio.run(_run(settings, systems, judge, template, criteria, parallel, resamples, seed))
+        data = result.to_json()
+        if output:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            write_json(output, data)
+        if as_json:
+            console.print_json(json.dumps(data))
+        else:
+            print_report(data)
+            if output:
+                console.print(escape(f"report written to {output}"), highlight=False)
+        if result.judged == 0:
+            err_console.print("no pair got a verdict in both orders; see the reasons above (or in the report)",
+                              highlight=False)
+            raise typer.Exit(EXIT_FAILURES)
+        raise typer.Exit(EXIT_OK)
+
+
+async def _run(settings: Any, systems: Any, judge: str | None, template: Path | None, criteria: str | None,
+               parallel: int, resamples: int, seed: int) -> "CompareReport":
+    import asyncio
+
+    from jurist.analysis.pairwise import compare
+    from jurist.runtime import Runtime
+
+    runtime = await asyncio.to_thread(Runtime, settings)
+    done = 0
+    try:
+        with waiting("judging the pairs in both orders") as status:
+            def progress(_: Any) -> None:
+                nonlocal done
+                done += 1
+                status.update(f"judging the pairs in both orders: {done} pairs judged")
+
+            return await compare(systems, runtime, judge=judge, template=template, criteria=criteria,
+                                 parallel=parallel, resamples=resamples, seed=seed, on_progress=progress)
+    finally:
+        await runtime.aclose()

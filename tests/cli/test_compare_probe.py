@@ -1,0 +1,126 @@
+"""`jurist compare` and `jurist probe` end to end: the offline judge on the shipped examples, and a
+scripted judge on a real HTTP server."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import EXAMPLES, run_cli
+from tests.judges.test_pairwise import first_position, shown, verdict
+
+PAIRWISE = EXAMPLES / "pairwise"
+FILES = [str(PAIRWISE / f"{n}.jsonl") for n in ("thorough", "brief", "offtopic")]
+
+
+def _env(tmp_path, provider=None, judge="openai/gpt-4o-mini"):
+    env = {"JURIST_HOME": str(tmp_path / ".jurist")}
+    if provider is not None:
+        env.update(OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="k", JURIST_JUDGE=judge)
+    return env
+
+
+def longer(payload: dict):
+    a = shown(payload)
+    return verdict("A" if len(a["A"]) > len(a["B"]) else "B")
+
+
+def test_compare_with_the_offline_judge_prints_the_tables(tmp_path):
+    out = tmp_path / "report.json"
+    r = run_cli("compare", *FILES, "--resamples", "200", "--output", str(out), env=_env(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for text in ("judge local/minilm", "Each system against each other", "position flips over every pair",
+                 "Bradley–Terry ranking", "thorough", "offtopic"):
+        assert text in r.stdout
+    report = json.loads(out.read_text())
+    assert report["judge"] == "local/minilm" and len(report["pairs"]) == 24 and report["position"]["flips"] == 0
+    assert report["ranking"][0]["system"] == "thorough"
+
+
+def test_compare_with_a_scripted_judge_as_json_then_from_the_cache(provider, tmp_path):
+    provider.default = longer
+    args = ("compare", f"long={FILES[0]}", f"short={FILES[1]}", "--resamples", "100", "--json")
+    r = run_cli(*args, env=_env(tmp_path, provider), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    (m,) = report["matchups"]
+    assert (m["first"], m["second"], m["wins"], m["losses"]) == ("long", "short", 8, 0)
+    assert report["ranking"] is None and len(provider.requests) == 16
+    again = run_cli(*args, env=_env(tmp_path, provider), cwd=tmp_path)
+    assert again.returncode == 0 and len(provider.requests) == 16
+    assert json.loads(again.stdout)["matchups"] == report["matchups"]
+
+
+def test_compare_two_answers_given_on_the_command_line(provider, tmp_path):
+    provider.default = first_position
+    r = run_cli("compare", "--prompt", "Why is the sky blue?", "--answer", "Rayleigh scattering.", "--answer",
+                "Because [bold]it is[/bold].", "--resamples", "0", env=_env(tmp_path, provider), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "answer1" in r.stdout and "1 (100.0%)" in r.stdout  # one pair, flipped
+    assert "position flips over every pair: 1 of 1" in r.stdout.replace("\n", " ")
+
+
+def test_compare_bad_input_exits_2_before_any_call(provider, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "q1", "prompt": "p", "answer": "a"}) + "\n{oops\n")
+    env = _env(tmp_path, provider)
+    r = run_cli("compare", FILES[0], str(bad), env=env, cwd=tmp_path)
+    assert r.returncode == 2 and f"{bad}:2: not valid JSON" in r.stderr.replace("\n", "")
+    r = run_cli("compare", FILES[0], env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "at least two systems" in r.stderr
+    r = run_cli("compare", "--prompt", "p", "--answer", "only one", env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "give 2 answers" in r.stderr
+    assert provider.requests == []
+
+
+def test_compare_exits_1_when_no_pair_gets_a_verdict(provider, tmp_path):
+    provider.default = lambda payload: verdict("nobody")
+    r = run_cli("compare", FILES[0], FILES[1], "--resamples", "0", env=_env(tmp_path, provider), cwd=tmp_path)
+    assert r.returncode == 1 and "no pair got a verdict in both orders" in r.stderr
+    assert "Pairs without a verdict in both orders" in r.stdout and "could not be parsed" in r.stdout
+
+
+def test_probe_with_the_offline_judge_reports_every_section(tmp_path):
+    r = run_cli("probe", FILES[0], FILES[2], "--rubrics", str(EXAMPLES / "rubrics.json"), "--samples", "2",
+                "--resamples", "100", env=_env(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for text in ("position flips: 0 of 8 pairs", "verbosity:", "score shift per rubric", "self-preference:",
+                 "families of the answers' models: gpt: 8, llama: 8", "variance:", "repeatability SD"):
+        assert text in r.stdout.replace("\n", " ") or text in r.stdout
+
+
+def test_probe_with_a_scripted_judge_as_json(provider, tmp_path):
+    def respond(payload: dict):
+        prompt = payload["messages"][0]["content"]
+        if '<answer id="A">' in prompt:
+            return first_position(payload)
+        from tests.analysis.test_probe import by_seed
+
+        return by_seed(payload)
+
+    provider.default = respond
+    rubrics = tmp_path / "rubrics.json"
+    rubrics.write_text(json.dumps({"rubrics": [{"id": "helpful", "name": "Helpful", "description": "Helps.",
+                                                "scoring_criteria": {"1": "no", "5": "yes"}}]}))
+    args = ("probe", FILES[0], FILES[1], "--rubrics", str(rubrics), "--samples", "2", "--resamples", "100", "--json")
+    env = _env(tmp_path, provider, judge="openai/gpt-4o-mini")
+    r = run_cli(*args, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    sections = {s["name"]: s for s in report["sections"]}
+    assert sections["position"]["flip_rate"]["value"] == 1.0 and sections["position"]["items"] == 8
+    assert sections["variance"]["rubrics"][0]["varying"] == 16  # seeds 0 and 1 score 1 and 2
+    assert sections["self_preference"]["same_family"] == 8 and sections["self_preference"]["warning"]
+    calls = len(provider.requests)
+    assert calls == 16 + 16 * 2 + 16  # pairs in both orders; two samples and one padded score per answer
+    again = run_cli(*args, env=env, cwd=tmp_path)
+    assert again.returncode == 0 and len(provider.requests) == calls
+
+
+def test_the_commands_defaults_are_the_analysis_defaults():
+    from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
+    from jurist.analysis.bias import PAD_FACTOR
+    from jurist.analysis.probe import DEFAULT_SAMPLES
+    from jurist.cli import compare, probe
+
+    assert compare.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
+    assert (probe.DEFAULT_SAMPLES, probe.PAD_FACTOR) == (DEFAULT_SAMPLES, PAD_FACTOR)
