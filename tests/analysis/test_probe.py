@@ -20,12 +20,13 @@ from jurist.rubrics import load_rubrics
 from jurist.runtime import Runtime
 from jurist.testing import Reply
 from tests.judges.test_pairwise import verdict
+from tests.quoting import prompt_text
 
 ASSISTANT = re.compile(r"\[2\] ASSISTANT: (.*?)\n</chat_session>", re.S)
 
 
 def answer_of(payload: dict) -> str:
-    return ASSISTANT.search(payload["messages"][0]["content"]).group(1)
+    return ASSISTANT.search(prompt_text(payload["messages"])).group(1)
 
 
 def score(value: float) -> Reply:
@@ -131,7 +132,7 @@ async def test_k_samples_are_k_calls_and_a_rerun_makes_none(provider, tmp_path, 
 
 async def test_a_first_position_judge_flips_every_pair(provider, tmp_path, rubrics):
     def respond(payload: dict) -> Reply:
-        return verdict("A") if '<answer id="A">' in payload["messages"][0]["content"] else score(3)
+        return verdict("A") if '<answer id="A">' in prompt_text(payload["messages"]) else score(3)
 
     provider.default = respond
     rt = runtime(provider)

@@ -7,6 +7,7 @@ import json
 
 from tests.conftest import EXAMPLES, run_cli
 from tests.judges.test_pairwise import first_position, shown, verdict
+from tests.quoting import prompt_text
 
 PAIRWISE = EXAMPLES / "pairwise"
 FILES = [str(PAIRWISE / f"{n}.jsonl") for n in ("thorough", "brief", "offtopic")]
@@ -90,7 +91,7 @@ def test_probe_with_the_offline_judge_reports_every_section(tmp_path):
 
 def test_probe_with_a_scripted_judge_as_json(provider, tmp_path):
     def respond(payload: dict):
-        prompt = payload["messages"][0]["content"]
+        prompt = prompt_text(payload["messages"])
         if '<answer id="A">' in prompt:
             return first_position(payload)
         from tests.analysis.test_probe import by_seed
@@ -124,3 +125,11 @@ def test_the_commands_defaults_are_the_analysis_defaults():
 
     assert compare.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
     assert (probe.DEFAULT_SAMPLES, probe.PAD_FACTOR) == (DEFAULT_SAMPLES, PAD_FACTOR)
+
+
+def test_without_the_analysis_extra_compare_and_probe_say_which_to_install(tmp_path):
+    for command in ("compare", "probe"):
+        r = run_cli(command, *FILES, env=_env(tmp_path), cwd=tmp_path, without=("scipy",), timeout=120)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"jurist {command} needs the analysis extra" in r.stderr and 'pip install "jurist[analysis]"' in r.stderr
+        assert "Traceback" not in r.stderr

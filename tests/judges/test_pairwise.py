@@ -16,14 +16,14 @@ from jurist.judges.templates import PromptTemplate
 from jurist.models import resolve_model
 from jurist.store import Store
 from jurist.testing import Reply
-from tests.quoting import PAYLOAD, assert_inside, attack
+from tests.quoting import PAYLOAD, assert_inside, attack, prompt_text
 
 ANSWER = re.compile(r'<answer id="([AB])">\n(.*?)\n</answer>', re.S)
 
 
 def shown(payload: dict) -> dict[str, str]:
     """The answers as the judge saw them: position -> text."""
-    return dict(ANSWER.findall(payload["messages"][0]["content"]))
+    return dict(ANSWER.findall(prompt_text(payload["messages"])))
 
 
 def verdict(winner: str, reasoning: str = "scripted") -> Reply:
@@ -108,8 +108,8 @@ async def test_a_malformed_reply_is_asked_again_and_then_the_pair_has_no_result(
     assert not pair.backward.ok and pair.backward.error_type == "JudgeParseError"
     assert not pair.ok and pair.outcome is None and pair.score is None and not pair.flipped
     assert "B-A order" in pair.reason and "could not be parsed after one re-ask" in pair.reason
-    reask = [r["json"]["messages"] for r in provider.requests if len(r["json"]["messages"]) == 3]
-    assert any('"winner" must be "A", "B" or "tie"' in m[2]["content"] for m in reask)
+    reask = [r["json"]["messages"] for r in provider.requests if r["json"]["messages"][-2]["role"] == "assistant"]
+    assert any('"winner" must be "A", "B" or "tie"' in m[-1]["content"] for m in reask)
 
 
 async def test_the_prompt_and_answers_stay_inside_their_blocks(provider):
@@ -117,7 +117,7 @@ async def test_the_prompt_and_answers_stay_inside_their_blocks(provider):
     pj = make(provider)
     await pj.compare("q1", attack("question"), Contestant("x", attack("answer")), Contestant("y", "fine"))
     await pj.model.aclose()
-    prompt = provider.requests[0]["json"]["messages"][0]["content"]
+    prompt = prompt_text(provider.requests[0]["json"]["messages"])
     assert_inside(prompt, "question")
     assert_inside(prompt, "answer", "A")
     assert prompt.count(PAYLOAD) == 2 and prompt.count('<answer id="B">\n') == 1

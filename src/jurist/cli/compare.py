@@ -126,8 +126,10 @@ def register(app: typer.Typer) -> None:
 
         from jurist.analysis.answers import answer_sets, inline_answers
         from jurist.errors import InputError
+        from jurist.extras import require_extra
         from jurist.jsonfiles import write_json
 
+        require_extra("analysis", "jurist compare")
         if prompt is not None:
             if answers:
                 raise InputError("give answer files or --prompt with two --answer, not both")

@@ -133,9 +133,11 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from jurist.analysis.answers import answer_sets
+        from jurist.extras import require_extra
         from jurist.jsonfiles import write_json
         from jurist.rubrics import load_rubrics
 
+        require_extra("analysis", "jurist probe")
         systems = answer_sets(answers)
         settings = load_settings(config, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale) if rubrics else None
