@@ -8,6 +8,7 @@ inside the command that runs, so ``jurist --help`` stays fast.
 from __future__ import annotations
 
 import functools
+import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, ParamSpec, TypeVar
 
@@ -81,6 +82,16 @@ def _name_types(params: Any, ctx: Any) -> Any:
         if metavar is not None:
             param.metavar = metavar
     return params
+
+
+def stdout_is_terminal() -> bool:
+    """Whether stdout is a terminal (a person reading) rather than a pipe or a file (a program).
+    Unlike rich's ``is_terminal``, FORCE_COLOR does not make a pipe a terminal."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # closed
+        return False
 
 
 def load_settings(config: str | None = None, **explicit: Any) -> "Settings":

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -89,6 +90,8 @@ class BatchReport:
     evaluations_failed: int
     endpoint_down: int = 0  # sessions scored now with a rubric that failed at once: the judge endpoint was down
     retried: int = 0  # of the sessions scored, those whose earlier result had failed
+    # why rubric evaluations failed: reason -> count, most frequent first (see BatchTally.count_failures)
+    failure_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def endpoint_note(self) -> str | None:
@@ -105,9 +108,14 @@ class BatchReport:
         return 1 if self.evaluations_failed else 0
 
 
+MAX_REASONS = 50  # distinct failure reasons a batch tells apart; the rest are counted as OTHER_REASONS
+REASON_CHARS = 300  # a failure reason is told apart by its first characters
+OTHER_REASONS = "(other reasons)"
+
+
 class BatchTally:
     """What both batch engines count: the summary, scored / skipped sessions,
-    input errors and session ids already seen; reports progress."""
+    input errors, failure reasons and session ids already seen; reports progress."""
 
     def __init__(self, rubric_set: RubricSet, on_progress: ProgressFn | None = None) -> None:
         self.summary = SummaryBuilder(rubric_set)
@@ -117,6 +125,7 @@ class BatchTally:
         self.skipped = 0
         self.endpoint_down = 0
         self.retried = 0
+        self.failure_reasons: Counter[str] = Counter()
         self._on_progress = on_progress
 
     def _progress(self, name: str, status: str) -> None:
@@ -145,13 +154,26 @@ class BatchTally:
         self.names[name.casefold()] = (session_id, str(path))
         return True
 
+    def count_failures(self, result: RubricResult) -> None:
+        """Count the reason of each rubric of ``result`` that was not scored (the summary counts
+        the failures; this says why)."""
+        for rs in result.rubric_scores:
+            if rs.status == "scored" or rs.rubric_id not in self.summary.per_rubric:  # as the summary counts
+                continue
+            reason = (rs.reasoning or rs.status).strip()[:REASON_CHARS]
+            if reason not in self.failure_reasons and len(self.failure_reasons) >= MAX_REASONS:
+                reason = OTHER_REASONS
+            self.failure_reasons[reason] += 1
+
     def add_existing(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
+        self.count_failures(result)
         self.skipped += 1
         self._progress(session_id, "skipped")
 
     def add_scored(self, session_id: str, result: RubricResult, *, retried: bool = False) -> None:
         self.summary.add(result)
+        self.count_failures(result)
         self.scored += 1
         down = f"{EndpointDown.__name__}:"
         if any(rs.status != "scored" and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
@@ -165,7 +187,8 @@ class BatchTally:
         summary_path = out / "summary.json"
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
-                           self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried)
+                           self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried,
+                           failure_reasons=dict(self.failure_reasons.most_common()))
 
 
 async def run_batch(
