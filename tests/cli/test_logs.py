@@ -19,7 +19,7 @@ def words_of(row: dict, wide: bool) -> set[str]:
     when = datetime.fromisoformat(row["created_at"])
     words = {*row["purpose"].split(), *row["model"].split(), *(row["error"] or "").split(), row["status"],
              f"{row['input_tokens']}/{row['output_tokens']}", "n/a", f"{row['latency_ms']:.0f}", "ms",
-             f"{row['latency_ms'] / 1000:.1f}", "s", str(row["attempts"]), "attempts", "cached",
+             f"{row['latency_ms'] / 1000:.1f}", "s", str(row["attempts"]), "attempts", "cached", "…",
              *(when.strftime("%Y-%m-%d %H:%M:%S") if wide else when.strftime("%m-%d %H:%M")).split()}
     if wide:
         words.add((row["trace_id"] or "")[:12])
@@ -74,7 +74,8 @@ def test_the_table_alone_at_80_columns_with_long_values():
          "input_tokens": 123456, "output_tokens": 7890, "latency_ms": 123456.7, "attempts": 5, "status": "error",
          "cached": False, "trace_id": "0123456789abcdef", "params": {},
          "error": "RateLimited: anthropic/claude-haiku-4-5 answered 429 after 5 attempts; lower max_in_flight or "
-                  "requests_per_minute for this provider in jurist.yaml, or wait and rerun"},
+                  "requests_per_minute for this provider in jurist.yaml, or wait and rerun; the provider said: "
+                  "Rate limit reached for requests per minute on your organization, please retry later"},
         {"created_at": now, "purpose": "checklist_batch", "model": "ollama/qwen3:14b", "input_tokens": 10,
          "output_tokens": 2, "latency_ms": 3.2, "attempts": 1, "status": "ok", "cached": True,
          "trace_id": None, "params": {}, "error": None},
@@ -85,3 +86,4 @@ def test_the_table_alone_at_80_columns_with_long_values():
     as_json = [{**r, "created_at": r["created_at"].isoformat()} for r in rows]
     assert_whole_words(shown, as_json, 80)
     assert "5 attempts" in shown and "cached" in shown
+    assert " …" in shown and "organization" not in shown  # a long error is cut at a word, with a mark

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import signal
+from textwrap import shorten
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 
@@ -281,6 +282,7 @@ def print_batch_report(report: "BatchReport") -> None:
 
 
 SHOWN_REASONS = 5  # the most frequent failure reasons a batch prints; the others are summed up
+REASON_CHARS = 300  # the most of a reason printed (all of it: the result files, `jurist logs --json`)
 
 
 def print_failure_reasons(reasons: dict[str, int]) -> None:
@@ -297,7 +299,7 @@ def print_failure_reasons(reasons: dict[str, int]) -> None:
     grid.add_column()
     items = list(reasons.items())
     for reason, count in items[:SHOWN_REASONS]:
-        grid.add_row(f"{count} ×", escape(reason))
+        grid.add_row(f"{count} ×", escape(shorten(reason, REASON_CHARS, placeholder=" …")))
     rest = items[SHOWN_REASONS:]
     if rest:
         grid.add_row(f"{sum(c for _, c in rest)} ×", f"{len(rest)} other reasons (in the result files' reasoning)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -51,8 +52,7 @@ def calls_table(rows: list[dict[str, Any]], width: int) -> "Table":
         ok = r["status"] == "ok"
         call = escape(r["purpose"]) + f"\n[dim]{escape(r['model'])}[/]"
         if r.get("error"):
-            error = r["error"] if len(r["error"]) <= ERROR_CHARS else r["error"][:ERROR_CHARS - 1] + "…"
-            call += f"\n[red]{escape(error)}[/]"
+            call += f"\n[red]{escape(shorten(r['error'], ERROR_CHARS, placeholder=' …'))}[/]"
         status = f"[{'green' if ok else 'red'}]{escape(r['status'])}[/]"
         if r["attempts"] > 1:
             status += f"\n{r['attempts']} attempts"

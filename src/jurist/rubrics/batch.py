@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,8 @@ class BatchReport:
     evaluations_failed: int
     endpoint_down: int = 0  # sessions scored now with a rubric that failed at once: the judge endpoint was down
     retried: int = 0  # of the sessions scored, those whose earlier result had failed
-    # why rubric evaluations failed: reason -> count, most frequent first (see BatchTally.count_failures)
+    # why rubric evaluations failed: a reason of each kind -> how many failed so, most frequent first
+    # (reasons that differ only in their numbers are one kind; see BatchTally.count_failures)
     failure_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -109,8 +111,15 @@ class BatchReport:
 
 
 MAX_REASONS = 50  # distinct failure reasons a batch tells apart; the rest are counted as OTHER_REASONS
-REASON_CHARS = 300  # a failure reason is told apart by its first characters
+REASON_CHARS = 2000  # a failure reason is told apart by its first characters
 OTHER_REASONS = "(other reasons)"
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")  # a count, a duration, a status: not an id's digits
+
+
+def reason_kind(reason: str) -> str:
+    """A failure reason with its standalone numbers masked: reasons that differ only in a count,
+    a duration or a status code (``fail at once for 29.5 s more``) are one kind."""
+    return _NUMBER.sub("#", reason[:REASON_CHARS])
 
 
 class BatchTally:
@@ -125,7 +134,8 @@ class BatchTally:
         self.skipped = 0
         self.endpoint_down = 0
         self.retried = 0
-        self.failure_reasons: Counter[str] = Counter()
+        self.failure_kinds: Counter[str] = Counter()  # reason_kind -> count
+        self._examples: dict[str, str] = {}  # reason_kind -> its first reason
         self._on_progress = on_progress
 
     def _progress(self, name: str, status: str) -> None:
@@ -160,10 +170,12 @@ class BatchTally:
         for rs in result.rubric_scores:
             if rs.status == "scored" or rs.rubric_id not in self.summary.per_rubric:  # as the summary counts
                 continue
-            reason = (rs.reasoning or rs.status).strip()[:REASON_CHARS]
-            if reason not in self.failure_reasons and len(self.failure_reasons) >= MAX_REASONS:
-                reason = OTHER_REASONS
-            self.failure_reasons[reason] += 1
+            reason = (rs.reasoning or rs.status).strip()
+            kind = reason_kind(reason)
+            if kind not in self.failure_kinds and len(self.failure_kinds) >= MAX_REASONS:
+                kind = reason = OTHER_REASONS
+            self._examples.setdefault(kind, reason)
+            self.failure_kinds[kind] += 1
 
     def add_existing(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
@@ -188,7 +200,7 @@ class BatchTally:
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
                            self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried,
-                           failure_reasons=dict(self.failure_reasons.most_common()))
+                           failure_reasons={self._examples[k]: n for k, n in self.failure_kinds.most_common()})
 
 
 async def run_batch(
