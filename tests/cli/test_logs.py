@@ -87,3 +87,10 @@ def test_the_table_alone_at_80_columns_with_long_values():
     assert_whole_words(shown, as_json, 80)
     assert "5 attempts" in shown and "cached" in shown
     assert " …" in shown and "organization" not in shown  # a long error is cut at a word, with a mark
+
+
+def test_no_calls_says_so(tmp_path):
+    shown = run_cli("logs", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
+    assert shown.returncode == 0 and shown.stdout.startswith("no calls in sqlite:///")
+    shown = run_cli("logs", "--status", "error", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
+    assert shown.stdout.startswith("no calls matching these filters in sqlite:///")

@@ -94,5 +94,9 @@ def register(app: typer.Typer) -> None:
             for row in rows:
                 typer.echo(json.dumps(_row_json(row), ensure_ascii=False, default=str))
             return
+        if not rows:
+            filtered = " matching these filters" if purpose or status or trace else ""
+            console.print(escape(f"no calls{filtered} in {settings.database}"), highlight=False, soft_wrap=True)
+            return
         console.print(escape(f"last {len(rows)} calls in {settings.database}"), highlight=False, soft_wrap=True)
         console.print(calls_table(rows, console.width))

@@ -50,7 +50,7 @@ def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
 async def run_checklist_demo(console: Console, settings: Settings, output_dir: Path,
                              judge: str = LOCAL_JUDGE) -> int:
     """Run the demo with ``judge``; print turns, points recalled, completion and due dates. 0 when
-    complete, else 1."""
+    every message was judged and, with the local judge, the checklist was completed; else 1."""
     ex = examples_dir() / "checklists"
     transcript = json.loads((ex / "caffeine_learner.json").read_text(encoding="utf-8"))
     checklist = load_checklist(ex / transcript["checklist"])
@@ -62,6 +62,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
     script(DEMO_TUTOR, default=demo_tutor(session_ref))
     runtime = Runtime(settings)
     session: ChecklistSession | None = None
+    unjudged = 0  # messages the judge gave no verdict on
     try:
         session = await ChecklistSession.start(checklist, runtime=runtime, learner=learner,
                                                tutor=f"scripted/{DEMO_TUTOR}", judge=judge)
@@ -76,6 +77,11 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
             recalled = ", ".join(r.points_recalled_this_turn) or "none"
             console.print(f"  recalled this turn: [green]{escape(recalled)}[/]  ({r.recalled_count}/{r.total_points})",
                           highlight=False)
+            judged = session.last_evaluation
+            if judged is not None and judged.status != "ok":
+                unjudged += 1
+                console.print(f"  [red]the judge gave no verdict: {escape(judged.reason or judged.status)}[/]",
+                              highlight=False)
             console.print(f"  tutor> {escape(r.response)}", highlight=False)
         if session.active:
             await session.finish()  # what was not recalled is reviewed as Again
@@ -87,6 +93,8 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                                  f"{d.reviews} review(s))"), highlight=False)
         console.print(escape(f"stored in {settings.database} (its calls: `jurist logs --trace "
                              f"{session.session_id}`)"), highlight=False)
+        if judge != LOCAL_JUDGE:  # another judge's verdicts are its own: only a failure to judge fails
+            return 1 if unjudged else 0
         return 0 if session.completed else 1
     finally:
         if session is not None:
