@@ -80,6 +80,9 @@ class Settings(BaseModel):
     # The proxy's regenerations of an answer its judge rejects (note 004's MAX_EVALUATION_RETRIES);
     # None: the evaluator's default (2 for comprehensiveness, 1 for quality)
     max_evaluation_retries: int | None = Field(default=None, ge=0)
+    # The /tutor page and its socket show the learner the progress counts (points recalled of all);
+    # off: the conversation only, the evaluation stays out of sight (note 000's criterion 17)
+    tutor_progress: bool = False
 
     @field_validator("aliases")
     @classmethod
@@ -136,6 +139,7 @@ _ENV_FIELDS = {
     "JURIST_MAX_BODY_BYTES": "max_body_bytes",
     "JURIST_MAX_PROXY_BODY_BYTES": "max_proxy_body_bytes",
     "JURIST_MAX_EVALUATION_RETRIES": "max_evaluation_retries",
+    "JURIST_TUTOR_PROGRESS": "tutor_progress",
 }
 
 
@@ -145,7 +149,7 @@ def _from_env() -> dict[str, Any]:
         raw = os.environ.get(var)
         if raw is None or raw == "":
             continue
-        if field in ("cache", "retry_on_parse_failure"):
+        if field in ("cache", "retry_on_parse_failure", "tutor_progress"):
             out[field] = raw.strip().lower() not in ("0", "false", "no", "off")
         elif field == "allowed_hosts":
             out[field] = [h.strip() for h in raw.split(",") if h.strip()]  # comma-separated

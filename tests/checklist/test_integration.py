@@ -102,14 +102,28 @@ def test_tutor_cli_in_a_subprocess(provider, tmp_path):
     out = _tutor_cli("--points", str(CAFFEINE), "--learner", "bo", "--judge", "fake/x", "--tutor", "fake/y",
                      cwd=tmp_path, input="It blocks adenosine receptors.\n\n/quit\n")
     assert out.returncode == 0, out.stderr
-    assert "tutor> Nice. How long?" in out.stdout and "1/5 recalled" in out.stdout
+    assert "tutor> Nice. How long?" in out.stdout
     assert "HIDDEN-FEEDBACK-7" not in out.stdout  # the hidden feedback is never shown
+    # by default the learner sees the conversation only: no counts, no point ids
+    assert "recalled" not in out.stdout and "adenosine" not in out.stdout
     sid = out.stdout.split("jurist tutor --session ")[1].split()[0]
     provider.script(Reply(text=judge_reply(("half_life", 0.8))), Reply(text="Good."))
-    again = _tutor_cli("--session", sid, cwd=tmp_path, input="About five hours.\n/end\n")
+    again = _tutor_cli("--session", sid, "--show-progress", cwd=tmp_path, input="About five hours.\n/end\n")
     assert again.returncode == 0, again.stderr
-    assert "resuming session" in again.stdout and "2/5 recalled" in again.stdout
+    assert "resuming session" in again.stdout and "1/5 recalled" in again.stdout
+    assert "[2/5 recalled; this turn: half_life]" in again.stdout
     assert "session ended: 2/5" in again.stdout and "next review of withdrawal" in again.stdout
+
+
+def test_tutor_cli_hides_the_evaluation_at_the_end_too(provider, tmp_path):
+    _config(tmp_path, provider)
+    provider.script(Reply(text=judge_reply(("adenosine", 0.95))), Reply(text="Nice. How long?"))
+    out = _tutor_cli("--points", str(CAFFEINE), "--judge", "fake/x", "--tutor", "fake/y", cwd=tmp_path,
+                     input="It blocks adenosine receptors.\n/end\n")
+    assert out.returncode == 0, out.stderr
+    assert "tutor> Nice. How long?" in out.stdout and "session ended; next review 20" in out.stdout
+    for shown in ("recalled", "adenosine", "withdrawal", "next review of", "Again", "Good"):
+        assert shown not in out.stdout, shown
 
 
 def test_tutor_cli_without_a_tutor_says_how(tmp_path):

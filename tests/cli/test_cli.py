@@ -127,3 +127,95 @@ def test_version_prints_the_packages_version(tmp_path):
 
     r = run_cli("--version", cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == f"jurist {jurist.__version__}"
+
+
+def run_in_a_terminal(*args: str, env: dict[str, str], cwd) -> tuple[int, str]:
+    """Run `jurist ARGS` with stdout on a pseudo-terminal (stderr on a pipe); its exit code and what
+    the terminal showed."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import _CLEARED
+
+    full_env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    full_env.update(COLUMNS="200", **env)
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "jurist", *args], stdout=child, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=full_env, cwd=cwd)
+    os.close(child)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child side is closed: all read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    proc.communicate(timeout=120)
+    return proc.returncode, shown.decode("utf-8", "replace")
+
+
+def test_evaluate_pipe_gets_json_only_a_terminal_the_table(provider, tmp_path):
+    """`jurist evaluate ... | jq` works: piped, stdout is the result as JSON and nothing else; on a
+    terminal it is the table; --json asks for the JSON on a terminal too."""
+    provider.default = Reply(text='{"score": 4, "reasoning": "Clear [bold]answers[/bold] throughout."}')
+    env = env_for(provider, tmp_path)
+    piped = run_cli("evaluate", "--rubrics", FREE, "--session", S1, env=env, cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    result = json.loads(piped.stdout)  # the whole of stdout parses
+    assert result["session_id"] == "s1" and result["summary"]["percentage"] == 80.0
+    assert result["rubric_scores"][0]["reasoning"] == "Clear [bold]answers[/bold] throughout."
+    code, shown = run_in_a_terminal("evaluate", "--rubrics", FREE, "--session", S1, env=env, cwd=tmp_path)
+    assert code == 0
+    assert "session s1" in shown and "total 4/5 (80%)" in shown and "Clear [bold]answers[/bold]" in shown
+    assert '"rubric_scores"' not in shown
+    code, shown = run_in_a_terminal("evaluate", "--rubrics", FREE, "--session", S1, "--json", env=env, cwd=tmp_path)
+    assert code == 0 and json.loads(shown)["summary"]["percentage"] == 80.0
+    # with --output the file holds the result and stdout shows the table, piped or not
+    out = tmp_path / "r.json"
+    written = run_cli("evaluate", "--rubrics", FREE, "--session", S1, "-o", str(out), env=env, cwd=tmp_path)
+    assert written.returncode == 0 and "total 4/5 (80%)" in written.stdout and f"result written to {out}" in written.stderr
+    assert json.loads(out.read_text())["summary"]["percentage"] == 80.0
+
+
+def test_a_batch_with_failures_says_why_and_where_to_look(provider, tmp_path):
+    """Errors from the endpoint and replies that cannot be parsed: the batch groups the reasons with
+    their counts and names the `jurist logs` commands that list the calls, which do."""
+    import itertools
+
+    turn = itertools.count()
+
+    def reply(request):  # per rubric call, in turn: a 500, an unparsable reply, a score
+        kind = next(turn) % 3
+        if kind == 0:
+            return Reply(status=500)
+        return Reply(text="I would rather not score this.") if kind == 1 else Reply(text='{"score": 4, "reasoning": "ok"}')
+
+    provider.default = reply
+    sessions = make_sessions(tmp_path / "s", 4)
+    env = env_for(provider, tmp_path, JURIST_MAX_RETRIES="0", JURIST_RETRY_ON_PARSE_FAILURE="0", COLUMNS="80")
+    r = run_cli("evaluate-batch", "--rubrics", FREE, "--sessions-dir", str(sessions), "--output-dir",
+                str(tmp_path / "out"), "--parallel", "1", env=env, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    failed = [rs["reasoning"] for f in (tmp_path / "out").glob("*_result.json")
+              for rs in json.loads(f.read_text())["rubric_scores"] if rs["status"] != "scored"]
+    errors = sum(x.startswith("ModelUnavailable:") for x in failed)
+    unparsed = sum(x.startswith("the judge's reply could not be parsed") for x in failed)
+    assert errors and unparsed and errors + unparsed == len(failed)
+    text = " ".join(r.stdout.split())  # the terminal's lines, unwrapped
+    assert f"why the {len(failed)} rubric evaluations failed:" in text
+    assert f"{errors} × ModelUnavailable: openai/gpt-4o-mini at {provider.base_url} failed on its side (500)" in text
+    assert f"{unparsed} × the judge's reply could not be parsed (no re-ask" in text
+    lines = r.stdout.splitlines()  # each command on a line of its own, whole, to copy
+    assert "  jurist logs --status error --purpose rubric_judge" in lines
+    assert "  jurist logs --status parse_error --purpose rubric_judge" in lines
+    for status, count, what in (("error", errors, "ModelUnavailable"), ("parse_error", unparsed, "found neither")):
+        shown = run_cli("logs", "--status", status, "--purpose", "rubric_judge", "--json", env=env, cwd=tmp_path)
+        rows = [json.loads(line) for line in shown.stdout.splitlines()]
+        assert len(rows) == count and all(what in row["error"] for row in rows)
+        table = run_cli("logs", "--status", status, "--purpose", "rubric_judge", env=env, cwd=tmp_path)
+        assert what in table.stdout  # the table says why each call failed

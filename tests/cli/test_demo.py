@@ -56,3 +56,31 @@ def test_no_judge_configured_says_how_to_configure_one(tmp_path):
     assert "no judge configured" in r.stderr and "JURIST_JUDGE=openai/gpt-4o-mini" in r.stderr
     assert r.returncode == 1  # free-form rubrics: the local judge refuses, never a made-up score
     assert "the local judge cannot score free-form rubric rubric_001; configure an LLM judge" in r.stdout
+
+
+def test_demo_judge_is_the_judge_of_every_part(provider, tmp_path):
+    """`jurist demo --judge X`: the rubric batch, the research panels, the checklist judge and the
+    gate's evaluator all call X; the tutor and the generators stay the scripted, offline ones."""
+    from jurist.testing import Reply
+
+    provider.default = Reply(text="I will not judge this.")  # every part records its calls, failed ones too
+    env = {"JURIST_HOME": str(tmp_path / ".jurist"), "OPENAI_BASE_URL": provider.base_url,
+           "OPENAI_API_KEY": "k", "HF_HUB_OFFLINE": "1"}
+    r = run_cli("demo", "--judge", "openai/judge-x", cwd=tmp_path, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr  # a judge that never answers in form: parts report failures
+    shown = " ".join(r.stdout.split())
+    assert "with judge openai/judge-x" in shown and "Research question" in shown and "turn 5 learner>" in shown
+    assert "comprehensiveness checked by the judge openai/judge-x" in shown
+    assert {q["json"]["model"] for q in provider.requests} == {"judge-x"}
+    logs = run_cli("logs", "-n", "1000", "--json", cwd=tmp_path, env=env)
+    rows = [json.loads(line) for line in logs.stdout.splitlines()]
+    by_purpose: dict[str, set[str]] = {}
+    for row in rows:
+        by_purpose.setdefault(row["purpose"], set()).add(row["model"])
+    judged = {"rubric_judge": "rubrics", "panel_role": "research", "checklist_batch": "checklist",
+              "self_evaluation": "gate"}
+    for purpose, part in judged.items():
+        assert by_purpose.get(purpose) == {"openai/judge-x"}, (part, by_purpose)
+    assert by_purpose.pop("checklist_tutor") == {"scripted/tutor-demo"}  # the scripted tutor, not a judge
+    assert set(by_purpose) == set(judged)  # no other call, and none to the local judge
+    assert len(rows) - sum(r["purpose"] == "checklist_tutor" for r in rows) == len(provider.requests)

@@ -33,3 +33,17 @@ async def test_research_demo_end_to_end(tmp_path):
     folder = Path(tmp_path / "out" / "evaluations" / row["id"])
     assert (folder / "evaluation.json").is_file() and (folder / "plan_attempts" / "attempt_2.json").is_file()
     assert row["id"] in text
+
+
+def test_judged_by_puts_every_role_the_critic_and_the_escalation_on_one_judge():
+    from jurist.demo import examples_dir
+    from jurist.demo.research import judged_by
+    from jurist.research.config import load_research_config
+
+    bundled = load_research_config(examples_dir() / "research" / "research.yaml")
+    assert len(set(bundled.role_models().values())) > 1  # the bundled file names several models
+    config = judged_by(bundled, "openai/judge-x")
+    assert set(config.role_models().values()) == {"openai/judge-x"}
+    assert set(config.role_models()) == set(bundled.role_models())
+    assert config.critic() == config.escalation_model == config.model == "openai/judge-x"
+    assert config.stages == bundled.stages and config.iteration == bundled.iteration

@@ -130,3 +130,14 @@ async def test_examples_batch_with_item_rubrics(tmp_path):
     # the judge answered no item: every rubric is evaluation_failed, none is silently scored
     assert report.summary["batch_summary"]["average_score"] is None
     assert report.summary["failures"]["evaluations_failed"] == 15
+
+
+def test_failure_reasons_that_differ_only_in_numbers_are_one_kind():
+    from jurist.rubrics.batch import reason_kind
+
+    down = "EndpointDown: http://127.0.0.1:9/v1 is down: 10 calls in a row; calls fail at once for {} s more"
+    assert reason_kind(down.format("29.5")) == reason_kind(down.format("3.1"))
+    assert "127.0.0.1:#/v1" in reason_kind(down.format("1"))  # an address keeps its host
+    assert reason_kind("failed on its side (500)") == reason_kind("failed on its side (503)")
+    local = "the local judge cannot score free-form rubric {}; configure an LLM judge"
+    assert reason_kind(local.format("rubric_001")) != reason_kind(local.format("rubric_002"))  # ids stay apart

@@ -38,6 +38,15 @@ def factory() -> FakeFactory:
 
 @pytest.fixture
 def client(checklist_dir: Path, factory: FakeFactory):
+    """The app with the tutor's progress shown (the operator's choice; off by default)."""
+    app = create_app(Settings(tutor_progress=True), checklist_dirs=[checklist_dir], session_factory=factory)
+    with TestClient(app, base_url="http://localhost") as c:
+        yield c
+
+
+@pytest.fixture
+def quiet_client(checklist_dir: Path, factory: FakeFactory):
+    """The app as it starts by default: the tutor shows the learner the conversation only."""
     app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=factory)
     with TestClient(app, base_url="http://localhost") as c:
         yield c

@@ -59,7 +59,7 @@ def test_tutor_page_in_a_browser(page, checklist_dir: Path):
 
     script("judge", judge_says(["adenosine"]), judge_says([]), judge_says(["half-life"]))
     script("tutor", "Yes, adenosine. What else?", PAYLOAD, "Good, the half-life.")
-    app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=FakeFactory())
+    app = create_app(Settings(tutor_progress=True), checklist_dirs=[checklist_dir], session_factory=FakeFactory())
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     with running(app) as base:

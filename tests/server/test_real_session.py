@@ -31,7 +31,7 @@ def store(tmp_path: Path):
 
 
 def make_client(checklist_dir: Path, store: Store) -> TestClient:
-    app = create_app(Settings(), store, tutor_model="scripted/tutor", judge_model="scripted/judge",
+    app = create_app(Settings(tutor_progress=True), store, tutor_model="scripted/tutor", judge_model="scripted/judge",
                      checklist_dirs=[checklist_dir])
     return TestClient(app, base_url="http://localhost")
 

@@ -8,12 +8,14 @@ inside the command that runs, so ``jurist --help`` stays fast.
 from __future__ import annotations
 
 import functools
+import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from jurist.errors import JuristError, ModelError, StoreError, UsageError
 
@@ -33,6 +35,63 @@ EXIT_OK, EXIT_FAILURES, EXIT_BAD_INPUT = 0, 1, 2
 
 LOCAL_JUDGE = "local/minilm"  # jurist.models.registry.LOCAL_JUDGE, named here without importing the registry
 LOADING_LOCAL = f"loading the offline judge {LOCAL_JUDGE}"
+
+
+# The value types as help names them (click's names), for a typer that writes ``<str>``, ``<bool>``.
+TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN", "path": "PATH",
+              "file": "FILE", "dir": "DIRECTORY", "int range": "INTEGER", "float range": "FLOAT"}
+
+
+def help_metavar(param: Any, ctx: Any) -> str | None:
+    """How ``--help`` names an option's value: nothing for a flag, TEXT, INTEGER, PATH,
+    [a|b] for choices. None: leave it to typer (an argument, a metavar given, or a
+    typer that already names types so)."""
+    if getattr(param, "param_type_name", None) != "option" or param.metavar is not None:
+        return None
+    if getattr(param, "is_flag", False):
+        return ""
+    display_type = getattr(param, "display_type", None)
+    if display_type is None:
+        return None
+    label = str(display_type(ctx)).removeprefix("<").removesuffix(">")
+    listed = label.startswith("list[") and label.endswith("]")
+    if listed:
+        label = label[5:-1]
+    if param.type_descriptor.is_choice:
+        return f"[{label}]"
+    return TYPE_NAMES.get(label, label.upper())
+
+
+class CommandGroup(TyperGroup):
+    """The ``jurist`` group: its commands' ``--help`` names value types (TEXT, INTEGER,
+    PATH) and shows flags as flags, not ``<bool>``."""
+
+    def get_params(self, ctx: Any) -> Any:
+        return _name_types(super().get_params(ctx), ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _name_types(command.get_params(ctx), ctx)
+        return command
+
+
+def _name_types(params: Any, ctx: Any) -> Any:
+    for param in params:
+        metavar = help_metavar(param, ctx)
+        if metavar is not None:
+            param.metavar = metavar
+    return params
+
+
+def stdout_is_terminal() -> bool:
+    """Whether stdout is a terminal (a person reading) rather than a pipe or a file (a program).
+    Unlike rich's ``is_terminal``, FORCE_COLOR does not make a pipe a terminal."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # closed
+        return False
 
 
 def load_settings(config: str | None = None, **explicit: Any) -> "Settings":

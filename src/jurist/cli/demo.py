@@ -16,11 +16,16 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         output_dir: Path = typer.Option(Path("jurist-demo"), "--output-dir", help="Where results go."),
         judge: Optional[str] = typer.Option(
-            None, "--judge", help=f"Judge to use (default: the offline {LOCAL_JUDGE}, no LLM needed)."
+            None, "--judge",
+            help=f"Judge of every part: rubrics, research panels, checklist, gate (default: the offline "
+                 f"{LOCAL_JUDGE}, no LLM needed)."
         ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """Run the bundled examples offline: rubric scoring, a research pipeline, a checklist tutor, a response gate."""
+        """Run the bundled examples: rubric scoring, a research pipeline, a checklist tutor, a response gate.
+
+        Offline by default; with --judge, every part is judged by that model (the tutor and the generators
+        stay the scripted, offline ones)."""
         import asyncio
 
         from rich.markup import escape
@@ -31,13 +36,14 @@ def register(app: typer.Typer) -> None:
         from jurist.demo.checklist import run_checklist_demo
         from jurist.demo.gate import run_gate_demo
         from jurist.demo.research import run_research_demo
+        from jurist.models.registry import resolve_ref
         from jurist.rubrics import load_rubrics
         from jurist.store import Store
 
         settings = load_settings(config)
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
-        judge_ref = judge or LOCAL_JUDGE
+        judge_ref = resolve_ref(judge, settings) if judge else LOCAL_JUDGE
         require_local_judge(judge_ref)
         console.print(Panel.fit(
             escape(f"Rubric scoring of {ex / 'sessions'}\nagainst {ex / 'rubrics.json'} with judge ")
@@ -58,17 +64,18 @@ def register(app: typer.Typer) -> None:
             f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in {settings.database} "
             "(see them with `jurist logs`)"
         ), highlight=False)
-        console.print(Panel.fit("A research pipeline judged stage by stage, offline", title="jurist demo: research"))
+        offline = ", offline" if judge_ref == LOCAL_JUDGE else ""
+        console.print(Panel.fit(f"A research pipeline judged stage by stage{offline}", title="jurist demo: research"))
         with waiting("running the research pipeline and its judges"):
-            research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research"))
-        console.print(Panel.fit("A recall tutor that checks the learner's checklist on every message, offline",
+            research_code = asyncio.run(run_research_demo(console, settings, output_dir / "research", judge_ref))
+        console.print(Panel.fit(f"A recall tutor that checks the learner's checklist on every message{offline}",
                                 title="jurist demo: checklist"))
         with waiting("tutoring and judging the learner's messages"):
-            checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist"))
+            checklist_code = asyncio.run(run_checklist_demo(console, settings, output_dir / "checklist", judge_ref))
         console.print(Panel.fit("Answers judged before the user gets them, regenerated when incomplete",
                                 title="jurist demo: response gate"))
         with waiting("answering and judging through the gate"):
-            gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate"))
+            gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate", judge_ref))
         console.print(Panel.fit(
             escape(f"Everything above is stored in {settings.database}.\n")
             + "See it in the dashboard: run [bold]jurist serve[/] in this folder "

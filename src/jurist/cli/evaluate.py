@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import signal
+from textwrap import shorten
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 
@@ -12,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
-                               load_settings, local_load_notice, require_local_judge, waiting)
+                               load_settings, local_load_notice, require_local_judge, stdout_is_terminal, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -76,6 +77,10 @@ def register(app: typer.Typer) -> None:
         rubrics: Path = typer.Option(..., "--rubrics", help="Rubrics JSON file."),
         session: Path = typer.Option(..., "--session", help="Chat session JSONL file."),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write result.json here."),
+        as_json: bool = typer.Option(
+            False, "--json",
+            help="Print the result as JSON, not the table (the default when stdout is not a terminal: "
+                 "`jurist evaluate ... | jq` gets JSON only)."),
         judge: Optional[str] = JudgeOpt,
         template: Optional[Path] = TemplateOpt,
         config: Optional[str] = ConfigOpt,
@@ -83,7 +88,9 @@ def register(app: typer.Typer) -> None:
         timeout: Optional[float] = TimeoutOpt,
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
     ) -> None:
-        """Score one chat session against a rubrics file."""
+        """Score one chat session against a rubrics file.
+
+        On a terminal it prints the result as a table; piped (or with --json) as JSON, on stdout alone."""
         import asyncio
 
         from jurist.jsonfiles import write_json
@@ -102,11 +109,12 @@ def register(app: typer.Typer) -> None:
         if output:
             output.parent.mkdir(parents=True, exist_ok=True)
             write_json(output, result)
-        console.print(result_table(result))
-        if output:
-            console.print(escape(f"result written to {output}"), highlight=False)
+        if as_json or not (output or stdout_is_terminal()):
+            typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         else:
-            console.print_json(json.dumps(result))
+            console.print(result_table(result))
+        if output:
+            err_console.print(escape(f"result written to {output}"), highlight=False)
         raise typer.Exit(EXIT_OK if result["status"] == "scored" else EXIT_FAILURES)
 
     @app.command("evaluate-batch")
@@ -264,11 +272,58 @@ def print_batch_report(report: "BatchReport") -> None:
         f"{bs['total_sessions']} sessions ({report.scored} scored now{retried}, {report.skipped} already done), "
         f"average {avg}, {report.evaluations_failed} rubric evaluations failed"
     )
+    if report.failure_reasons:
+        print_failure_reasons(report.failure_reasons)
     if report.endpoint_note:
         console.print(f"[red]{escape(report.endpoint_note)}[/]", highlight=False)
     for err in report.input_errors:
         console.print(f"[red]input error:[/] {escape(str(err))}", highlight=False)
     console.print(escape(f"summary written to {report.summary_path}"), highlight=False)
+
+
+SHOWN_REASONS = 5  # the most frequent failure reasons a batch prints; the others are summed up
+REASON_CHARS = 300  # the most of a reason printed (all of it: the result files, `jurist logs --json`)
+
+
+def print_failure_reasons(reasons: dict[str, int]) -> None:
+    """Why rubric evaluations failed, most frequent reason first, with the `jurist logs`
+    commands that list the judge calls behind them."""
+    from rich.table import Table
+
+    from jurist.rubrics.judging import PURPOSE
+
+    total = sum(reasons.values())
+    console.print(f"[red]why the {total} rubric evaluation{'s' if total != 1 else ''} failed:[/]", highlight=False)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
+    items = list(reasons.items())
+    for reason, count in items[:SHOWN_REASONS]:
+        grid.add_row(f"{count} ×", escape(shorten(reason, REASON_CHARS, placeholder=" …")))
+    rest = items[SHOWN_REASONS:]
+    if rest:
+        grid.add_row(f"{sum(c for _, c in rest)} ×", f"{len(rest)} other reasons (in the result files' reasoning)")
+    console.print(grid)
+    statuses = sorted({s for s in map(logs_status, reasons) if s is not None})
+    if statuses:
+        console.print("the failed judge calls, with their errors:", highlight=False)
+        for status in statuses:  # one a line, never wrapped: to copy and run
+            console.print(f"  jurist logs --status {status} --purpose {PURPOSE}", markup=False, highlight=False,
+                          soft_wrap=True)
+
+
+def logs_status(reason: str) -> str | None:
+    """The status under which `jurist logs` lists the judge calls of a failure with this reason:
+    ``parse_error`` for a reply that could not be parsed, ``error`` for a model error
+    (the reason begins with its type: ``ModelUnavailable: ...``); None when no call failed
+    (the local judge's refusal, a rubric out of time)."""
+    from jurist import errors
+    from jurist.judges.judge import PARSE_FAILED
+
+    if reason.startswith(PARSE_FAILED):
+        return "parse_error"
+    kind = getattr(errors, reason.split(":", 1)[0], None)
+    return "error" if isinstance(kind, type) and issubclass(kind, errors.ModelError) else None
 
 
 __all__ = ["register", "run_batch_with_progress", "print_batch_report", "EXIT_BAD_INPUT"]

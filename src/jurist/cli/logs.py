@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from textwrap import shorten
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
 from jurist.cli.common import console, handle_errors, load_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
 
 
 def _row_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -24,6 +28,48 @@ def _tokens(row: dict[str, Any]) -> str:
     return f"{row['input_tokens']}/{row['output_tokens']}"
 
 
+WIDE = 100  # from this width on: full dates and a trace column
+ERROR_CHARS = 200  # the most of a failed call's error the table shows (all of it: --json)
+
+
+def calls_table(rows: list[dict[str, Any]], width: int) -> "Table":
+    """The calls as a table that reads at 80 columns: every column but one holds short
+    values and never wraps; the "call" column (purpose, model, a failure's error) wraps at
+    spaces. From WIDE columns on, full dates and the trace ids."""
+    from rich import box
+    from rich.table import Table
+
+    wide = width >= WIDE
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), leading=1)
+    table.add_column("time", no_wrap=True)
+    table.add_column("call", overflow="fold")
+    table.add_column("tokens in/out", no_wrap=True, justify="right")
+    table.add_column("latency", no_wrap=True, justify="right")
+    table.add_column("status", no_wrap=True)
+    if wide:
+        table.add_column("trace", no_wrap=True)
+    for r in rows:
+        ok = r["status"] == "ok"
+        call = escape(r["purpose"]) + f"\n[dim]{escape(r['model'])}[/]"
+        if r.get("error"):
+            call += f"\n[red]{escape(shorten(r['error'], ERROR_CHARS, placeholder=' …'))}[/]"
+        status = f"[{'green' if ok else 'red'}]{escape(r['status'])}[/]"
+        if r["attempts"] > 1:
+            status += f"\n{r['attempts']} attempts"
+        if r["cached"]:
+            status += "\ncached"
+        cells = [r["created_at"].strftime("%Y-%m-%d %H:%M:%S" if wide else "%m-%d %H:%M"), call, _tokens(r),
+                 _latency(r["latency_ms"]), status]
+        if wide:
+            cells.append(escape((r["trace_id"] or "")[:12]))
+        table.add_row(*cells)
+    return table
+
+
+def _latency(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("logs")
     @handle_errors
@@ -35,9 +81,7 @@ def register(app: typer.Typer) -> None:
         trace: Optional[str] = typer.Option(None, "--trace", help="Only calls of this trace id."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
-        """List recorded judge and model calls: purpose, model, tokens, latency, status."""
-        from rich.table import Table
-
+        """List recorded judge and model calls: purpose, model, tokens, latency, status, and why a call failed."""
         from jurist.store import Store
 
         settings = load_settings(config)
@@ -50,15 +94,9 @@ def register(app: typer.Typer) -> None:
             for row in rows:
                 typer.echo(json.dumps(_row_json(row), ensure_ascii=False, default=str))
             return
-        table = Table(title=escape(f"last {len(rows)} calls ({settings.database})"), title_justify="left")
-        for col in ("time", "purpose", "model", "tokens in/out", "latency", "attempts", "status", "trace"):
-            table.add_column(col, overflow="fold")
-        for r in rows:
-            status_txt = r["status"] + (" (cached)" if r["cached"] else "")
-            style = "green" if r["status"] == "ok" else "red"
-            table.add_row(
-                r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), escape(r["purpose"]), escape(r["model"]),
-                _tokens(r), f"{r['latency_ms']:.0f} ms", str(r["attempts"]),
-                f"[{style}]{escape(status_txt)}[/]", escape((r["trace_id"] or "")[:12]),
-            )
-        console.print(table)
+        if not rows:
+            filtered = " matching these filters" if purpose or status or trace else ""
+            console.print(escape(f"no calls{filtered} in {settings.database}"), highlight=False, soft_wrap=True)
+            return
+        console.print(escape(f"last {len(rows)} calls in {settings.database}"), highlight=False, soft_wrap=True)
+        console.print(calls_table(rows, console.width))

@@ -7,9 +7,11 @@ from typing import Optional
 import typer
 
 from jurist.cli import calibrate, compare, demo, doctor, evaluate, logs, probe, proxy, research, serve, tutor
+from jurist.cli.common import CommandGroup
 
 app = typer.Typer(
     name="jurist",
+    cls=CommandGroup,
     help="Judge LLM output with LLMs: rubric scoring, judge panels, research evaluation and checklist tutors, every call on record.",
     no_args_is_help=True,
     add_completion=False,

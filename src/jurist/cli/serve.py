@@ -23,8 +23,14 @@ def register(app: typer.Typer) -> None:
         checklists: Optional[List[Path]] = typer.Option(
             None, "--checklists", help="A folder of <name>.json checklists (repeatable), searched before the bundled ones."
         ),
-        tutor: Optional[str] = typer.Option(None, "--tutor", help="Tutor model (default: alias tutor/strong, or the judge)."),
-        judge: Optional[str] = typer.Option(None, "--judge", help="Checklist judge (default: alias fast, or the judge)."),
+        tutor: Optional[str] = typer.Option(
+            None, "--tutor", help="Tutor model (default: alias 'tutor', then alias 'strong', then the judge)."),
+        judge: Optional[str] = typer.Option(
+            None, "--judge", help="Checklist judge (default: alias 'fast', then the judge, then local/minilm)."),
+        tutor_progress: Optional[bool] = typer.Option(
+            None, "--tutor-progress/--no-tutor-progress",
+            help="Show the learner on /tutor how many points they recalled (default: tutor_progress in "
+                 "jurist.yaml, else off: the conversation only)."),
         upstream: Optional[str] = typer.Option(
             None, "--upstream", help="Also serve the gate proxy (/v1/chat/completions) in front of this OpenAI-compatible URL."
         ),
@@ -42,13 +48,16 @@ def register(app: typer.Typer) -> None:
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
-        settings = listen_settings(load_settings(config), host, allowed_host or [])
+        settings = listen_settings(load_settings(config, tutor_progress=tutor_progress), host, allowed_host or [])
         require_free_port(host, port)
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
                              "tutor: /tutor?points=NAME&learner=NAME)"), highlight=False)
         console.print(escape(f"database: {settings.database}"), highlight=False)
+        console.print("tutor page: " + ("the conversation and the learner's progress count" if settings.tutor_progress
+                                        else "the conversation only (--tutor-progress shows the progress count)"),
+                      highlight=False, markup=False)
         if upstream:
             console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}"), highlight=False)
         print_access(settings)

@@ -2,7 +2,10 @@
 
 Each line you type is one message. ``/end`` ends the session (points you did
 not recall are scheduled as ``Again``); ``/quit`` or end of input leaves it
-open, to continue with ``--session ID``.
+open, to continue with ``--session ID``. The learner sees the tutor's replies
+only: which points were recalled, and when each is due again, are printed with
+``--show-progress`` (the recall tutor's evaluation stays out of sight, note 000's
+criterion 17).
 """
 
 from __future__ import annotations
@@ -30,9 +33,14 @@ def register(app: typer.Typer) -> None:
         points: Optional[Path] = typer.Option(None, "--points", help="Checklist file: {title, points: [{id, text}]}."),
         learner: str = typer.Option("default", "--learner", help="Whose FSRS cards to review and schedule."),
         mode: str = typer.Option("recall", "--mode", help="recall (specific feedback) or rabbithole (minimal)."),
-        tutor: Optional[str] = typer.Option(None, "--tutor", help="Tutor model (default: alias 'strong', then the judge)."),
+        tutor: Optional[str] = typer.Option(
+            None, "--tutor", help="Tutor model (default: alias 'tutor', then alias 'strong', then the judge)."),
         judge: Optional[str] = typer.Option(None, "--judge", help="Checklist judge (default: alias 'fast', then the judge, then local/minilm)."),
         session: Optional[str] = typer.Option(None, "--session", help="Resume this session id."),
+        show_progress: bool = typer.Option(
+            False, "--show-progress",
+            help="Also print the points recalled after each reply, and each point's next review at the end "
+                 "(default: the tutor's replies only)."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
     ) -> None:
         """Recall a checklist with a tutor; every message is judged against every unchecked point."""
@@ -45,12 +53,12 @@ def register(app: typer.Typer) -> None:
         if points is None and session is None:
             raise InputError("give --points FILE to start a session, or --session ID to resume one")
         settings = load_settings(config)
-        code = asyncio.run(_run(settings, points, learner, mode, tutor, judge, session))
+        code = asyncio.run(_run(settings, points, learner, mode, tutor, judge, session, show_progress))
         raise typer.Exit(code)
 
 
 async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mode, tutor: str | None,
-               judge: str | None, session_id: str | None) -> int:
+               judge: str | None, session_id: str | None, show_progress: bool = False) -> int:
     import asyncio
 
     from jurist.checklist import ChecklistSession, checklist_judge_ref, load_checklist, tutor_ref
@@ -63,8 +71,8 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mo
             with waiting(f"opening session {session_id}"):
                 s = await ChecklistSession.resume(session_id, store=store, tutor=tutor, judge=judge,
                                                   settings=settings)
-            console.print(f"resuming session {escape(s.session_id)}: {s.recalled_count}/{s.total_points} recalled",
-                          highlight=False)
+            counts = f": {s.recalled_count}/{s.total_points} recalled" if show_progress else ""
+            console.print(escape(f"resuming session {s.session_id}{counts}"), highlight=False)
         else:
             assert points is not None
             checklist = load_checklist(points)
@@ -105,16 +113,24 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mo
                               highlight=False)
                 continue
             console.print(f"tutor> {escape(r.response)}", highlight=False)
-            progress = f"{r.recalled_count}/{r.total_points} recalled" + (
-                f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
-            console.print(f"[dim]{escape('[' + progress + ']')}[/]", highlight=False)
+            if show_progress:
+                progress = f"{r.recalled_count}/{r.total_points} recalled" + (
+                    f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
+                console.print(f"[dim]{escape('[' + progress + ']')}[/]", highlight=False)
         if s.active:
             console.print(f"session saved; continue with: jurist tutor --session {escape(s.session_id)}", highlight=False)
         else:
-            console.print(escape(f"session {s.status}: {s.recalled_count}/{s.total_points} points recalled"), highlight=False)
-            for d in await PointScheduler(store).all_points(s.learner, deck=s.title):
-                console.print(f"  next review of {d.point_id}: {d.due:%Y-%m-%d %H:%M} UTC ({d.last_rating})",
+            due = await PointScheduler(store).all_points(s.learner, deck=s.title)
+            if show_progress:
+                console.print(escape(f"session {s.status}: {s.recalled_count}/{s.total_points} points recalled"),
                               highlight=False)
+                for d in due:
+                    console.print(escape(f"  next review of {d.point_id}: {d.due:%Y-%m-%d %H:%M} UTC "
+                                         f"({d.last_rating})"), highlight=False)
+            else:
+                first = min((d.due for d in due), default=None)
+                when = f"; next review {first:%Y-%m-%d %H:%M} UTC" if first else ""
+                console.print(escape(f"session {s.status}{when}"), highlight=False)
         await s.aclose()
         return 0
     finally:

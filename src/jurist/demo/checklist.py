@@ -2,9 +2,10 @@
 
 ``examples/checklists/caffeine_learner.json`` holds the learner's messages.
 Each is judged by the local embedding judge (``local/minilm``, one
-meaning-match of every unchecked point against the message); the tutor is the
-scripted ``scripted/tutor-demo`` model, which acknowledges the evaluator's
-hidden observation and asks about the next unchecked point, with no LLM.
+meaning-match of every unchecked point against the message) unless given
+another judge; the tutor is the scripted ``scripted/tutor-demo`` model, which
+acknowledges the evaluator's hidden observation and asks about the next
+unchecked point, with no LLM.
 """
 
 from __future__ import annotations
@@ -46,20 +47,25 @@ def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
     return reply
 
 
-async def run_checklist_demo(console: Console, settings: Settings, output_dir: Path) -> int:
-    """Run the demo; print turns, points recalled, completion and due dates. 0 when complete, else 1."""
+async def run_checklist_demo(console: Console, settings: Settings, output_dir: Path,
+                             judge: str = LOCAL_JUDGE) -> int:
+    """Run the demo with ``judge``; print turns, points recalled, completion and due dates. 0 when
+    every message was judged and, with the local judge, the checklist was completed; else 1."""
     ex = examples_dir() / "checklists"
     transcript = json.loads((ex / "caffeine_learner.json").read_text(encoding="utf-8"))
     checklist = load_checklist(ex / transcript["checklist"])
     learner = transcript["learner"]
+    offline = " (offline)" if judge == LOCAL_JUDGE else ""
     console.print(f"Checklist [bold]{escape(checklist.title)}[/] ({len(checklist.points)} points), learner "
-                  f"{learner}; judge {LOCAL_JUDGE} (offline), tutor scripted/{DEMO_TUTOR}", highlight=False)
+                  + escape(f"{learner}; judge {judge}{offline}, tutor scripted/{DEMO_TUTOR}"), highlight=False)
     session_ref: list[ChecklistSession] = []
     script(DEMO_TUTOR, default=demo_tutor(session_ref))
     runtime = Runtime(settings)
+    session: ChecklistSession | None = None
+    unjudged = 0  # messages the judge gave no verdict on
     try:
         session = await ChecklistSession.start(checklist, runtime=runtime, learner=learner,
-                                               tutor=f"scripted/{DEMO_TUTOR}", judge=LOCAL_JUDGE)
+                                               tutor=f"scripted/{DEMO_TUTOR}", judge=judge)
         store = session.store
         session_ref.append(session)
         console.print(f"tutor> {escape(session.opening())}", highlight=False)
@@ -69,8 +75,13 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
             r = await session.process_user_message(text)
             console.print(f"\n[bold]turn {i}[/] learner> {escape(text)}", highlight=False)
             recalled = ", ".join(r.points_recalled_this_turn) or "none"
-            console.print(f"  recalled this turn: [green]{recalled}[/]  ({r.recalled_count}/{r.total_points})",
+            console.print(f"  recalled this turn: [green]{escape(recalled)}[/]  ({r.recalled_count}/{r.total_points})",
                           highlight=False)
+            judged = session.last_evaluation
+            if judged is not None and judged.status != "ok":
+                unjudged += 1
+                console.print(f"  [red]the judge gave no verdict: {escape(judged.reason or judged.status)}[/]",
+                              highlight=False)
             console.print(f"  tutor> {escape(r.response)}", highlight=False)
         if session.active:
             await session.finish()  # what was not recalled is reviewed as Again
@@ -78,10 +89,14 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                       f"{session.total_points} points recalled", highlight=False)
         console.print("FSRS next reviews:")
         for d in await PointScheduler(store).all_points(learner, deck=checklist.title):
-            console.print(f"  {d.point_id:<12} due {d.due:%Y-%m-%d %H:%M} UTC  (last rating {d.last_rating}, "
-                          f"{d.reviews} review(s))", highlight=False)
-        console.print(f"stored in {settings.database} (resume with `jurist tutor --session {session.session_id}`)",
-                      highlight=False)
+            console.print(escape(f"  {d.point_id:<12} due {d.due:%Y-%m-%d %H:%M} UTC  (last rating {d.last_rating}, "
+                                 f"{d.reviews} review(s))"), highlight=False)
+        console.print(escape(f"stored in {settings.database} (its calls: `jurist logs --trace "
+                             f"{session.session_id}`)"), highlight=False)
+        if judge != LOCAL_JUDGE:  # another judge's verdicts are its own: only a failure to judge fails
+            return 1 if unjudged else 0
         return 0 if session.completed else 1
     finally:
+        if session is not None:
+            await session.aclose()  # its judge's and tutor's connections
         await runtime.aclose()

@@ -5,8 +5,9 @@
 incomplete first plan (``first_plan.json``: one search query, for the causes
 only) and the configuration (``research.yaml``). :func:`run_research_demo`
 runs a keyword planner, a keyword search and an extractive synthesiser over
-them, judged by the local embedding judge: the plan loop finds the uncovered
-parts of the question and the planner adds queries for them.
+them, judged by the local embedding judge (or, given another judge, by panels
+of that judge with its plan critic): the plan loop finds the uncovered parts of
+the question and the planner adds queries for them.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from jurist.config import Settings
 from jurist.demo import examples_dir
+from jurist.models.registry import LOCAL_JUDGE
 from jurist.research.config import ResearchConfig, load_research_config
 from jurist.research.evaluation import ResearchEvaluation
 from jurist.research.export import write_export
@@ -108,9 +111,9 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
             for key, value in a.aggregated_scores.items():
                 console.print(f"  {key:<24} {_bar(value)}")
             for r in a.evaluator_results:
-                console.print(f"  critique: {r.critique}", highlight=False)
+                console.print(escape(f"  critique: {r.critique}"), highlight=False)
             if a.iteration_decision:
-                console.print(f"  -> iterating with {a.iteration_decision.mode}", highlight=False)
+                console.print(escape(f"  -> iterating with {a.iteration_decision.mode}"), highlight=False)
         console.print(f"Final plan score: {_bar(plan.overall)} (attempt {plan.chosen_attempt})")
     for title, sec in (("Stage 2: Retrieval", ret), ("Stage 3: Answer", ans)):
         if sec is None:
@@ -124,12 +127,12 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
             console.print("  the answer was regenerated once with the evaluation's feedback")
     for sec_name, stage in (("plan", plan), ("retrieval", ret), ("answer", ans)):
         if stage is not None and stage.evaluation_skipped:
-            console.print(f"[yellow]{sec_name.capitalize()} evaluation skipped ({stage.skip_reason}); "
+            console.print(f"[yellow]{sec_name.capitalize()} evaluation skipped ({escape(str(stage.skip_reason))}); "
                           "research continued without quality validation[/]", highlight=False)
         if stage is not None and stage.scoring_note:
-            console.print(f"[dim]{sec_name}: {stage.scoring_note}[/]", highlight=False)
+            console.print(f"[dim]{sec_name}: {escape(stage.scoring_note)}[/]", highlight=False)
     for w in rec.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     table = Table(title="research evaluation", title_justify="left")
     for col in ("plan", "retrieval", "answer", "overall", "iterations"):
         table.add_column(col)
@@ -139,21 +142,34 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
     console.print(table)
 
 
-async def run_research_demo(console: Console, settings: Settings, output_dir: Path) -> int:
-    """Run the demo; persist and export the record. Exit code: 0, or 1 when a stage was skipped."""
+def judged_by(config: ResearchConfig, judge: str) -> ResearchConfig:
+    """``config`` with every role, the plan critic and the escalation on ``judge``."""
+    roles = {role: e.model_copy(update={"model": judge}) for role, e in config.evaluators.items()}
+    return config.model_copy(update={"model": judge, "evaluators": roles, "critic_model": judge,
+                                     "escalation_model": judge})
+
+
+async def run_research_demo(console: Console, settings: Settings, output_dir: Path,
+                            judge: str = LOCAL_JUDGE) -> int:
+    """Run the demo with ``judge``; persist and export the record. Exit code: 0, or 1 when a stage
+    was skipped."""
     ex = examples_dir() / "research"
     corpus = json.loads((ex / "corpus.json").read_text(encoding="utf-8"))
     question = (ex / "question.txt").read_text(encoding="utf-8").strip()
     pipeline = KeywordPipeline(corpus, json.loads((ex / "first_plan.json").read_text(encoding="utf-8")))
     config: ResearchConfig = load_research_config(ex / "research.yaml")
-    console.print(f"Research question: [bold]{question}[/]\ncorpus: {len(corpus)} documents in {ex}; "
-                  "judge: local/minilm (offline)", highlight=False)
-    async with Runtime(settings) as runtime, ResearchEvaluation.local(config, runtime=runtime) as ev:
-        result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
+    offline = " (offline)" if judge == LOCAL_JUDGE else ""
+    console.print(f"Research question: [bold]{escape(question)}[/]\n"
+                  + escape(f"corpus: {len(corpus)} documents in {ex}; judge: {judge}{offline}"), highlight=False)
+    async with Runtime(settings) as runtime:
+        ev = (ResearchEvaluation.local(config, runtime=runtime) if judge == LOCAL_JUDGE
+              else ResearchEvaluation(judged_by(config, judge), runtime=runtime))
+        async with ev:
+            result = await ev.run(question, pipeline.planner, pipeline.search, pipeline.synthesiser)
     rec = result.record
     print_record(console, rec)
-    console.print(f"\nAnswer: {result.answer}", highlight=False)
+    console.print(escape(f"\nAnswer: {result.answer}"), highlight=False)
     folder = write_export(rec.to_json(), Path(output_dir) / "evaluations")
-    console.print(f"\nrecord {rec.log_id} saved in {settings.database} (kind 'research'); exported to {folder} "
-                  f"(again with `jurist export {rec.log_id}`)", highlight=False)
+    console.print(escape(f"\nrecord {rec.log_id} saved in {settings.database} (kind 'research'); exported to "
+                         f"{folder} (again with `jurist export {rec.log_id}`)"), highlight=False)
     return 1 if rec.evaluation_skipped else 0

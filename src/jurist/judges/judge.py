@@ -31,6 +31,7 @@ from jurist.models.model import Model, Template, cut_reply
 T = TypeVar("T")
 
 REASK_QUOTE_CHARS = 4_000  # the most of a failed reply the re-ask shows the model
+PARSE_FAILED = "the judge's reply could not be parsed"  # how a parse failure's reason begins
 
 
 @dataclass
@@ -129,7 +130,7 @@ class Judge:
         if first.parse_error is None:
             return first.parsed, [first]
         if not self.reask:
-            err = JudgeParseError(f"the judge's reply could not be parsed (no re-ask: retry_on_parse_failure is "
+            err = JudgeParseError(f"{PARSE_FAILED} (no re-ask: retry_on_parse_failure is "
                                   f"off): {first.parse_error}", raw=first.text)
             err.completions = [first]
             raise err
@@ -150,7 +151,7 @@ class Judge:
         if second.parse_error is None:
             return second.parsed, [first, second]
         err = JudgeParseError(
-            f"the judge's reply could not be parsed after one re-ask: {second.parse_error}", raw=second.text
+            f"{PARSE_FAILED} after one re-ask: {second.parse_error}", raw=second.text
         )
         err.completions = [first, second]
         raise err

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -89,6 +91,9 @@ class BatchReport:
     evaluations_failed: int
     endpoint_down: int = 0  # sessions scored now with a rubric that failed at once: the judge endpoint was down
     retried: int = 0  # of the sessions scored, those whose earlier result had failed
+    # why rubric evaluations failed: a reason of each kind -> how many failed so, most frequent first
+    # (reasons that differ only in their numbers are one kind; see BatchTally.count_failures)
+    failure_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def endpoint_note(self) -> str | None:
@@ -105,9 +110,21 @@ class BatchReport:
         return 1 if self.evaluations_failed else 0
 
 
+MAX_REASONS = 50  # distinct failure reasons a batch tells apart; the rest are counted as OTHER_REASONS
+REASON_CHARS = 2000  # a failure reason is told apart by its first characters
+OTHER_REASONS = "(other reasons)"
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")  # a count, a duration, a status: not an id's digits
+
+
+def reason_kind(reason: str) -> str:
+    """A failure reason with its standalone numbers masked: reasons that differ only in a count,
+    a duration or a status code (``fail at once for 29.5 s more``) are one kind."""
+    return _NUMBER.sub("#", reason[:REASON_CHARS])
+
+
 class BatchTally:
     """What both batch engines count: the summary, scored / skipped sessions,
-    input errors and session ids already seen; reports progress."""
+    input errors, failure reasons and session ids already seen; reports progress."""
 
     def __init__(self, rubric_set: RubricSet, on_progress: ProgressFn | None = None) -> None:
         self.summary = SummaryBuilder(rubric_set)
@@ -117,6 +134,8 @@ class BatchTally:
         self.skipped = 0
         self.endpoint_down = 0
         self.retried = 0
+        self.failure_kinds: Counter[str] = Counter()  # reason_kind -> count
+        self._examples: dict[str, str] = {}  # reason_kind -> its first reason
         self._on_progress = on_progress
 
     def _progress(self, name: str, status: str) -> None:
@@ -145,13 +164,28 @@ class BatchTally:
         self.names[name.casefold()] = (session_id, str(path))
         return True
 
+    def count_failures(self, result: RubricResult) -> None:
+        """Count the reason of each rubric of ``result`` that was not scored (the summary counts
+        the failures; this says why)."""
+        for rs in result.rubric_scores:
+            if rs.status == "scored" or rs.rubric_id not in self.summary.per_rubric:  # as the summary counts
+                continue
+            reason = (rs.reasoning or rs.status).strip()
+            kind = reason_kind(reason)
+            if kind not in self.failure_kinds and len(self.failure_kinds) >= MAX_REASONS:
+                kind = reason = OTHER_REASONS
+            self._examples.setdefault(kind, reason)
+            self.failure_kinds[kind] += 1
+
     def add_existing(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
+        self.count_failures(result)
         self.skipped += 1
         self._progress(session_id, "skipped")
 
     def add_scored(self, session_id: str, result: RubricResult, *, retried: bool = False) -> None:
         self.summary.add(result)
+        self.count_failures(result)
         self.scored += 1
         down = f"{EndpointDown.__name__}:"
         if any(rs.status != "scored" and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
@@ -165,7 +199,8 @@ class BatchTally:
         summary_path = out / "summary.json"
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
-                           self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried)
+                           self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried,
+                           failure_reasons={self._examples[k]: n for k, n in self.failure_kinds.most_common()})
 
 
 async def run_batch(

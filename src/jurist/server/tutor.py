@@ -1,6 +1,9 @@
 """The tutor page (``GET /tutor``) and the checklist list (``GET /api/checklists``).
 
 The conversation itself runs over ``WS /tutor/ws`` (see :mod:`jurist.server.tutor_ws`).
+The page shows the conversation only; the progress count (points recalled of all)
+appears when the operator turns it on (``tutor_progress`` in the settings,
+``jurist serve --tutor-progress``).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ async def tutor_page(
         request,
         "tutor.html",
         {"checklist": checklist, "learner": learner, "session_id": session_id or "",
-         "token_required": bool(state.settings.api_token)},
+         "token_required": bool(state.settings.api_token), "show_progress": state.settings.tutor_progress},
     )
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"

@@ -7,7 +7,9 @@ browser the subprotocols ``jurist`` and ``jurist.bearer.<base64url(token)>``; se
 Client frames: ``{"type": "message", "content": "..."}``.
 Server frames: ``session``, ``history``, ``assistant_message``, ``progress``, ``error``
 (see docs/server.md). The judge's feedback, observations, confidences and
-scores are never sent: only the tutor's reply and the progress counts are.
+scores are never sent: only the tutor's reply, and the progress counts when the
+operator shows them (``tutor_progress``; off by default: the learner sees the
+conversation only).
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ async def tutor_ws(websocket: WebSocket) -> None:
 
 
 async def connect(websocket: WebSocket, state: ServerState) -> TutorSession | None:
-    """Validate the query, open the session, send session/history/progress (None: refused and closed)."""
+    """Validate the query, open the session, send session/history (and progress when shown); None: refused
+    and closed."""
     q = websocket.query_params
     points, learner, session_id = q.get("points", ""), q.get("learner", ""), q.get("session_id") or None
     problem = check_query(points, learner, session_id)
@@ -136,7 +139,8 @@ async def connect(websocket: WebSocket, state: ServerState) -> TutorSession | No
     )
     history = [{"role": m.role, "content": m.content} for m in session.visible_messages()]
     await websocket.send_json({"type": "history", "opening": session.opening(), "messages": history})
-    await websocket.send_json(progress_frame(session.recalled_count, session.total_points, session.completed))
+    if state.settings.tutor_progress:
+        await websocket.send_json(progress_frame(session.recalled_count, session.total_points, session.completed))
     return session
 
 
@@ -156,7 +160,8 @@ async def converse(websocket: WebSocket, state: ServerState, session: TutorSessi
             await websocket.send_json(error_frame(result))
             continue
         await websocket.send_json({"type": "assistant_message", "content": result.response})
-        await websocket.send_json(progress_frame(result.recalled_count, result.total_points, result.completed))
+        if state.settings.tutor_progress:
+            await websocket.send_json(progress_frame(result.recalled_count, result.total_points, result.completed))
 
 
 async def take_turn(session: TutorSession, content: str) -> TurnResult | str:

@@ -94,7 +94,9 @@
     item.scrollIntoView({ block: "end" });
   }
 
+  // Only when the operator shows progress (the server then sends progress frames).
   function setProgress(recalled, total, completed) {
+    if (!recalledEl || !totalEl) return;
     recalledEl.textContent = String(recalled);
     totalEl.textContent = String(total);
     root.classList.toggle("completed", Boolean(completed));
