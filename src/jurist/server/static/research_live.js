@@ -169,6 +169,7 @@
     tick();
     stopCountdown();
     countdown = window.setInterval(tick, 1000);
+    progress(d.stage, 1, "Waiting for a decision", "running");
   }
 
   function decided(d) {
@@ -177,8 +178,10 @@
     box.dataset.waiting = "false";
     box.dataset.closed = "true";
     Array.prototype.forEach.call(box.querySelectorAll("button.choice, .countdown, .sent"), function (n) { n.remove(); });
-    var who = d.by === "user" ? "chosen on this page or through the API" : "no choice in time: the default";
-    box.appendChild(el("p", "decided", "Decision: " + (CHOICES[d.choice] || d.choice) + " (" + who + ")."));
+    var choice = CHOICES[d.choice] || d.choice;
+    box.appendChild(el("p", "decided", "Decision: " + choice + (d.by === "user" ? "." : " (the default: no choice in time).")));
+    if (d.choice === "retry") progress(d.stage, 0.25, "Searching again", "running");
+    else progress(d.stage, 1, "Done", "done");
   }
 
   // -- one handler per event type ---------------------------------------------------------
