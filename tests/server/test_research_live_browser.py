@@ -164,7 +164,6 @@ def test_the_live_page_follows_a_running_evaluation(browser_page, shots: Path, t
 
         # the end: a link to the stored record
         expect(page.locator("#run-status")).to_have_text("done", timeout=20_000)
-        page.screenshot(path=str(shots / "research-live-done.png"), full_page=True)
         page.locator("#run-summary a").click()
         page.wait_for_url(f"**/evaluation/research/{log_id}")
         expect(page.locator("#stage-plan .stage-overall")).to_have_text("0.90")
