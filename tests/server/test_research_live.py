@@ -310,3 +310,12 @@ def test_events_reach_a_reader_as_they_happen(tmp_path):
                 seen.append((kind, status))
     assert seen[0] == ("started", "running") and ("evaluation", "running") in seen
     assert seen[-1][0] == "done"
+
+
+def test_a_pipeline_that_cannot_build_its_evaluation_is_a_400(make_client):
+    def evaluation(config: Any, **kw: Any) -> ResearchEvaluation:
+        return ResearchEvaluation(config, log_id="not an id!", **kw)
+
+    client = make_client(ResearchPipeline(Planner(), Search(), Synthesiser(), evaluation=evaluation))
+    r = client.post("/api/research/evaluate", json={"query": QUERY})
+    assert r.status_code == 400 and "log id 'not an id!'" in r.json()["detail"]

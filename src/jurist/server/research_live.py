@@ -313,8 +313,9 @@ async def start(request: Request, body: StartRequest) -> dict[str, str]:
     live = _live(request)
     if live.running() >= MAX_RUNNING:
         raise HTTPException(429, f"{MAX_RUNNING} research evaluations are running; try again when one has finished")
-    evaluation = pipeline.start(runtime=get_state(request).runtime, events=live,
-                                decision_timeout=body.decision_timeout, decision_default=body.decision_default)
+    evaluation = await asyncio.to_thread(  # it may read the research configuration from jurist.yaml
+        pipeline.start, runtime=get_state(request).runtime, events=live, decision_timeout=body.decision_timeout,
+        decision_default=body.decision_default)
     live.start(evaluation, pipeline, body.query)
     return _links(evaluation.log_id)
 
