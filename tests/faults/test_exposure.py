@@ -40,7 +40,8 @@ PROXY_LIMIT = 256 * 1024  # max_proxy_body_bytes
 KINDS = ("serve", "serve --upstream", "proxy")
 ASK = [{"role": "user", "content": "What is the capital of France?"}]
 # Each write with a body its route refuses (422): past the guard, nothing is spent or stored.
-API_WRITES = [("POST", "/api/evaluate"), ("POST", "/api/evaluation/analyze"), ("PUT", "/api/prompts/rubric_judge")]
+API_WRITES = [("POST", "/api/evaluate"), ("POST", "/api/evaluation/analyze"), ("PUT", "/api/prompts/rubric_judge"),
+              ("POST", "/api/research/evaluate"), ("POST", "/api/research/r1/decision")]
 PROXY_WRITE = ("POST", "/v1/chat/completions")
 INVALID = b'{"unexpected": true}'
 RUBRICS = {"rubrics": [{"id": "a", "name": "A", "scoring_criteria": "x"}]}

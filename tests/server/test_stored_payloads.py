@@ -16,7 +16,7 @@ from jurist.config import Settings
 from jurist.server import create_app
 from jurist.store import Store
 from tests.conftest import fresh_database
-from tests.test_payloads import OLD_ROWS
+from tests.test_payloads import LATER, OLD_ROWS
 
 SECTION = {"rubric": "rubric-section", "gate": "gate-section", "research": "research-section",
            "checklist": "checklist-section"}
@@ -65,7 +65,9 @@ def test_the_api_gives_old_rows_their_kind_and_version(client):
         body = client.get(f"/api/evaluation/sessions/old-{i}").json()
         payload = body["evaluation"]["payload"]
         assert payload["kind"] == kind and payload["version"] == "1.0" and body["payload_error"] is None
-        assert {k: v for k, v in payload.items() if k not in {"kind", "version"} - set(stored)} == stored
+        later = LATER.get(kind, {})  # fields added since, at their defaults
+        assert {k: payload[k] for k in later} == later
+        assert {k: v for k, v in payload.items() if k not in ({"kind", "version"} - set(stored)) | set(later)} == stored
 
 
 def test_an_unknown_kind_is_shown_as_stored_with_the_reason(client):

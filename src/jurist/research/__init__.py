@@ -9,7 +9,8 @@ are the stages on their own.
 from jurist.errors import EvaluationUnavailable, ResearchBlocked
 from jurist.research.answer import AnswerOutcome, Synthesiser, evaluate_answer
 from jurist.research.config import ResearchConfig, load_research_config, research_config
-from jurist.research.evaluation import ResearchEvaluation, ResearchResult, query_id
+from jurist.research.evaluation import ResearchEvaluation, ResearchPipeline, ResearchResult, query_id
+from jurist.research.events import EventSink, PendingDecision, ResearchEvent
 from jurist.research.export import export_record, find_record, write_export
 from jurist.research.failsafe import StageOptions, guarded
 from jurist.research.local import LocalPlanCritic, LocalResearchEvaluator
@@ -17,6 +18,7 @@ from jurist.research.plan import LLMPlanCritic, PlanCritic, PlanOutcome, Planner
 from jurist.research.records import (
     AnswerAttempt,
     AnswerEvaluation,
+    Decision,
     EscalationResult,
     EvaluationRecord,
     EvaluatorResult,
@@ -41,10 +43,12 @@ __all__ = [
     "AnswerAttempt",
     "AnswerEvaluation",
     "AnswerOutcome",
+    "Decision",
     "EscalationResult",
     "EvaluationRecord",
     "EvaluationUnavailable",
     "EvaluatorResult",
+    "EventSink",
     "Issue",
     "IterationDecision",
     "LLMPlanCritic",
@@ -53,11 +57,14 @@ __all__ = [
     "PlanAttempt",
     "PlanCritic",
     "PlanEvaluation",
+    "PendingDecision",
     "PlanOutcome",
     "Planner",
     "ResearchBlocked",
     "ResearchConfig",
     "ResearchEvaluation",
+    "ResearchEvent",
+    "ResearchPipeline",
     "ResearchResult",
     "RetrievalEvaluation",
     "SourceEvaluation",

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.judges.outcome import describe
+from jurist.research.events import AttemptStarted, Emit, Iterating, Skipped, StageDone, ignore, scored
 from jurist.research.failsafe import StageOptions, evaluate_subject, guarded, logger
 from jurist.research.records import AnswerAttempt, AnswerEvaluation, fill_stage, unscored_note
 from jurist.research.retrieval import sources_text
@@ -45,22 +46,40 @@ def answer_feedback(attempt: AnswerAttempt, config: ResearchConfig) -> str:
 
 
 async def _evaluate(attempt: AnswerAttempt, query: str, sources: list[Any], *, evaluator: st.StageEvaluator,
-                    options: StageOptions, config: ResearchConfig, trace_id: str | None) -> str | None:
+                    options: StageOptions, config: ResearchConfig, trace_id: str | None, emit: Emit) -> str | None:
     """Evaluate one answer into ``attempt``; returns a warning, if any."""
     subject = {"query": query, "sources": sources_text(sources), "answer": attempt.answer}
+    if options.enabled:
+        await emit(AttemptStarted(stage="answer", attempt=attempt.attempt_number))
     outcome = await guarded(options, lambda: evaluate_subject(evaluator, st.ANSWER, subject, trace_id=trace_id))
     if not outcome.ok or outcome.value is None:
         attempt.evaluation_skipped, attempt.skip_reason = True, outcome.reason
+        await emit(Skipped(stage="answer", attempt=attempt.attempt_number, reason=outcome.reason or "skipped"))
         return outcome.warning
     fill_stage(attempt, outcome.value, list(config.stages.answer.dimensions))
     attempt.passed = (outcome.value.overall or 0.0) >= config.stages.answer.pass_threshold
+    await emit(scored("answer", attempt, attempt.attempt_number, config))
     return None
 
 
 async def evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesiser, *,
                           evaluator: st.StageEvaluator, config: ResearchConfig, answer: str | None = None,
-                          trace_id: str | None = None) -> AnswerOutcome:
-    """Synthesise (unless ``answer`` is given), evaluate, regenerate once below the bar."""
+                          trace_id: str | None = None, emit: Emit = ignore) -> AnswerOutcome:
+    """Synthesise (unless ``answer`` is given), evaluate, regenerate once below the bar;
+    ``emit`` gets the stage's events."""
+    out = await _evaluate_answer(query, sources, synthesiser, evaluator=evaluator, config=config, answer=answer,
+                                 trace_id=trace_id, emit=emit)
+    section = out.evaluation
+    await emit(StageDone(stage="answer", overall=section.overall, passed=section.passed,
+                         attempts=len(section.attempts), chosen_attempt=section.final_attempt,
+                         skipped=section.evaluation_skipped, skip_reason=section.skip_reason,
+                         warnings=list(section.warnings)))
+    return out
+
+
+async def _evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesiser, *,
+                           evaluator: st.StageEvaluator, config: ResearchConfig, answer: str | None,
+                           trace_id: str | None, emit: Emit) -> AnswerOutcome:
     options = StageOptions.of(st.ANSWER, config)
     stage = config.stages.answer
     text = answer if answer is not None else await synthesiser(query, sources, None)
@@ -68,7 +87,7 @@ async def evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesis
     first = AnswerAttempt(attempt_number=1, answer=text)
     section.attempts.append(first)
     evaluate = partial(_evaluate, query=query, sources=sources, evaluator=evaluator, options=options, config=config,
-                       trace_id=trace_id)
+                       trace_id=trace_id, emit=emit)
     warning = await evaluate(first)
     section.warnings += [warning] if warning else []
     if first.evaluation_skipped:
@@ -77,6 +96,8 @@ async def evaluate_answer(query: str, sources: list[Any], synthesiser: Synthesis
     final = first
     if (first.overall or 0.0) < stage.regenerate_below and config.evaluation.answer_evaluation.regeneration_enabled:
         feedback = answer_feedback(first, config)
+        await emit(Iterating(stage="answer", attempt=2, critique=" ".join(
+            r.critique for r in first.evaluator_results if r.critique), feedback=feedback))
         try:
             again = await synthesiser(query, sources, feedback)
         except Exception as exc:  # regeneration is the evaluation's addition: it never stops research

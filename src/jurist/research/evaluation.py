@@ -13,11 +13,18 @@ The record's ``overallScore`` is the unweighted mean of the overall scores of
 the stages that were scored (plan: the chosen attempt; answer: the final
 answer); ``None`` when none was. ``evaluationSkipped`` is true when any stage
 that ran was skipped, with the reasons joined in ``skipReason``.
+
+Live: ``events=`` gets every stage event as it happens (see
+:mod:`jurist.research.events`; the server's live page is one such sink), and
+:meth:`ResearchEvaluation.decision` asks the user to proceed or retry the
+search after a severe retrieval flag, the default answering after a time-out
+(``run`` asks when ``decision_timeout`` is set).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -29,10 +36,13 @@ from jurist.models.base import MeaningJudge
 from jurist.research import stages as st
 from jurist.research.answer import AnswerOutcome, Synthesiser, evaluate_answer
 from jurist.research.config import ResearchConfig, load_research_config
+from jurist.research.events import (
+    CHOICES, Choice, Decided, DecisionRequested, Done, EventSink, Failed, PendingDecision, Stage, Started,
+)
 from jurist.research.failsafe import logger
 from jurist.research.plan import LLMPlanCritic, PlanCritic, PlanOutcome, Planner, evaluate_plan
 from jurist.research.records import (
-    AnswerEvaluation, EscalationResult, EvaluationRecord, IterationDecision, PlanAttempt, PlanEvaluation,
+    AnswerEvaluation, Decision, EscalationResult, EvaluationRecord, IterationDecision, PlanAttempt, PlanEvaluation,
     RetrievalEvaluation, now,
 )
 from jurist.research.retrieval import evaluate_retrieval
@@ -41,6 +51,7 @@ from jurist.store import Store
 
 KIND = "research"
 Search = Callable[[str, Any], Awaitable[list[Any]]]
+MAX_SEARCH_RETRIES = 2  # run(): searches made again after a severe retrieval flag, at most
 
 
 def query_id(query: str) -> str:
@@ -101,6 +112,25 @@ class ResearchResult:
     record: EvaluationRecord
 
 
+@dataclass
+class ResearchPipeline:
+    """A research application's three callbacks, for whoever starts runs of it (the server's
+    ``POST /api/research/evaluate``). ``evaluation`` builds each run's :class:`ResearchEvaluation`
+    from ``config`` and keyword arguments (``runtime``, ``events``, ``decision_timeout``, ...):
+    ``ResearchEvaluation`` (panels on the configured models), ``ResearchEvaluation.local``, or
+    your own factory."""
+
+    planner: Planner
+    search: Search
+    synthesiser: Synthesiser
+    config: ResearchConfig | None = None
+    evaluation: Callable[..., "ResearchEvaluation"] | None = None
+
+    def start(self, **kw: Any) -> "ResearchEvaluation":
+        make = self.evaluation or ResearchEvaluation
+        return make(self.config, **kw)
+
+
 class ResearchEvaluation:
     """Evaluate one research query stage by stage and keep one record of it.
 
@@ -110,14 +140,31 @@ class ResearchEvaluation:
     ``critic`` gives the plan loop its feedback (default: an LLM critic on
     ``critic_model``, the meta-review on ``escalation_model``). Without
     ``store`` one is opened on ``settings.database`` when first needed.
+
+    ``events`` is called with every event of the run (:mod:`jurist.research.events`),
+    numbered and carrying the log id; a sink that raises is logged and ignored.
+    ``decision_timeout`` (seconds) makes :meth:`run` ask, after a severe retrieval
+    flag, whether to proceed or search again (``decision_default`` after the time-out).
     """
 
     def __init__(self, config: ResearchConfig | None = None, *, runtime: Runtime | None = None,
                  settings: Settings | None = None, store: Store | None = None, evaluators: dict[str, st.StageEvaluator] | None = None,
                  critic: PlanCritic | None = None, log_id: str | None = None, query_id: str | None = None,
-                 trace_id: str | None = None) -> None:
+                 trace_id: str | None = None, events: EventSink | None = None, decision_timeout: float | None = None,
+                 decision_default: Choice = "proceed") -> None:
         if log_id is not None and (not log_id or len(log_id) > 32 or not log_id.replace("-", "").isalnum()):
             raise InputError(f"log id {log_id!r} must be 1 to 32 letters, digits or '-' (e.g. uuid4().hex)")
+        if decision_timeout is not None and not 0 < decision_timeout <= 86_400:
+            raise InputError(f"decision_timeout must be more than 0 and at most 86400 seconds, not {decision_timeout!r}")
+        if decision_default not in CHOICES:
+            raise InputError(f"decision_default must be one of {', '.join(CHOICES)}, not {decision_default!r}")
+        self.events = events
+        self.decision_timeout, self.decision_default = decision_timeout, decision_default
+        self.decisions: list[Decision] = []
+        self._seq = 0
+        self._searches = 0  # retrieval evaluations made (a search made again after a severe flag)
+        self._pending: PendingDecision | None = None
+        self._finished = False  # done or error was emitted
         self._runtime_given, self._settings, self._store_given = runtime, settings, store
         self._runtime: Runtime | None = runtime
         self.config = config or load_research_config(settings=runtime.settings if runtime else settings)
@@ -182,42 +229,114 @@ class ResearchEvaluation:
         return LLMPlanCritic(model, esc, dimensions=st.descriptions(st.PLAN), temperature=s.temperature,
                              seed=s.seed, max_tokens=s.max_tokens)
 
-    def _remember(self, query: str) -> None:
+    async def _remember(self, query: str) -> None:
         if self.query is None:
             self.query = query
+            await self.emit(Started(query=query, max_attempts=self.config.max_attempts))
+
+    # -- events ----------------------------------------------------------------------
+    async def emit(self, event: Any) -> None:
+        """Number ``event``, stamp it with the log id and hand it to the sink (fail-safe)."""
+        if self.events is None:
+            return
+        self._seq += 1
+        event = event.model_copy(update={"log_id": self.log_id, "seq": self._seq})
+        try:
+            out = self.events(event)
+            if inspect.isawaitable(out):
+                await out
+        except Exception as exc:  # a broken view never stops the research
+            logger.warning("the research event sink failed on %s event %d: %s", event.type, event.seq, exc)
+
+    async def decision(self, *, timeout: float, default: Choice = "proceed", stage: Stage = "retrieval",
+                       reason: str | None = None) -> Choice:
+        """Ask whoever watches the run (the ``decision`` event) to ``proceed`` or ``retry``, and
+        wait for :meth:`decide` (the server's ``POST /api/research/{id}/decision``) or, after
+        ``timeout`` seconds, take ``default``. Recorded in the record's ``decisions``."""
+        if not 0 < timeout <= 86_400:
+            raise InputError(f"a decision's timeout must be more than 0 and at most 86400 seconds, not {timeout!r}")
+        if reason is None:
+            warned = self.retrieval.warnings if stage == st.RETRIEVAL and self.retrieval else []
+            reason = warned[-1] if warned else f"{stage} quality warning"
+        pending = self._pending = PendingDecision(default)
+        try:
+            await self.emit(DecisionRequested(stage=stage, reason=reason, default=default, timeout_s=timeout,
+                                              resolve=pending.resolve))
+            choice, by = await pending.wait(timeout)
+        finally:
+            self._pending = None
+        self.decisions.append(Decision(stage=stage, reason=reason, choice=choice, by=by, default=default,
+                                       timeout=timeout))
+        await self.emit(Decided(stage=stage, choice=choice, by=by))
+        return choice
+
+    def decide(self, choice: str) -> bool:
+        """Answer the decision the run waits for (from any thread); False when none is waiting."""
+        pending = self._pending
+        return pending.resolve(choice) if pending is not None else False
 
     # -- the stages ------------------------------------------------------------------
     async def evaluate_plan(self, query: str, planner: Planner) -> PlanOutcome:
         """Stage 1: plan and refine (see :func:`jurist.research.plan.evaluate_plan`)."""
-        self._remember(query)
+        await self._remember(query)
         out = await evaluate_plan(query, planner, evaluator=self.evaluators[st.PLAN], config=self.config,
-                                  critic=self.critic, trace_id=self.trace_id)
+                                  critic=self.critic, trace_id=self.trace_id, emit=self.emit)
         self.plan = out.evaluation
         return out
 
     async def evaluate_retrieval(self, query: str, plan: Any, sources: list[Any]) -> RetrievalEvaluation:
-        """Stage 2: judge the sources (see :func:`jurist.research.retrieval.evaluate_retrieval`)."""
-        self._remember(query)
-        self.retrieval = await evaluate_retrieval(query, plan, sources, evaluator=self.evaluators[st.RETRIEVAL],
-                                                  config=self.config, trace_id=self.trace_id)
-        return self.retrieval
+        """Stage 2: judge the sources (see :func:`jurist.research.retrieval.evaluate_retrieval`). Called
+        again for the same query (a search made again), it numbers the search and keeps the
+        earlier searches' warnings."""
+        await self._remember(query)
+        before, self._searches = self.retrieval, self._searches + 1
+        section = await evaluate_retrieval(query, plan, sources, evaluator=self.evaluators[st.RETRIEVAL],
+                                           config=self.config, trace_id=self.trace_id, search_attempt=self._searches,
+                                           emit=self.emit)
+        if before is not None:
+            section.warnings[:0] = [*before.warnings, f"search {self._searches - 1} replaced by search {self._searches}"]
+        self.retrieval = section
+        return section
 
     async def evaluate_answer(self, query: str, sources: list[Any], synthesiser: Synthesiser, *,
                               answer: str | None = None) -> AnswerOutcome:
         """Stage 3: synthesise, judge, regenerate once (see :func:`jurist.research.answer.evaluate_answer`)."""
-        self._remember(query)
+        await self._remember(query)
         out = await evaluate_answer(query, sources, synthesiser, evaluator=self.evaluators[st.ANSWER],
-                                    config=self.config, answer=answer, trace_id=self.trace_id)
+                                    config=self.config, answer=answer, trace_id=self.trace_id, emit=self.emit)
         self.answer = out.evaluation
         return out
 
     async def run(self, query: str, planner: Planner, search: Search, synthesiser: Synthesiser) -> ResearchResult:
-        """The whole pipeline: plan (evaluated), search, retrieval evaluation, answer; then save."""
-        plan = (await self.evaluate_plan(query, planner)).plan
-        sources = await search(query, plan)
-        await self.evaluate_retrieval(query, plan, sources)
-        answer = (await self.evaluate_answer(query, sources, synthesiser)).answer
-        return ResearchResult(plan, sources, answer, await self.save())
+        """The whole pipeline: plan (evaluated), search, retrieval evaluation, answer; then save.
+
+        With ``decision_timeout`` set, a severe retrieval flag asks :meth:`decision`; ``retry``
+        calls ``search`` again and evaluates its sources (at most ``MAX_SEARCH_RETRIES`` times).
+        A failure is emitted as an ``error`` event before it is raised."""
+        try:
+            await self._remember(query)
+            plan = (await self.evaluate_plan(query, planner)).plan
+            sources = await search(query, plan)
+            retrieval = await self.evaluate_retrieval(query, plan, sources)
+            for _ in range(MAX_SEARCH_RETRIES):
+                if not retrieval.flagged_severe or self.decision_timeout is None:
+                    break
+                if await self.decision(timeout=self.decision_timeout, default=self.decision_default) != "retry":
+                    break
+                sources = await search(query, plan)
+                retrieval = await self.evaluate_retrieval(query, plan, sources)
+            answer = (await self.evaluate_answer(query, sources, synthesiser)).answer
+            return ResearchResult(plan, sources, answer, await self.save())
+        except BaseException as exc:
+            await self.failed(exc)
+            raise
+
+    async def failed(self, exc: BaseException) -> None:
+        """Emit the ``error`` event of a run that stopped on ``exc`` (once; not after ``done``)."""
+        if self._finished:
+            return
+        self._finished = True
+        await self.emit(Failed(error=str(exc) or type(exc).__name__, error_type=type(exc).__name__))
 
     # -- the record ------------------------------------------------------------------
     def record(self) -> EvaluationRecord:
@@ -232,12 +351,14 @@ class ResearchEvaluation:
             trace_id=self.trace_id, plan_evaluation=self.plan, retrieval_evaluation=self.retrieval,
             answer_evaluation=self.answer, overall_score=round(sum(overalls) / len(overalls), 4) if overalls else None,
             evaluation_skipped=bool(skipped), skip_reason="; ".join(skipped) or None,
-            warnings=[w for v in present.values() for w in v.warnings], config=self.config.snapshot(),
+            warnings=[w for v in present.values() for w in v.warnings], decisions=list(self.decisions),
+            config=self.config.snapshot(),
         )
 
     async def save(self, *, flush: bool = True) -> EvaluationRecord:
         """Persist the record (one ``evaluations`` row, ``scores`` per stage and
-        dimension). A store failure is logged, never raised: evaluation is advisory."""
+        dimension), then emit ``done``. A store failure is logged, never raised: evaluation
+        is advisory."""
         from jurist.research.export import evaluation_row, score_rows
 
         rec = self.record()
@@ -248,6 +369,10 @@ class ResearchEvaluation:
                 await store.aflush()
         except Exception as exc:  # "Persistence error: log error, continue"
             logger.error("could not persist research evaluation %s: %s", rec.log_id, exc)
+        if not self._finished:
+            self._finished = True
+            await self.emit(Done(overall_score=rec.overall_score, evaluation_skipped=rec.evaluation_skipped,
+                                 skip_reason=rec.skip_reason, summary=rec.summary()))
         return rec
 
     async def aclose(self) -> None:
@@ -267,4 +392,6 @@ class ResearchEvaluation:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        if exc[1] is not None:
+            await self.failed(exc[1])
         await self.aclose()

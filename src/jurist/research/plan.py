@@ -36,6 +36,7 @@ from jurist.models.model import Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.judges.outcome import describe, guarded, timed_out
+from jurist.research.events import AttemptStarted, Emit, Iterating, Skipped, StageDone, ignore, scored
 from jurist.research.failsafe import Guarded, StageOptions, disabled, evaluate_subject, fail, logger
 from jurist.research.records import (
     EscalationResult, IterationDecision, Issue, Mode, PlanAttempt, PlanEvaluation, fill_stage, unscored_note,
@@ -338,8 +339,21 @@ class _Deadline:
 
 
 async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEvaluator, config: ResearchConfig,
-                        critic: PlanCritic | None = None, trace_id: str | None = None) -> PlanOutcome:
-    """Plan, evaluate, and refine the plan (see the module docstring)."""
+                        critic: PlanCritic | None = None, trace_id: str | None = None,
+                        emit: Emit = ignore) -> PlanOutcome:
+    """Plan, evaluate, and refine the plan (see the module docstring); ``emit`` gets the
+    stage's events (:mod:`jurist.research.events`)."""
+    outcome = await _evaluate_plan(query, planner, evaluator=evaluator, config=config, critic=critic,
+                                   trace_id=trace_id, emit=emit)
+    record = outcome.evaluation
+    await emit(StageDone(stage="plan", overall=record.overall, passed=record.passed, attempts=len(record.attempts),
+                         chosen_attempt=record.chosen_attempt, skipped=record.evaluation_skipped,
+                         skip_reason=record.skip_reason, warnings=list(record.warnings)))
+    return outcome
+
+
+async def _evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEvaluator, config: ResearchConfig,
+                         critic: PlanCritic | None, trace_id: str | None, emit: Emit) -> PlanOutcome:
     options = StageOptions.of(st.PLAN, config)
     dims = list(config.stages.plan.dimensions)
     record = PlanEvaluation()
@@ -347,6 +361,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
     first = await planner(query, None, None)  # the research's own call: its errors are the caller's
     if not options.enabled:
         record.evaluation_skipped, record.skip_reason = True, disabled(st.PLAN).reason
+        await emit(Skipped(stage="plan", reason=record.skip_reason or ""))
         return PlanOutcome(first, record)
     iterate = config.evaluation.plan_evaluation.iteration_enabled
     max_attempts = record.max_attempts = config.max_attempts if iterate else 1
@@ -362,6 +377,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
                 logger.warning(warnings[-1])
                 break
         attempt = PlanAttempt(attempt_number=n, plan=plan, mode=mode)
+        await emit(AttemptStarted(stage="plan", attempt=n, max_attempts=max_attempts))
         started = time.perf_counter()
         limit = clock.left(options.timeout)
         try:
@@ -378,6 +394,7 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
                     warnings.append(skip.warning)
                 attempt.evaluation_skipped, attempt.skip_reason = True, reason
                 record.attempts.append(attempt)
+                await emit(Skipped(stage="plan", attempt=n, reason=reason))
                 return PlanOutcome(first, record)
             if options.fail_action == "block":
                 fail(options, reason, exc)
@@ -385,11 +402,13 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
             record.attempts.append(attempt)
             warnings.append(f"plan attempt {n}: evaluation failed ({reason}); using the best attempt so far")
             logger.warning(warnings[-1])
+            await emit(Skipped(stage="plan", attempt=n, reason=reason))
             break
         fill_stage(attempt, result, dims)
         attempt.passed, attempt.failed_rules = check_rules(result.scores, result.overall or 0.0, config)
         attempt.latency = round((time.perf_counter() - started) * 1000.0, 3)
         record.attempts.append(attempt)
+        await emit(scored("plan", attempt, n, config, max_attempts=max_attempts, failed_rules=attempt.failed_rules))
         if attempt.passed or not iterate:
             break
         if n == max_attempts:
@@ -399,6 +418,8 @@ async def evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEval
         mode = next_mode(n, attempt.iteration_decision, config)
         attempt.iteration_decision.mode = mode
         feedback = attempt.iteration_decision
+        await emit(Iterating(stage="plan", attempt=n + 1, mode=mode, critique=feedback.critique,
+                             issues=list(feedback.specific_issues), feedback=feedback.feedback_to_planner))
     chosen = next((a for a in record.attempts if a.passed), None) or best_attempt(record.attempts)
     if chosen is None:  # cannot happen: attempt 1 was scored or returned above
         return PlanOutcome(first, record)

@@ -176,6 +176,18 @@ class AnswerEvaluation(Record):
     warnings: list[str] = Field(default_factory=list)
 
 
+class Decision(Record):
+    """A question the research asked its user (proceed or retry) and the answer."""
+
+    stage: str
+    reason: str
+    choice: Literal["proceed", "retry"]
+    by: Literal["user", "timeout"]
+    default: Literal["proceed", "retry"]
+    timeout: float  # seconds
+    timestamp: str = Field(default_factory=now)
+
+
 class EvaluationRecord(Record):
     """The whole evaluation of one research query (the note's EvaluationRecord).
 
@@ -197,6 +209,7 @@ class EvaluationRecord(Record):
     evaluation_skipped: bool = False
     skip_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:

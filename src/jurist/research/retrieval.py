@@ -13,6 +13,9 @@ from typing import Any
 
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
+from jurist.research.events import (
+    AttemptStarted, Emit, Flagged, Skipped, StageDone, dimension_scores, ignore, scored,
+)
 from jurist.research.failsafe import StageOptions, evaluate_subject, guarded, logger
 from jurist.research.plan import plan_text
 from jurist.research.records import RetrievalEvaluation, SourceEvaluation, fill_stage
@@ -64,18 +67,34 @@ def _source_relevance(section: RetrievalEvaluation) -> dict[str, float]:
 
 
 async def evaluate_retrieval(query: str, plan: Any, sources: list[Any], *, evaluator: st.StageEvaluator,
-                             config: ResearchConfig, trace_id: str | None = None) -> RetrievalEvaluation:
-    """Evaluate the retrieved sources; never raises unless failAction is block."""
+                             config: ResearchConfig, trace_id: str | None = None, search_attempt: int = 1,
+                             emit: Emit = ignore) -> RetrievalEvaluation:
+    """Evaluate the retrieved sources; never raises unless failAction is block. ``search_attempt``
+    numbers a search made again after a severe flag; ``emit`` gets the stage's events."""
+    section = await _evaluate(query, plan, sources, evaluator=evaluator, config=config, trace_id=trace_id,
+                              search_attempt=search_attempt, emit=emit)
+    await emit(StageDone(stage="retrieval", overall=section.overall, passed=section.passed, attempts=search_attempt,
+                         chosen_attempt=search_attempt, skipped=section.evaluation_skipped,
+                         skip_reason=section.skip_reason, warnings=list(section.warnings)))
+    return section
+
+
+async def _evaluate(query: str, plan: Any, sources: list[Any], *, evaluator: st.StageEvaluator,
+                    config: ResearchConfig, trace_id: str | None, search_attempt: int, emit: Emit
+                    ) -> RetrievalEvaluation:
     options = StageOptions.of(st.RETRIEVAL, config)
     stage = config.stages.retrieval
     section = RetrievalEvaluation()
     normal = normalise_sources(sources)
     section.source_details = [SourceEvaluation(source_id=s["id"], title=s["title"], url=s["url"]) for s in normal]
     subject = {"query": query, "plan": plan_text(plan), "sources": sources_text(sources)}
+    if options.enabled:
+        await emit(AttemptStarted(stage="retrieval", attempt=search_attempt))
     outcome = await guarded(options, lambda: evaluate_subject(evaluator, st.RETRIEVAL, subject, trace_id=trace_id))
     if not outcome.ok or outcome.value is None:
         section.evaluation_skipped, section.skip_reason = True, outcome.reason
         section.warnings += [outcome.warning] if outcome.warning else []
+        await emit(Skipped(stage="retrieval", attempt=search_attempt, reason=outcome.reason or "skipped"))
         return section
     result = outcome.value
     fill_stage(section, result, list(stage.dimensions))
@@ -87,10 +106,15 @@ async def evaluate_retrieval(query: str, plan: Any, sources: list[Any], *, evalu
     relevance = _source_relevance(section)
     for detail in section.source_details:
         detail.relevance = relevance.get(detail.source_id)
+    await emit(scored("retrieval", section, search_attempt, config))
     if section.flagged_severe:
         parts = [f"{k} {result.scores[k]:.2f} - {SEVERE_HINTS.get(k, 'below the severe threshold')}"
                  for k in section.severe_dimensions] or [f"overall {overall:.2f}"]
         message = "Retrieval quality warning: " + "; ".join(parts)
         section.warnings.append(message)
         logger.warning(message)
+        severe = dimension_scores(st.RETRIEVAL, {k: result.scores[k] for k in section.severe_dimensions}, config)
+        for d in severe:
+            d.threshold, d.below, d.hint = stage.severe_threshold, True, SEVERE_HINTS.get(d.key)
+        await emit(Flagged(stage="retrieval", overall=section.overall, dimensions=severe, message=message))
     return section

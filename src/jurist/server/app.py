@@ -14,8 +14,11 @@ from fastapi.templating import Jinja2Templates
 import jurist
 from jurist.config import Settings
 from jurist.runtime import Runtime
+from jurist.research.evaluation import ResearchPipeline
 from jurist.server import (api_analysis, api_evaluations, api_labels, dashboard, dashboard_calibration, health, proxy,
                            tutor, tutor_ws)
+from jurist.server.research_live import LiveResearch
+from jurist.server.research_live import install as install_live_research
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.guard import Guard
 from jurist.server.sessions import SessionFactory
@@ -38,6 +41,8 @@ def create_app(
     upstream_api_key: str | None = None,
     max_iterations: int = proxy.DEFAULT_MAX_ITERATIONS,
     runtime: Runtime | None = None,
+    research_pipeline: ResearchPipeline | None = None,
+    research_live: LiveResearch | None = None,
 ) -> FastAPI:
     """The server.
 
@@ -57,6 +62,9 @@ def create_app(
     request brings no ``Authorization`` header (with an API token, for every
     request: the caller's ``Authorization`` is then the token, never sent upstream);
     ``max_iterations`` bounds the rounds of a caller's tool loop (0: no bound).
+    ``research_pipeline`` lets ``POST /api/research/evaluate`` start research evaluations of
+    it; ``research_live`` is the sink whose runs the live pages show (default: a new one,
+    :func:`jurist.server.research_live.live_research`); see :mod:`jurist.server.research_live`.
 
     Every request passes :class:`~jurist.server.guard.Guard` first: the host
     names of ``settings.allowed_hosts`` (besides 127.0.0.1, localhost and ::1),
@@ -77,6 +85,7 @@ def create_app(
             yield
         finally:
             await state.sessions.aclose()  # the sessions' model clients
+            await live.aclose()  # research evaluations started here
             if upstream:
                 await app.state.proxy.aclose()  # the gate and the upstream clients
             await state.aclose()
@@ -104,6 +113,7 @@ def create_app(
     app.include_router(dashboard_calibration.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
+    live = install_live_research(app, research_pipeline, research_live)
     if upstream:
         proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
                       max_iterations=max_iterations)

@@ -1,0 +1,403 @@
+"""Live research evaluations: the event stream, the proceed / retry decision, the live page.
+
+:class:`LiveResearch` is a sink for :class:`~jurist.research.ResearchEvaluation`'s
+``events=`` that keeps each run's events in memory (for readers that come late
+or reconnect) and tells the readers following it. A run reaches it two ways:
+
+* ``POST /api/research/evaluate`` starts one of the server's research pipeline
+  (``create_app(research_pipeline=ResearchPipeline(planner, search, synthesiser))``)
+  in the background and returns its id (202);
+* an application that runs its research in this process passes the server's
+  ``LiveResearch`` (``create_app(research_live=live)``, or :func:`live_research`)
+  as ``events=`` of its own ``ResearchEvaluation``.
+
+Routes::
+
+    POST /api/research/evaluate              start a run (write)          -> 202 {log_id, live, events, ...}
+    GET  /api/research/{id}                  the run so far (JSON)
+    GET  /api/research/{id}/events           its events as server-sent events (history first; resumes
+                                             after Last-Event-ID / ?after=N; ends after done or error)
+    POST /api/research/{id}/decision         {"choice": "proceed" | "retry"} for the decision it awaits (write)
+    GET  /evaluation/research/{id}/live      the live page (a finished run no longer held: the stored page)
+
+Writes pass the guard like every other (token, same origin, JSON). Runs are
+held in memory only: a restart forgets them (their records are in the store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+
+from jurist.errors import NotFound
+from jurist.research.evaluation import ResearchEvaluation, ResearchPipeline
+from jurist.server.auth import require_write
+from jurist.server.dashboard import not_found, render
+from jurist.server.errors import error_responses
+from jurist.server.state import get_state
+from jurist.store import dashboard as q
+
+log = logging.getLogger("jurist.server")
+
+KEEP_FINISHED = 100  # finished runs held for late readers; older ones are read from the store
+MAX_RUNNING = 8  # runs started by POST /api/research/evaluate at once
+HEARTBEAT_S = 15.0  # an SSE comment when nothing happened, so proxies keep the stream open
+LOG_ID = r"^[A-Za-z0-9-]{1,32}$"
+FINAL = ("done", "error")
+
+
+@dataclass
+class _Run:
+    log_id: str
+    query: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    pending: Any = None  # the DecisionRequested event awaiting an answer
+    finished: bool = False
+    readers: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if self.finished:
+            return self.events[-1]["type"] if self.events else "done"
+        return "waiting" if self.pending is not None else "running"
+
+
+class LiveResearch:
+    """The research runs of this process and their events; a thread-safe event sink.
+
+    ``live(event)`` files the event under its ``log_id``; a run's first event
+    (or :meth:`open`) registers it. Readers in any event loop follow a run
+    with :meth:`follow`; :meth:`decide` answers the decision it waits for.
+    """
+
+    def __init__(self, keep_finished: int = KEEP_FINISHED) -> None:
+        self.keep_finished = keep_finished
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+
+    # -- the sink ------------------------------------------------------------------------
+    def __call__(self, event: Any) -> None:
+        log_id = getattr(event, "log_id", "")
+        if not log_id:
+            log.debug("a research event without a log id is not shown live: %r", event)
+            return
+        self._add(log_id, event.data(), event)
+
+    def _add(self, log_id: str, data: dict[str, Any], event: Any = None) -> None:
+        kind = data["type"]
+        with self._lock:
+            run = self._runs.get(log_id) or self._register(log_id)
+            if run.finished:
+                return
+            run.events.append(data)
+            if kind == "started":
+                run.query = data.get("query")
+            elif kind == "decision":
+                run.pending = event
+            elif kind == "decided":
+                run.pending = None
+            elif kind in FINAL:
+                run.finished, run.pending = True, None
+                self._evict()
+            readers = list(run.readers)
+        for loop, wake in readers:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # that reader's loop is closed
+                pass
+
+    def _register(self, log_id: str, query: str | None = None) -> _Run:
+        run = self._runs[log_id] = _Run(log_id, query)
+        return run
+
+    def _evict(self) -> None:
+        finished = [k for k, r in self._runs.items() if r.finished]
+        for key in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self._runs[key]
+
+    def open(self, log_id: str, query: str | None = None) -> None:
+        """Register a run before its first event (its page can be opened at once)."""
+        with self._lock:
+            if log_id not in self._runs:
+                self._register(log_id, query)
+
+    # -- readers -------------------------------------------------------------------------
+    def snapshot(self, log_id: str) -> dict[str, Any] | None:
+        """The run so far: status, query, the decision it awaits, its events."""
+        with self._lock:
+            run = self._runs.get(log_id)
+            if run is None:
+                return None
+            pending = run.pending.data() if run.pending is not None else None
+            return {"log_id": log_id, "query": run.query, "status": run.status, "pending_decision": pending,
+                    "events": list(run.events)}
+
+    def has(self, log_id: str) -> bool:
+        with self._lock:
+            return log_id in self._runs
+
+    async def follow(self, log_id: str, after: int = 0) -> AsyncIterator[dict[str, Any] | None]:
+        """The run's events after sequence number ``after``, as they come; ``None`` is a
+        heartbeat (nothing for ``HEARTBEAT_S``). Ends after ``done`` or ``error``."""
+        wake = asyncio.Event()
+        with self._lock:
+            run = self._runs.get(log_id)
+            if run is None:
+                return
+            reader = (asyncio.get_running_loop(), wake)
+            run.readers.append(reader)
+        try:
+            while True:
+                wake.clear()
+                with self._lock:
+                    batch = [e for e in run.events if e["seq"] > after]
+                    finished = run.finished
+                for event in batch:
+                    yield event
+                    after = event["seq"]
+                if finished:
+                    return
+                if not batch:
+                    try:
+                        await asyncio.wait_for(wake.wait(), HEARTBEAT_S)
+                    except asyncio.TimeoutError:
+                        yield None
+        finally:
+            with self._lock:
+                run.readers.remove(reader)
+
+    # -- decisions -----------------------------------------------------------------------
+    def decide(self, log_id: str, choice: str) -> dict[str, Any]:
+        """Answer the decision run ``log_id`` waits for. NotFound: no such run;
+        HTTPException 409: it waits for none (or it was answered meanwhile)."""
+        with self._lock:
+            run = self._runs.get(log_id)
+            if run is None:
+                raise NotFound(_unknown(log_id))
+            pending = run.pending
+        if pending is None or pending.resolve is None:
+            state = "has finished" if run.finished else "is not waiting for a decision"
+            raise HTTPException(409, f"research evaluation {log_id!r} {state}")
+        if not pending.resolve(choice):
+            raise HTTPException(409, f"research evaluation {log_id!r} was already decided (or its time ran out)")
+        return {"log_id": log_id, "stage": pending.stage, "choice": choice}
+
+    # -- runs started here ---------------------------------------------------------------
+    def running(self) -> int:
+        return sum(1 for t in self._tasks.values() if not t.done())
+
+    def start(self, evaluation: ResearchEvaluation, pipeline: ResearchPipeline, query: str) -> None:
+        """Run ``pipeline`` on ``query`` under ``evaluation`` in the background."""
+        log_id = evaluation.log_id
+        self.open(log_id, query)
+        task = asyncio.create_task(_run(evaluation, pipeline, query), name=f"research-{log_id}")
+        self._tasks[log_id] = task
+        task.add_done_callback(lambda t: self._ended(log_id, t))
+
+    def _ended(self, log_id: str, task: asyncio.Task[Any]) -> None:
+        self._tasks.pop(log_id, None)
+        error = None if task.cancelled() else task.exception()
+        with self._lock:
+            run = self._runs.get(log_id)
+            if run is None or run.finished:
+                return
+            seq = run.events[-1]["seq"] + 1 if run.events else 1
+        reason = "cancelled (the server stopped)" if task.cancelled() else str(error or "ended without a result")
+        self._add(log_id, {"type": "error", "log_id": log_id, "seq": seq, "error": reason,
+                           "error_type": type(error).__name__ if error else "Cancelled"})
+
+    async def aclose(self) -> None:
+        """Cancel the runs started here (at shutdown)."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _run(evaluation: ResearchEvaluation, pipeline: ResearchPipeline, query: str) -> None:
+    try:
+        async with evaluation:
+            await evaluation.run(query, pipeline.planner, pipeline.search, pipeline.synthesiser)
+    except Exception as exc:  # on record as the run's error event; the server goes on
+        log.warning("research evaluation %s stopped: %s: %s", evaluation.log_id, type(exc).__name__, exc)
+
+
+def install(app: FastAPI, pipeline: ResearchPipeline | None, live: LiveResearch | None) -> LiveResearch:
+    """Serve the live routes on ``app``; returns its :class:`LiveResearch`."""
+    app.state.research_live = live = live if live is not None else LiveResearch()
+    app.state.research_pipeline = pipeline
+    app.include_router(api)
+    app.include_router(pages)
+    return live
+
+
+def live_research(app: FastAPI) -> LiveResearch:
+    """The app's :class:`LiveResearch`: pass it as ``events=`` to show a run live."""
+    live: LiveResearch = app.state.research_live
+    return live
+
+
+def _live(request: Request) -> LiveResearch:
+    return live_research(request.app)
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+api = APIRouter(prefix="/api/research", tags=["research"])
+
+
+class StartRequest(BaseModel):
+    """A research evaluation of the server's pipeline on one query."""
+
+    query: str = Field(min_length=1, max_length=20_000, description="the user's research question")
+    decision_timeout: float = Field(30.0, gt=0, le=3600,
+                                    description="seconds to wait for proceed / retry after a severe retrieval flag")
+    decision_default: Literal["proceed", "retry"] = Field("proceed", description="the choice after the time-out")
+
+
+class Started(BaseModel):
+    log_id: str
+    live: str = Field(description="the live page")
+    events: str = Field(description="the server-sent events")
+    status: str = Field(description="the run so far, as JSON")
+    decision: str = Field(description="where to POST proceed / retry")
+    record: str = Field(description="the stored evaluation's page, once done")
+
+
+class LiveRun(BaseModel):
+    log_id: str
+    query: str | None
+    status: Literal["running", "waiting", "done", "error"]
+    pending_decision: dict[str, Any] | None
+    events: list[dict[str, Any]]
+
+
+class DecisionRequest(BaseModel):
+    choice: Literal["proceed", "retry"]
+
+
+class DecisionMade(BaseModel):
+    log_id: str
+    stage: str
+    choice: Literal["proceed", "retry"]
+
+
+def _links(log_id: str) -> dict[str, str]:
+    return {"log_id": log_id, "live": f"/evaluation/research/{log_id}/live", "events": f"/api/research/{log_id}/events",
+            "status": f"/api/research/{log_id}", "decision": f"/api/research/{log_id}/decision",
+            "record": f"/evaluation/research/{log_id}"}
+
+
+@api.post("/evaluate", dependencies=[Depends(require_write)], status_code=202, response_model=Started,
+          responses=error_responses(400, 401, 404, 422, 429))
+async def start(request: Request, body: StartRequest) -> dict[str, str]:
+    """Start a research evaluation of the server's pipeline on ``query`` in the background;
+    follow it at ``live`` (the page) or ``events`` (server-sent events)."""
+    pipeline: ResearchPipeline | None = request.app.state.research_pipeline
+    if pipeline is None:
+        raise NotFound("this server has no research pipeline to run: start it from Python with "
+                       "create_app(research_pipeline=ResearchPipeline(planner, search, synthesiser)) "
+                       "(see docs/research.md, \"Live view\")")
+    live = _live(request)
+    if live.running() >= MAX_RUNNING:
+        raise HTTPException(429, f"{MAX_RUNNING} research evaluations are running; try again when one has finished")
+    evaluation = await asyncio.to_thread(  # it may read the research configuration from jurist.yaml
+        pipeline.start, runtime=get_state(request).runtime, events=live, decision_timeout=body.decision_timeout,
+        decision_default=body.decision_default)
+    live.start(evaluation, pipeline, body.query)
+    return _links(evaluation.log_id)
+
+
+def _unknown(log_id: str) -> str:
+    return (f"no live research evaluation with id {log_id!r} (finished ones are in the store: "
+            f"GET /api/evaluation/sessions/{log_id})")
+
+
+@api.get("/{log_id}", response_model=LiveRun, responses=error_responses(404, 422))
+async def status(request: Request, log_id: str = PathParam(pattern=LOG_ID)) -> dict[str, Any]:
+    """A live run so far: its status (running, waiting for a decision, done, error) and its events."""
+    found = _live(request).snapshot(log_id)
+    if found is None:
+        raise NotFound(_unknown(log_id))
+    return found
+
+
+def _sse(event: dict[str, Any] | None) -> str:
+    if event is None:
+        return ": keep-alive\n\n"
+    return f"id: {event['seq']}\nevent: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+def _after(after: int | None, last_event_id: str | None) -> int:
+    if after is not None:
+        return after
+    raw = (last_event_id or "").strip()
+    return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+
+@api.get("/{log_id}/events", response_class=StreamingResponse,
+         responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
+                    **error_responses(404, 422)})
+async def events(
+    request: Request,
+    log_id: str = PathParam(pattern=LOG_ID),
+    after: int | None = Query(None, ge=0, le=1_000_000, description="only the events after this sequence number"),
+    last_event_id: str | None = Header(None, max_length=20),
+) -> StreamingResponse:
+    """The run's events as server-sent events (``event:`` the type, ``id:`` the sequence number,
+    ``data:`` the event's JSON): those so far, then each as it happens; the stream ends after
+    ``done`` or ``error``. A reconnecting EventSource resumes after its ``Last-Event-ID``."""
+    live = _live(request)
+    if not live.has(log_id):
+        raise NotFound(_unknown(log_id))
+    start_after = _after(after, last_event_id)
+
+    async def stream() -> AsyncIterator[str]:
+        yield "retry: 2000\n\n"
+        async for event in live.follow(log_id, start_after):
+            yield _sse(event)
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+@api.post("/{log_id}/decision", dependencies=[Depends(require_write)], response_model=DecisionMade,
+          responses=error_responses(401, 404, 409, 422))
+async def decision(request: Request, body: DecisionRequest, log_id: str = PathParam(pattern=LOG_ID)
+                   ) -> dict[str, Any]:
+    """Answer the decision a run waits for after a severe retrieval flag: ``proceed`` with
+    these sources, or ``retry`` the search. 409 when it waits for none."""
+    return _live(request).decide(log_id, body.choice)
+
+
+# -- the page --------------------------------------------------------------------------------
+
+pages = APIRouter(prefix="/evaluation", include_in_schema=False)
+
+
+@pages.get("/research/{log_id}/live", response_class=HTMLResponse)
+async def live_page(request: Request, log_id: str) -> Response:
+    live = _live(request)
+    if not live.has(log_id):
+        found = await get_state(request).store.aread(q.trace, log_id) if len(log_id) <= 64 else None
+        if found is not None and found["evaluation"].get("kind") == "research":
+            return RedirectResponse(f"/evaluation/research/{log_id}", status_code=303)
+        return not_found(request, f"No research evaluation with id {log_id!r} is running here.")
+    return render(request, "research_live.html", {
+        "active": "explorer", "links": _links(log_id),
+        "token_required": bool(get_state(request).settings.api_token)})
+
+
+__all__ = ["LiveResearch", "install", "live_research"]
