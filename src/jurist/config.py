@@ -59,7 +59,7 @@ class Settings(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     database_url: str | None = None
     limiter_url: str | None = None  # redis://...: endpoint bounds shared by every process using it
-    home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store's
+    home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store, jurist.db
     cache: bool = True
     max_concurrency: int = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
     timeout: float = Field(default=60.0, gt=0)  # seconds per attempt

@@ -92,7 +92,7 @@ def test_find_patterns_refuses_a_subject_given_twice():
         find_patterns(twice)
 
 
-def _reply(request):
+def judge_reply(request):
     """The judge: a low score for sessions asking for "the latest", a high one otherwise."""
     low = "the latest" in prompt_text(request.messages)
     return json.dumps({"score": 2 if low else 5, "reasoning": "stale" if low else "good"})
@@ -100,7 +100,7 @@ def _reply(request):
 
 async def test_patterns_come_from_transcripts_only_the_store_keeps(store):
     """Sessions built in memory (no file anywhere) and scored: the store's transcripts give the terms."""
-    script("pj", default=_reply)
+    script("pj", default=judge_reply)
     rubric_set = parse_rubrics(RUBRICS, "in memory")
     rng = random.Random(9)
     for i in range(24):

@@ -162,9 +162,9 @@ def test_sessions_posted_to_the_api_are_analysed_from_the_store(store):
     import random
 
     from jurist.models import script
-    from tests.analysis.test_subjects import RUBRICS, TOPICS, _reply
+    from tests.analysis.test_subjects import RUBRICS, TOPICS, judge_reply
 
-    script("pj", default=_reply)
+    script("pj", default=judge_reply)
     rng = random.Random(4)
     with _client(store, api_token=TOKEN, cache=False) as client:
         for i in range(20):
