@@ -47,8 +47,8 @@ def test_db_chooses_the_store_for_every_command_that_opens_it(tmp_path, provider
     assert default.stdout == "" and _store_line(default.stderr).endswith(".jurist/jurist.db")
     by_url = run_cli("logs", env={**env, "JURIST_DATABASE_URL": f"sqlite:///{tmp_path / 'mine.db'}"}, cwd=tmp_path)
     assert "rubric_judge" in by_url.stdout
-    for command in ("logs", "serve", "proxy", "evaluate", "evaluate-batch", "export", "calibrate", "tutor",
-                    "demo"):
+    for command in ("logs", "serve", "proxy", "evaluate", "evaluate-batch", "export", "calibrate", "compare",
+                    "probe", "tutor", "demo"):
         assert "--db" in run_cli(command, "--help").stdout, command
 
 
