@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from typing import Any
 
 from langgraph.graph import START, StateGraph
@@ -59,15 +60,18 @@ def script_models() -> None:
 
 async def main() -> None:
     script_models()
-    settings = Settings.load()
-    gate = Gate(GateConfig(evaluate_feedback_enabled=True), settings=settings, judge="scripted/example-judge")
-    graph = build(settings, gate)
-    question = "When was the Eiffel Tower finished and how tall is it?"
-    state = await graph.ainvoke({"messages": [{"role": "user", "content": question}], "regeneration_count": 0})
-    print(f"question: {question}")
-    print(f"answer:   {state['response_text']}")
-    print(f"regenerations: {state['regeneration_count']}, final score: {state['quality_score']}")
-    await gate.aclose()
+    # The gate records its calls and evaluations in a store of its own here, removed at the
+    # end; an app leaves database_url out and records into the user's store (or JURIST_DATABASE_URL).
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings.load(database_url=f"sqlite:///{tmp}/example.db")
+        gate = Gate(GateConfig(evaluate_feedback_enabled=True), settings=settings, judge="scripted/example-judge")
+        graph = build(settings, gate)
+        question = "When was the Eiffel Tower finished and how tall is it?"
+        state = await graph.ainvoke({"messages": [{"role": "user", "content": question}], "regeneration_count": 0})
+        print(f"question: {question}")
+        print(f"answer:   {state['response_text']}")
+        print(f"regenerations: {state['regeneration_count']}, final score: {state['quality_score']}")
+        await gate.aclose()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,21 @@
 """Shared fixtures: an isolated working folder, a scripted provider server,
-and a throw-away PostgreSQL database."""
+and a throw-away PostgreSQL database.
+
+No test may touch the user's own store: every test gets a ``JURIST_HOME`` and an
+``XDG_DATA_HOME`` of its own (``isolated``), the whole session runs with
+``XDG_DATA_HOME`` in a temporary folder (set here, before any test or fixture,
+and inherited by every subprocess), and the session fails if the user's data
+folder for jurist changed while it ran.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,12 +23,36 @@ from pathlib import Path
 
 import pytest
 
+from jurist.config import default_home
 from jurist.models.scripted import forget_scripted
 from jurist.models.structured import PROCESS_MODES
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 PG_ADMIN_URL = os.environ.get("JURIST_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+def _files_under(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its size and modification time."""
+    if not folder.is_dir():
+        return {}
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
+
+
+USER_DATA = Path(default_home())  # the user's own, read before the override below
+_USER_DATA_BEFORE = _files_under(USER_DATA)
+SESSION_DATA = Path(tempfile.mkdtemp(prefix="jurist-tests-data-"))
+os.environ["XDG_DATA_HOME"] = str(SESSION_DATA)  # the per-user default, for everything this session runs
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session if a test wrote into the user's own data folder."""
+    shutil.rmtree(SESSION_DATA, ignore_errors=True)
+    if _files_under(USER_DATA) != _USER_DATA_BEFORE:
+        session.config.get_terminal_writer().line(
+            f"a test wrote into the user's data folder {USER_DATA}: every test must use a temporary store",
+            red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 _CLEARED = ("JURIST_JUDGE", "JURIST_DATABASE_URL", "JURIST_CONFIG", "JURIST_CACHE", "OPENAI_API_KEY",
             "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
@@ -32,6 +65,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # Settings(...) without home, too
     forget_scripted()
     PROCESS_MODES.forget()  # a port another test used may come back: its endpoint's mode must not
     return tmp_path

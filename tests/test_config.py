@@ -1,6 +1,8 @@
+import os
+
 import pytest
 
-from jurist.config import Settings
+from jurist.config import Settings, database_url_of, default_home, shown_url
 from jurist.errors import ConfigError
 
 
@@ -21,6 +23,47 @@ def test_database_default_is_sqlite_in_home(monkeypatch, tmp_path):
     assert Settings.load().database == f"sqlite:///{tmp_path / 'h' / 'jurist.db'}"
     monkeypatch.setenv("JURIST_DATABASE_URL", "postgresql://x@y/z")
     assert Settings.load().database == "postgresql://x@y/z"
+    assert Settings.load(database_url="sqlite:////elsewhere.db").database == "sqlite:////elsewhere.db"
+
+
+def test_the_default_store_is_the_users_whatever_the_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("JURIST_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    expected = f"sqlite:///{tmp_path / 'data' / 'jurist' / 'jurist.db'}"
+    assert Settings.load().database == expected == Settings().database
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    assert Settings.load().database == expected
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    assert default_home() == str(tmp_path / "me" / ".local" / "share" / "jurist")
+
+
+def test_a_relative_home_is_taken_from_the_current_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("JURIST_HOME", ".jurist")  # the layout of earlier versions, asked for
+    assert Settings.load().database == f"sqlite:///{tmp_path / '.jurist' / 'jurist.db'}"
+    (tmp_path / "jurist.yaml").write_text("home: ~/stores/jurist\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    assert Settings.load().database == f"sqlite:///{tmp_path / 'me' / 'stores' / 'jurist' / 'jurist.db'}"
+
+
+def test_the_tests_never_see_the_users_data_folder(tmp_path):
+    """The guard of tests/conftest.py: a Settings built without a home points into this test's folder."""
+    from tests.conftest import USER_DATA
+
+    assert Settings().home == str(tmp_path / "xdg-data" / "jurist")
+    assert not Settings().home.startswith(str(USER_DATA))
+    assert os.environ["XDG_DATA_HOME"] == str(tmp_path / "xdg-data")
+
+
+def test_db_values_and_printed_urls(tmp_path):
+    assert database_url_of("postgresql+psycopg://u:pw@h/db") == "postgresql+psycopg://u:pw@h/db"
+    assert database_url_of("stores/a.db") == f"sqlite:///{tmp_path / 'stores' / 'a.db'}"
+    assert database_url_of("sqlite:///rel.db") == "sqlite:///rel.db"
+    with pytest.raises(ConfigError, match="--db"):
+        database_url_of(" ")
+    assert shown_url("postgresql+psycopg://u:secret@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    assert shown_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
 
 
 def test_the_bounds_have_defaults_and_come_from_yaml_or_env(tmp_path, monkeypatch):

@@ -5,6 +5,14 @@ or a CLI flag), then ``jurist.yaml`` (the file named by ``JURIST_CONFIG``, or
 ``./jurist.yaml``), then the environment (``JURIST_*``). The SDK variables
 ``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``ANTHROPIC_API_KEY`` are left to
 the SDKs, which read them when an adapter is built. Nothing here runs at import.
+
+Where the store is, whatever the current folder: ``database_url`` (``--db``,
+``jurist.yaml``, ``JURIST_DATABASE_URL``), else ``jurist.db`` in the data folder
+``home`` (``jurist.yaml``, ``JURIST_HOME``), which defaults to the user's data
+folder (:func:`default_home`: ``$XDG_DATA_HOME/jurist`` or
+``~/.local/share/jurist`` on Linux). The store is all jurist keeps there: the
+call cache and the prompt versions are tables of it. ``jurist.yaml`` in the
+current folder stays the project's configuration.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from jurist.errors import ConfigError
 
-DEFAULT_HOME = ".jurist"
+APP_NAME = "jurist"
+DATABASE_FILE = "jurist.db"
 
 # How a judge asks an endpoint for schema output (see jurist.models.structured).
 StructuredOutput = Literal["auto", "json_schema", "json_object_schema", "ollama_format", "prompt"]
@@ -50,7 +59,7 @@ class Settings(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     database_url: str | None = None
     limiter_url: str | None = None  # redis://...: endpoint bounds shared by every process using it
-    home: str = DEFAULT_HOME
+    home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store, jurist.db
     cache: bool = True
     max_concurrency: int = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
     timeout: float = Field(default=60.0, gt=0)  # seconds per attempt
@@ -113,10 +122,41 @@ class Settings(BaseModel):
 
     @property
     def database(self) -> str:
-        """The database URL: JURIST_DATABASE_URL / database_url, else a SQLite file in home."""
+        """The database URL: ``database_url`` (``--db``, jurist.yaml, JURIST_DATABASE_URL), else
+        ``jurist.db`` in the data folder ``home``, as an absolute path."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{Path(self.home) / 'jurist.db'}"
+        return f"sqlite:///{(Path(self.home).expanduser() / DATABASE_FILE).absolute()}"
+
+
+def default_home() -> str:
+    """The user's data folder for jurist (read when asked, never at import): ``$XDG_DATA_HOME/jurist``,
+    else ``~/.local/share/jurist`` on Linux; the platform's own elsewhere (``~/Library/Application
+    Support/jurist`` on macOS, ``%LOCALAPPDATA%\\jurist`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_data_dir(APP_NAME, appauthor=False)
+
+
+def database_url_of(value: str) -> str:
+    """A ``--db`` value as a database URL: a URL (``sqlite:///...``, ``postgresql+psycopg://...``)
+    as it is, else a path to a SQLite file (made absolute, ``~`` expanded)."""
+    if "://" in value:
+        return value
+    if not value.strip():
+        raise ConfigError("--db needs a database URL or the path of a SQLite file")
+    return f"sqlite:///{Path(value).expanduser().absolute()}"
+
+
+def shown_url(url: str) -> str:
+    """A database URL to print: its password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return url
 
 
 _ENV_FIELDS = {

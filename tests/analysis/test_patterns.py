@@ -71,8 +71,10 @@ async def test_prompt_version_and_dimension_patterns(store):
     store.flush()
     result = await run_analysis(store, Settings(), kind="research")
     found = {(p["feature_type"], p["feature"], p["dimension"]): p for p in result["patterns"]}
-    assert ("prompt_version", "rubric_judge v1", "overall") in found
-    assert found[("prompt_version", "rubric_judge v1", "intent")]["affected_count"] == 20
+    # one pattern for the prompt version, on the overall score, naming the rubric it also lowers
+    old = found[("prompt_version", "rubric_judge v1", "overall")]
+    assert old["affected_count"] == 20 and "also scores lower on intent" in old["description"]
+    assert [p for p in result["patterns"] if p["feature"] == "rubric_judge v1"] == [old]
     assert not any(p["feature_type"] == "term" for p in result["patterns"])  # no texts, no terms
 
 
@@ -163,7 +165,7 @@ def test_cliffs_delta_and_benjamini_hochberg():
 
 
 def test_find_patterns_needs_min_count_on_both_sides():
-    subjects = [Subject(str(i), 0.1 if i < 4 else 0.9, "rare" if i < 4 else "common", None, frozenset())
+    subjects = [Subject(str(i), 0.1 if i < 4 else 0.9, "rare" if i < 4 else "common", frozenset(), frozenset())
                 for i in range(40)]
     assert find_patterns(subjects, min_count=5) == []
     assert [f.feature for f in find_patterns(subjects, min_count=4)] == ["rare"]

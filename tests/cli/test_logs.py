@@ -59,8 +59,8 @@ def test_logs_reads_at_any_width(recorded, tmp_path, width):
     env, rows = recorded
     shown = run_cli("logs", env={**env, "COLUMNS": str(width)}, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    title, table = shown.stdout.split("\n", 1)
-    assert title.startswith(f"last {len(rows)} calls in sqlite:///")
+    store, title, table = shown.stdout.split("\n", 2)
+    assert store == f"store: sqlite:///{tmp_path / '.jurist' / 'jurist.db'}" and title == f"last {len(rows)} calls"
     assert_whole_words(table, rows, width)
     flat = " ".join(table.split())
     assert "ModelUnavailable:" in flat and "failed on its side (500)" in flat.replace(" │", "")
@@ -91,6 +91,7 @@ def test_the_table_alone_at_80_columns_with_long_values():
 
 def test_no_calls_says_so(tmp_path):
     shown = run_cli("logs", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
-    assert shown.returncode == 0 and shown.stdout.startswith("no calls in sqlite:///")
+    assert shown.returncode == 0 and shown.stdout.splitlines()[1:] == ["no calls"]
+    assert shown.stdout.startswith("store: sqlite:///")
     shown = run_cli("logs", "--status", "error", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
-    assert shown.stdout.startswith("no calls matching these filters in sqlite:///")
+    assert shown.stdout.splitlines()[1:] == ["no calls matching these filters"]

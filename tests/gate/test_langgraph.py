@@ -66,7 +66,8 @@ async def test_cap_and_disabled_flag_accept():
     await off.aclose()
 
 
-def test_example_runs_offline(capsys):
+def test_example_runs_offline_and_leaves_nothing_behind(capsys, isolated):
     runpy.run_path(str(EXAMPLE), run_name="__main__")
     out = capsys.readouterr().out
     assert "330 metres" in out and "regenerations: 1" in out
+    assert list(isolated.iterdir()) == []  # no store in JURIST_HOME, the data folder or the current folder

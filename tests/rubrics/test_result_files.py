@@ -69,8 +69,14 @@ async def test_result_json_bytes_are_the_documented_format_plus_kind(tmp_path: P
     written = (tmp_path / result_name("s1")).read_bytes()
     before = (DATA / "result_s1.json").read_bytes()
     assert stable(written) == stable(before).replace(b'{\n  "version"', b'{\n  "kind": "rubric",\n  "version"', 1)
-    # the stored payload is the file, and reads back as the same model
-    assert row["payload"] == json.loads(written) and row["kind"] == "rubric"
+    # the stored payload is the file plus the session's transcript, and reads back as the same model
+    stored = dict(row["payload"])
+    transcript = stored.pop("transcript")
+    assert stored == json.loads(written) and row["kind"] == "rubric" and "transcript" not in json.loads(written)
+    session = load_session(EXAMPLES / "sessions" / "s1.jsonl")
+    assert transcript == {"turns": [{"role": m.role, "content": m.content} for m in session.messages],
+                          "omitted_chars": 0}
+    assert RubricResult.model_validate(row["payload"]).transcript.text_of("user") == session.text_of("user")
     assert RubricResult.model_validate_json(written) == result
     assert list(result.rubric_scores[1].to_json()).count("items") == 1
     assert "cached" not in result.rubric_scores[0].to_json() and "reasoning" in result.rubric_scores[1].items[0].to_json()
@@ -102,3 +108,17 @@ async def test_a_result_written_before_kind_is_read_back_and_counted(tmp_path: P
     assert existing.truncated is not None and existing.truncated.omitted_chars == old["truncated"]["omitted_chars"]
     (out / result_name("s1")).write_text('{"half": "a result"}', encoding="utf-8")
     assert open_session(EXAMPLES / "sessions" / "s1.jsonl", out, force=False)[1] is None  # rescored
+
+
+def test_the_stored_transcript_is_bounded_and_keeps_short_turns_whole():
+    from jurist.rubrics.scoring import transcript_of
+    from jurist.rubrics.sessions import ChatSession, Message
+
+    session = ChatSession("s", [Message("user", "What is the latest on rust?"), Message("assistant", "x" * 50_000),
+                                Message("user", "And on python?"), Message("assistant", "y" * 30_000)])
+    t = transcript_of(session, budget=1_000)
+    assert [len(turn.content) for turn in t.turns] == [27, 479, 14, 479]
+    assert t.omitted_chars == 80_041 - 999
+    assert t.text_of("user") == "What is the latest on rust?\nAnd on python?"
+    whole = transcript_of(session, budget=100_000)
+    assert whole.omitted_chars == 0 and whole.turns[1].content == "x" * 50_000

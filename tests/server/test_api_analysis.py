@@ -154,3 +154,32 @@ def test_openapi_describes_the_routes(client):
     assert compare["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ABComparison")
     assert {p["name"] for p in compare["parameters"]} == {"name", "a", "b", "key"}
     assert "Pattern" in schema["components"]["schemas"]
+
+
+def test_sessions_posted_to_the_api_are_analysed_from_the_store(store):
+    """POST /api/evaluate keeps the session's transcript with its evaluation; the analysis finds the
+    term in it (no file anywhere), each session once however often it was posted."""
+    import random
+
+    from jurist.models import script
+    from tests.analysis.test_subjects import RUBRICS, TOPICS, judge_reply
+
+    script("pj", default=judge_reply)
+    rng = random.Random(4)
+    with _client(store, api_token=TOKEN, cache=False) as client:
+        for i in range(20):
+            ask = "the latest" if i < 6 else "a simple"
+            body = {"rubrics": RUBRICS, "judge": "scripted/pj", "session_id": f"posted-{i}", "session": [
+                {"role": "user", "content": f"Tell me {ask} story about {rng.choice(TOPICS)}."},
+                {"role": "assistant", "content": "Once upon a time."}]}
+            for _ in range(3 if i == 0 else 1):
+                r = client.post("/api/evaluate", json=body, headers=AUTH)
+                assert r.status_code == 200, r.text
+                assert "transcript" not in r.json()  # result.json as before; the store keeps the transcript
+        r = client.post("/api/evaluation/analyze", json={"kind": "rubric", "min_count": 5}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        assert r.json()["run"]["evaluations"] == 22
+        [p] = [p for p in r.json()["patterns"] if p["feature"] == "latest"]
+        assert p["affected_count"] == 6 and len(p["evaluation_ids"]) == 8
+        stored = client.get(f"/api/evaluation/sessions/{p['evaluation_ids'][0]}").json()["evaluation"]["payload"]
+        assert stored["transcript"]["turns"][0]["content"].startswith("Tell me the latest story")

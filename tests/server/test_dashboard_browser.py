@@ -171,7 +171,7 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         patterns = store.read(qa.patterns_of_run, run["id"])
         cards = page.locator("article.pattern")
         expect(cards).to_have_count(len(patterns))
-        expect(cards.first.locator(".affected")).to_have_text(f"{patterns[0]['affected_count']:,} evaluations")
+        expect(cards.first.locator(".affected")).to_have_text(f"{patterns[0]['affected_count']:,} subjects")
         page.screenshot(path=str(shots / "dashboard-patterns.png"), full_page=False)
         with page.expect_navigation(timeout=120_000):  # the page reloads when the run is stored
             page.locator("#analyze-form button").click()

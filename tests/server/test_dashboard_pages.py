@@ -304,10 +304,17 @@ async def test_pattern_links_filter_the_explorer(client, seeded):
     page = client.get("/evaluation/patterns").text
     first = found["patterns"][0]
     assert f"/evaluation/explorer?pattern={first['id']}" in page
-    assert f"{first['affected_count']:,} evaluations" in page
+    assert f"{first['affected_count']:,} subjects" in page
     assert esc(first["title"]) in page
     listed = client.get(f"/evaluation/explorer?pattern={first['id']}").text
-    assert text_of(listed, "result-count") == f"{first['affected_count']:,}"
+    from sqlalchemy import func, select
+
+    from jurist.store.tables import pattern_evaluations
+
+    linked = store.read(lambda conn: conn.execute(select(func.count()).where(
+        pattern_evaluations.c.pattern_id == first["id"])).scalar())
+    assert linked >= first["affected_count"]  # every evaluation of the affected subjects
+    assert text_of(listed, "result-count") == f"{linked:,}"
 
 
 async def test_trace_pages_show_each_kind(client, seeded):

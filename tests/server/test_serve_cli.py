@@ -52,12 +52,12 @@ def test_serve_answers_health_on_the_given_port(tmp_path):
         proc.wait(timeout=10)
 
 
-def _serve_output(tmp_path, host, extra_env):
-    """Start `serve --host HOST`, wait for health on 127.0.0.1, return what it printed."""
+def _serve_output(tmp_path, host, extra_env, *args):
+    """Start `serve --host HOST [ARGS]`, wait for health on 127.0.0.1, return what it printed."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
     env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200", **extra_env)
-    proc = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--host", host, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--host", host, "--port", str(port), *args],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -91,6 +91,13 @@ def test_without_a_token_serve_refuses_a_public_address(tmp_path):
 def test_with_a_token_serve_binds_where_asked(tmp_path):
     out, listening, port = _serve_output(tmp_path, "0.0.0.0", {"JURIST_API_TOKEN": "t0ken"})
     assert "no JURIST_API_TOKEN" not in out and listening == {f"0.0.0.0:{port}"}
+
+
+def test_serve_says_which_store_it_uses(tmp_path):
+    out, _, _ = _serve_output(tmp_path, "127.0.0.1", {})
+    assert f"store: sqlite:///{tmp_path / '.jurist' / 'jurist.db'}" in out
+    out, _, _ = _serve_output(tmp_path, "127.0.0.1", {}, "--db", "other.db")
+    assert f"store: sqlite:///{tmp_path / 'other.db'}" in out and (tmp_path / "other.db").is_file()
 
 
 def test_a_busy_port_is_a_clear_error_before_any_banner(tmp_path):

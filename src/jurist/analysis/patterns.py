@@ -1,10 +1,14 @@
 """The offline pattern detector: what low-scoring evaluations have in common.
 
 ``run_analysis`` loads the newest evaluations (bounded by ``limit``), the text
-each one judged and its per-item scores, finds the features whose evaluations
-score significantly lower (:mod:`jurist.analysis.stats`), puts each finding
-into words (:mod:`jurist.analysis.writer`) and stores the run, its patterns
-and the evaluations each pattern covers. Database reads and the statistics
+each one judged (:mod:`jurist.analysis.texts`: from the store, so sessions
+posted to the API or scored in memory count as much as files) and its per-item
+scores; merges the evaluations of each subject into one (a session scored five
+times counts once, with its mean score); finds the features whose subjects
+score significantly lower (:mod:`jurist.analysis.stats`), one finding per
+feature; puts each finding into words (:mod:`jurist.analysis.writer`) and
+stores the run, its patterns and the evaluations each pattern covers (every
+evaluation of its subjects). Database reads and the statistics
 run in worker threads, never on the event loop.
 
 Running an analysis needs the ``analysis`` extra (scipy); reading the stored
@@ -92,22 +96,37 @@ def writer_model(settings: Settings, writer: str | None, store: Store) -> Model 
 
 
 def build_subjects(rows: list[dict[str, Any]], texts: dict[str, str], score_rows: list[dict[str, Any]]) -> list[Subject]:
+    """One :class:`Subject` per subject (kind and ``subject_id``) of ``rows`` (newest first): the
+    mean of its evaluations' scores overall and per score key, the newest text, every judge model
+    and prompt version that scored it, its evaluation ids."""
     from jurist.analysis.stats import Subject
 
     by_eval: dict[str, list[dict[str, Any]]] = {}
     for s in score_rows:
         by_eval.setdefault(s["evaluation_id"], []).append(s)
-    subjects = []
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        dims: dict[str, tuple[float, str | None]] = {}
+        groups.setdefault(f"{r['kind']}/{r['subject_id']}", []).append(r)
+    subjects = []
+    for key, evals in groups.items():
+        dims: dict[str, list[tuple[float, str | None]]] = {}
         hashes = set()
-        for s in by_eval.get(r["id"], []):
-            if s["template_hash"]:
-                hashes.add(s["template_hash"])
-            if s["max_score"] and s["key"] not in dims:
-                dims[s["key"]] = (float(s["score"]) / float(s["max_score"]), s["template_hash"])
-        subjects.append(Subject(r["id"], float(r["percentage"]) / 100.0, texts.get(r["id"]), r["judge_model"],
-                                frozenset(hashes), dims))
+        for r in evals:
+            seen: set[str] = set()
+            for s in by_eval.get(r["id"], []):
+                if s["template_hash"]:
+                    hashes.add(s["template_hash"])
+                if s["max_score"] and s["key"] not in seen:
+                    seen.add(s["key"])
+                    dims.setdefault(s["key"], []).append((float(s["score"]) / float(s["max_score"]),
+                                                          s["template_hash"]))
+        text = next((texts[r["id"]] for r in evals if r["id"] in texts), None)
+        subjects.append(Subject(
+            key, sum(float(r["percentage"]) for r in evals) / 100.0 / len(evals), text,
+            frozenset(r["judge_model"] for r in evals if r["judge_model"]), frozenset(hashes),
+            {k: (sum(v for v, _ in scored) / len(scored), frozenset(h for _, h in scored if h))
+             for k, scored in dims.items()},
+            tuple(r["id"] for r in evals)))
     return subjects
 
 
@@ -123,7 +142,7 @@ def _pattern_rows(run_id: str, findings: list[Finding], texts: list[Text], at: d
             "p_value": f.p_value, "test": "mann-whitney-u", "title": t.title, "description": t.description,
             "suggested_fix": t.suggested_fix, "writer": t.writer, "created_at": at,
         })
-        links += [{"pattern_id": pid, "evaluation_id": e} for e in sorted(set(f.affected_ids))]
+        links += [{"pattern_id": pid, "evaluation_id": e} for e in sorted(set(f.evaluation_ids))]
     return rows, links
 
 

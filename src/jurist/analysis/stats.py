@@ -1,12 +1,16 @@
 """The statistics of the pattern detector: which features go with lower scores.
 
-For every candidate feature (a term in the evaluated text, a long text, a
-judge model, a prompt version) the scores of the evaluations that have it
-(affected) are compared with the rest: a one-sided Mann-Whitney U test
+The unit is the subject (a session, a research query, a gated request, a
+tutoring session), not the evaluation: a session scored five times is one
+subject, with the mean of its scores, so repeated evaluations do not pass for
+independent ones. For every candidate feature (a term in the subject's text, a
+long text, a judge model, a prompt version) the scores of the subjects that
+have it (affected) are compared with the rest: a one-sided Mann-Whitney U test
 (affected lower; ``scipy.stats.mannwhitneyu``), Cliff's delta as the effect
 size, and Benjamini-Hochberg over every candidate tested, so the share of
-false discoveries stays under ``alpha``. Pure functions, CPU only: callers
-run them in a worker thread.
+false discoveries stays under ``alpha``. A feature found on several scores
+(overall and some rubrics) is one finding: the strongest, naming the others.
+Pure functions, CPU only: callers run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -41,14 +45,15 @@ you'll you're you've your yours yourself yourselves just like get got one two al
 
 @dataclass
 class Subject:
-    """One evaluation as the statistics see it."""
+    """One subject as the statistics see it: all its evaluations taken together."""
 
-    evaluation_id: str
-    score: float  # 0-1
+    key: str  # unique among the subjects analysed ("<kind>/<subject id>")
+    score: float  # 0-1: the mean over its evaluations
     text: str | None
-    judge_model: str | None
+    judge_models: frozenset[str]  # of any of its evaluations
     template_hashes: frozenset[str]
-    dimensions: dict[str, tuple[float, str | None]] = field(default_factory=dict)  # key -> (0-1 score, hash)
+    dimensions: dict[str, tuple[float, frozenset[str]]] = field(default_factory=dict)  # key -> (mean 0-1, hashes)
+    evaluation_ids: tuple[str, ...] = ()
 
 
 @dataclass
@@ -56,7 +61,7 @@ class Finding:
     feature_type: str  # term | length | judge_model | prompt_version
     feature: str
     dimension: str
-    affected_ids: list[str]
+    affected: list[str]  # the keys of the affected subjects
     mean_affected: float
     mean_rest: float
     effect_size: float  # Cliff's delta, affected vs rest (negative: affected lower)
@@ -64,10 +69,14 @@ class Finding:
     p_value: float = 1.0  # adjusted
     impact: str = "low"
     examples: list[str] = field(default_factory=list)
+    evaluation_ids: list[str] = field(default_factory=list)  # every evaluation of the affected subjects
+    rest_count: int = 0  # the subjects compared against
+    also_lower_on: list[str] = field(default_factory=list)  # other scores on which the feature is lower
 
     @property
     def affected_count(self) -> int:
-        return len(self.affected_ids)
+        """Affected subjects, each counted once however often it was evaluated."""
+        return len(self.affected)
 
 
 def terms_of(text: str) -> set[str]:
@@ -94,15 +103,15 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     return [float(p) for p in stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")]
 
 
-def _groups(subjects: list[Subject], dimension: str) -> tuple[list[str], np.ndarray, list[Subject]]:
-    """The ids, scores and subjects compared on ``dimension`` ("overall" or a score key)."""
+def _groups(subjects: list[Subject], dimension: str) -> tuple[np.ndarray, list[Subject]]:
+    """The scores and subjects compared on ``dimension`` ("overall" or a score key)."""
     if dimension == "overall":
         chosen = subjects
         values = [s.score for s in subjects]
     else:
         chosen = [s for s in subjects if dimension in s.dimensions]
         values = [s.dimensions[dimension][0] for s in chosen]
-    return [s.evaluation_id for s in chosen], np.asarray(values, dtype=float), chosen
+    return np.asarray(values, dtype=float), chosen
 
 
 def _candidates(chosen: list[Subject], dimension: str, min_count: int, hash_label: dict[str, str],
@@ -117,12 +126,12 @@ def _candidates(chosen: list[Subject], dimension: str, min_count: int, hash_labe
             out.append((kind, feature, mask))
 
     with_text = np.array([s.text is not None for s in chosen], dtype=bool)
-    counts = Counter(t for s in chosen for t in term_sets.get(s.evaluation_id, ()))
+    counts = Counter(t for s in chosen for t in term_sets.get(s.key, ()))
     frequent = {t for t, c in counts.most_common() if c >= min_count and n - c >= min_count}
     frequent = set(sorted(frequent, key=lambda t: (-counts[t], t))[:MAX_TERMS])
     postings: dict[str, list[int]] = {t: [] for t in frequent}
     for i, s in enumerate(chosen):
-        for t in term_sets.get(s.evaluation_id, ()):
+        for t in term_sets.get(s.key, ()):
             if t in postings:
                 postings[t].append(i)
     for term in sorted(frequent, key=lambda t: (-counts[t], t)):
@@ -134,45 +143,52 @@ def _candidates(chosen: list[Subject], dimension: str, min_count: int, hash_labe
         cut = float(np.percentile(lengths[with_text], 75))
         mask = with_text & (lengths > cut)
         add("length", f"longer than {int(cut)} characters", mask)
-    for model in sorted({s.judge_model for s in chosen if s.judge_model}):
-        add("judge_model", model, np.array([s.judge_model == model for s in chosen], dtype=bool))
-    if dimension == "overall":
-        hashes = sorted({h for s in chosen for h in s.template_hashes})
-        for h in hashes:
-            add("prompt_version", hash_label.get(h, h), np.array([h in s.template_hashes for s in chosen], bool))
-    else:
-        versions = (s.dimensions[dimension][1] for s in chosen)
-        hashes = sorted({h for h in versions if h})
-        for h in hashes:
-            add("prompt_version", hash_label.get(h, h),
-                np.array([s.dimensions[dimension][1] == h for s in chosen], dtype=bool))
+    for model in sorted({m for s in chosen for m in s.judge_models}):
+        add("judge_model", model, np.array([model in s.judge_models for s in chosen], dtype=bool))
+    used = [s.template_hashes if dimension == "overall" else s.dimensions[dimension][1] for s in chosen]
+    for h in sorted({h for hashes in used for h in hashes}):
+        add("prompt_version", hash_label.get(h, h), np.array([h in hashes for hashes in used], dtype=bool))
     return out
 
 
 def find_patterns(subjects: list[Subject], *, min_count: int = 5, alpha: float = 0.05,
                   hash_label: dict[str, str] | None = None, per_dimension: bool = True) -> list[Finding]:
-    """Every feature whose evaluations score significantly lower than the rest, strongest first."""
+    """Every feature whose subjects score significantly lower than the rest, strongest first: one
+    finding per feature (on the score where it is strongest; ``also_lower_on`` names the others)."""
     hash_label = hash_label or {}
     dimensions = ["overall"]
     if per_dimension:
         keys = Counter(k for s in subjects for k in s.dimensions)
         dimensions += sorted(k for k, c in keys.items() if c >= 2 * min_count)
-    term_sets = {s.evaluation_id: terms_of(s.text) for s in subjects if s.text}
+    if len({s.key for s in subjects}) != len(subjects):
+        raise ValueError("each subject must come once (merge its evaluations into one Subject)")
+    term_sets = {s.key: terms_of(s.text) for s in subjects if s.text}
     tested: list[Finding] = []
     for dimension in dimensions:
-        ids, values, chosen = _groups(subjects, dimension)
+        values, chosen = _groups(subjects, dimension)
         if len(values) < 2 * min_count or np.ptp(values) == 0:
             continue
         for kind, feature, mask in _candidates(chosen, dimension, min_count, hash_label, term_sets):
             p, delta = compare(values[mask], values[~mask])
             where = np.flatnonzero(mask)
-            affected = [ids[i] for i in where]
             examples = [t for t in (chosen[i].text for i in where[:50]) if t][:3]
-            tested.append(Finding(kind, feature, dimension, affected, float(values[mask].mean()),
-                                  float(values[~mask].mean()), delta, p, examples=examples))
+            evaluations = [e for i in where for e in chosen[i].evaluation_ids]
+            tested.append(Finding(kind, feature, dimension, [chosen[i].key for i in where],
+                                  float(values[mask].mean()), float(values[~mask].mean()), delta, p,
+                                  examples=examples, evaluation_ids=evaluations, rest_count=len(values) - len(where)))
     for f, adjusted in zip(tested, benjamini_hochberg([f.p_raw for f in tested])):
         f.p_value = adjusted
         f.impact = impact_of(f.effect_size)
     found = [f for f in tested if f.p_value < alpha and f.mean_affected < f.mean_rest and f.effect_size < 0]
     found.sort(key=lambda f: (f.effect_size, f.p_value))
-    return found
+    return one_per_feature(found)
+
+
+def one_per_feature(found: list[Finding]) -> list[Finding]:
+    """The first (strongest) finding of each feature, naming the other scores it was found on."""
+    by_feature: dict[tuple[str, str], Finding] = {}
+    for f in found:
+        first = by_feature.setdefault((f.feature_type, f.feature), f)
+        if first is not f:
+            first.also_lower_on.append(f.dimension)
+    return list(by_feature.values())

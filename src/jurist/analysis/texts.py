@@ -1,7 +1,9 @@
 """The text the pattern detector mines for each evaluation: what the user asked.
 
-* rubric: the user turns of the scored session, read from its JSONL file
-  (the evaluation's ``source``) when that file is still there;
+* rubric: the user turns of the scored session, from the transcript the store
+  keeps with the evaluation (sessions from files, posted to the API or built
+  in memory alike); for evaluations stored before transcripts were kept, from
+  the session's JSONL file (the evaluation's ``source``) when it is still there;
 * research: the record's ``userQuery``;
 * gate: the last user message of the request (the payload's messages or
   ``continue_context``, else the recorded generation call's messages);
@@ -63,13 +65,23 @@ def _payload_text(kind: str, payload: Any) -> str | None:
     return None
 
 
-def _texts_sync(rows: list[dict[str, Any]], payloads: dict[str, Any], generations: dict[str, Any]) -> dict[str, str]:
+def transcript_user_text(transcript: Any) -> str | None:
+    """The user turns of a stored transcript (``{"turns": [{"role", "content"}, ...]}``), or None."""
+    if not isinstance(transcript, dict) or not isinstance(transcript.get("turns"), list):
+        return None
+    users = [t["content"] for t in transcript["turns"]
+             if isinstance(t, dict) and t.get("role") == "user" and isinstance(t.get("content"), str)]
+    return "\n".join(users) or None
+
+
+def _texts_sync(rows: list[dict[str, Any]], payloads: dict[str, Any], generations: dict[str, Any],
+                transcripts: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in rows:
         kind = r["kind"]
         text: str | None = None
         if kind == "rubric":
-            text = session_user_text(r["source"])
+            text = transcript_user_text(transcripts.get(r["id"])) or session_user_text(r["source"])
         elif kind == "checklist":
             text = r["source"]
         elif kind in ("research", "gate"):
@@ -88,4 +100,6 @@ async def texts_of(store: Store, rows: list[dict[str, Any]]) -> dict[str, str]:
     missing = [r["trace_id"] for r in rows
                if r["kind"] == "gate" and r["trace_id"] and _payload_text("gate", payloads.get(r["id"])) is None]
     generations = await store.aread(q.generation_messages, missing) if missing else {}
-    return await asyncio.to_thread(_texts_sync, rows, payloads, generations)
+    rubric_ids = [r["id"] for r in rows if r["kind"] == "rubric"]
+    transcripts = await store.aread(q.transcripts_of, rubric_ids) if rubric_ids else {}
+    return await asyncio.to_thread(_texts_sync, rows, payloads, generations, transcripts)

@@ -60,13 +60,21 @@ def statistics_text(f: Finding, tested: int | None = None) -> Text:
     title = (f"{subject_of(f)} score lower{on} (mean {f.mean_affected:.2f} vs {f.mean_rest:.2f}, "
              f"Cliff's delta {f.effect_size:.2f}, {_p(f.p_value)}, n = {f.affected_count})")
     among = f" over {tested} candidate features" if tested else ""
+    also = f" The same feature also scores lower on {', '.join(f.also_lower_on)}." if f.also_lower_on else ""
     description = (
-        f"{f.affected_count} evaluations share this feature; their mean {f.dimension} score (0-1) is "
-        f"{f.mean_affected:.2f} against {f.mean_rest:.2f} for the rest. A one-sided Mann-Whitney U test gives "
-        f"{_p(f.p_value)} after Benjamini-Hochberg adjustment{among}; Cliff's delta {f.effect_size:.2f} is a "
-        f"{_SIZE[f.impact]} effect."
+        f"{_subjects(f)} share this feature; their mean {f.dimension} score (0-1) is "
+        f"{f.mean_affected:.2f} against {f.mean_rest:.2f} for the other {f.rest_count}. A one-sided Mann-Whitney U "
+        f"test gives {_p(f.p_value)} after Benjamini-Hochberg adjustment{among}; Cliff's delta "
+        f"{f.effect_size:.2f} is a {_SIZE[f.impact]} effect.{also}"
     )
     return Text(title, description, None, STATISTICS)
+
+
+def _subjects(f: Finding) -> str:
+    """'12 subjects (30 evaluations)': each subject counted once, however often it was scored."""
+    n, evaluations = f.affected_count, len(f.evaluation_ids)
+    counted = f"{n} subject{'s' if n != 1 else ''}"
+    return counted if evaluations <= n else f"{counted} ({evaluations} evaluations, each subject counted once)"
 
 
 def prompt_variables(f: Finding) -> dict[str, str]:
@@ -74,12 +82,17 @@ def prompt_variables(f: Finding) -> dict[str, str]:
         f"feature type: {f.feature_type}",
         f"feature: {f.feature}",
         f"score compared: {f.dimension} (0 to 1, higher is better)",
-        f"affected evaluations: {f.affected_count}",
+        f"affected subjects (sessions, queries or requests; each counted once, its score the mean of its "
+        f"evaluations): {f.affected_count}",
+        f"their evaluations: {len(f.evaluation_ids)}",
+        f"other subjects compared against: {f.rest_count}",
         f"mean score of the affected: {f.mean_affected:.3f}",
         f"mean score of the rest: {f.mean_rest:.3f}",
         f"Cliff's delta: {f.effect_size:.3f} ({f.impact} impact)",
         f"test: {TEST_NAME}, adjusted p = {f.p_value:.3g}",
     ]
+    if f.also_lower_on:
+        stats_lines.append(f"also lower on: {', '.join(f.also_lower_on)}")
     examples = join(quote("example", t[:MAX_EXAMPLE_CHARS]) for t in f.examples)
     return {"statistics": escape("\n".join(stats_lines)), "examples": examples or "(no example texts)"}
 

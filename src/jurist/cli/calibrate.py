@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import EXIT_OK, console, handle_errors, load_settings, waiting
+from jurist.cli.common import EXIT_OK, DbOpt, console, handle_errors, load_settings, waiting
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -106,6 +106,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Compare the judge's rubric scores with human labels: agreement, κ, ρ, τ, α, bias."""
         import asyncio
@@ -116,7 +117,7 @@ def register(app: typer.Typer) -> None:
         from jurist.rubrics import load_rubrics
 
         require_extra("analysis", "jurist calibrate")
-        settings = load_settings(config, cache=False if no_cache else None)
+        settings = load_settings(config, db=db, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         label_set = load_labels(labels)
         report = asyncio.run(_run(settings, rubric_set, label_set, sessions, judge, template, resamples, seed))

@@ -94,10 +94,35 @@ def stdout_is_terminal() -> bool:
         return False
 
 
-def load_settings(config: str | None = None, **explicit: Any) -> "Settings":
-    from jurist.config import Settings
+DB_HELP = ("The store: a database URL (sqlite:///path.db, postgresql+psycopg://...) or a SQLite file's path "
+           "(default: JURIST_DATABASE_URL, else jurist.db in JURIST_HOME, else in the user's data folder, "
+           "~/.local/share/jurist on Linux).")
+DbOpt = typer.Option(None, "--db", help=DB_HELP)
+OLD_STORE = ".jurist/jurist.db"  # where earlier versions kept the store: in the current folder
 
+
+def load_settings(config: str | None = None, *, db: str | None = None, **explicit: Any) -> "Settings":
+    """Settings from the flags given (``db``: the ``--db`` option, a URL or a SQLite file's path)."""
+    from jurist.config import Settings, database_url_of
+
+    if db is not None:
+        explicit["database_url"] = database_url_of(db)
     return Settings.load(config, **explicit)
+
+
+def print_store(settings: "Settings", out: Console | None = None) -> None:
+    """Say which store the command uses (password hidden); and when a store of an earlier version
+    sits in the current folder unused, how to use it."""
+    from pathlib import Path
+
+    from jurist.config import shown_url
+
+    out = out or console
+    out.print(escape(f"store: {shown_url(settings.database)}"), highlight=False, soft_wrap=True)
+    old = Path(OLD_STORE).absolute()
+    if old.is_file() and settings.database != f"sqlite:///{old}":
+        out.print(escape(f"note: {OLD_STORE} here is not the store in use; to use it: --db {OLD_STORE}"),
+                  style="yellow", highlight=False, soft_wrap=True)
 
 
 def require_local_judge(ref: str) -> None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors, load_settings, waiting
+from jurist.cli.common import (EXIT_FAILURES, EXIT_OK, DbOpt, console, err_console, handle_errors, load_settings,
+                               waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -119,6 +120,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Compare systems' answers pairwise: each pair judged in both orders; win rates, position flips,
         a Bradley–Terry ranking of three or more systems."""
@@ -138,7 +140,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("--answer needs --prompt")
         else:
             systems = answer_sets(answers or [])
-        settings = load_settings(config, cache=False if no_cache else None)
+        settings = load_settings(config, db=db, cache=False if no_cache else None)
         result = asyncio.run(_run(settings, systems, judge, template, criteria, parallel, resamples, seed))
         data = result.to_json()
         if output:

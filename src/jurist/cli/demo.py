@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from jurist.cli.common import LOCAL_JUDGE, console, handle_errors, load_settings, require_local_judge, waiting
+from jurist.cli.common import (LOCAL_JUDGE, DbOpt, console, handle_errors, load_settings, require_local_judge,
+                               waiting)
 
 
 def register(app: typer.Typer) -> None:
@@ -21,6 +22,7 @@ def register(app: typer.Typer) -> None:
                  f"{LOCAL_JUDGE}, no LLM needed)."
         ),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Run the bundled examples: rubric scoring, a research pipeline, a checklist tutor, a response gate.
 
@@ -32,6 +34,7 @@ def register(app: typer.Typer) -> None:
         from rich.panel import Panel
 
         from jurist.cli.evaluate import print_batch_report, run_batch_with_progress
+        from jurist.config import shown_url
         from jurist.demo import examples_dir
         from jurist.demo.checklist import run_checklist_demo
         from jurist.demo.gate import run_gate_demo
@@ -40,7 +43,7 @@ def register(app: typer.Typer) -> None:
         from jurist.rubrics import load_rubrics
         from jurist.store import Store
 
-        settings = load_settings(config)
+        settings = load_settings(config, db=db)
         ex = examples_dir()
         rubric_set = load_rubrics(ex / "rubrics.json", settings.score_scale)
         judge_ref = resolve_ref(judge, settings) if judge else LOCAL_JUDGE
@@ -61,7 +64,8 @@ def register(app: typer.Typer) -> None:
         finally:
             store.close()
         console.print(escape(
-            f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in {settings.database} "
+            f"results in {output_dir / 'rubrics'}; {len(calls)} judge calls on record in "
+            f"{shown_url(settings.database)} "
             "(see them with `jurist logs`)"
         ), highlight=False)
         offline = ", offline" if judge_ref == LOCAL_JUDGE else ""
@@ -76,10 +80,11 @@ def register(app: typer.Typer) -> None:
                                 title="jurist demo: response gate"))
         with waiting("answering and judging through the gate"):
             gate_code = asyncio.run(run_gate_demo(console, settings, output_dir / "gate", judge_ref))
+        serve = "jurist serve" + (f" --db {db}" if db else "")
         console.print(Panel.fit(
-            escape(f"Everything above is stored in {settings.database}.\n")
-            + "See it in the dashboard: run [bold]jurist serve[/] in this folder "
-            "(same settings), then open [bold]http://127.0.0.1:8000/evaluation[/]",
+            escape(f"Everything above is stored in {shown_url(settings.database)}.\n")
+            + "See it in the dashboard: run [bold]" + escape(serve) + "[/] (the same store), "
+            "then open [bold]http://127.0.0.1:8000/evaluation[/]",
             title="jurist demo: dashboard",
         ))
         raise typer.Exit(max(report.exit_code, research_code, checklist_code, gate_code))

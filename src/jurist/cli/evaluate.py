@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, console, err_console, handle_errors,
+from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, DbOpt, console, err_console, handle_errors,
                                load_settings, local_load_notice, require_local_judge, stdout_is_terminal, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,6 +87,7 @@ def register(app: typer.Typer) -> None:
         no_cache: bool = NoCacheOpt,
         timeout: Optional[float] = TimeoutOpt,
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Score one chat session against a rubrics file.
 
@@ -98,7 +99,7 @@ def register(app: typer.Typer) -> None:
         from jurist.rubrics import evaluate as evaluate_session
         from jurist.rubrics import load_rubrics
 
-        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
+        settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         ref = judge_ref(settings, judge)
@@ -150,6 +151,7 @@ def register(app: typer.Typer) -> None:
             None, "--worker-concurrency", min=1, help="Ray: requests in flight per worker (default: no own cap)."
         ),
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Score every session in a folder; resumable (a rerun scores what has no result, or a failed one).
 
@@ -162,7 +164,7 @@ def register(app: typer.Typer) -> None:
         from jurist.models.registry import judge_ref
         from jurist.rubrics import load_rubrics
 
-        settings = load_settings(config, timeout=timeout, cache=False if no_cache else None,
+        settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale)
         require_local_judge(judge_ref(settings, judge))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings
+from jurist.cli.common import DbOpt, console, err_console, handle_errors, load_settings, print_store
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -80,11 +80,13 @@ def register(app: typer.Typer) -> None:
         status: Optional[str] = typer.Option(None, "--status", help="Only calls with this status (ok, error, parse_error)."),
         trace: Optional[str] = typer.Option(None, "--trace", help="Only calls of this trace id."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """List recorded judge and model calls: purpose, model, tokens, latency, status, and why a call failed."""
         from jurist.store import Store
 
-        settings = load_settings(config)
+        settings = load_settings(config, db=db)
+        print_store(settings, err_console if as_json else console)  # stdout stays JSON lines with --json
         store = Store(settings.database)
         try:
             rows = store.calls(limit=n, purpose=purpose, status=status, trace_id=trace)
@@ -96,7 +98,7 @@ def register(app: typer.Typer) -> None:
             return
         if not rows:
             filtered = " matching these filters" if purpose or status or trace else ""
-            console.print(escape(f"no calls{filtered} in {settings.database}"), highlight=False, soft_wrap=True)
+            console.print(escape(f"no calls{filtered}"), highlight=False, soft_wrap=True)
             return
-        console.print(escape(f"last {len(rows)} calls in {settings.database}"), highlight=False, soft_wrap=True)
+        console.print(escape(f"last {len(rows)} calls"), highlight=False, soft_wrap=True)
         console.print(calls_table(rows, console.width))

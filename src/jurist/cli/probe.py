@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import EXIT_OK, console, handle_errors, load_settings, waiting
+from jurist.cli.common import EXIT_OK, DbOpt, console, handle_errors, load_settings, waiting
 from jurist.cli.compare import BOOTSTRAP_RESAMPLES, fmt, print_position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,6 +128,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Probe the judge: position flips, verbosity bias, self-preference, run-to-run variance."""
         import asyncio
@@ -139,7 +140,7 @@ def register(app: typer.Typer) -> None:
 
         require_extra("analysis", "jurist probe")
         systems = answer_sets(answers)
-        settings = load_settings(config, cache=False if no_cache else None)
+        settings = load_settings(config, db=db, cache=False if no_cache else None)
         rubric_set = load_rubrics(rubrics, settings.score_scale) if rubrics else None
         report = asyncio.run(_run(settings, systems, rubric_set, judge, template, criteria, samples, padding,
                                   parallel, resamples, seed))

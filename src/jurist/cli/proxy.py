@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings
+from jurist.cli.common import DbOpt, console, handle_errors, load_settings, print_store
 
 STRATEGIES = ("blocking", "revision", "parallel")
 EVALUATORS = ("quality", "comprehensiveness")
@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Serve /v1/chat/completions: answers from --upstream, judged (and regenerated) before they are sent.
 
@@ -85,7 +86,7 @@ def register(app: typer.Typer) -> None:
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
-        settings = listen_settings(load_settings(config), host, allowed_host or [])
+        settings = listen_settings(load_settings(config, db=db), host, allowed_host or [])
         require_free_port(host, port)
         retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
         gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
@@ -96,5 +97,6 @@ def register(app: typer.Typer) -> None:
         if settings.api_token and not api_key:
             console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
                           "upstream gets no key (right for a local upstream such as Ollama)[/]")
+        print_store(settings)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)

@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings
+from jurist.cli.common import DbOpt, console, handle_errors, load_settings
 
-DEFAULT_EXPORT_DIR = Path("data") / "evaluations"
+DEFAULT_EXPORT_DIR = Path("jurist-export")
 
 
 def register(app: typer.Typer) -> None:
@@ -20,14 +20,15 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def export_cmd(
         log_id: str = typer.Argument(..., help="The logId of a research evaluation."),
-        output_dir: Path = typer.Option(DEFAULT_EXPORT_DIR, "--output-dir", help="Where the {logId}/ folder goes."),
+        output_dir: Path = typer.Option(DEFAULT_EXPORT_DIR, "--output-dir", help="Where the {logId}/ folder goes (default: ./jurist-export)."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Write a research evaluation's record: evaluation.json, plan_attempts/, evaluator_responses/."""
         from jurist.research.export import export_record
         from jurist.store import Store
 
-        settings = load_settings(config)
+        settings = load_settings(config, db=db)
         store = Store(settings.database)
         try:
             folder = export_record(store, log_id, output_dir)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings
+from jurist.cli.common import DbOpt, console, handle_errors, load_settings, print_store
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.config import Settings
@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME).
 
@@ -48,13 +49,14 @@ def register(app: typer.Typer) -> None:
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
-        settings = listen_settings(load_settings(config, tutor_progress=tutor_progress), host, allowed_host or [])
+        settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress), host,
+                                   allowed_host or [])
         require_free_port(host, port)
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
                              "tutor: /tutor?points=NAME&learner=NAME)"), highlight=False)
-        console.print(escape(f"database: {settings.database}"), highlight=False)
+        print_store(settings)
         console.print("tutor page: " + ("the conversation and the learner's progress count" if settings.tutor_progress
                                         else "the conversation only (--tutor-progress shows the progress count)"),
                       highlight=False, markup=False)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import console, handle_errors, load_settings, require_local_judge, waiting
+from jurist.cli.common import DbOpt, console, handle_errors, load_settings, require_local_judge, waiting
 from jurist.errors import InputError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
             help="Also print the points recalled after each reply, and each point's next review at the end "
                  "(default: the tutor's replies only)."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        db: Optional[str] = DbOpt,
     ) -> None:
         """Recall a checklist with a tutor; every message is judged against every unchecked point."""
         import asyncio
@@ -52,7 +53,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--mode must be 'recall' or 'rabbithole', not {mode!r}")
         if points is None and session is None:
             raise InputError("give --points FILE to start a session, or --session ID to resume one")
-        settings = load_settings(config)
+        settings = load_settings(config, db=db)
         code = asyncio.run(_run(settings, points, learner, mode, tutor, judge, session, show_progress))
         raise typer.Exit(code)
 

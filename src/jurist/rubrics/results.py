@@ -9,7 +9,10 @@ left out otherwise, so a file read back is written again byte for byte.
 
 A :class:`RubricResult` is also the payload of the store's ``rubric``
 evaluations: ``kind`` and ``version`` name its format; a result written before
-``kind`` existed reads as ``kind="rubric"``.
+``kind`` existed reads as ``kind="rubric"``. The stored payload also carries
+the session's ``transcript`` (bounded, :class:`Transcript`), which result.json
+does not: the store keeps what was judged even when the session was posted or
+built in memory, or its file is gone.
 """
 
 from __future__ import annotations
@@ -103,10 +106,29 @@ class Truncation(_FileModel):
     omitted_chars: int
 
 
-class RubricResult(_FileModel):
-    """result.json: one session scored against a rubric set."""
+class TranscriptTurn(_FileModel):
+    role: str
+    content: str
 
-    _optional = frozenset({"truncated"})
+
+class Transcript(_FileModel):
+    """A session's turns as the store keeps them with its evaluation: at most
+    ``TRANSCRIPT_CHARS`` characters of content in all; over that, the longest turns
+    are cut to one length (short turns, such as most user turns, stay whole) and
+    ``omitted_chars`` counts what was cut."""
+
+    turns: list[TranscriptTurn]
+    omitted_chars: int = 0
+
+    def text_of(self, role: str) -> str:
+        return "\n".join(t.content for t in self.turns if t.role == role)
+
+
+class RubricResult(_FileModel):
+    """result.json: one session scored against a rubric set (as a stored payload, with its
+    ``transcript``)."""
+
+    _optional = frozenset({"truncated", "transcript"})
 
     kind: Literal["rubric"] = RESULT_KIND
     version: str = RESULT_VERSION
@@ -119,6 +141,7 @@ class RubricResult(_FileModel):
     rubric_scores: list[RubricScore] = Field(default_factory=list)
     summary: ResultSummary
     truncated: Truncation | None = None
+    transcript: Transcript | None = None  # in the stored payload only, never in result.json
 
 
 # -- summary.json ---------------------------------------------------------------------

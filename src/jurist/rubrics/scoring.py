@@ -16,12 +16,15 @@ from jurist.ids import new_id
 from jurist.judges.weighting import PLAIN
 from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
 from jurist.rubrics.models import Rubric, RubricSet
-from jurist.rubrics.results import ResultSummary, RubricResult, RubricScore, Tokens, Truncation
+from jurist.rubrics.results import (ResultSummary, RubricResult, RubricScore, Tokens, Transcript, TranscriptTurn,
+                                    Truncation)
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
 from jurist.store.rows import EvaluationRow
 
 # A session passes when its weighted total is at least this share of the scale.
 PASS_PERCENTAGE = 70.0
+# Characters of a session's turns the store keeps with its evaluation (what the pattern detector mines).
+TRANSCRIPT_CHARS = 20_000
 
 
 class EvaluationSink(Protocol):
@@ -146,14 +149,32 @@ class SessionEvaluator:
 
 
 def evaluation_row(result: RubricResult, session: ChatSession) -> EvaluationRow:
-    """The ``evaluations`` row (kind ``rubric``) of a result; its payload is the result, its id
-    the result's trace id (a result file names its row)."""
+    """The ``evaluations`` row (kind ``rubric``) of a result; its payload is the result with the
+    session's transcript (:func:`transcript_of`), its id the result's trace id (a result file
+    names its row)."""
     s = result.summary
+    payload = result.model_copy(update={"transcript": transcript_of(session)})
     return EvaluationRow(
         id=result.trace_id or new_id(), subject_id=session.session_id, trace_id=result.trace_id, status=result.status,
         score=s.total_score, max_score=s.max_score, percentage=s.percentage, judge_model=result.judge_model,
-        rubrics_version=result.rubrics_version, source=session.source, payload=result, **facets(result),
+        rubrics_version=result.rubrics_version, source=session.source, payload=payload, **facets(result),
     )
+
+
+def transcript_of(session: ChatSession, budget: int = TRANSCRIPT_CHARS) -> Transcript:
+    """The session's turns within ``budget`` characters: over it, every turn longer than one
+    length (the largest that fits) is cut to it, so the short turns stay whole."""
+    lengths = [len(m.content) for m in session.messages]
+    cap = max(lengths, default=0)
+    if sum(lengths) > budget:
+        left, n = budget, len(lengths)
+        for k, length in enumerate(sorted(lengths)):
+            if length * (n - k) > left:
+                cap = left // (n - k)
+                break
+            left -= length
+    turns = [TranscriptTurn(role=m.role, content=m.content[:cap]) for m in session.messages]
+    return Transcript(turns=turns, omitted_chars=sum(max(0, length - cap) for length in lengths))
 
 
 def facets(result: RubricResult) -> dict[str, Any]:

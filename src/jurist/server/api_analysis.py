@@ -75,7 +75,7 @@ class AnalysisRun(BaseModel):
     id: str
     status: Literal["running", "done", "failed"]
     params: dict[str, Any]
-    evaluations: int = Field(description="how many evaluations were analysed")
+    evaluations: int = Field(description="how many evaluations were analysed (grouped by subject)")
     writer_model: str | None = Field(description="the LLM that wrote the patterns; None: the statistics did")
     error: str | None
     created_at: datetime
@@ -89,8 +89,10 @@ class Pattern(BaseModel):
     feature_type: Literal["term", "length", "judge_model", "prompt_version"]
     feature: str
     dimension: str = Field(description='the score compared: "overall" or a rubric / dimension key')
-    affected_count: int
-    mean_affected: float | None = Field(description="mean 0-1 score of the affected evaluations")
+    affected_count: int = Field(description="the affected subjects (sessions, queries, requests), each counted "
+                                            "once however often it was evaluated")
+    mean_affected: float | None = Field(description="mean 0-1 score of the affected subjects (each subject: the "
+                                                    "mean of its evaluations)")
     mean_rest: float | None
     effect_size: float | None = Field(description="Cliff's delta, affected vs the rest")
     p_value: float | None = Field(description="one-sided Mann-Whitney U, Benjamini-Hochberg adjusted")
@@ -100,7 +102,7 @@ class Pattern(BaseModel):
     suggested_fix: str | None
     writer: str | None = Field(description='the model that wrote the text, or "statistics"')
     created_at: datetime
-    evaluation_ids: list[str] = Field(description="the affected evaluations (the first 100)")
+    evaluation_ids: list[str] = Field(description="every evaluation of the affected subjects (the first 100)")
 
 
 class PatternsResponse(BaseModel):

@@ -105,6 +105,19 @@ def payloads_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, An
     return out
 
 
+def transcripts_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, Any]:
+    """evaluation id -> the ``transcript`` its payload keeps (rubric evaluations), reading only
+    that part of the payload; evaluations without one are left out."""
+    out: dict[str, Any] = {}
+    transcript = evaluations.c.payload["transcript"]
+    for part in _chunks(list(evaluation_ids)):
+        for r in conn.execute(select(evaluations.c.id, transcript.label("transcript"))
+                              .where(evaluations.c.id.in_(part))):
+            if r.transcript is not None:
+                out[r.id] = r.transcript
+    return out
+
+
 def generation_messages(conn: Connection, trace_ids: Sequence[str]) -> dict[str, Any]:
     """trace id -> the messages of its first generation call (the gate's input)."""
     out: dict[str, Any] = {}

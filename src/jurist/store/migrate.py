@@ -53,7 +53,7 @@ def migrate(engine: Engine) -> None:
     except Exception as exc:
         raise ConfigError(
             f"cannot open the database {engine.url.render_as_string(hide_password=True)}: {exc}. "
-            "Check JURIST_DATABASE_URL (or database_url in jurist.yaml)."
+            "Check --db, JURIST_DATABASE_URL or database_url in jurist.yaml."
         ) from None
 
 
