@@ -54,7 +54,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-_CLEARED = ("JURIST_JUDGE", "JURIST_DATABASE_URL", "JURIST_CONFIG", "JURIST_CACHE", "OPENAI_API_KEY",
+_CLEARED = ("JURIST_JUDGE", "JURIST_VISUAL_EVALUATOR", "JURIST_DATABASE_URL", "JURIST_CONFIG", "JURIST_CACHE", "OPENAI_API_KEY",
             "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 

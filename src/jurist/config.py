@@ -55,6 +55,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     judge: str | None = None
+    # A vision model (reference or alias): sessions with images are judged by it, with the images;
+    # None: the judge reads text placeholders and the result says the images were not seen
+    visual_evaluator: str | None = None
     aliases: dict[str, str] = Field(default_factory=dict)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     database_url: str | None = None
@@ -161,6 +164,7 @@ def shown_url(url: str) -> str:
 
 _ENV_FIELDS = {
     "JURIST_JUDGE": "judge",
+    "JURIST_VISUAL_EVALUATOR": "visual_evaluator",
     "JURIST_DATABASE_URL": "database_url",
     "JURIST_LIMITER_URL": "limiter_url",
     "JURIST_HOME": "home",

@@ -188,3 +188,22 @@ async def test_environment_is_read_at_construction(server: ProviderServer, monke
 def test_missing_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         AnthropicChat("claude-haiku-4-5")
+
+
+async def test_images_go_as_image_blocks_base64_or_url(chat: AnthropicChat, server: ProviderServer) -> None:
+    from jurist.models.images import from_data_url, from_url
+    from tests.images import GIF, data_url
+
+    gif, remote = from_data_url(data_url(GIF, "image/gif")), from_url("https://example.com/chart.png")
+    request = ChatRequest(messages=[{"role": "system", "content": "You judge."}, {"role": "user", "content": "a"},
+                                    {"role": "user", "content": "b"}], images=(gif, remote))
+    await chat.complete(request)
+    body = server.requests[0]["json"]
+    assert body["system"] == "You judge."
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "a\n\nb"},
+        {"type": "text", "text": "[image 1]"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": gif.base64_data}},
+        {"type": "text", "text": "[image 2]"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/chart.png"}},
+    ]}]

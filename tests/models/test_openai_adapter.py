@@ -379,3 +379,44 @@ async def test_an_injected_session_carries_every_call(server: ProviderServer) ->
         await chat.aclose()
         assert not session.closed  # the caller's session stays the caller's
     assert opened == [f"{server.base_url}/chat/completions"] * 2
+
+
+async def test_images_go_as_image_url_parts_of_the_first_user_message(chat: OpenAIChat, server: ProviderServer) -> None:
+    from jurist.models.images import from_data_url, from_url
+    from tests.images import data_url, png
+
+    shot, remote = from_data_url(data_url(png())), from_url("https://example.com/chart.png")
+    await chat.complete(ask("Judge the session.", images=(shot, remote)))
+    messages = server.requests[0]["json"]["messages"]
+    assert messages[0] == {"role": "system", "content": "You judge."}
+    assert messages[1] == {"role": "user", "content": [
+        {"type": "text", "text": "Judge the session."},
+        {"type": "text", "text": "[image 1]"}, {"type": "image_url", "image_url": {"url": data_url(png())}},
+        {"type": "text", "text": "[image 2]"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}},
+    ]}
+
+
+async def test_images_join_the_folded_user_turn_without_a_system_role(server: ProviderServer) -> None:
+    from jurist.models.images import from_url
+
+    adapter = OpenAIChat("m", base_url=server.base_url, api_key="k", system_role=False)
+    try:
+        await adapter.complete(ask("data", images=(from_url("http://example.com/a.gif"),)))
+    finally:
+        await adapter.aclose()
+    [user] = server.requests[0]["json"]["messages"]
+    assert user["content"][0] == {"type": "text", "text": "You judge.\n\ndata"}
+    assert user["content"][2] == {"type": "image_url", "image_url": {"url": "http://example.com/a.gif"}}
+
+
+def test_images_are_in_the_cache_key_and_described_in_the_params() -> None:
+    from jurist.models.images import from_data_url
+    from tests.images import data_url, png
+
+    red, blue = from_data_url(data_url(png(rgb=(255, 0, 0)))), from_data_url(data_url(png(rgb=(0, 0, 255))))
+    keys = {ask().cache_key("m"), ask(images=(red,)).cache_key("m"), ask(images=(blue,)).cache_key("m")}
+    assert len(keys) == 3
+    assert ask(images=(red,)).cache_key("m") == ask(images=(red,)).cache_key("m")
+    params = ask(images=(red,)).params()
+    assert params["images"] == [red.describe()] and red.base64_data not in str(params)

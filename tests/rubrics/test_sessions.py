@@ -16,14 +16,14 @@ def test_example_session_loads():
 def test_id_from_file_name_and_content_parts(tmp_path):
     p = tmp_path / "abc-123.jsonl"
     p.write_text(
-        '{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]}\n'
+        '{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "input_audio", "input_audio": {}}]}\n'
         "\n"
         '{"role": "tool", "name": "search", "content": "result"}\n'
         '{"role": "assistant", "content": null}\n'
     )
     s = load_session(p)
     assert s.session_id == "abc-123"
-    assert s.messages[0].content == "look\n[image_url]"
+    assert s.messages[0].content == "look\n[input_audio]"
     assert s.messages[1].name == "search" and s.messages[2].content == ""
 
 

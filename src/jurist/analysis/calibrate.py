@@ -147,7 +147,7 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
     try:
         results = await asyncio.gather(*(one(chat) for chat in sessions.values()))
     finally:
-        await rj.model.aclose()
+        await rj.aclose()
     await runtime.aflush()
     out: dict[str, tuple[RubricResult, str | None]] = {}
     for result in results:

@@ -310,7 +310,7 @@ async def probe(systems: list[AnswerSet], runtime: Runtime, *, rubric_set: Rubri
                                         budget=cfg.session_char_budget, timeout=cfg.rubric_timeout,
                                         parallel=parallel, on_progress=on_progress)
         finally:
-            await rj.model.aclose()
+            await rj.aclose()
         sections.append(await asyncio.to_thread(verbosity_section, rubric_set, items, scoring, padding,
                                                 resamples=resamples, seed=seed))
     unknown = [it.answer.answer for it in items if it.answer.model is None]

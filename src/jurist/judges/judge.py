@@ -26,6 +26,7 @@ from jurist.errors import JudgeParseError, ModelError, Unsupported
 from jurist.judges.outcome import FAILED, OK, Outcome, guarded
 from jurist.judges.templates import PromptTemplate
 from jurist.models.base import ChatRequest, Completion, MeaningJudge
+from jurist.models.images import Image
 from jurist.models.model import Model, Template, cut_reply
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ class Judge:
         self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
     def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
-                 sample: int | None = None) -> ChatRequest:
+                 sample: int | None = None, images: tuple[Image, ...] = ()) -> ChatRequest:
         """The request; sample ``i`` > 0 of it (``jurist probe --samples``) carries its index (a call,
         and a cache entry, of its own) and, with a seed, the seed plus ``i`` (so a seeded endpoint
         samples anew); sample 0 is the ordinary request."""
@@ -104,6 +105,7 @@ class Judge:
             schema_name=self.schema_name,
             top_logprobs=self.top_logprobs,
             sample=sample,
+            images=images,
         )
 
     async def run(
@@ -116,15 +118,17 @@ class Judge:
         refine: Callable[[T, Completion], T] | None = None,
         schema: dict[str, Any] | None = None,
         sample: int | None = None,
+        images: tuple[Image, ...] = (),
     ) -> tuple[T, list[Completion]]:
         """Ask, re-ask once on a parse failure (unless ``reask`` is off); raise JudgeParseError or ModelError.
         ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`);
         ``schema`` replaces the judge's own for this question (one that names its ids, say);
-        ``sample`` numbers one of several samples of the same question (see :meth:`_request`)."""
+        ``sample`` numbers one of several samples of the same question (see :meth:`_request`);
+        ``images`` go with the user message that holds the data (the re-ask too: it repeats it)."""
         tmpl = Template(self.template.name, self.template.hash)
         messages = self.template.messages(**variables)
         first = await self.model.complete(
-            self._request(messages, schema, sample), purpose=self.purpose, trace_id=trace_id, template=tmpl,
+            self._request(messages, schema, sample, images), purpose=self.purpose, trace_id=trace_id, template=tmpl,
             parse=parse, refine=refine,
         )
         if first.parse_error is None:
@@ -145,7 +149,7 @@ class Judge:
             },
         ]
         second = await self.model.complete(
-            self._request(reask, schema, sample), purpose=self.purpose, trace_id=trace_id, template=tmpl,
+            self._request(reask, schema, sample, images), purpose=self.purpose, trace_id=trace_id, template=tmpl,
             parse=parse, refine=refine,
         )
         if second.parse_error is None:
@@ -169,6 +173,7 @@ class Judge:
         refine: Callable[[T, Completion], T] | None = None,
         schema: dict[str, Any] | None = None,
         sample: int | None = None,
+        images: tuple[Image, ...] = (),
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
@@ -177,13 +182,14 @@ class Judge:
         ``refine`` turns a parsed value and the completion it came from into the
         verdict's value (a score weighted by the reply's logprobs), before the call is recorded.
         ``sample`` numbers one of several samples of the same question (a meaning backend, which is
-        deterministic, is asked once per sample all the same).
+        deterministic, is asked once per sample all the same). ``images`` go to the model with
+        the prompt (a vision model's; a meaning backend is never given any).
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
         outcome = await guarded(
             lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine,
-                             schema=schema, sample=sample),
+                             schema=schema, sample=sample, images=images),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
         name, template_hash = self.model.name, self.template.hash

@@ -2,6 +2,7 @@
 
 System messages go into the ``system`` parameter, consecutive turns of the same
 role are merged, and ``tool`` turns become user text prefixed ``[tool result]``.
+A request's images become image blocks of its first user turn (:func:`image_block`).
 There is no native schema mode here: the judge prompt asks for JSON and the
 parser reads it. Errors are mapped in :func:`map_anthropic_error`. The adapter
 never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
@@ -17,6 +18,7 @@ from anthropic.types import Message
 
 from jurist.errors import ConfigError, ModelUnavailable
 from jurist.models.base import ChatRequest, Completion
+from jurist.models.images import Image, attach
 from jurist.models.sdk_errors import map_sdk_error
 
 __all__ = ["AnthropicChat", "map_anthropic_error"]
@@ -86,7 +88,7 @@ class AnthropicChat:
         system, turns = split_messages(request.messages)
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": turns,
+            "messages": attach(turns, request.images, image_block) if request.images else turns,
             "max_tokens": request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS,
         }
         if system:
@@ -136,6 +138,15 @@ def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, 
         else:
             turns.append({"role": role, "content": content})
     return "\n\n".join(system), turns
+
+
+def image_block(image: Image) -> dict[str, Any]:
+    """An image as Anthropic's content block: a ``base64`` source for its bytes, a ``url``
+    source for an http(s) URL (the API fetches it)."""
+    if image.remote:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                        "data": image.base64_data}}
 
 
 def map_anthropic_error(exc: Exception, *, model: str, endpoint: str) -> Exception:

@@ -14,10 +14,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkable
 
+from jurist.models.images import Image
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 #: The alternatives per token a logprobs request asks for: OpenAI's maximum, vLLM's default limit.
 TOP_LOGPROBS = 20
+#: What an image counts for in a request's token estimate (OpenAI bills a detailed 1024x1024
+#: image 765 tokens, Anthropic about 1,600 at most; the estimate only feeds tokens-per-minute limits).
+IMAGE_TOKENS = 1_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,11 @@ class ChatRequest:
     # Which of several samples of the same request this is (``jurist probe --samples``):
     # in the cache key and the record, never sent. None: the one request, as always.
     sample: int | None = None
+    # Images for a vision model, sent after the text of the first user message, each after a
+    # text part naming it ``[image i]`` (i from 1): the OpenAI adapter as image_url parts, the
+    # Anthropic one as image blocks. Recorded as descriptions (media type, bytes, SHA-256), never
+    # the bytes; their hashes are in the cache key. Empty: a text request, as always.
+    images: tuple[Image, ...] = ()
 
     def params(self) -> dict[str, Any]:
         """Sampling parameters, as recorded with each call."""
@@ -62,6 +72,8 @@ class ChatRequest:
             out["sample"] = self.sample
         if self.extra_body:
             out.update(self.extra_body)
+        if self.images:
+            out["images"] = [image.describe() for image in self.images]
         return out
 
     @functools.cached_property
@@ -76,10 +88,13 @@ class ChatRequest:
         sort_keys=True, ensure_ascii=False)``, with the messages' text reused
         (``extra_body`` first, in key order, when there is one; ``sample`` in its
         place in key order when there is one, so samples of one request are
-        distinct calls, each answered from the cache on a rerun)."""
+        distinct calls, each answered from the cache on a rerun; ``images``, the images'
+        SHA-256 hashes in order, after ``extra_body`` when there are images)."""
         fields: tuple[tuple[str, Any], ...] = (
             ("max_tokens", self.max_tokens), ("messages", None), ("model", model),
             ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
+        if self.images:
+            fields = (("images", [image.sha256 for image in self.images]), *fields)
         if self.extra_body:
             fields = (("extra_body", self.extra_body), *fields)
         if self.sample is not None:
@@ -91,9 +106,10 @@ class ChatRequest:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def estimated_tokens(self) -> int:
-        """Rough token estimate for tokens-per-minute limits (4 chars a token)."""
+        """Rough token estimate for tokens-per-minute limits (4 chars a token, an image
+        :data:`IMAGE_TOKENS`)."""
         chars = sum(len(m.get("content") or "") for m in self.messages)
-        return chars // 4 + (self.max_tokens or 0)
+        return chars // 4 + (self.max_tokens or 0) + IMAGE_TOKENS * len(self.images)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from jurist.version import __version__
 from jurist.errors import ConfigError, ModelError, ModelUnavailable, RequestRejected
 from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
                                 holds_digit, message_tool_calls)
+from jurist.models.images import Image, attach
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 from jurist.models.structured import (CONSTRAINED, PROCESS_MODES, STRUCTURED_OUTPUT_MODES, ModeMemory,
                                       detect_structured_output, next_mode, refuses, request_fields)
@@ -308,13 +309,22 @@ class OpenAIChat:
             params["stream"] = True
             params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
         if not self.system_role and any(m.get("role") == "system" for m in request.messages):
-            messages = json.dumps(_messages(fold_system(request.messages)), ensure_ascii=False)
+            messages = self._messages_json(_messages(fold_system(request.messages)), request)
         elif any(_bare_tool_turn(m) for m in request.messages):
-            messages = json.dumps(_messages(request.messages), ensure_ascii=False)
+            messages = self._messages_json(_messages(request.messages), request)
+        elif request.images:
+            messages = self._messages_json(request.messages, request)
         else:
             messages = request.messages_json
         rest = json.dumps(params, ensure_ascii=False)  # an object with at least "model"
         return ('{"messages": ' + messages + ", " + rest[1:]).encode()
+
+    @staticmethod
+    def _messages_json(messages: list[dict[str, Any]], request: ChatRequest) -> str:
+        """Messages as JSON text, the request's images as ``image_url`` parts of its first user message."""
+        if request.images:
+            messages = attach(messages, request.images, image_url_part)
+        return json.dumps(messages, ensure_ascii=False)
 
     def _http(self) -> aiohttp.ClientSession:
         """The given session, else the adapter's own one for the running event loop."""
@@ -437,6 +447,11 @@ def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Our messages in OpenAI form; a ``tool`` turn without a call id becomes user text."""
     return [{"role": "user", "content": f"[tool result] {m.get('content') or ''}"} if _bare_tool_turn(m) else dict(m)
             for m in messages]
+
+
+def image_url_part(image: Image) -> dict[str, Any]:
+    """An image as OpenAI's content part: its data URL, or its http(s) URL for the endpoint to fetch."""
+    return {"type": "image_url", "image_url": {"url": image.url}}
 
 
 def map_openai_error(exc: Exception, *, model: str, endpoint: str) -> Exception:

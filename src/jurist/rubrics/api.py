@@ -65,9 +65,12 @@ def build_judge(
     max_concurrency: int | None = None,
     cache: bool | None = None,
     score_mode: str | None = None,
+    visual_evaluator: str | None = None,
 ) -> RubricJudge:
     """The rubric judge for a reference (default: settings, else the local judge), from a
-    runtime (or settings and an optional store to record into).
+    runtime (or settings and an optional store to record into). Sessions with images go to
+    ``visual_evaluator`` (default: the settings'), a vision model, with their images; without
+    one, the judge reads text placeholders. Close it with :meth:`RubricJudge.aclose`.
 
     ``template`` is a file, ``<name>@<version>`` (see :func:`load_template`) or a
     loaded template. It is checked before any call: an unknown placeholder is an
@@ -79,8 +82,10 @@ def build_judge(
     items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
     model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
     cfg = runtime.settings
+    visual_ref = visual_evaluator or cfg.visual_evaluator
+    visual = runtime.model(visual_ref, max_in_flight=max_concurrency, cache=cache) if visual_ref else None
     return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
-                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure)
+                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure, visual=visual)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:
@@ -113,7 +118,7 @@ async def _evaluator(
         try:
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
         finally:
-            await rj.model.aclose()
+            await rj.aclose()
     finally:
         await (runtime.aclose() if own else runtime.aflush())
 

@@ -12,6 +12,10 @@ reply's top logprobs and the outcome adds the weighted score (the expectation
 over the scale's tokens, :mod:`jurist.judges.weighting`) beside the plain one;
 where there is none, ``logprobs_unavailable`` says why and the plain score is
 the one used.
+
+A session with images goes to the ``visual`` model (``visual_evaluator``), the
+images sent with the prompt; without one, the judge reads the sessions' text
+placeholders and the outcome counts the images it did not see (:func:`unseen_note`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
 from jurist.errors import ConfigError
 from jurist.models.base import Completion, StatementCheck
+from jurist.models.images import Image
 from jurist.models.model import Model
 from jurist.rubrics.models import Rubric
 from jurist.rubrics.sessions import ChatSession, FormattedSession
@@ -135,28 +140,53 @@ def _items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dic
     return MeaningQuestion(lambda judge: judge.expresses(text, [i.text for i in items]), answer)
 
 
+def unseen_note(count: int) -> str:
+    """What a result says of the images a judge without vision did not see."""
+    return (f"{count} image(s) not seen by the judge: no visual_evaluator is configured, so it read "
+            "text placeholders instead")
+
+
 class RubricJudge:
-    """One judge call per rubric."""
+    """One judge call per rubric; sessions with images go to ``visual`` (a vision model), when given."""
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
-                 score_mode: str = PLAIN, reask: bool = True) -> None:
+                 score_mode: str = PLAIN, reask: bool = True, visual: Model | None = None) -> None:
         if score_mode not in SCORE_MODES:
             raise ConfigError(f"score_mode={score_mode!r}: use one of {', '.join(SCORE_MODES)}")
+        if visual is not None and not visual.chats:
+            raise ConfigError(f"visual_evaluator {visual.name} reads no images (it only matches meaning); "
+                              "configure a vision LLM, e.g. ollama/qwen3-vl:8b or openai/gpt-4o-mini")
         self.model = model
         self.name = model.name
+        self.visual = visual
         self.score_mode = score_mode
-        judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                        reask=reask)
         # A template that asks for SCORE:/REASONING: lines (note 003's) is answered in its own
         # format: no JSON schema is imposed on the reply.
-        lines = SCORE_LINES.search(free_template.text) is not None
-        self._lines = lines
-        self._free = judge(free_template, schema_name="rubric_score",
-                           format_hint="",
-                           top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
-        self._items = judge(items_template, schema_name="rubric_items",
-                            format_hint='{"items": [{"id": "<criterion id>", "met": true, "reasoning": "<one sentence>"}]}')
+        self._lines = SCORE_LINES.search(free_template.text) is not None
+
+        def judges(on: Model) -> tuple[Judge, Judge]:
+            judge = partial(Judge, on, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens,
+                            reask=reask)
+            free = judge(free_template, schema_name="rubric_score", format_hint="",
+                         top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
+            items = judge(items_template, schema_name="rubric_items",
+                          format_hint='{"items": [{"id": "<criterion id>", "met": true, '
+                                      '"reasoning": "<one sentence>"}]}')
+            return free, items
+
+        self._free, self._items = judges(model)
+        self._seeing = judges(visual) if visual is not None else None
+
+    def judge_model(self, session: ChatSession) -> str:
+        """The model that judges ``session``: the visual one for a session with images, when there is one."""
+        return self.visual.name if self.visual is not None and session.images else self.name
+
+    async def aclose(self) -> None:
+        """Close the judge's models (the visual one too)."""
+        await self.model.aclose()
+        if self.visual is not None and self.visual is not self.model:
+            await self.visual.aclose()
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float,
@@ -164,6 +194,10 @@ class RubricJudge:
         """One rubric's outcome; ``sample`` numbers one of several samples of the same judgement
         (each its own call and cache entry, see :meth:`Judge.verdict`)."""
         lo, hi = scale
+        sent: tuple[Image, ...] = ()
+        free, items = self._free, self._items
+        if session.images and self._seeing is not None:  # a vision model is sent the images
+            (free, items), sent = self._seeing, session.images
         variables = dict(
             rubric_name=rubric.name,
             rubric_description=rubric.description,
@@ -175,9 +209,10 @@ class RubricJudge:
         )
         if rubric.item_based:
             ids = [i.id for i in rubric.items or []]
-            verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await self._items.verdict(
+            verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
                 meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
+                images=sent,
             )
         else:
             hint = (
@@ -187,11 +222,12 @@ class RubricJudge:
             def weighted(reply: ScoreReply, completion: Completion) -> ScoreReply:
                 return weigh(reply, completion.logprobs, scale)  # recorded with the call
 
-            verdict = await self._free.verdict(
+            verdict = await free.verdict(
                 variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
                 format_hint=hint, schema=None if self._lines else score_schema(scale),
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
                 refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
+                images=sent,
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",

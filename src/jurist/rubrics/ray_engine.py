@@ -223,9 +223,9 @@ class BatchWorker:
         self.store = await self.runtime.astore()
         self.judge = build_judge(self.runtime, judge=spec.judge, template=spec.template,
                                  max_concurrency=spec.max_concurrency, cache=spec.cache)
-        model = getattr(self.judge, "model", None)
-        if model is not None and isinstance(model.limiter, SharedLimiter):
-            await model.limiter.start()  # registered now: a restarted worker frees what its predecessor held
+        for model in (self.judge.model, self.judge.visual):
+            if model is not None and isinstance(model.limiter, SharedLimiter):
+                await model.limiter.start()  # registered now: a restarted worker frees what its predecessor held
         self.evaluator = SessionEvaluator(spec.rubric_set, self.judge, _OnceSink(self.store, spec.generation),
                                           spec.settings.session_char_budget, spec.settings.rubric_timeout)
         self.out = Path(spec.output_dir)
@@ -287,7 +287,10 @@ class BatchWorker:
                 limiter = model.limiter.stats()
                 stats |= {k: limiter[k] for k in ("peak_in_flight", "actor_calls", "local_handovers") if k in limiter}
                 await model.limiter.aclose()  # permits go back; the Redis connection closes
-                await model.aclose()
+            visual = getattr(self.judge, "visual", None)
+            if visual is not None and visual.limiter is not getattr(model, "limiter", None):
+                await visual.limiter.aclose()
+            await self.judge.aclose()
             await self.runtime.aclose()
         return stats
 

@@ -3,7 +3,7 @@
 Field names and their order are the files' documented format
 (docs/rubrics.md). A few keys are written only when they apply (``cached``,
 ``items``, an item's ``reasoning`` / ``confidence`` / ``evidence``,
-``truncated``, and under score mode ``logprobs`` ``score_mode``,
+``truncated``, ``images``, and under score mode ``logprobs`` ``score_mode``,
 ``weighted_score`` / ``logprobs_unavailable``): those are the fields marked *optional*, written when given and
 left out otherwise, so a file read back is written again byte for byte.
 
@@ -124,11 +124,22 @@ class Transcript(_FileModel):
         return "\n".join(t.content for t in self.turns if t.role == role)
 
 
+class ImagesNote(_FileModel):
+    """A session's images: how many, and the vision model that was sent them (``judge_model``),
+    or why the judge did not see them (``not_seen``)."""
+
+    _optional = frozenset({"judge_model", "not_seen"})
+
+    count: int
+    judge_model: str | None = None
+    not_seen: str | None = None
+
+
 class RubricResult(_FileModel):
     """result.json: one session scored against a rubric set (as a stored payload, with its
     ``transcript``)."""
 
-    _optional = frozenset({"truncated", "transcript"})
+    _optional = frozenset({"truncated", "images", "transcript"})
 
     kind: Literal["rubric"] = RESULT_KIND
     version: str = RESULT_VERSION
@@ -141,6 +152,7 @@ class RubricResult(_FileModel):
     rubric_scores: list[RubricScore] = Field(default_factory=list)
     summary: ResultSummary
     truncated: Truncation | None = None
+    images: ImagesNote | None = None
     transcript: Transcript | None = None  # in the stored payload only, never in result.json
 
 

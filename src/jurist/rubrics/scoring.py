@@ -14,10 +14,10 @@ from typing import Any, Iterable, Protocol
 
 from jurist.ids import new_id
 from jurist.judges.weighting import PLAIN
-from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
+from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome, unseen_note
 from jurist.rubrics.models import Rubric, RubricSet
-from jurist.rubrics.results import (ResultSummary, RubricResult, RubricScore, Tokens, Transcript, TranscriptTurn,
-                                    Truncation)
+from jurist.rubrics.results import (ImagesNote, ResultSummary, RubricResult, RubricScore, Tokens, Transcript,
+                                    TranscriptTurn, Truncation)
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
 from jurist.store.rows import EvaluationRow
 
@@ -102,13 +102,19 @@ def rubric_score(o: RubricOutcome) -> RubricScore:
 
 
 def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[RubricOutcome], *,
-                 trace_id: str, judge_model: str, formatted: FormattedSession) -> RubricResult:
+                 trace_id: str, judge_model: str, formatted: FormattedSession, sees_images: bool = False) -> RubricResult:
+    """result.json's content; a session with images says whether the judge (a vision model:
+    ``sees_images``) was sent them."""
     summary = aggregate(rubric_set, outcomes)
     failed = summary.rubrics_failed
     status = "scored" if failed == 0 else ("failed" if summary.rubrics_evaluated == 0 else "partial")
     optional: dict[str, Any] = {}
     if formatted.truncated:
         optional["truncated"] = Truncation(omitted_chars=formatted.omitted_chars)
+    if session.images:
+        count = len(session.images)
+        optional["images"] = (ImagesNote(count=count, judge_model=judge_model) if sees_images
+                              else ImagesNote(count=count, not_seen=unseen_note(count)))
     return RubricResult(
         session_id=session.session_id,
         evaluated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -144,7 +150,8 @@ class SessionEvaluator:
             for r in self.rubric_set.rubrics
         ))
         result = build_result(self.rubric_set, session, list(outcomes), trace_id=trace_id,
-                              judge_model=self.judge.name, formatted=formatted)
+                              judge_model=self.judge.judge_model(session), formatted=formatted,
+                              sees_images=self.judge.visual is not None)
         return ScoredSession(session, result, evaluation_row(result, session), [_score_row(o) for o in outcomes])
 
 

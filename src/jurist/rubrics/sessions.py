@@ -1,8 +1,16 @@
 """Chat sessions (JSONL): loading, validation and formatting for a judge prompt.
 
 One JSON object per line: ``{"role": "user"|"assistant"|"system"|"tool",
-"content": ...}``. ``content`` is text or a list of parts (``{"type": "text",
-"text": ...}``; other parts become a placeholder). A ``session_id`` on any line
+"content": ...}``. ``content`` is text or a list of parts: ``{"type": "text",
+"text": ...}``, images (OpenAI's ``{"type": "image_url", "image_url": {"url":
+...}}``, Anthropic's ``{"type": "image", "source": {"type": "base64" | "url",
+...}}``), whose URL is a data URL, an http(s) URL or a file path relative to
+the session's folder (see :mod:`jurist.models.images` for the checks); other
+parts become a placeholder. An image stays in the text as ``[image 2:
+image/png, 12,345 bytes]`` (numbered through the session) and its checked data
+in :attr:`Message.images`: a vision judge is sent the images, any other judge
+reads the placeholders. A session holds at most :data:`MAX_SESSION_IMAGES`
+images of at most :data:`MAX_SESSION_IMAGE_BYTES` together. A ``session_id`` on any line
 (or a line holding only ``{"session_id": ...}``) names the session; otherwise
 the file name does. The id must fit the store (at most 300 characters, no
 control characters): a bad one is an input error before any judge call.
@@ -10,12 +18,13 @@ control characters): a bad one is an input error before any judge call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jurist.errors import InputError
 from jurist.jsonfiles import jsonl_objects
+from jurist.models.images import Image, from_base64, resolve_image
 from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
 from jurist.rubrics.naming import id_problem, shorten
 from jurist.store.tables import SUBJECT_ID_LENGTH
@@ -23,6 +32,8 @@ from jurist.store.tables import SUBJECT_ID_LENGTH
 ROLES = TURN_ROLES
 TAG = "chat_session"
 OPEN, CLOSE = f"<{TAG}>", f"</{TAG}>"
+MAX_SESSION_IMAGES = 20  # images in one session
+MAX_SESSION_IMAGE_BYTES = 20 * 1024 * 1024  # their bytes together
 
 
 @dataclass
@@ -30,6 +41,7 @@ class Message:
     role: str
     content: str
     name: str | None = None
+    images: list[Image] = field(default_factory=list)  # the images of its content, in order
 
 
 @dataclass
@@ -41,28 +53,83 @@ class ChatSession:
     def text_of(self, role: str) -> str:
         return "\n".join(m.content for m in self.messages if m.role == role)
 
+    @property
+    def images(self) -> tuple[Image, ...]:
+        """Every image of the session, in order (image ``i`` is the ``[image i: ...]`` placeholder)."""
+        return tuple(image for m in self.messages for image in m.images)
 
-def _content_text(content: Any, file: str, line: int) -> str:
+
+@dataclass
+class _ImageCount:
+    """The images read so far in a session, against its bounds."""
+
+    count: int = 0
+    size: int = 0
+
+    def add(self, image: Image, file: str, line: int) -> int:
+        self.count += 1
+        self.size += image.size or 0
+        if self.count > MAX_SESSION_IMAGES:
+            raise InputError(f"the session has more than {MAX_SESSION_IMAGES} images", file=file, line=line)
+        if self.size > MAX_SESSION_IMAGE_BYTES:
+            raise InputError(f"the session's images have more than {MAX_SESSION_IMAGE_BYTES:,} bytes together",
+                             file=file, line=line)
+        return self.count
+
+
+def _image_of(part: dict[str, Any], root: Path | None, file: str, line: int) -> Image | None:
+    """The image of a content part (None: the part is not an image)."""
+    kind = part.get("type")
+    what = f"the {kind} part"
+    if kind in ("image_url", "input_image"):
+        ref = part.get("image_url")
+        if isinstance(ref, dict):
+            ref = ref.get("url")
+        if not isinstance(ref, str) or not ref:
+            raise InputError(f"{what} has no url (\"image_url\": {{\"url\": ...}})", file=file, line=line)
+        return resolve_image(ref, root, what, file=file, line=line)
+    if kind == "image":
+        source = part.get("source")
+        kind = source.get("type") if isinstance(source, dict) else None
+        if kind == "base64" and isinstance(source, dict) and isinstance(source.get("data"), str):
+            return from_base64(source["data"], what, file=file, line=line)
+        if kind == "url" and isinstance(source, dict) and isinstance(source.get("url"), str):
+            return resolve_image(source["url"], root, what, file=file, line=line)
+        raise InputError(f"{what} needs a source of type base64 (with data) or url (with url)", file=file, line=line)
+    return None
+
+
+def _content(content: Any, root: Path | None, count: _ImageCount, file: str,
+             line: int) -> tuple[str, list[Image]]:
     if content is None:
-        return ""
+        return "", []
     if isinstance(content, str):
-        return content
+        return content, []
     if isinstance(content, list):
-        parts = []
+        parts: list[str] = []
+        images: list[Image] = []
         for part in content:
             if isinstance(part, str):
                 parts.append(part)
             elif isinstance(part, dict) and part.get("type") == "text":
                 parts.append(str(part.get("text", "")))
             elif isinstance(part, dict):
-                parts.append(f"[{part.get('type', 'attachment')}]")
-        return "\n".join(parts)
+                image = _image_of(part, root, file, line)
+                if image is None:
+                    parts.append(f"[{part.get('type', 'attachment')}]")
+                else:
+                    parts.append(f"[image {count.add(image, file, line)}: {image.label()}]")
+                    images.append(image)
+        return "\n".join(parts), images
     raise InputError(f"content must be text or a list of parts, got {type(content).__name__}", file=file, line=line)
 
 
-def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatSession:
-    """Parse JSONL lines; a bad line is reported with its number."""
+def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Path | None = None) -> ChatSession:
+    """Parse JSONL lines; a bad line is reported with its number. Image files are read from
+    ``root`` (the session file's folder; ``None``: image files are refused). Blocking when
+    there are image files: call it off the event loop."""
     messages: list[Message] = []
+    count = _ImageCount()
     session_id: str | None = None
     id_line: int | None = None
     for n, obj in jsonl_objects(lines, source):
@@ -79,7 +146,8 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str) -> ChatS
         role = obj["role"]
         if role not in ROLES:
             raise InputError(f"role {role!r} is not one of {', '.join(ROLES)}", file=source, line=n)
-        messages.append(Message(role, _content_text(obj.get("content"), source, n), obj.get("name")))
+        text, images = _content(obj.get("content"), root, count, source, n)
+        messages.append(Message(role, text, obj.get("name"), images))
     if not messages:
         raise InputError("the session has no messages", file=source)
     sid = session_id or default_id
@@ -94,7 +162,7 @@ def load_session(path: str | Path) -> ChatSession:
     p = Path(path)
     try:
         with p.open(encoding="utf-8") as fh:
-            return parse_session(fh, str(p), p.stem)
+            return parse_session(fh, str(p), p.stem, p.parent)
     except OSError as exc:
         raise InputError(f"cannot read session: {exc.strerror}", file=str(p)) from None
     except UnicodeDecodeError:
