@@ -7,6 +7,15 @@ and returns the :class:`GateResult`. For every attempt the sequence is::
     accepted answer:   delta* (if nothing was shown yet) | revision (if another was shown),
                        evaluation(accepted=true), done(trace_id)
     generation error:  error(continue_context)          (nothing after it)
+    feedback off:      delta*, done(evaluation_pending), evaluation(after_done=true)
+
+With ``evaluate_feedback_enabled`` off (the default) ``done`` goes out as soon as
+the answer is complete, and the evaluation runs after it (note 001's flow): a
+task the gate owns, whose record goes to the store when the judge has answered.
+A consumer that reads on after ``done`` gets that evaluation as one more event;
+one that stops at ``done`` (the proxy, :meth:`Gate.run`) does not wait for it.
+:meth:`Gate.aclose` (and :meth:`Gate.drain`) wait for the evaluations still
+running; those that outlive ``close_timeout_s`` are recorded as skipped.
 
 Strategies: ``blocking`` releases nothing until an answer is accepted;
 ``revision`` streams the first answer at once and replaces it with a
@@ -14,7 +23,7 @@ Strategies: ``blocking`` releases nothing until an answer is accepted;
 it, one at a time, and decides right after the stream ends (a pass on at
 least ``parallel_min_coverage`` of the text is trusted; anything else is
 judged again on the whole text). With ``evaluate_feedback_enabled`` off the
-answer streams at once and is only scored.
+answer streams at once and is only scored, after ``done``.
 
 Fail-safe: a failing or timed-out evaluator accepts the answer
 (``evaluation_skipped``); the budget (``budget_s``) bounds everything, and when
@@ -24,6 +33,7 @@ another regenerate + evaluate would not fit, the best answer so far is accepted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 import time
@@ -40,7 +50,7 @@ from jurist.gate.evaluators import (
     GateEvaluator,
     QualityEvaluator,
 )
-from jurist.gate.evaluation import Run, evaluate_attempt, spawn
+from jurist.gate.evaluation import Run, evaluate_attempt, skipped, spawn
 from jurist.gate.parallel import Snapshots
 from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
 from jurist.gate.types import (
@@ -83,6 +93,7 @@ class Gate:
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
+        self._after_done: set[asyncio.Task[GateResult]] = set()  # feedback off: evaluations running after done
         self.evaluator = self._build_evaluator(evaluator, judge)
 
     @property
@@ -127,12 +138,20 @@ class Gate:
 
     # -- public API ---------------------------------------------------------------------
     async def run(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                  trace_id: str | None = None) -> GateResult:
-        """Gate one request and return its record (consumes :meth:`stream`)."""
+                  trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateResult:
+        """Gate one request and return its record (consumes :meth:`stream` up to ``done`` or ``error``).
+
+        With feedback off the record is returned at ``done``, its evaluation still
+        running (``evaluation_pending``); ``wait_for_evaluation=True`` returns the
+        record with the evaluation instead (the one that is stored)."""
         result: GateResult | None = None
-        async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):
-            if ev.result is not None:
-                result = ev.result
+        events = self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id)
+        async with contextlib.aclosing(events):
+            async for ev in events:
+                if ev.result is not None:
+                    result = ev.result
+                    if ev.type in ("done", "error") and not (wait_for_evaluation and result.evaluation_pending):
+                        break
         assert result is not None
         return result
 
@@ -147,7 +166,8 @@ class Gate:
             async for ev in self._drive(run, generate):
                 yield ev
         finally:
-            self._collector.close(trace_id)
+            if not run.after_done:  # else the evaluation after done closes the trace
+                self._collector.close(trace_id)
 
     async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, attempt: int = 1,
                        trace_id: str | None = None) -> Evaluation:
@@ -172,8 +192,23 @@ class Gate:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the evaluations still running after ``done`` (feedback off) and their
+        records; after ``timeout`` seconds the rest are cancelled and recorded as skipped."""
+        loop = asyncio.get_running_loop()
+        tasks = {t for t in self._after_done if not t.done() and t.get_loop() is loop}
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def aclose(self) -> None:
-        """Close the models this gate resolved and the store it opened."""
+        """Finish the evaluations still running after ``done`` (at most ``close_timeout_s``;
+        the rest recorded as skipped), then close the models this gate resolved and the
+        store it opened."""
+        await self.drain(self.config.close_timeout_s)
         for model in self._owned_models:
             await model.aclose()
         self._owned_models.clear()
@@ -216,12 +251,13 @@ class Gate:
             run.attempts.append(attempt)
             if live:
                 shown = number
+            if not feedback:  # note 001: done first, the evaluation after it
+                reason = "feedback_disabled"
+                break
             ev = await (snaps.decide(text) if snaps else evaluate_attempt(self.evaluator, cfg, run, text, number))
             attempt.evaluation = ev
             if ev.passed is None:
                 reason = "evaluation_skipped"
-            elif not feedback:
-                reason = "feedback_disabled"
             elif ev.passed:
                 reason = "passed"
             elif number - 1 >= cap:
@@ -245,6 +281,10 @@ class Gate:
         elif shown != accepted.number:
             yield GateEvent("revision", {"text": accepted.text, "attempt": accepted.number, "replaces": shown})
         result = self._result(run, accepted, reason)
+        if not feedback:
+            async for event in self._done_first(run, accepted, result):
+                yield event
+            return
         last = run.attempts[-1].evaluation
         if last is not None:
             yield GateEvent("evaluation", {**asdict(last), "accepted": True, "accepted_attempt": accepted.number,
@@ -253,6 +293,40 @@ class Gate:
         yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
                                  "accept_reason": reason, "evaluations": evaluations_list(result),
                                  "llm_calls": result.llm_calls}, result=result)
+
+    async def _done_first(self, run: Run, accepted: Attempt, result: GateResult) -> AsyncIterator[GateEvent]:
+        """``done`` now, the evaluation in a task the gate owns; to a consumer that reads on, its event."""
+        result.evaluation_pending = True
+        run.after_done = True
+        task = asyncio.create_task(self._evaluate_after_done(run, accepted, result.accept_reason))
+        self._after_done.add(task)
+        task.add_done_callback(self._after_done.discard)
+        yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
+                                 "accept_reason": result.accept_reason, "evaluations": [],
+                                 "llm_calls": result.llm_calls, "evaluation_pending": True}, result=result)
+        final = await asyncio.shield(task)  # a consumer that stops waiting does not stop the evaluation
+        ev = final.evaluations[-1]
+        yield GateEvent("evaluation", {**asdict(ev), "accepted": True, "accepted_attempt": accepted.number,
+                                       "accept_reason": final.accept_reason, "after_done": True}, result=final)
+
+    async def _evaluate_after_done(self, run: Run, attempt: Attempt, reason: str) -> GateResult:
+        """Evaluate the answer already sent and store the record. The budget bounded what the user
+        waited for; this evaluation gets its own ``judge_timeout_s``. Cancelled (the gate closing),
+        it is recorded as skipped: the record is never lost."""
+        cfg = self.config
+        run.deadline = max(run.deadline, time.monotonic() + cfg.judge_timeout_s + policy.BUDGET_MARGIN_S)
+        started = time.monotonic()
+        try:
+            try:
+                attempt.evaluation = await evaluate_attempt(self.evaluator, cfg, run, attempt.text, attempt.number)
+            except asyncio.CancelledError:
+                attempt.evaluation = skipped(attempt.number, "the gate closed before the evaluator answered")
+                attempt.evaluation.latency_ms = round((time.monotonic() - started) * 1000.0, 3)
+            result = self._result(run, attempt, reason)
+            await self._save(result)
+            return result
+        finally:
+            self._collector.close(run.trace_id)
 
     async def _generate(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                         number: int) -> AsyncIterator[str]:

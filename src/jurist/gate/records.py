@@ -168,6 +168,7 @@ class GateRecord(_Part):
     continue_context: list[dict[str, Any]] | None = None
     strategy: str | None = None
     evaluator: str | None = None
+    evaluation_pending: bool = False  # the ``jurist`` field at ``done`` with feedback off; never stored so
     evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
 
     @classmethod
