@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import copy
 import inspect
+import logging
 import time
 from dataclasses import asdict
 from typing import Any, AsyncGenerator, AsyncIterator, Callable
@@ -69,6 +70,7 @@ from jurist.runtime import Runtime
 from jurist.store import Store
 
 _END = object()
+log = logging.getLogger("jurist.gate")
 
 
 class _OutOfBudget(Exception):
@@ -93,7 +95,8 @@ class Gate:
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
-        self._after_done: set[asyncio.Task[GateResult]] = set()  # feedback off: evaluations running after done
+        # feedback off: the evaluations running after done, by trace id
+        self._after_done: dict[str, asyncio.Task[GateResult]] = {}
         self.evaluator = self._build_evaluator(evaluator, judge)
 
     @property
@@ -192,11 +195,20 @@ class Gate:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None:
+        """The record of ``trace_id`` once its evaluation after ``done`` has ended and is stored
+        (feedback off); None when none is running for it, or it still runs after ``timeout`` s."""
+        task = self._after_done.get(trace_id)
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            return None
+        await asyncio.wait([task], timeout=timeout)
+        return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for the evaluations still running after ``done`` (feedback off) and their
         records; after ``timeout`` seconds the rest are cancelled and recorded as skipped."""
         loop = asyncio.get_running_loop()
-        tasks = {t for t in self._after_done if not t.done() and t.get_loop() is loop}
+        tasks = {t for t in self._after_done.values() if not t.done() and t.get_loop() is loop}
         if not tasks:
             return
         _, late = await asyncio.wait(tasks, timeout=timeout)
@@ -299,8 +311,9 @@ class Gate:
         result.evaluation_pending = True
         run.after_done = True
         task = asyncio.create_task(self._evaluate_after_done(run, accepted, result.accept_reason))
-        self._after_done.add(task)
-        task.add_done_callback(self._after_done.discard)
+        self._after_done[run.trace_id] = task
+        task.add_done_callback(lambda t: self._after_done.pop(run.trace_id, None) if
+                               self._after_done.get(run.trace_id) is t else None)
         yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
                                  "accept_reason": result.accept_reason, "evaluations": [],
                                  "llm_calls": result.llm_calls, "evaluation_pending": True}, result=result)
@@ -323,7 +336,10 @@ class Gate:
                 attempt.evaluation = skipped(attempt.number, "the gate closed before the evaluator answered")
                 attempt.evaluation.latency_ms = round((time.monotonic() - started) * 1000.0, 3)
             result = self._result(run, attempt, reason)
-            await self._save(result)
+            try:
+                await self._save(result, committed=True)
+            except Exception:  # nobody awaits this task's outcome: say it where it can be read
+                log.exception("the gate could not store the record of trace %s", run.trace_id)
             return result
         finally:
             self._collector.close(run.trace_id)
@@ -415,14 +431,18 @@ class Gate:
                           skip_reason=skipped.skipped_reason if skipped else None,
                           strategy=self.config.strategy, evaluator=self.evaluator.name)
 
-    async def _save(self, result: GateResult) -> None:
+    async def _save(self, result: GateResult, *, committed: bool = False) -> None:
+        """Queue the record for the store; ``committed``: return once it is written."""
         if not self.runtime.has_store:
             return
         model = self.evaluator.model_name
-        (await self.runtime.astore()).save_evaluation(
-            evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
-                           strategy=self.config.strategy, evaluator=self.evaluator.name),
-            score_rows(result, judge_model=model))
+        store = await self.runtime.astore()
+        row = evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
+                             strategy=self.config.strategy, evaluator=self.evaluator.name)
+        if committed:
+            await store.asave_evaluation(row, score_rows(result, judge_model=model))
+        else:
+            store.save_evaluation(row, score_rows(result, judge_model=model))
 
 
 def _fn_name(fn: Any) -> str:

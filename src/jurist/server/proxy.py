@@ -94,6 +94,8 @@ class GateLike(Protocol):
 
     def wrap(self, model: Model) -> Model: ...
 
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -186,6 +188,12 @@ class ProxyState:
         if self.settings.api_token:
             return None
         return bearer(request.headers.get("authorization"))
+
+    async def settle(self, trace_id: str, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) for the gate's evaluation of ``trace_id`` still running
+        after ``done`` (feedback off), if there is one."""
+        if self._gate is not None:
+            await self._gate.settle(trace_id, timeout)
 
     async def aclose(self) -> None:
         gate, self._gate = self._gate, None
