@@ -288,3 +288,12 @@ async def test_custom_evaluator_may_return_an_evaluation_or_bool():
         result = await g.run(QUESTION, "scripted/gen")
         await g.aclose()
         assert result.accept_reason == "passed"
+
+
+def test_the_done_first_example_in_the_docs_runs_as_written(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gate.md").read_text(encoding="utf-8")
+    example = text.split("## Feedback off: done first", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/gate.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.splitlines() == ["True []", "0.9"]

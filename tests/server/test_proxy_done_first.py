@@ -66,7 +66,7 @@ def test_the_answer_does_not_wait_for_a_slow_judge_and_its_evaluation_is_stored_
             assert r.json()["choices"][0]["message"]["content"] == "Paris is the capital of France."
             jurist = r.json()["jurist"]
         answered = time.monotonic() - started
-        assert answered < 1.0, answered  # the judge takes 2 s
+        assert answered < 1.5, answered  # the judge takes 2 s
         assert jurist["evaluation_pending"] is True and jurist["evaluations"] == []
         assert [c["type"] for c in jurist["llm_calls"]] == ["generation"]
         row = wait_for_row(app, trace)

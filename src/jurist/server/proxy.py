@@ -18,6 +18,8 @@ client works unchanged:
   top-level ``jurist`` field: the gate's record of the request, the same
   dict that is stored as the evaluation's payload (trace id, evaluations,
   every LLM call, attempts, accept reason, whether evaluation was skipped);
+  with feedback off, the record at ``done`` (``evaluation_pending``: the judge
+  scores the answer after it is sent, and the stored record has that evaluation);
 * streaming: ``chat.completion.chunk`` SSE carrying the answer deltas, with
   jurist's own events as named SSE events (``event: jurist.evaluation``; see
   :mod:`jurist.server.proxy_sse`) and ``jurist`` on the final chunk.
