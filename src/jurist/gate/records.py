@@ -168,12 +168,16 @@ class GateRecord(_Part):
     continue_context: list[dict[str, Any]] | None = None
     strategy: str | None = None
     evaluator: str | None = None
-    evaluation_pending: bool = False  # the ``jurist`` field at ``done`` with feedback off; never stored so
     evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
 
     @classmethod
     def of(cls, result: GateResult, *, strategy: str | None, evaluator: str | None) -> "GateRecord":
-        return cls.model_validate({**result_json(result), "strategy": strategy, "evaluator": evaluator,
+        data = result_json(result)
+        # ``evaluation_pending``: only in the ``jurist`` field at ``done`` with feedback off (the
+        # evaluation comes after it); a settled record is stored as records always were.
+        if not data["evaluation_pending"]:
+            del data["evaluation_pending"]
+        return cls.model_validate({**data, "strategy": strategy, "evaluator": evaluator,
                                    "evaluations_list": evaluations_list(result)})
 
     def evaluation_of(self, attempt: AttemptEntry) -> EvaluationEntry | None:
