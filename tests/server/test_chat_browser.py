@@ -3,13 +3,15 @@ driven by Playwright, the proxy's upstream the scripted provider server, the jud
 
 Needs ``apt-get install chromium`` and ``pip install playwright`` (the Python package only; no
 browser download). Skipped when either is missing, except under CI (env CI set), where that is a
-failure. Every request that would leave the machine is blocked and recorded.
+failure. Every request that would leave the machine is blocked and recorded. With env
+JURIST_SCREENSHOTS=docs/img the page of the regenerated answer is saved as chat.png.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from jurist.config import Settings
 from jurist.models import script
 from jurist.server import create_app
 from jurist.testing import Reply
+from tests.conftest import REPO
 from tests.gate.helpers import comp
 from tests.server.live import running
 from tests.server.test_browser import ARGS, CHROMIUM, PAYLOAD, _missing
@@ -67,6 +70,15 @@ def browser():
             yield page, posts, problems
         finally:
             chromium.close()
+
+
+def shot(page, name: str) -> None:
+    """A screenshot for the docs, into the folder in env JURIST_SCREENSHOTS (relative to the repository)."""
+    given = os.environ.get("JURIST_SCREENSHOTS")
+    if given:
+        folder = Path(given) if Path(given).is_absolute() else REPO / given
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / name), full_page=True)
 
 
 def ask(page, text: str) -> None:
@@ -146,6 +158,7 @@ def test_a_rejected_answer_shows_each_attempts_evaluation_and_every_call(browser
         assert [r.split("\t")[0] for r in rows.all_inner_texts()] == [
             "generation #1", "self_evaluation #1", "comprehensive_retry #2", "self_evaluation #2"]
         expect(answer.locator(".trace-link a")).to_be_visible()
+        shot(page, "chat.png")
     assert problems == []
 
 
