@@ -229,6 +229,18 @@ async def test_closing_the_gate_finishes_the_evaluations_still_running():
     await rt.aclose()
 
 
+async def test_two_requests_on_one_trace_id_are_both_finished_on_close():
+    script("judge", default=good()).delay = 0.3
+    rt = Runtime(Settings.load())
+    g = Gate(GateConfig(), runtime=rt, judge="scripted/judge")
+    for text in ("first", "second"):
+        script("gen", text)
+        await g.run(QUESTION, "scripted/gen", trace_id="same")  # a client may send the same trace id twice
+    await g.aclose()
+    assert sorted(r["payload"]["answer"].strip() for r in stored_gate_rows(rt)) == ["first", "second"]
+    await rt.aclose()
+
+
 async def test_evaluations_outliving_the_close_timeout_are_recorded_as_skipped():
     script("gen", "an answer")
     script("judge", good()).delay = 30.0

@@ -95,8 +95,9 @@ class Gate:
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
-        # feedback off: the evaluations running after done, by trace id
-        self._after_done: dict[str, asyncio.Task[GateResult]] = {}
+        # feedback off: the evaluations running after done (all of them; and the latest by trace id)
+        self._after_done: set[asyncio.Task[GateResult]] = set()
+        self._after_done_of: dict[str, asyncio.Task[GateResult]] = {}
         self.evaluator = self._build_evaluator(evaluator, judge)
 
     @property
@@ -198,7 +199,7 @@ class Gate:
     async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None:
         """The record of ``trace_id`` once its evaluation after ``done`` has ended and is stored
         (feedback off); None when none is running for it, or it still runs after ``timeout`` s."""
-        task = self._after_done.get(trace_id)
+        task = self._after_done_of.get(trace_id)
         if task is None or task.get_loop() is not asyncio.get_running_loop():
             return None
         await asyncio.wait([task], timeout=timeout)
@@ -208,7 +209,7 @@ class Gate:
         """Wait for the evaluations still running after ``done`` (feedback off) and their
         records; after ``timeout`` seconds the rest are cancelled and recorded as skipped."""
         loop = asyncio.get_running_loop()
-        tasks = {t for t in self._after_done.values() if not t.done() and t.get_loop() is loop}
+        tasks = {t for t in self._after_done if not t.done() and t.get_loop() is loop}
         if not tasks:
             return
         _, late = await asyncio.wait(tasks, timeout=timeout)
@@ -311,9 +312,9 @@ class Gate:
         result.evaluation_pending = True
         run.after_done = True
         task = asyncio.create_task(self._evaluate_after_done(run, accepted, result.accept_reason))
-        self._after_done[run.trace_id] = task
-        task.add_done_callback(lambda t: self._after_done.pop(run.trace_id, None) if
-                               self._after_done.get(run.trace_id) is t else None)
+        self._after_done.add(task)
+        self._after_done_of[run.trace_id] = task
+        task.add_done_callback(lambda t: self._forget(run.trace_id, t))
         yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
                                  "accept_reason": result.accept_reason, "evaluations": [],
                                  "llm_calls": result.llm_calls, "evaluation_pending": True}, result=result)
@@ -321,6 +322,11 @@ class Gate:
         ev = final.evaluations[-1]
         yield GateEvent("evaluation", {**asdict(ev), "accepted": True, "accepted_attempt": accepted.number,
                                        "accept_reason": final.accept_reason, "after_done": True}, result=final)
+
+    def _forget(self, trace_id: str, task: asyncio.Task[GateResult]) -> None:
+        self._after_done.discard(task)
+        if self._after_done_of.get(trace_id) is task:
+            del self._after_done_of[trace_id]
 
     async def _evaluate_after_done(self, run: Run, attempt: Attempt, reason: str) -> GateResult:
         """Evaluate the answer already sent and store the record. The budget bounded what the user

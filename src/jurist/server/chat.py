@@ -13,13 +13,14 @@ Content-Security-Policy; all text from the model or the user is set as text.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
-from jurist.errors import NotFound, PayloadError
+from jurist.errors import NotFound, PayloadError, StoreError
 from jurist.payloads import read_payload
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
@@ -31,6 +32,7 @@ TRACE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 MODEL_PATTERN = r"^[^\x00-\x1f]{1,200}$"
 MAX_WAIT_S = 25.0  # the longest a record request is held open
 
+log = logging.getLogger("jurist.server.chat")
 page_router = APIRouter(include_in_schema=False)
 router = APIRouter(prefix="/api", tags=["evaluations"])
 
@@ -76,7 +78,10 @@ async def gate_record(
         proxy = getattr(request.app.state, "proxy", None)
         if proxy is not None:
             await proxy.settle(trace_id, wait)
-        await state.store.aflush()  # what the gate queued before done is written
+        try:
+            await state.store.aflush()  # what the gate queued before done is written
+        except StoreError as exc:  # an earlier write failed: said here, the read goes on
+            log.warning("the store reported a failed write: %s", exc)
     rows = await state.store.aread(queries.list_evaluations, limit=1, kind="gate", subject_id=trace_id)
     if not rows:
         raise NotFound(f"no gate record for trace {trace_id!r}")
