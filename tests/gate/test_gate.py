@@ -16,7 +16,9 @@ from jurist.gate import (
     Gate,
     GateConfig,
 )
+from jurist.config import Settings
 from jurist.models import script
+from jurist.runtime import Runtime
 from tests.gate.helpers import QUESTION, bad, collect, comp, gate, good, kinds, slow_words
 from tests.quoting import prompt_text
 
@@ -136,16 +138,124 @@ async def test_budget_cuts_a_hanging_regeneration():
     assert result.answer == "quick but poor"
 
 
-async def test_feedback_disabled_only_scores():
+async def test_feedback_disabled_sends_done_first_then_only_scores():
     script("gen", "a poor answer")
     script("judge", bad())
     g = Gate(GateConfig(strategy="blocking"), judge="scripted/judge")
     events = await collect(g)
     await g.aclose()
-    result = events[-1].result
-    assert kinds(events) == ["delta", "evaluation", "done"]
+    assert kinds(events) == ["delta", "done", "evaluation"]  # note 001's flow: done, then evaluate
+    done, after = events[-2], events[-1]
+    assert done.data["evaluation_pending"] is True and done.data["evaluations"] == []
+    assert done.result.evaluation_pending and done.result.evaluations == []
+    assert [c["type"] for c in done.data["llm_calls"]] == [CALL_GENERATION]
+    assert after.data["after_done"] is True and after.data["quality_score"] == 0.2
+    result = after.result
     assert len(result.attempts) == 1 and result.accept_reason == "feedback_disabled"
-    assert result.evaluations[0].quality_score == 0.2
+    assert not result.evaluation_pending and result.evaluations[0].quality_score == 0.2
+    assert [c["type"] for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
+    assert len(script("gen").requests) == 1  # scored, never regenerated
+
+
+def stored_gate_rows(runtime: Runtime) -> list[dict]:
+    runtime.store.flush()
+    return runtime.store.evaluations(kind="gate")
+
+
+async def test_feedback_off_done_comes_before_a_slow_judge_and_the_record_after():
+    script("gen", "It was built in 1889 and is 330 m tall.")
+    script("judge", good()).delay = 2.0
+    rt = Runtime(Settings.load())
+    g = await Gate(GateConfig(), runtime=rt, judge="scripted/judge").astart()
+    started = time.monotonic()
+    result = await g.run(QUESTION, "scripted/gen", trace_id="done-first")
+    at_done = time.monotonic() - started
+    assert at_done < 1.0, at_done  # the judge takes 2 s: done did not wait for it
+    assert result.answer.strip() == "It was built in 1889 and is 330 m tall."
+    assert result.evaluation_pending and result.evaluations == [] and result.accept_reason == "feedback_disabled"
+    assert stored_gate_rows(rt) == []  # recorded once the judge has answered
+    await g.drain()
+    assert time.monotonic() - started >= 2.0
+    [row] = stored_gate_rows(rt)
+    assert row["trace_id"] == "done-first" and row["score"] == 0.9 and row["passed"] is True
+    payload = row["payload"]
+    assert "evaluation_pending" not in payload and payload["evaluations_list"][0]["quality_score"] == 0.9
+    assert [c["type"] for c in payload["llm_calls"]] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
+    assert {c["purpose"] for c in rt.store.calls(trace_id="done-first")} == {CALL_GENERATION, CALL_QUALITY_EVALUATION}
+    await g.aclose()
+    await rt.aclose()
+
+
+async def test_feedback_off_run_can_wait_for_the_evaluation():
+    script("gen", "an answer")
+    script("judge", good()).delay = 0.3
+    g = Gate(GateConfig(), judge="scripted/judge")
+    started = time.monotonic()
+    result = await g.run(QUESTION, "scripted/gen", wait_for_evaluation=True)
+    assert time.monotonic() - started >= 0.3
+    await g.aclose()
+    assert not result.evaluation_pending and result.evaluations[0].quality_score == 0.9
+
+
+async def test_feedback_on_still_waits_for_the_judge_before_done():
+    script("gen", "It was built in 1889 and is 330 m tall.")
+    script("judge", good()).delay = 1.0
+    g = await gate(strategy="blocking").astart()
+    started = time.monotonic()
+    seen: list[tuple[str, float]] = []
+    async for ev in g.stream(QUESTION, "scripted/gen"):
+        seen.append((ev.type, time.monotonic() - started))
+        if ev.type == "done":
+            done = ev
+    await g.aclose()
+    assert [t for t, _ in seen][-2:] == ["evaluation", "done"] and seen[-1][0] == "done"
+    assert seen[-1][1] >= 1.0  # blocking: the answer is final only once judged
+    assert not done.result.evaluation_pending and done.result.evaluations[0].quality_score == 0.9
+    assert "evaluation_pending" not in done.data
+
+
+async def test_closing_the_gate_finishes_the_evaluations_still_running():
+    script("judge", default=good()).delay = 0.5
+    rt = Runtime(Settings.load())
+    g = Gate(GateConfig(), runtime=rt, judge="scripted/judge")
+    for i in range(3):
+        script("gen", f"answer {i}")
+        result = await g.run(QUESTION, "scripted/gen", trace_id=f"close-{i}")
+        assert result.evaluation_pending
+    await g.aclose()  # waits for the three evaluations (close_timeout_s 10 s)
+    rows = stored_gate_rows(rt)
+    assert sorted(r["trace_id"] for r in rows) == ["close-0", "close-1", "close-2"]
+    assert [(r["score"], r["status"]) for r in rows] == [(0.9, "scored")] * 3
+    await rt.aclose()
+
+
+async def test_two_requests_on_one_trace_id_are_both_finished_on_close():
+    script("judge", default=good()).delay = 0.3
+    rt = Runtime(Settings.load())
+    g = Gate(GateConfig(), runtime=rt, judge="scripted/judge")
+    for text in ("first", "second"):
+        script("gen", text)
+        await g.run(QUESTION, "scripted/gen", trace_id="same")  # a client may send the same trace id twice
+    await g.aclose()
+    assert sorted(r["payload"]["answer"].strip() for r in stored_gate_rows(rt)) == ["first", "second"]
+    await rt.aclose()
+
+
+async def test_evaluations_outliving_the_close_timeout_are_recorded_as_skipped():
+    script("gen", "an answer")
+    script("judge", good()).delay = 30.0
+    rt = Runtime(Settings.load())
+    g = Gate(GateConfig(close_timeout_s=0.2), runtime=rt, judge="scripted/judge")
+    result = await g.run(QUESTION, "scripted/gen", trace_id="cut-short")
+    started = time.monotonic()
+    await g.aclose()
+    assert time.monotonic() - started < 2.0
+    [row] = stored_gate_rows(rt)
+    assert row["trace_id"] == "cut-short" and row["status"] == "skipped" and row["failure"] == "evaluation_skipped"
+    payload = row["payload"]
+    assert payload["answer"] == result.answer and payload["skip_reason"] == "the gate closed before the evaluator answered"
+    assert payload["evaluations"][0]["passed"] is None
+    await rt.aclose()
 
 
 async def test_custom_evaluator_function():
@@ -190,3 +300,12 @@ async def test_custom_evaluator_may_return_an_evaluation_or_bool():
         result = await g.run(QUESTION, "scripted/gen")
         await g.aclose()
         assert result.accept_reason == "passed"
+
+
+def test_the_done_first_example_in_the_docs_runs_as_written(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "gate.md").read_text(encoding="utf-8")
+    example = text.split("## Feedback off: done first", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/gate.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.splitlines() == ["True []", "0.9"]

@@ -68,7 +68,7 @@ async def test_the_gate_with_the_model_as_generator_and_judge(llama, tmp_path, s
         gate = Gate(config, runtime=rt)
         try:
             result = await gate.run([{"role": "user", "content": "What is the capital of France?"}], JUDGE,
-                                    trace_id=f"gate-{strategy}")
+                                    trace_id=f"gate-{strategy}", wait_for_evaluation=True)
         finally:
             await gate.aclose()
         stored = {c["id"]: c for c in calls_of(rt, f"gate-{strategy}")}

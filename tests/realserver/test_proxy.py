@@ -60,6 +60,16 @@ def logged(tmp_path: Path, trace_id: str) -> list[dict]:
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
+def settled(proxy: str, jurist_field: dict) -> dict:
+    """--no-feedback: the answer came before the judge's evaluation; the stored record, read
+    once that evaluation has ended, has it."""
+    assert jurist_field["evaluation_pending"] is True
+    assert [c["type"] for c in jurist_field["llm_calls"]] == ["generation"]
+    r = httpx.get(f"{proxy}/api/gate/{jurist_field['trace_id']}", params={"wait": 25}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["record"]
+
+
 def check_records(jurist_field: dict, tmp_path: Path) -> None:
     """The gate's llm_calls and `jurist logs` show the generation and the judge call."""
     calls = jurist_field["llm_calls"]
@@ -84,7 +94,7 @@ def test_a_stock_client_without_streaming(proxy, tmp_path) -> None:
         assert MODEL in [m.id for m in client.models.list().data]  # the upstream's list, passed through
         reply = client.chat.completions.create(model=MODEL, messages=ASK, max_tokens=32, temperature=0)
     assert reply.object == "chat.completion" and reply.choices[0].message.content
-    check_records(reply.model_extra["jurist"], tmp_path)
+    check_records(settled(proxy, reply.model_extra["jurist"]), tmp_path)
 
 
 def test_a_stock_client_streaming(proxy, tmp_path) -> None:
@@ -94,4 +104,4 @@ def test_a_stock_client_streaming(proxy, tmp_path) -> None:
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     finals = [c.model_extra["jurist"] for c in chunks if c.model_extra and "jurist" in c.model_extra]
     assert text and finals and chunks[-1].choices[0].finish_reason == "stop"
-    check_records(finals[-1], tmp_path)
+    check_records(settled(proxy, finals[-1]), tmp_path)

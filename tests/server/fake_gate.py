@@ -35,6 +35,9 @@ class FakeGate:
         self.calls: list[dict[str, Any]] = []  # (messages, is_continuation) per run
         self.closed = False
 
+    async def settle(self, trace_id, timeout=None) -> GateResult | None:
+        return None  # this gate evaluates before done: nothing runs after it
+
     async def run(self, messages, generate, *, is_continuation=False, trace_id=None) -> GateResult:
         result: dict[str, Any] = {}
         async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):

@@ -17,8 +17,9 @@ DEFAULT_MAX_REGENERATIONS: dict[str, int] = {"quality": 1, "comprehensiveness": 
 class GateConfig(BaseModel):
     """How a gate judges and when it regenerates.
 
-    ``evaluate_feedback_enabled`` is off by default (note 001): the gate then only
-    scores the answer and records the score; it never regenerates.
+    ``evaluate_feedback_enabled`` is off by default (note 001): the gate then sends
+    ``done`` as soon as the answer is complete and scores it afterwards (the record
+    lands in the store when the judge has answered); it never regenerates.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -31,6 +32,9 @@ class GateConfig(BaseModel):
     evaluate_feedback_enabled: bool = False
     judge: str | None = None  # model reference or alias; default: the `fast` alias, then settings.judge
     judge_timeout_s: float = Field(default=20.0, gt=0)  # one evaluation (capped by the budget)
+    # feedback off: how long Gate.aclose waits for evaluations still running after ``done``;
+    # the ones still running then are recorded as skipped
+    close_timeout_s: float = Field(default=10.0, ge=0)
     previous_chars: int = Field(default=500, ge=0)  # of the previous answer shown on regeneration
     # parallel strategy: judge snapshots of the streaming answer, one at a time
     parallel_min_chars: int = Field(default=40, ge=1)  # a snapshot needs at least this much text

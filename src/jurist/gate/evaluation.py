@@ -31,6 +31,7 @@ class Run:
     attempts: list[Attempt] = field(default_factory=list)
     gen_s: list[float] = field(default_factory=list)
     eval_s: list[float] = field(default_factory=list)
+    after_done: bool = False  # feedback off: the evaluation runs on after ``done`` and closes the trace
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic() - policy.BUDGET_MARGIN_S

@@ -7,6 +7,15 @@ and returns the :class:`GateResult`. For every attempt the sequence is::
     accepted answer:   delta* (if nothing was shown yet) | revision (if another was shown),
                        evaluation(accepted=true), done(trace_id)
     generation error:  error(continue_context)          (nothing after it)
+    feedback off:      delta*, done(evaluation_pending), evaluation(after_done=true)
+
+With ``evaluate_feedback_enabled`` off (the default) ``done`` goes out as soon as
+the answer is complete, and the evaluation runs after it (note 001's flow): a
+task the gate owns, whose record goes to the store when the judge has answered.
+A consumer that reads on after ``done`` gets that evaluation as one more event;
+one that stops at ``done`` (the proxy, :meth:`Gate.run`) does not wait for it.
+:meth:`Gate.aclose` (and :meth:`Gate.drain`) wait for the evaluations still
+running; those that outlive ``close_timeout_s`` are recorded as skipped.
 
 Strategies: ``blocking`` releases nothing until an answer is accepted;
 ``revision`` streams the first answer at once and replaces it with a
@@ -14,7 +23,7 @@ Strategies: ``blocking`` releases nothing until an answer is accepted;
 it, one at a time, and decides right after the stream ends (a pass on at
 least ``parallel_min_coverage`` of the text is trusted; anything else is
 judged again on the whole text). With ``evaluate_feedback_enabled`` off the
-answer streams at once and is only scored.
+answer streams at once and is only scored, after ``done``.
 
 Fail-safe: a failing or timed-out evaluator accepts the answer
 (``evaluation_skipped``); the budget (``budget_s``) bounds everything, and when
@@ -24,8 +33,10 @@ another regenerate + evaluate would not fit, the best answer so far is accepted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
+import logging
 import time
 from dataclasses import asdict
 from typing import Any, AsyncGenerator, AsyncIterator, Callable
@@ -40,7 +51,7 @@ from jurist.gate.evaluators import (
     GateEvaluator,
     QualityEvaluator,
 )
-from jurist.gate.evaluation import Run, evaluate_attempt, spawn
+from jurist.gate.evaluation import Run, evaluate_attempt, skipped, spawn
 from jurist.gate.parallel import Snapshots
 from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
 from jurist.gate.types import (
@@ -59,6 +70,7 @@ from jurist.runtime import Runtime
 from jurist.store import Store
 
 _END = object()
+log = logging.getLogger("jurist.gate")
 
 
 class _OutOfBudget(Exception):
@@ -83,6 +95,9 @@ class Gate:
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
+        # feedback off: the evaluations running after done (all of them; and the latest by trace id)
+        self._after_done: set[asyncio.Task[GateResult]] = set()
+        self._after_done_of: dict[str, asyncio.Task[GateResult]] = {}
         self.evaluator = self._build_evaluator(evaluator, judge)
 
     @property
@@ -127,12 +142,20 @@ class Gate:
 
     # -- public API ---------------------------------------------------------------------
     async def run(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                  trace_id: str | None = None) -> GateResult:
-        """Gate one request and return its record (consumes :meth:`stream`)."""
+                  trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateResult:
+        """Gate one request and return its record (consumes :meth:`stream` up to ``done`` or ``error``).
+
+        With feedback off the record is returned at ``done``, its evaluation still
+        running (``evaluation_pending``); ``wait_for_evaluation=True`` returns the
+        record with the evaluation instead (the one that is stored)."""
         result: GateResult | None = None
-        async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):
-            if ev.result is not None:
-                result = ev.result
+        events = self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id)
+        async with contextlib.aclosing(events):
+            async for ev in events:
+                if ev.result is not None:
+                    result = ev.result
+                    if ev.type in ("done", "error") and not (wait_for_evaluation and result.evaluation_pending):
+                        break
         assert result is not None
         return result
 
@@ -147,7 +170,8 @@ class Gate:
             async for ev in self._drive(run, generate):
                 yield ev
         finally:
-            self._collector.close(trace_id)
+            if not run.after_done:  # else the evaluation after done closes the trace
+                self._collector.close(trace_id)
 
     async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, attempt: int = 1,
                        trace_id: str | None = None) -> Evaluation:
@@ -172,8 +196,32 @@ class Gate:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None:
+        """The record of ``trace_id`` once its evaluation after ``done`` has ended and is stored
+        (feedback off); None when none is running for it, or it still runs after ``timeout`` s."""
+        task = self._after_done_of.get(trace_id)
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            return None
+        await asyncio.wait([task], timeout=timeout)
+        return task.result() if task.done() and not task.cancelled() and task.exception() is None else None
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the evaluations still running after ``done`` (feedback off) and their
+        records; after ``timeout`` seconds the rest are cancelled and recorded as skipped."""
+        loop = asyncio.get_running_loop()
+        tasks = {t for t in self._after_done if not t.done() and t.get_loop() is loop}
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def aclose(self) -> None:
-        """Close the models this gate resolved and the store it opened."""
+        """Finish the evaluations still running after ``done`` (at most ``close_timeout_s``;
+        the rest recorded as skipped), then close the models this gate resolved and the
+        store it opened."""
+        await self.drain(self.config.close_timeout_s)
         for model in self._owned_models:
             await model.aclose()
         self._owned_models.clear()
@@ -216,12 +264,13 @@ class Gate:
             run.attempts.append(attempt)
             if live:
                 shown = number
+            if not feedback:  # note 001: done first, the evaluation after it
+                reason = "feedback_disabled"
+                break
             ev = await (snaps.decide(text) if snaps else evaluate_attempt(self.evaluator, cfg, run, text, number))
             attempt.evaluation = ev
             if ev.passed is None:
                 reason = "evaluation_skipped"
-            elif not feedback:
-                reason = "feedback_disabled"
             elif ev.passed:
                 reason = "passed"
             elif number - 1 >= cap:
@@ -245,6 +294,10 @@ class Gate:
         elif shown != accepted.number:
             yield GateEvent("revision", {"text": accepted.text, "attempt": accepted.number, "replaces": shown})
         result = self._result(run, accepted, reason)
+        if not feedback:
+            async for event in self._done_first(run, accepted, result):
+                yield event
+            return
         last = run.attempts[-1].evaluation
         if last is not None:
             yield GateEvent("evaluation", {**asdict(last), "accepted": True, "accepted_attempt": accepted.number,
@@ -253,6 +306,49 @@ class Gate:
         yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
                                  "accept_reason": reason, "evaluations": evaluations_list(result),
                                  "llm_calls": result.llm_calls}, result=result)
+
+    async def _done_first(self, run: Run, accepted: Attempt, result: GateResult) -> AsyncIterator[GateEvent]:
+        """``done`` now, the evaluation in a task the gate owns; to a consumer that reads on, its event."""
+        result.evaluation_pending = True
+        run.after_done = True
+        task = asyncio.create_task(self._evaluate_after_done(run, accepted, result.accept_reason))
+        self._after_done.add(task)
+        self._after_done_of[run.trace_id] = task
+        task.add_done_callback(lambda t: self._forget(run.trace_id, t))
+        yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
+                                 "accept_reason": result.accept_reason, "evaluations": [],
+                                 "llm_calls": result.llm_calls, "evaluation_pending": True}, result=result)
+        final = await asyncio.shield(task)  # a consumer that stops waiting does not stop the evaluation
+        ev = final.evaluations[-1]
+        yield GateEvent("evaluation", {**asdict(ev), "accepted": True, "accepted_attempt": accepted.number,
+                                       "accept_reason": final.accept_reason, "after_done": True}, result=final)
+
+    def _forget(self, trace_id: str, task: asyncio.Task[GateResult]) -> None:
+        self._after_done.discard(task)
+        if self._after_done_of.get(trace_id) is task:
+            del self._after_done_of[trace_id]
+
+    async def _evaluate_after_done(self, run: Run, attempt: Attempt, reason: str) -> GateResult:
+        """Evaluate the answer already sent and store the record. The budget bounded what the user
+        waited for; this evaluation gets its own ``judge_timeout_s``. Cancelled (the gate closing),
+        it is recorded as skipped: the record is never lost."""
+        cfg = self.config
+        run.deadline = max(run.deadline, time.monotonic() + cfg.judge_timeout_s + policy.BUDGET_MARGIN_S)
+        started = time.monotonic()
+        try:
+            try:
+                attempt.evaluation = await evaluate_attempt(self.evaluator, cfg, run, attempt.text, attempt.number)
+            except asyncio.CancelledError:
+                attempt.evaluation = skipped(attempt.number, "the gate closed before the evaluator answered")
+                attempt.evaluation.latency_ms = round((time.monotonic() - started) * 1000.0, 3)
+            result = self._result(run, attempt, reason)
+            try:
+                await self._save(result, committed=True)
+            except Exception:  # nobody awaits this task's outcome: say it where it can be read
+                log.exception("the gate could not store the record of trace %s", run.trace_id)
+            return result
+        finally:
+            self._collector.close(run.trace_id)
 
     async def _generate(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                         number: int) -> AsyncIterator[str]:
@@ -341,14 +437,18 @@ class Gate:
                           skip_reason=skipped.skipped_reason if skipped else None,
                           strategy=self.config.strategy, evaluator=self.evaluator.name)
 
-    async def _save(self, result: GateResult) -> None:
+    async def _save(self, result: GateResult, *, committed: bool = False) -> None:
+        """Queue the record for the store; ``committed``: return once it is written."""
         if not self.runtime.has_store:
             return
         model = self.evaluator.model_name
-        (await self.runtime.astore()).save_evaluation(
-            evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
-                           strategy=self.config.strategy, evaluator=self.evaluator.name),
-            score_rows(result, judge_model=model))
+        store = await self.runtime.astore()
+        row = evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
+                             strategy=self.config.strategy, evaluator=self.evaluator.name)
+        if committed:
+            await store.asave_evaluation(row, score_rows(result, judge_model=model))
+        else:
+            store.save_evaluation(row, score_rows(result, judge_model=model))
 
 
 def _fn_name(fn: Any) -> str:

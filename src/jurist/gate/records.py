@@ -172,7 +172,12 @@ class GateRecord(_Part):
 
     @classmethod
     def of(cls, result: GateResult, *, strategy: str | None, evaluator: str | None) -> "GateRecord":
-        return cls.model_validate({**result_json(result), "strategy": strategy, "evaluator": evaluator,
+        data = result_json(result)
+        # ``evaluation_pending``: only in the ``jurist`` field at ``done`` with feedback off (the
+        # evaluation comes after it); a settled record is stored as records always were.
+        if not data["evaluation_pending"]:
+            del data["evaluation_pending"]
+        return cls.model_validate({**data, "strategy": strategy, "evaluator": evaluator,
                                    "evaluations_list": evaluations_list(result)})
 
     def evaluation_of(self, attempt: AttemptEntry) -> EvaluationEntry | None:

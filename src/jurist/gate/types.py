@@ -87,3 +87,5 @@ class GateResult:
     continue_context: list[dict[str, Any]] | None = None
     strategy: str | None = None  # the gate's configured strategy and evaluator
     evaluator: str | None = None
+    # feedback off, at ``done``: the answer's evaluation is still running (the stored record has it)
+    evaluation_pending: bool = False

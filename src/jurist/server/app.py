@@ -15,8 +15,8 @@ import jurist
 from jurist.config import Settings
 from jurist.runtime import Runtime
 from jurist.research.evaluation import ResearchPipeline
-from jurist.server import (api_analysis, api_evaluations, api_labels, dashboard, dashboard_calibration, health, proxy,
-                           tutor, tutor_ws)
+from jurist.server import (api_analysis, api_evaluations, api_labels, chat, dashboard, dashboard_calibration, health,
+                           proxy, tutor, tutor_ws)
 from jurist.server.research_live import LiveResearch
 from jurist.server.research_live import install as install_live_research
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
@@ -58,7 +58,8 @@ def create_app(
     sessions altogether (tests). With ``upstream`` (an OpenAI-compatible base
     URL) the app also serves the gate proxy, ``/v1/chat/completions`` and
     ``/v1/models``, gated by ``gate_config`` (a ``GateConfig`` or its dict;
-    see :mod:`jurist.server.proxy`); ``upstream_api_key`` is used when a
+    see :mod:`jurist.server.proxy`), and the chat page over it, ``/chat``
+    (:mod:`jurist.server.chat`); ``upstream_api_key`` is used when a
     request brings no ``Authorization`` header (with an API token, for every
     request: the caller's ``Authorization`` is then the token, never sent upstream);
     ``max_iterations`` bounds the rounds of a caller's tool loop (0: no bound).
@@ -109,6 +110,7 @@ def create_app(
     app.include_router(api_evaluations.router)
     app.include_router(api_analysis.router)
     app.include_router(api_labels.router)
+    app.include_router(chat.router)
     app.include_router(dashboard.router)
     app.include_router(dashboard_calibration.router)
     app.include_router(tutor.router)
@@ -117,5 +119,6 @@ def create_app(
     if upstream:
         proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
                       max_iterations=max_iterations)
+        app.include_router(chat.page_router)  # /chat: a person chats through the gate
     json_errors_in_openapi(app)
     return app

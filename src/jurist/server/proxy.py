@@ -18,6 +18,8 @@ client works unchanged:
   top-level ``jurist`` field: the gate's record of the request, the same
   dict that is stored as the evaluation's payload (trace id, evaluations,
   every LLM call, attempts, accept reason, whether evaluation was skipped);
+  with feedback off, the record at ``done`` (``evaluation_pending``: the judge
+  scores the answer after it is sent, and the stored record has that evaluation);
 * streaming: ``chat.completion.chunk`` SSE carrying the answer deltas, with
   jurist's own events as named SSE events (``event: jurist.evaluation``; see
   :mod:`jurist.server.proxy_sse`) and ``jurist`` on the final chunk.
@@ -93,6 +95,8 @@ class GateLike(Protocol):
                trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]: ...
 
     def wrap(self, model: Model) -> Model: ...
+
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None: ...
 
     async def aclose(self) -> None: ...
 
@@ -186,6 +190,12 @@ class ProxyState:
         if self.settings.api_token:
             return None
         return bearer(request.headers.get("authorization"))
+
+    async def settle(self, trace_id: str, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) for the gate's evaluation of ``trace_id`` still running
+        after ``done`` (feedback off), if there is one."""
+        if self._gate is not None:
+            await self._gate.settle(trace_id, timeout)
 
     async def aclose(self) -> None:
         gate, self._gate = self._gate, None
