@@ -80,7 +80,8 @@ def build_judge(
     model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
     cfg = runtime.settings
     return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
-                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure)
+                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure,
+                       prompts=runtime.prompts)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:

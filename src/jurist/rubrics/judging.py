@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
+from jurist.judges.templates import PromptSource
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
@@ -140,14 +141,14 @@ class RubricJudge:
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
-                 score_mode: str = PLAIN, reask: bool = True) -> None:
+                 score_mode: str = PLAIN, reask: bool = True, prompts: PromptSource | None = None) -> None:
         if score_mode not in SCORE_MODES:
             raise ConfigError(f"score_mode={score_mode!r}: use one of {', '.join(SCORE_MODES)}")
         self.model = model
         self.name = model.name
         self.score_mode = score_mode
         judge = partial(Judge, model, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                        reask=reask)
+                        reask=reask, prompts=prompts)
         # A template that asks for SCORE:/REASONING: lines (note 003's) is answered in its own
         # format: no JSON schema is imposed on the reply.
         lines = SCORE_LINES.search(free_template.text) is not None
@@ -178,6 +179,7 @@ class RubricJudge:
             verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await self._items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
                 meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
+                route_key=session.session_id,
             )
         else:
             hint = (
@@ -192,6 +194,7 @@ class RubricJudge:
                 format_hint=hint, schema=None if self._lines else score_schema(scale),
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
                 refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
+                route_key=session.session_id,
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
