@@ -14,8 +14,8 @@ from fastapi.templating import Jinja2Templates
 import jurist
 from jurist.config import Settings
 from jurist.runtime import Runtime
-from jurist.server import (api_analysis, api_evaluations, api_labels, dashboard, dashboard_calibration, health, proxy,
-                           tutor, tutor_ws)
+from jurist.server import (api_analysis, api_evaluations, api_labels, api_prompt_tests, dashboard,
+                           dashboard_calibration, dashboard_prompt_tests, health, proxy, tutor, tutor_ws)
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.guard import Guard
 from jurist.server.sessions import SessionFactory
@@ -100,8 +100,10 @@ def create_app(
     app.include_router(api_evaluations.router)
     app.include_router(api_analysis.router)
     app.include_router(api_labels.router)
+    app.include_router(api_prompt_tests.router)
     app.include_router(dashboard.router)
     app.include_router(dashboard_calibration.router)
+    app.include_router(dashboard_prompt_tests.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     if upstream:
