@@ -81,8 +81,8 @@ class PromptRouter:
         """Read the routes again on the next call (after a change made in this process)."""
         self._read_at = float("-inf")
 
-    async def resolve(self, template: PromptTemplate, key: str) -> PromptTemplate:
-        """The template a call of ``template`` with routing key ``key`` uses."""
+    async def resolve(self, template: PromptTemplate, key: str | Callable[[], str]) -> PromptTemplate:
+        """The template a call of ``template`` with routing key ``key`` (or ``key()``) uses."""
         if template.source != BUILTIN_SOURCE:
             return template
         try:
@@ -92,7 +92,8 @@ class PromptRouter:
             if route["status"] == q.ACTIVE:
                 version = int(route["version"])
             else:
-                version = int(route["b"] if arm_of(route, key) == "b" else route["a"])
+                arm = arm_of(route, key if isinstance(key, str) else key())
+                version = int(route["b"] if arm == "b" else route["a"])
             return await self._version(template, version)
         except Exception as exc:  # routing is a nicety: a call never fails over it
             log.warning("prompt routing for %s failed (%s); using the shipped text", template.name, exc)

@@ -114,8 +114,8 @@ class Judge:
         The routing key is ``route_key`` (the subject), else the trace, else the variables."""
         if self.prompts is None:
             return self.template
-        key = route_key or trace_id or variables_key(variables)
-        return await self.prompts.resolve(self.template, key)
+        return await self.prompts.resolve(self.template,
+                                          lambda: route_key or trace_id or variables_key(variables))
 
     async def run(
         self,

@@ -26,7 +26,7 @@ import string
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from jurist.errors import InputError
 from jurist.judges.prompting import Quoted
@@ -105,8 +105,9 @@ class PromptSource(Protocol):
     """Where a judge asks, before each call, which text of its template to use (the prompt
     lab's active version or A/B test arm: :class:`jurist.prompt_router.PromptRouter`)."""
 
-    async def resolve(self, template: PromptTemplate, key: str) -> PromptTemplate:
-        """The template for a call of ``template`` whose routing key is ``key``."""
+    async def resolve(self, template: PromptTemplate, key: Callable[[], str]) -> PromptTemplate:
+        """The template for a call of ``template`` whose routing key ``key()`` gives (asked only
+        when an A/B test runs)."""
         ...
 
 
