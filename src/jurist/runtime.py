@@ -30,6 +30,7 @@ from jurist.models.base import CallRecord, MeaningJudge
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, judge_ref, model_for, resolve_model
+from jurist.prompt_router import PromptRouter
 from jurist.store import Store
 from jurist.store.store import LOOKUP_LINGER
 
@@ -62,6 +63,7 @@ class Runtime:
         self._lookup_linger = lookup_linger
         self._lock = threading.Lock()
         self._announced = False
+        self._prompts: PromptRouter | None = None
 
     # -- building ----------------------------------------------------------------------
     @classmethod
@@ -111,6 +113,18 @@ class Runtime:
 
     async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
         return await (await self.astore()).cached_reply(request_hash)
+
+    @property
+    def prompts(self) -> PromptRouter | None:
+        """The prompt lab's routes over this runtime's store (active versions, A/B tests), which
+        every judge a capability builds asks before each call; None without a store. The store
+        is opened (off the event loop) on the first call that asks."""
+        if not self.has_store:
+            return None
+        with self._lock:
+            if self._prompts is None:
+                self._prompts = PromptRouter(self.astore)
+        return self._prompts
 
     # -- models ------------------------------------------------------------------------
     def judge_ref(self, explicit: str | None = None, *, announce: bool = True) -> str:

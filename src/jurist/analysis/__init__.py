@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from jurist.analysis.ab import compare_versions
     from jurist.analysis.comparison import ABComparison
     from jurist.analysis.patterns import latest_patterns, run_analysis
+    from jurist.analysis.prompt_tests import (PromptTest, ab_report, activate_version, active_routes, list_tests,
+                                              start_test, stop_test)
     from jurist.analysis.prompts import (create_prompt_version, diff_lines, list_prompts, prompt_version,
                                          prompt_versions)
 
@@ -23,12 +25,22 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "compare_versions": "jurist.analysis.ab",
     "latest_patterns": "jurist.analysis.patterns",
     "run_analysis": "jurist.analysis.patterns",
+    **{name: "jurist.analysis.prompt_tests" for name in ("PromptTest", "ab_report", "activate_version",
+                                                         "active_routes", "list_tests", "start_test",
+                                                         "stop_test")},
     **{name: "jurist.analysis.prompts" for name in ("create_prompt_version", "diff_lines", "list_prompts",
                                                     "prompt_version", "prompt_versions")},
 })
 
 __all__ = [
     "ABComparison",
+    "PromptTest",
+    "ab_report",
+    "activate_version",
+    "active_routes",
+    "list_tests",
+    "start_test",
+    "stop_test",
     "compare_versions",
     "create_prompt_version",
     "diff_lines",

@@ -51,7 +51,7 @@ def build_pairwise_judge(runtime: Runtime, *, judge: str | None = None, template
     tmpl = from_file(template) if template is not None else None
     return PairwiseJudge(runtime.judge(judge, cache=cache), tmpl, criteria=criteria, temperature=cfg.temperature,
                          seed=cfg.seed, max_tokens=cfg.max_tokens, reask=cfg.retry_on_parse_failure,
-                         timeout=cfg.rubric_timeout)
+                         timeout=cfg.rubric_timeout, prompts=runtime.prompts)
 
 
 @dataclass

@@ -170,6 +170,7 @@ async def run_analysis(
     require_extra("analysis", "The failure-pattern analysis")
     from jurist.analysis.stats import find_patterns
     from jurist.analysis.writer import STATISTICS, write_patterns
+    from jurist.prompt_router import PromptRouter
 
     model = writer_model(settings, writer, store)  # builds a client; no I/O
     run_id = new_id()
@@ -188,7 +189,8 @@ async def run_analysis(
         findings = await asyncio.to_thread(lambda: find_patterns(subjects, min_count=min_count, alpha=alpha,
                                                                  hash_label=labels))
         findings = findings[:MAX_PATTERNS]
-        written = await write_patterns(findings, model, timeout=settings.rubric_timeout)
+        written = await write_patterns(findings, model, timeout=settings.rubric_timeout,
+                                       prompts=PromptRouter(store))
         used = sorted({t.writer for t in written if t.writer != STATISTICS})
         pattern_rows, links = _pattern_rows(run_id, findings, written, _utcnow())
         finish = {"status": "done", "evaluations": len(rows), "writer_model": used[0] if used else None,

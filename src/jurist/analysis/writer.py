@@ -19,6 +19,7 @@ from jurist.analysis.stats import TEST_NAME, Finding
 from jurist.errors import JudgeParseError
 from jurist.judges import Judge, builtin, extract_json
 from jurist.judges.prompting import escape, join, quote
+from jurist.judges.templates import PromptSource
 from jurist.models.model import Model
 
 log = logging.getLogger("jurist.analysis")
@@ -133,13 +134,14 @@ async def _write_one(judge: Judge, f: Finding, fallback: Text, timeout: float) -
 
 
 async def write_patterns(findings: list[Finding], model: Model | None, *, tested: int | None = None,
-                         timeout: float = 120.0) -> list[Text]:
-    """Text for every finding: the LLM's for the first :data:`MAX_WRITTEN`, when there is a model."""
+                         timeout: float = 120.0, prompts: PromptSource | None = None) -> list[Text]:
+    """Text for every finding: the LLM's for the first :data:`MAX_WRITTEN`, when there is a model
+    (its prompt routed by ``prompts``, the prompt lab's routes)."""
     texts = [statistics_text(f, tested) for f in findings]
     if model is None or not findings:
         return texts
     judge = Judge(model, builtin("pattern_writer"), purpose="pattern_writer", format_hint=FORMAT_HINT,
-                  max_tokens=800)
+                  max_tokens=800, prompts=prompts)
     head = await asyncio.gather(*(_write_one(judge, f, t, timeout)
                                   for f, t in zip(findings[:MAX_WRITTEN], texts[:MAX_WRITTEN])))
     return list(head) + texts[MAX_WRITTEN:]

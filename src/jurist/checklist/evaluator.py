@@ -212,7 +212,7 @@ class ChecklistEvaluator:
         self._model = rt.judge(judge, default=default)
         self._judge = Judge(
             self._model, self.template, purpose=PURPOSE, format_hint=FORMAT_HINT,
-            schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS,
+            schema_name="batch_evaluation", temperature=TEMPERATURE, max_tokens=MAX_TOKENS, prompts=rt.prompts,
         )
 
     @property

@@ -30,7 +30,7 @@ from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Eva
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
-from jurist.judges.templates import PromptTemplate, builtin
+from jurist.judges.templates import PromptSource, PromptTemplate, builtin, variables_key
 from jurist.models.base import CoverageResult
 from jurist.models.model import Model
 
@@ -241,8 +241,10 @@ class _JudgeEvaluator:
                                lambda cov: coverage_evaluation(cov, self.name, self.threshold))
 
     async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+        # Routed in a prompt A/B test by the conversation: every attempt of a run, and a rerun, on one arm.
         verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id,
-                                           meaning=self._coverage(messages, answer))
+                                           meaning=self._coverage(messages, answer),
+                                           route_key=variables_key({"conversation": messages}))
         if not verdict.ok:
             raise EvaluationFailed(verdict.reason or "the judge gave no verdict")
         value = verdict.value
@@ -256,9 +258,9 @@ class QualityEvaluator(_JudgeEvaluator):
     call_type = CALL_QUALITY_EVALUATION
     by_coverage = True
 
-    def __init__(self, model: Model, threshold: float = 0.4) -> None:
+    def __init__(self, model: Model, threshold: float = 0.4, *, prompts: PromptSource | None = None) -> None:
         judge = Judge(model, builtin("gate_quality"), purpose=self.call_type, format_hint=QUALITY_HINT,
-                      schema=QUALITY_SCHEMA, schema_name="quality_evaluation")
+                      schema=QUALITY_SCHEMA, schema_name="quality_evaluation", prompts=prompts)
         super().__init__(judge, parse_quality, threshold)
 
 
@@ -269,10 +271,10 @@ class ComprehensivenessEvaluator(_JudgeEvaluator):
     call_type = CALL_SELF_EVALUATION
     by_coverage = True
 
-    def __init__(self, model: Model, threshold: float = 0.4) -> None:
+    def __init__(self, model: Model, threshold: float = 0.4, *, prompts: PromptSource | None = None) -> None:
         judge = Judge(model, builtin("gate_comprehensive"), purpose=self.call_type, format_hint=COMPREHENSIVE_HINT,
                       schema=COMPREHENSIVE_SCHEMA, schema_name="self_evaluation",
-                      temperature=SELF_EVALUATION_TEMPERATURE)
+                      temperature=SELF_EVALUATION_TEMPERATURE, prompts=prompts)
         super().__init__(judge, parse_comprehensive, threshold)
 
 

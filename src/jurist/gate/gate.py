@@ -132,7 +132,7 @@ class Gate:
             model = self.runtime.model(self.runtime.judge_ref(ref), sink=self._collector)
             self._owned_models.append(model)
         cls = QualityEvaluator if name == "quality" else ComprehensivenessEvaluator
-        return cls(model, cfg.threshold)
+        return cls(model, cfg.threshold, prompts=self.runtime.prompts)
 
     def _generator_model(self, ref: str) -> Model:
         if ref not in self._models:

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 from jurist.errors import JudgeParseError, ModelError, Unsupported
 from jurist.judges.outcome import FAILED, OK, Outcome, guarded
-from jurist.judges.templates import PromptTemplate
+from jurist.judges.templates import PromptSource, PromptTemplate, variables_key
 from jurist.models.base import ChatRequest, Completion, MeaningJudge
 from jurist.models.images import Image
 from jurist.models.model import Model, Template, cut_reply
@@ -77,9 +77,11 @@ class Judge:
         max_tokens: int = 1024,
         top_logprobs: int | None = None,
         reask: bool = True,
+        prompts: PromptSource | None = None,
     ) -> None:
         self.model = model
         self.template = template
+        self.prompts = prompts  # the prompt lab's routes: which text of the template each call uses
         self.purpose = purpose
         self.format_hint = format_hint
         self.schema = schema
@@ -108,6 +110,15 @@ class Judge:
             images=images,
         )
 
+    async def template_for(self, variables: dict[str, Any], route_key: str | None = None,
+                           trace_id: str | None = None) -> PromptTemplate:
+        """The template this call uses: the judge's own, or the text the prompt lab routes it to.
+        The routing key is ``route_key`` (the subject), else the trace, else the variables."""
+        if self.prompts is None:
+            return self.template
+        return await self.prompts.resolve(self.template,
+                                          lambda: route_key or trace_id or variables_key(variables))
+
     async def run(
         self,
         variables: dict[str, Any],
@@ -119,14 +130,19 @@ class Judge:
         schema: dict[str, Any] | None = None,
         sample: int | None = None,
         images: tuple[Image, ...] = (),
+        route_key: str | None = None,
+        template: PromptTemplate | None = None,
     ) -> tuple[T, list[Completion]]:
         """Ask, re-ask once on a parse failure (unless ``reask`` is off); raise JudgeParseError or ModelError.
         ``refine`` turns a parsed value and its completion into the one kept (see :meth:`verdict`);
         ``schema`` replaces the judge's own for this question (one that names its ids, say);
         ``sample`` numbers one of several samples of the same question (see :meth:`_request`);
-        ``images`` go with the user message that holds the data (the re-ask too: it repeats it)."""
-        tmpl = Template(self.template.name, self.template.hash)
-        messages = self.template.messages(**variables)
+        ``images`` go with the user message that holds the data (the re-ask too: it repeats it);
+        ``route_key`` routes the call in a prompt A/B test (see :meth:`template_for`), unless
+        ``template`` says which text to use."""
+        used = template or await self.template_for(variables, route_key, trace_id)
+        tmpl = Template(used.name, used.hash)
+        messages = used.messages(**variables)
         first = await self.model.complete(
             self._request(messages, schema, sample, images), purpose=self.purpose, trace_id=trace_id, template=tmpl,
             parse=parse, refine=refine,
@@ -174,6 +190,7 @@ class Judge:
         schema: dict[str, Any] | None = None,
         sample: int | None = None,
         images: tuple[Image, ...] = (),
+        route_key: str | None = None,
     ) -> Verdict[T]:
         """Like :meth:`run`, but every failure becomes a ``failed`` verdict with the reason.
 
@@ -187,12 +204,13 @@ class Judge:
         """
         if not self.model.chats:
             return await self._by_meaning(meaning, unsupported, trace_id=trace_id, timeout=timeout)
+        used = await self.template_for(variables, route_key, trace_id)
         outcome = await guarded(
             lambda: self.run(variables, parse, trace_id=trace_id, format_hint=format_hint, refine=refine,
-                             schema=schema, sample=sample, images=images),
+                             schema=schema, sample=sample, images=images, template=used),
             timeout=timeout, catch=(JudgeParseError, ModelError), reason=_reason,
         )
-        name, template_hash = self.model.name, self.template.hash
+        name, template_hash = self.model.name, used.hash
         if outcome.ok:
             assert outcome.value is not None
             value, completions = outcome.value

@@ -32,7 +32,7 @@ from jurist.judges.judge import Judge
 from jurist.judges.parsing import extract_json
 from jurist.judges.prompting import escape as escape_data
 from jurist.judges.prompting import quote, quote_all
-from jurist.judges.templates import PromptTemplate, builtin
+from jurist.judges.templates import PromptSource, PromptTemplate, builtin
 from jurist.models.base import CoverageResult, RelevanceScore, StatementCheck, SupportResult
 from jurist.models.model import Model
 
@@ -259,8 +259,10 @@ class LLMMeaningJudge:
     the re-ask, and lets a :class:`~jurist.errors.ModelError` propagate.
     """
 
-    def __init__(self, model: Model, *, temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024) -> None:
+    def __init__(self, model: Model, *, temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
+                 prompts: PromptSource | None = None) -> None:
         self.model = model
+        self.prompts = prompts  # the prompt lab's routes (a Runtime's ``prompts``)
         self.name: str = model.name
         self.temperature = temperature
         self.seed = seed
@@ -282,6 +284,7 @@ class LLMMeaningJudge:
             temperature=self.temperature,
             seed=self.seed,
             max_tokens=self.max_tokens,
+            prompts=self.prompts,
         )
 
     async def expresses(

@@ -27,7 +27,8 @@ from jurist.ids import new_id
 from jurist.judges.judge import Judge, MeaningQuestion, Verdict
 from jurist.judges.parsing import PREFER_A, PREFER_B, PREFER_NEITHER, PreferenceReply, parse_preference
 from jurist.judges.prompting import quote
-from jurist.judges.templates import PAIRWISE_PLACEHOLDERS, PAIRWISE_TEMPLATE, PromptTemplate, builtin
+from jurist.judges.templates import (PAIRWISE_PLACEHOLDERS, PAIRWISE_TEMPLATE, PromptSource, PromptTemplate,
+                                     builtin)
 from jurist.models.base import RelevanceScore
 from jurist.models.model import Model
 
@@ -149,14 +150,14 @@ class PairwiseJudge:
 
     def __init__(self, model: Model, template: PromptTemplate | None = None, *, criteria: str | None = None,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024, reask: bool = True,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, prompts: PromptSource | None = None) -> None:
         tmpl = (template or builtin(PAIRWISE_TEMPLATE)).check(PAIRWISE_PLACEHOLDERS,
                                                                required={"question", "answer_a", "answer_b"})
         self.criteria = criteria or DEFAULT_CRITERIA
         self.timeout = timeout
         self.judge = Judge(model, tmpl, purpose=PURPOSE, format_hint=FORMAT_HINT, schema=SCHEMA,
                            schema_name="pairwise_verdict", temperature=temperature, seed=seed,
-                           max_tokens=max_tokens, reask=reask)
+                           max_tokens=max_tokens, reask=reask, prompts=prompts)
 
     @property
     def model(self) -> Model:

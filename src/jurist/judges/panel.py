@@ -33,7 +33,7 @@ from jurist.judges.judge import Judge
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, guarded
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
-from jurist.judges.templates import builtin
+from jurist.judges.templates import PromptSource, builtin
 from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, ModelSource, resolve_model, resolve_ref
@@ -317,9 +317,11 @@ class Panel:
         escalation_model: str | None = None,
         pass_threshold: float = 0.7, dimension_descriptions: Mapping[str, str] | None = None,
         low_confidence: float = 0.6, disagreement: float = 0.3, borderline: float = 0.05,
-        role_timeout: float | None = None,
+        role_timeout: float | None = None, prompts: PromptSource | None = None,
     ) -> None:
         self.roles = [dataclasses.replace(r, dimensions=list(r.dimensions)) for r in roles]
+        # The prompt lab's routes (active versions, A/B tests): given, else the runtime's.
+        self.prompts = prompts if prompts is not None else getattr(runtime, "prompts", None)
         self.weights = {d: float(w) for d, w in weights.items()}
         if runtime is not None:
             settings = runtime.settings
@@ -375,7 +377,8 @@ class Panel:
     def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, Any]) -> Judge:
         s = self.settings
         return Judge(model, self._templates[purpose], purpose=purpose, format_hint=hint, schema=schema,
-                     schema_name=purpose, temperature=s.temperature, seed=s.seed, max_tokens=s.max_tokens)
+                     schema_name=purpose, temperature=s.temperature, seed=s.seed, max_tokens=s.max_tokens,
+                     prompts=self.prompts)
 
     def _role_judge(self, role: Role, default: str | None) -> Judge:
         scores_hint, scores_schema = _units_of(role.dimensions)

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import string
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import Callable, Protocol
 
 from jurist.errors import InputError
 from jurist.judges.prompting import Quoted
@@ -36,6 +38,8 @@ RUBRIC_PLACEHOLDERS = frozenset(
 #: and the two answers, each quoted (:mod:`jurist.judges.pairwise`).
 PAIRWISE_TEMPLATE = "pairwise_judge"
 PAIRWISE_PLACEHOLDERS = frozenset({"criteria", "question", "answer_a", "answer_b"})
+#: The source of a template shipped with jurist (and of the stored versions that replace it).
+BUILTIN_SOURCE = "builtin"
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class PromptTemplate:
     name: str
     version: str
     text: str
-    source: str = "builtin"
+    source: str = BUILTIN_SOURCE
 
     @functools.cached_property
     def hash(self) -> str:
@@ -90,6 +94,21 @@ class PromptTemplate:
                 return [{"role": "system", "content": system.rstrip()}, {"role": "user", "content": user}]
             head.append(literal + ("" if field is None else str(values[field])))
         return [{"role": "user", "content": self.render(**values)}]
+
+
+def variables_key(variables: dict[str, object]) -> str:
+    """A call's routing key from its variables (its content): the same call, the same key."""
+    return hashlib.sha256(json.dumps({k: str(v) for k, v in variables.items()}, sort_keys=True).encode()).hexdigest()
+
+
+class PromptSource(Protocol):
+    """Where a judge asks, before each call, which text of its template to use (the prompt
+    lab's active version or A/B test arm: :class:`jurist.prompt_router.PromptRouter`)."""
+
+    async def resolve(self, template: PromptTemplate, key: Callable[[], str]) -> PromptTemplate:
+        """The template for a call of ``template`` whose routing key ``key()`` gives (asked only
+        when an A/B test runs)."""
+        ...
 
 
 def placeholders_of(text: str, source: str = "template") -> set[str]:

@@ -227,7 +227,7 @@ class ResearchEvaluation:
         model = rt.model(rt.judge_ref(self.config.critic(), announce=False))
         esc = rt.model(self.config.escalation_model) if self.config.escalation_model else None
         return LLMPlanCritic(model, esc, dimensions=st.descriptions(st.PLAN), temperature=s.temperature,
-                             seed=s.seed, max_tokens=s.max_tokens)
+                             seed=s.seed, max_tokens=s.max_tokens, prompts=rt.prompts)
 
     async def _remember(self, query: str) -> None:
         if self.query is None:

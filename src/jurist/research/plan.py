@@ -31,7 +31,7 @@ from jurist.errors import JudgeParseError, ModelError
 from jurist.judges.judge import Judge
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
-from jurist.judges.templates import builtin
+from jurist.judges.templates import PromptSource, builtin
 from jurist.models.model import Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
@@ -177,7 +177,8 @@ class LLMPlanCritic:
     """The critic on a chat model; the meta-review on the escalation model (if any)."""
 
     def __init__(self, model: Model, escalation: Model | None = None, *, dimensions: dict[str, str],
-                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
+                 prompts: PromptSource | None = None) -> None:
         self.model = model
         self.escalation = escalation
         self.dimensions = dimensions
@@ -186,7 +187,7 @@ class LLMPlanCritic:
             required={"query", "plan", "evaluation"})
         schema = critic_schema(list(dimensions))
         judge = partial(Judge, template=tmpl, format_hint=_HINT, schema=schema, schema_name=PURPOSE_CRITIC,
-                        temperature=temperature, seed=seed, max_tokens=max_tokens)
+                        temperature=temperature, seed=seed, max_tokens=max_tokens, prompts=prompts)
         self._critic = judge(model, purpose=PURPOSE_CRITIC)
         self._meta = judge(escalation, purpose=PURPOSE_META_REVIEW) if escalation else None
 

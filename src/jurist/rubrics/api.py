@@ -85,7 +85,8 @@ def build_judge(
     visual_ref = visual_evaluator or cfg.visual_evaluator
     visual = runtime.model(visual_ref, max_in_flight=max_concurrency, cache=cache) if visual_ref else None
     return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
-                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure, visual=visual)
+                       score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure, visual=visual,
+                       prompts=runtime.prompts)
 
 
 def _rubrics(rubrics: str | Path | RubricSet, settings: Settings) -> RubricSet:

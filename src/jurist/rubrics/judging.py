@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
+from jurist.judges.templates import PromptSource
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
@@ -151,7 +152,8 @@ class RubricJudge:
 
     def __init__(self, model: Model, free_template: PromptTemplate, items_template: PromptTemplate, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 1024,
-                 score_mode: str = PLAIN, reask: bool = True, visual: Model | None = None) -> None:
+                 score_mode: str = PLAIN, reask: bool = True, visual: Model | None = None,
+                 prompts: PromptSource | None = None) -> None:
         if score_mode not in SCORE_MODES:
             raise ConfigError(f"score_mode={score_mode!r}: use one of {', '.join(SCORE_MODES)}")
         if visual is not None and not visual.chats:
@@ -167,7 +169,7 @@ class RubricJudge:
 
         def judges(on: Model) -> tuple[Judge, Judge]:
             judge = partial(Judge, on, purpose=PURPOSE, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                            reask=reask)
+                            reask=reask, prompts=prompts)
             free = judge(free_template, schema_name="rubric_score", format_hint="",
                          top_logprobs=TOP_LOGPROBS if score_mode == LOGPROBS else None)
             items = judge(items_template, schema_name="rubric_items",
@@ -212,7 +214,7 @@ class RubricJudge:
             verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await items.verdict(
                 variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
                 meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
-                images=sent,
+                images=sent, route_key=session.session_id,
             )
         else:
             hint = (
@@ -227,7 +229,7 @@ class RubricJudge:
                 format_hint=hint, schema=None if self._lines else score_schema(scale),
                 unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
                 refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
-                images=sent,
+                images=sent, route_key=session.session_id,
             )
         out = RubricOutcome(
             rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",

@@ -212,9 +212,13 @@ async def prompt_page(
             comparison = await compare_versions(store, name, a, b, key=key)
         except InputError as exc:
             problem = str(exc)
+    from jurist.analysis import active_routes, list_tests
+
     return render(request, "prompt.html", {
         "active": "prompts", "prompt": info, "a": a, "b": b, "key": key or "", "text_a": text_a, "text_b": text_b,
-        "diff": diff, "comparison": comparison, "problem": problem})
+        "diff": diff, "comparison": comparison, "problem": problem,
+        "route": (await active_routes(store)).get(name), "tests": await list_tests(store, name),
+        "token_required": bool(get_state(request).settings.api_token)})
 
 
 __all__ = ["router"]

@@ -183,8 +183,8 @@ def insert_patterns(conn: Connection, rows: list[dict[str, Any]], links: list[di
 def get_run(conn: Connection, run_id: str | None = None) -> dict[str, Any] | None:
     """One run by id, or the newest finished (done) run."""
     stmt = select(analysis_runs)
-    if run_id is not None:
-        stmt = stmt.where(analysis_runs.c.id == run_id)
+    if run_id is not None:  # not the prompt lab's routes, which this table also keeps (store/prompt_routes.py)
+        stmt = stmt.where(analysis_runs.c.id == run_id, analysis_runs.c.status.in_(("running", "done", "failed")))
     else:
         stmt = stmt.where(analysis_runs.c.status == "done").order_by(analysis_runs.c.created_at.desc()).limit(1)
     row = conn.execute(stmt).first()

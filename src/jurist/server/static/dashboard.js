@@ -95,7 +95,43 @@
     });
   }
 
+  // A prompt-lab form (activate a version, start or end an A/B test): its fields as a JSON
+  // body (empty ones left out, data-type="number" ones as numbers) to data-endpoint.
+  function jsonForm(form) {
+    var status = form.querySelector(".form-status");
+    var button = form.querySelector("button");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var body = {};
+      if (form.dataset.fixedPrompt) body.prompt = form.dataset.fixedPrompt;
+      var headers = { "Content-Type": "application/json" };
+      Array.prototype.forEach.call(form.elements, function (el) {
+        if (!el.name || el.value === "") return;
+        if (el.name === "token") headers.Authorization = "Bearer " + el.value;
+        else body[el.name] = el.dataset.type === "number" ? Number(el.value) : el.value;
+      });
+      button.disabled = true;
+      status.textContent = "Saving…";
+      fetch(form.dataset.endpoint, { method: form.dataset.method || "POST", headers: headers,
+                                     body: JSON.stringify(body) })
+        .then(function (response) {
+          return response.json().catch(function () { return {}; }).then(function (data) {
+            if (!response.ok) {
+              throw new Error(typeof data.detail === "string" ? data.detail : "HTTP " + response.status);
+            }
+            status.textContent = "Saved. Reloading…";
+            window.location.reload();
+          });
+        })
+        .catch(function (err) {
+          status.textContent = "Not saved: " + err.message;
+          button.disabled = false;
+        });
+    });
+  }
+
   document.querySelectorAll("form[data-strip-empty]").forEach(stripEmpty);
+  document.querySelectorAll("form.json-form").forEach(jsonForm);
   document.querySelectorAll("form.label-form").forEach(labelForm);
   var analyze = document.getElementById("analyze-form");
   if (analyze) analysisForm(analyze);

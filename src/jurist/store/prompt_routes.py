@@ -1,0 +1,133 @@
+"""Queries for prompt routing: which stored version of a prompt is active, and its A/B tests.
+
+A route is a row of ``analysis_runs`` (no table of its own): its ``params`` hold
+the configuration and its ``status`` says what it is:
+
+* ``prompt_active``: ``params = {"prompt", "version"}``, the version every call of that
+  prompt uses (the newest route of a prompt wins; version 1 is the shipped text);
+* ``prompt_test``: a running A/B test, ``params = {"prompt", "a", "b", "hash_a",
+  "hash_b", "share", "calls", "alpha", "pick"}``; ``created_at`` is its start;
+* ``prompt_test_done``: a test that ended, with ``finished_at``, ``error`` (why it ended)
+  and ``evaluations`` (the calls it routed).
+
+The pattern analysis reads only runs with status ``done``, so it never sees these.
+Plain functions taking a Connection, like :mod:`jurist.store.queries`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, false, func, insert, select, update
+from sqlalchemy.engine import Connection
+
+from jurist.store.tables import analysis_runs, evaluations, llm_calls, scores
+
+ACTIVE = "prompt_active"
+TEST_RUNNING = "prompt_test"
+TEST_DONE = "prompt_test_done"
+ROUTE_STATUSES = (ACTIVE, TEST_RUNNING)
+
+
+def current_routes(conn: Connection) -> dict[str, dict[str, Any]]:
+    """prompt name -> its route now: the newest ``prompt_active`` or running ``prompt_test`` row."""
+    r = analysis_runs.c
+    stmt = select(r.id, r.status, r.params, r.created_at).where(r.status.in_(ROUTE_STATUSES)).order_by(
+        r.created_at, r.id)
+    out: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(stmt):
+        params = row.params or {}
+        name = params.get("prompt")
+        if isinstance(name, str):
+            out[name] = {"id": row.id, "status": row.status, "created_at": row.created_at, **params}
+    return out
+
+
+def insert_route(conn: Connection, row: dict[str, Any]) -> None:
+    conn.execute(insert(analysis_runs), [row])
+
+
+def end_running_tests(conn: Connection, name: str, when: datetime, reason: str, *,
+                      test_id: str | None = None, calls: int | None = None) -> list[str]:
+    """Mark the running tests of prompt ``name`` (or only ``test_id``) done; the ids ended (none
+    when another writer ended them first)."""
+    r = analysis_runs.c
+    ended = []
+    for row in conn.execute(select(r.id, r.params).where(r.status == TEST_RUNNING)):
+        if (row.params or {}).get("prompt") != name or (test_id is not None and row.id != test_id):
+            continue
+        values: dict[str, Any] = {"status": TEST_DONE, "finished_at": when, "error": reason}
+        if calls is not None:
+            values["evaluations"] = calls
+        done = conn.execute(update(analysis_runs).where(r.id == row.id, r.status == TEST_RUNNING).values(**values))
+        if done.rowcount:
+            ended.append(row.id)
+    return ended
+
+
+def list_tests(conn: Connection, name: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    """A/B tests, running and ended, newest first."""
+    r = analysis_runs.c
+    stmt = (select(r.id, r.status, r.params, r.evaluations, r.error, r.created_at, r.finished_at)
+            .where(r.status.in_((TEST_RUNNING, TEST_DONE))).order_by(r.created_at.desc(), r.id).limit(limit))
+    rows = [_test(row._mapping) for row in conn.execute(stmt)]
+    return [t for t in rows if name is None or t["prompt"] == name]
+
+
+def get_test(conn: Connection, test_id: str) -> dict[str, Any] | None:
+    r = analysis_runs.c
+    stmt = select(r.id, r.status, r.params, r.evaluations, r.error, r.created_at, r.finished_at).where(
+        r.id == test_id, r.status.in_((TEST_RUNNING, TEST_DONE)))
+    row = conn.execute(stmt).first()
+    return _test(row._mapping) if row is not None else None
+
+
+def _test(m: Any) -> dict[str, Any]:
+    return {**(m["params"] or {}), "id": m["id"], "running": m["status"] == TEST_RUNNING,
+            "routed_calls": m["evaluations"], "ended_because": m["error"], "created_at": m["created_at"],
+            "finished_at": m["finished_at"]}
+
+
+def arm_call_counts(conn: Connection, hashes: Sequence[str], since: datetime) -> dict[str, int]:
+    """hash -> the successful, uncached calls recorded with that template hash since ``since``."""
+    c = llm_calls.c
+    stmt = (select(c.template_hash, func.count()).where(
+        c.created_at >= since, c.template_hash.in_(list(hashes)), c.status == "ok", c.cached == false())
+        .group_by(c.template_hash))
+    counts = {h: 0 for h in hashes}
+    counts.update({h: int(n) for h, n in conn.execute(stmt)})
+    return counts
+
+
+def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limit: int = 20000
+               ) -> list[dict[str, Any]]:
+    """What an A/B test compares, as rows ``{template_hash, key, score, max_score, subject_id}``
+    (newest first, at most ``limit`` per hash), from evaluations made since ``since``:
+
+    * the per-rubric score rows judged with one of ``hashes`` (rubric prompts record it);
+    * else the evaluation's percentage (key ``overall``) for each trace whose calls used
+      exactly one of ``hashes`` (a trace that used both is left out).
+    """
+    s, e, c = scores.c, evaluations.c, llm_calls.c
+    out: list[dict[str, Any]] = []
+    for h in hashes:
+        stmt = (select(s.template_hash, s.key, s.score, s.max_score, e.subject_id)
+                .select_from(scores.join(evaluations, e.id == s.evaluation_id))
+                .where(s.template_hash == h, s.status == "scored", s.score.is_not(None), e.created_at >= since)
+                .order_by(e.created_at.desc(), s.id.desc()).limit(limit))
+        out.extend(dict(r._mapping) for r in conn.execute(stmt))
+    if out:
+        return out
+    traces = (select(c.trace_id, func.min(c.template_hash).label("template_hash"))
+              .where(c.created_at >= since, c.template_hash.in_(list(hashes)), c.trace_id.is_not(None))
+              .group_by(c.trace_id).having(func.count(func.distinct(c.template_hash)) == 1).subquery())
+    for h in hashes:
+        stmt = (select(e.percentage, e.subject_id)
+                .select_from(evaluations.join(traces, and_(traces.c.trace_id == e.trace_id)))
+                .where(traces.c.template_hash == h, e.percentage.is_not(None), e.created_at >= since)
+                .order_by(e.created_at.desc(), e.id).limit(limit))
+        out.extend({"template_hash": h, "key": "overall", "score": r.percentage, "max_score": 100.0,
+                    "subject_id": r.subject_id} for r in conn.execute(stmt))
+    return out
