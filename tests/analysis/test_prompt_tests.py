@@ -36,7 +36,7 @@ async def _gate_runs(store, questions: list[str]) -> list:
     out = []
     for q_text in questions:
         messages = [{"role": "user", "content": q_text}]
-        out.append(await g.run(messages, "scripted/gen"))
+        out.append(await g.run(messages, "scripted/gen", wait_for_evaluation=True))
     await store.aflush()
     return out
 

@@ -43,7 +43,7 @@ def _gate_calls(store: Store, n: int) -> None:
     async def run() -> None:
         g = Gate(GateConfig(strategy="blocking"), runtime=Runtime(store=store), judge="scripted/judge")
         for i in range(n):
-            await g.run([{"role": "user", "content": f"Question {i}?"}], "scripted/gen")
+            await g.run([{"role": "user", "content": f"Question {i}?"}], "scripted/gen", wait_for_evaluation=True)
         await store.aflush()
 
     asyncio.run(run())
