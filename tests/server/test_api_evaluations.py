@@ -114,6 +114,7 @@ def test_trace_has_scores_and_calls(client, rows):
 @pytest.mark.parametrize("query", [
     "min_score=abc", "min_score=1.5", "kind=nope", "escalated=maybe", "page=0", "page_size=1000",
     "since=yesterday", "min_iterations=0", "status=weird",
+    "since=0001-01-01T00:00:00%2B00:01", "until=9999-12-31T23:59:59-00:01",  # out of range once in UTC
 ])
 def test_bad_parameters_are_422(client, query):
     r = client.get(f"/api/evaluation/sessions?{query}")
@@ -136,6 +137,11 @@ def test_unknown_ids_are_404(client):
     assert client.get("/api/evaluation/sessions/nope").status_code == 404
     r = client.get("/api/calls/nope")
     assert r.status_code == 404 and "nope" in r.json()["detail"]
+
+
+def test_a_date_out_of_range_in_utc_is_422_on_the_calls_log(client):
+    r = client.get("/api/calls?since=0001-01-01T00:00:00%2B00:01")
+    assert r.status_code == 422 and "out of range" in r.text, r.text
 
 
 def test_calls_log_filters(client):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Annotated, Any, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, MissingExtra, ModelError, NotFound, UsageError
@@ -27,9 +27,19 @@ def _iso_only(value: Any) -> Any:
     return value
 
 
+def _in_utc_range(value: datetime) -> datetime:
+    """A date-time the store can hold: one that converts to UTC (0001-01-01T00:00+00:01 does not)."""
+    if value.tzinfo is not None:
+        try:
+            value.astimezone(timezone.utc)
+        except OverflowError:
+            raise ValueError("date-time out of range once converted to UTC") from None
+    return value
+
+
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-# A date or date-time parameter or field (ISO 8601 only).
-IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only)]
+# A date or date-time parameter or field (ISO 8601 only, within the range of UTC date-times).
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), AfterValidator(_in_utc_range)]
 
 
 class ErrorBody(BaseModel):
