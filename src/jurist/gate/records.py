@@ -183,7 +183,8 @@ class GateRecord(_Part):
         return next((e for e in self.evaluations if e.attempt == attempt.number), None)
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        # A record stored before records kept the question reads back as it was stored.
+        return self.model_dump(mode="json", exclude=None if self.question is not None else {"question"})
 
 
 def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, judge_model: str | None,
