@@ -233,7 +233,6 @@ def test_explorer_fits_1280_and_the_overview_period(browser_page, shots: Path, t
         expect(row.locator("td.failure")).to_have_attribute("title", long["failure"])
         expect(row.locator("td.judge")).to_have_attribute("title", long["judge_model"])
         expect(row.locator("td.num").last).to_contain_text("max")
-        page.screenshot(path=str(shots / "dashboard-explorer-1280.png"))
 
         # the overview: last 30 days; All time clears the dates and shows everything
         everything = store.read(q.overview, q.EvaluationFilter())
