@@ -1,7 +1,8 @@
 """The dashboard at ``/evaluation``: server-rendered pages over the stored evaluations.
 
-Overview (aggregates and charts), explorer (filtered, paginated list), one
-evaluation's trace (every judge call with prompt and raw response), the
+Overview (aggregates and charts; the last 30 days unless ``period`` or a date
+range says otherwise), explorer (filtered, paginated list), one evaluation's
+trace (titled by what was asked; every judge call with prompt and raw response), the
 research runtime view (progressive disclosure per stage), failure patterns
 and the prompt lab. Pages are Jinja2 templates (autoescaped; nothing from the
 database is ever marked safe); charts are plotly figures built here and drawn
