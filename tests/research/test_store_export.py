@@ -90,6 +90,29 @@ async def test_partial_record_status(tmp_path):
         store.close()
 
 
+@pytest.mark.parametrize("config, replies, hit", [
+    ({}, (BAD_PLAN, BAD_PLAN, BAD_PLAN), True),  # three attempts of three, the last failed
+    ({}, (BAD_PLAN, GOOD_PLAN), False),  # passed on the second attempt
+    ({"iteration": {"max_attempts": 2}}, (BAD_PLAN, BAD_PLAN), True),
+    ({"evaluation": {"planEvaluation": {"iterationEnabled": False}}}, (BAD_PLAN,), False),  # no loop
+    ({}, (BAD_PLAN, RuntimeError("panel down")), False),  # stopped by a failure, not by the limit
+])
+async def test_max_attempts_hit_is_stored(tmp_path, config, replies, hit):
+    store = Store(f"sqlite:///{tmp_path}/m.db")
+    try:
+        ev = ResearchEvaluation(research_config(config), store=store,
+                                evaluators={st.PLAN: FakeEvaluator(st.PLAN, *replies)},
+                                critic=critic(*[critic_reply("targeted_fix")] * 3))
+        await ev.evaluate_plan(QUERY, Planner())
+        await ev.save()
+        [row] = store.evaluations(kind="research")
+        plan = row["payload"]["planEvaluation"]
+        assert row["max_attempts_hit"] is hit, plan
+        assert row["iterations"] == max(1, plan["totalIterations"])
+    finally:
+        store.close()
+
+
 def _export_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`jurist export` by run_cli once cli/main.py registers it; until then the same app plus register()."""
     from jurist.cli.main import app

@@ -167,3 +167,30 @@ def test_a_page_of_another_site_cannot_use_the_server(page, checklist_dir: Path)
             assert page.evaluate("window.results.socket") == "refused"
         assert httpx.get(f"{base}/api/evaluation/patterns").json()["run"] is None  # the analysis never ran
     assert factory.started == {}
+
+
+def test_tutor_index_starts_the_tutor(page, checklist_dir: Path):
+    """/tutor alone lists the checklists; its form opens the tutor for the chosen one."""
+    from playwright.sync_api import expect
+
+    script("judge", judge_says(["adenosine"]))
+    script("tutor", "Yes, adenosine.")
+    app = create_app(Settings(), checklist_dirs=[checklist_dir], session_factory=FakeFactory())
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    with running(app) as base:
+        page.goto(f"{base}/tutor")
+        expect(page.locator("#checklists tr[data-name='caffeine'] td").nth(1)).to_have_text("Caffeine <b>basics</b>")
+        expect(page.locator("#points")).to_have_value("caffeine")
+        page.click(".start button")  # no name yet: the browser asks for one, nothing is sent
+        assert page.url == f"{base}/tutor"
+        page.fill("#learner", "<ada>")  # not a learner name: refused in the page
+        page.click(".start button")
+        assert page.url == f"{base}/tutor"
+        page.fill("#learner", "Ada Lovelace")
+        page.click(".start button")
+        page.wait_for_url("**/tutor?points=caffeine&learner=Ada+Lovelace*")
+        expect(page.locator("h1")).to_have_text("Caffeine <b>basics</b>")
+        expect(page.locator("#learner")).to_have_text("Ada Lovelace")
+        expect(page.locator("#send")).to_be_enabled()
+    assert errors == []

@@ -84,7 +84,7 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
             running(create_app(Settings(), store=store)) as base:
         # -- overview: the headline numbers are the database's; the charts draw offline
         data = store.read(q.overview, q.EvaluationFilter())
-        page.goto(f"{base}/evaluation")
+        page.goto(f"{base}/evaluation?period=all")
         expect(page.locator("#m-total")).to_have_text(f"{data['total']:,}")
         expect(page.locator("#m-pass-rate")).to_have_text(pct(data["pass_rate"]))
         expect(page.locator("#m-average")).to_have_text(f"{data['average_score']:.2f}")
@@ -195,3 +195,97 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
 
     assert blocked == [], f"requests that would leave the machine: {blocked}"
     assert problems == []
+
+
+def test_explorer_fits_1280_and_the_overview_period(browser_page, shots: Path, tmp_path: Path):
+    """At 1280x800 the page does not scroll sideways and every column of the explorer is inside its
+    card (long subjects, failures and judges end in an ellipsis, whole in the cell's title)."""
+    from datetime import datetime, timedelta, timezone
+
+    from playwright.sync_api import expect
+
+    from jurist.store.queries import insert_history
+
+    page, blocked, problems = browser_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    long = {"id": "long" + "0" * 28, "kind": "research", "subject_id": "s" * 300, "trace_id": None,
+            "status": "scored", "score": 0.3, "max_score": 1.0, "percentage": 30.0,
+            "judge_model": "openai/gpt-4o-mini," * 11, "payload": {"synthetic": True},
+            "created_at": datetime.now(timezone.utc), "passed": False, "escalated": True, "iterations": 3,
+            "max_attempts_hit": True, "failure": "plan.a_very_long_dimension_name_" * 6}
+    with seeded_store("sqlite", tmp_path, history=300) as (store, ids), \
+            running(create_app(Settings(), store=store)) as base:
+        store.write(insert_history, [long], [], [])
+        page.goto(f"{base}/evaluation/explorer")
+        sizes = page.evaluate("""() => {
+            const table = document.getElementById('evaluations');
+            const cells = [...table.querySelectorAll('thead th, tbody tr:first-child td')];
+            return {page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+                    table: [table.scrollWidth, table.parentElement.clientWidth],
+                    cut: cells.filter(c => !['subject', 'failure', 'judge'].some(k => c.classList.contains(k))
+                                           && c.scrollWidth > c.clientWidth).map(c => c.textContent.trim())};
+        }""")
+        assert sizes["page"][0] <= sizes["page"][1], sizes
+        assert sizes["table"][0] <= sizes["table"][1], sizes
+        assert sizes["cut"] == [], sizes  # only subject, failure and judge may end in an ellipsis
+        row = page.locator(f"tr[data-id='{long['id']}']")
+        expect(row.locator("td.subject")).to_have_attribute("title", long["subject_id"])
+        expect(row.locator("td.failure")).to_have_attribute("title", long["failure"])
+        expect(row.locator("td.judge")).to_have_attribute("title", long["judge_model"])
+        expect(row.locator("td.num").last).to_contain_text("max")
+
+        # the overview: last 30 days; All time clears the dates and shows everything
+        everything = store.read(q.overview, q.EvaluationFilter())
+        today = datetime.now(timezone.utc).date()
+        start = today - timedelta(days=29)
+        last30 = store.read(q.overview, q.EvaluationFilter(
+            since=datetime(start.year, start.month, start.day, tzinfo=timezone.utc)))
+        page.goto(f"{base}/evaluation")
+        expect(page.locator("#period-label")).to_contain_text("Last 30 days")
+        expect(page.locator("#m-total")).to_have_text(f"{last30['total']:,}")
+        expect(page.locator("#m-max-attempts")).to_have_text(f"{last30['iterations']['max_attempts_hit']:,}")
+        assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        page.fill("input[name=since]", (today - timedelta(days=5)).isoformat())
+        expect(page.locator("#period")).to_have_value("")  # a date makes it a custom range
+        page.select_option("#period", "all")
+        expect(page.locator("input[name=since]")).to_have_value("")  # a period clears the dates
+        page.click("#overview-filters button[type=submit]")
+        page.wait_for_url(re.compile(r"period=all"))
+        assert "since=" not in page.url
+        expect(page.locator("#period-label")).to_have_text("All time")
+        expect(page.locator("#m-total")).to_have_text(f"{everything['total']:,}")
+        page.locator("#m-max-attempts-link").click()
+        page.wait_for_url(re.compile(r"/evaluation/explorer\?.*max_attempts_hit=true"))
+        hit = store.read(q.list_page, q.EvaluationFilter(max_attempts_hit=True))
+        expect(page.locator("#result-count")).to_have_text(f"{hit['total']:,}")
+    assert blocked == [], f"requests that would leave the machine: {blocked}"
+    assert problems == []
+
+
+def test_api_docs_work_offline(browser_page, tmp_path: Path):
+    """/docs and /redoc draw the API from this server's files alone: nothing leaves the machine."""
+    from playwright.sync_api import expect
+
+    page, blocked, problems = browser_page
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/docs.db", home=str(tmp_path / ".jurist")))
+    with running(app) as base:
+        spec = app.openapi()
+        # Swagger UI shows an operation under each of its tags
+        operations = sum(len(op.get("tags") or ["default"]) for item in spec["paths"].values() for op in item.values())
+        page.goto(f"{base}/docs")
+        expect(page.locator(".swagger-ui .info .title")).to_contain_text("jurist")
+        expect(page.locator(".opblock")).to_have_count(operations)
+        health = page.locator(".opblock", has_text="/api/health")
+        health.locator(".opblock-summary").click()
+        health.locator("button.try-out__btn").click()
+        health.locator("button.execute").click()  # Swagger UI calls this server under the CSP
+        live = health.locator(".live-responses-table tr.response")
+        expect(live.locator(".response-col_status")).to_contain_text("200")
+        expect(live.locator(".response-col_description")).to_contain_text('"status": "ok"')
+        page.goto(f"{base}/redoc")
+        expect(page.locator("h1").first).to_contain_text("jurist")
+        expect(page.get_by_text("/api/evaluation/metrics").first).to_be_attached()
+    assert blocked == [], f"requests that would leave the machine: {blocked}"
+    # ReDoc's footer asks for its logo from its CDN: the CSP refuses it before it leaves (and ReDoc hides it)
+    refused = [p for p in problems if "cdn.redoc.ly/redoc/logo-mini.svg" in p and "Content Security Policy" in p]
+    assert [p for p in problems if p not in refused] == []

@@ -33,7 +33,7 @@ from jurist.store import Store
 from jurist.testing.synthetic import seed_history
 
 store = Store(sys.argv[1])
-seed_history(store, 80, seed=5, days=40)
+seed_history(store, 80, seed=5, days=25)  # inside the overview's default 30 days
 
 async def second_version():
     v1 = await prompt_version(store, "rubric_judge", 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jurist
 from jurist.config import Settings
 from jurist.server import create_app
@@ -52,11 +54,37 @@ def test_invalid_checklist_file_is_400_json(client):
     assert "not valid JSON" in r.json()["detail"]
 
 
-def test_missing_or_bad_learner_is_422_json(client):
-    r = client.get("/tutor", params={"points": "caffeine"})
-    assert r.status_code == 422 and "learner" in r.json()["detail"]
+def test_bad_learner_is_422_json(client):
     r = client.get("/tutor", params={"points": "caffeine", "learner": "<script>"})
-    assert r.status_code == 422
+    assert r.status_code == 422 and "learner" in r.json()["detail"]
+
+
+def test_tutor_without_parameters_lists_the_checklists_and_explains_them(client, checklist_dir):
+    r = client.get("/tutor")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    page = r.text
+    assert re.findall(r'<tr data-name="([^"]+)">', page) == ["caffeine"]  # the readable ones
+    assert "<td>Caffeine &lt;b&gt;basics&lt;/b&gt;</td>" in page and "<b>basics</b>" not in page
+    assert '<td class="num">3</td>' in page
+    assert '<option value="caffeine">' in page  # the form that starts the tutor
+    assert 'form class="start" method="get" action="/tutor"' in page
+    for param in ("<code>points</code> (required)", "<code>learner</code> (required)",
+                  "<code>session_id</code> (optional)"):
+        assert param in page
+    assert "<code>broken</code>: " in page and "not valid JSON" in page  # a file that is not a checklist
+    assert str(checklist_dir) in page  # where the names come from
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "form-action 'self'" in csp
+    assert "http" not in page.split("<body>")[1].replace('href="/api/checklists"', "")
+
+    # one of the two given: the page, with what was given kept
+    page = client.get("/tutor", params={"points": "caffeine"}).text
+    assert '<option value="caffeine" selected>' in page
+    page = client.get("/tutor", params={"learner": "ada"}).text
+    assert 'value="ada"' in page and 'id="unknown-points"' not in page
+    page = client.get("/tutor", params={"points": "nope"}).text
+    assert "There is no checklist named <code>nope</code>" in page
+    assert client.get("/tutor", params={"learner": "<script>"}).status_code == 422
 
 
 def test_unknown_route_is_404_json(client):

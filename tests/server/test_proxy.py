@@ -292,6 +292,83 @@ def test_models_falls_back_to_an_empty_list_when_the_upstream_has_none(client):
     assert list(client.models.list()) == []
 
 
+def test_models_lists_the_upstreams_models(provider, settings):
+    provider.models = ["gpt-test", "gpt-other"]
+    with running(create_app(settings, upstream=provider.base_url, gate_config=GATE_CONFIG)) as base:
+        with openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0) as c:
+            assert [m.id for m in c.models.list()] == ["gpt-test", "gpt-other"]
+
+
+class _Failing:
+    """An upstream whose GET /v1/models answers ``status`` after ``delay`` seconds."""
+
+    def __init__(self, status: int, delay: float = 0.0) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                import time
+
+                time.sleep(delay)
+                body = b'{"error": {"message": "model service restarting"}}'
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the proxy gave up first
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("case", ["down", "503", "500", "timeout"])
+def test_models_says_when_the_upstream_is_down(case, settings, isolated):
+    from tests.server.live import free_port
+
+    failing = None
+    if case == "down":
+        upstream = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    else:
+        failing = _Failing(int(case) if case.isdigit() else 200, delay=2.0 if case == "timeout" else 0.0)
+        upstream = failing.url
+    if case == "timeout":
+        settings = settings.model_copy(update={"timeout": 0.3})
+    try:
+        with running(create_app(settings, upstream=upstream, gate_config=GATE_CONFIG)) as base:
+            r = httpx.get(f"{base}/v1/models", timeout=30)
+            with openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0) as c:
+                with pytest.raises(openai.APIStatusError) as raised:
+                    list(c.models.list())
+    finally:
+        if failing is not None:
+            failing.stop()
+    error = r.json()["error"]
+    assert error["upstream"] == upstream and upstream in error["message"]
+    if case == "down":
+        assert r.status_code == 502 and error["upstream_status"] is None and error["code"] == "upstream_unavailable"
+        assert "is down (no answer)" in error["message"]
+    elif case == "timeout":
+        assert r.status_code == 504 and error["upstream_status"] is None and error["code"] == "upstream_timeout"
+    else:
+        assert r.status_code == 502 and error["upstream_status"] == int(case)
+        assert f"answered GET /models with HTTP {case}" in error["message"]
+        assert "model service restarting" in error["message"]
+    assert raised.value.status_code == r.status_code
+
+
 def test_without_upstream_there_is_no_proxy():
     from fastapi.testclient import TestClient
 

@@ -118,3 +118,55 @@ def test_tables_with_rows_but_no_version_are_not_dropped(tmp_path):
     with pytest.raises(ConfigError, match="llm_calls"):
         Store(url)
     assert os.path.exists(f"{tmp_path}/odd.db") and "llm_calls" in tables(url)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_migration_0006_fills_max_attempts_hit_from_the_stored_payloads(backend, tmp_path):
+    """Rows stored before the column: a gate record stopped at its regeneration cap after more than
+    one attempt, a research plan loop whose last allowed attempt failed; nothing else."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from jurist.store.migrate import MIGRATIONS
+
+    def gate(reason, attempts):
+        return {"accept_reason": reason, "attempts": [{"number": n} for n in range(1, attempts + 1)]}
+
+    def research(limit, passed):
+        attempts = [{"attemptNumber": n, "passed": p} for n, p in enumerate(passed, 1)]
+        return {"planEvaluation": {"maxAttempts": limit, "attempts": attempts}}
+
+    rows = {  # id: (kind, iterations, payload, hit)
+        "g-hit": ("gate", 2, gate("max_regenerations", 2), True),
+        "g-pass": ("gate", 2, gate("passed", 2), False),
+        "g-one": ("gate", 1, gate("max_regenerations", 1), False),
+        "r-hit": ("research", 3, research(3, [False, False, False]), True),
+        "r-pass": ("research", 2, research(3, [False, True]), False),
+        "r-short": ("research", 2, research(3, [False, False]), False),  # stopped before the limit
+        "rubric": ("rubric", 1, {"rubric_scores": []}, False),
+    }
+    with fresh_database(backend, tmp_path, "jurist_m6") as url:
+        engine = create_engine(url)
+        try:
+            cfg = Config()
+            cfg.set_main_option("script_location", MIGRATIONS)
+            old = sa.table("evaluations", sa.column("id"), sa.column("kind"), sa.column("subject_id"),
+                           sa.column("status"), sa.column("payload", sa.JSON), sa.column("created_at", sa.DateTime),
+                           sa.column("iterations"))
+            with engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "0005")
+                now = datetime.now(timezone.utc)
+                conn.execute(sa.insert(old), [
+                    {"id": eid, "kind": kind, "subject_id": eid, "status": "scored", "payload": payload,
+                     "created_at": now, "iterations": iterations}
+                    for eid, (kind, iterations, payload, _) in rows.items()])
+        finally:
+            engine.dispose()
+        store = Store(url)  # migrates to the head
+        try:
+            got = {r["id"]: r["max_attempts_hit"] for r in store.evaluations(limit=None)}
+        finally:
+            store.close()
+        assert got == {eid: hit for eid, (_, _, _, hit) in rows.items()}

@@ -50,12 +50,14 @@ from jurist.gate.evaluators import (
     FunctionEvaluator,
     GateEvaluator,
     QualityEvaluator,
+    last_question,
 )
 from jurist.gate.evaluation import Run, evaluate_attempt, skipped, spawn
 from jurist.gate.parallel import Snapshots
 from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
 from jurist.gate.types import (
     CALL_GENERATION,
+    QUESTION_CHARS,
     REVISION_MESSAGE,
     Attempt,
     Evaluation,
@@ -421,7 +423,7 @@ class Gate:
         result = GateResult(answer=partial, accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
                             llm_calls=list(run.calls), trace_id=run.trace_id, error=message,
                             continue_context=[dict(m) for m in context], strategy=self.config.strategy,
-                            evaluator=self.evaluator.name)
+                            evaluator=self.evaluator.name, question=_question(run.original))
         await self._save(result)
         return GateEvent("error", {"error": message, "code": code, "show_continue_button": True,
                                    "continue_context": result.continue_context, "partial_answer": partial,
@@ -435,7 +437,8 @@ class Gate:
                           attempts=list(run.attempts), evaluations=evs, llm_calls=list(run.calls),
                           trace_id=run.trace_id, evaluation_skipped=skipped is not None,
                           skip_reason=skipped.skipped_reason if skipped else None,
-                          strategy=self.config.strategy, evaluator=self.evaluator.name)
+                          strategy=self.config.strategy, evaluator=self.evaluator.name,
+                          question=_question(run.original))
 
     async def _save(self, result: GateResult, *, committed: bool = False) -> None:
         """Queue the record for the store; ``committed``: return once it is written."""
@@ -449,6 +452,11 @@ class Gate:
             await store.asave_evaluation(row, score_rows(result, judge_model=model))
         else:
             store.save_evaluation(row, score_rows(result, judge_model=model))
+
+
+def _question(messages: list[dict[str, Any]]) -> str | None:
+    """What the user asked: the last user message's text, bounded (the record's title)."""
+    return last_question(messages)[:QUESTION_CHARS] or None
 
 
 def _fn_name(fn: Any) -> str:

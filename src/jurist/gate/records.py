@@ -168,6 +168,7 @@ class GateRecord(_Part):
     continue_context: list[dict[str, Any]] | None = None
     strategy: str | None = None
     evaluator: str | None = None
+    question: str | None = None  # the last user message (older records have none)
     evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
 
     @classmethod
@@ -187,7 +188,8 @@ class GateRecord(_Part):
         return next((e for e in self.evaluations if e.attempt == attempt.number), None)
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        # A record stored before records kept the question reads back as it was stored.
+        return self.model_dump(mode="json", exclude=None if self.question is not None else {"question"})
 
 
 def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, judge_model: str | None,
@@ -208,6 +210,7 @@ def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, j
         payload=GateRecord.of(result, strategy=result.strategy, evaluator=result.evaluator),
         passed=None if ev is None or ev.passed is None else bool(ev.passed), escalated=False,
         iterations=max(1, len(result.attempts)),
+        max_attempts_hit=result.accept_reason == "max_regenerations" and len(result.attempts) > 1,
         failure=("error" if result.error else "evaluation_skipped" if result.evaluation_skipped
                  else None if ev is not None and ev.passed else "below_threshold"),
     )

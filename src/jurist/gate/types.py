@@ -24,6 +24,8 @@ CALL_SELF_EVALUATION = "self_evaluation"  # comprehensiveness
 CALL_QUALITY_EVALUATION = "quality_evaluation"
 CALL_REGENERATION = "regeneration"
 CALL_COMPREHENSIVE_RETRY = "comprehensive_retry"
+#: How much of the user's question a record keeps (it titles the record on the dashboard).
+QUESTION_CHARS = 2000
 
 REVISION_MESSAGE = (
     "I've reviewed my initial response and I can do better. Generating an improved answer..."
@@ -89,3 +91,4 @@ class GateResult:
     evaluator: str | None = None
     # feedback off, at ``done``: the answer's evaluation is still running (the stored record has it)
     evaluation_pending: bool = False
+    question: str | None = None  # the last user message's text (its first QUESTION_CHARS), what was asked

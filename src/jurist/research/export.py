@@ -22,7 +22,7 @@ from typing import Any
 from jurist.errors import InputError
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
-from jurist.research.records import EvaluationRecord
+from jurist.research.records import EvaluationRecord, PlanEvaluation
 from jurist.jsonfiles import write_json
 from jurist.store import EvaluationRow, Store
 
@@ -100,7 +100,15 @@ def facets(rec: EvaluationRecord) -> dict[str, Any]:
         "failure": failure,
         "escalated": escalated,
         "iterations": max(1, plan.total_iterations) if plan else 1,
+        "max_attempts_hit": plan is not None and max_attempts_hit(plan),
     }
+
+
+def max_attempts_hit(plan: PlanEvaluation) -> bool:
+    """The plan loop made its last allowed attempt (of more than one) and that attempt did not pass."""
+    last = plan.attempts[-1] if plan.attempts else None
+    return (last is not None and plan.max_attempts is not None and plan.max_attempts > 1
+            and len(plan.attempts) >= plan.max_attempts and last.passed is False and not last.evaluation_skipped)
 
 
 def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, Any]]:

@@ -44,6 +44,8 @@ class EvaluationSummary(BaseModel):
     passed: bool | None
     escalated: bool
     iterations: int
+    max_attempts_hit: bool = Field(description="the loop used every attempt it was allowed (more than one) "
+                                               "and the last did not pass")
     failure: str | None
     judge_model: str | None
     created_at: datetime
@@ -67,6 +69,10 @@ class EvaluationTrace(BaseModel):
     patterns: list[dict[str, Any]]
     payload_error: str | None = Field(
         None, description="why the payload could not be read as its kind's model (it is then returned as stored)")
+    turn: dict[str, Any] | None = Field(
+        None, description="a checklist turn's learner message: {message, message_seq, number, learner_messages} "
+                          "(its text, its seq in the session, which of the learner's messages it is, of how many); "
+                          "``calls`` are then that turn's: the judge's and the tutor's reply")
 
 
 class Metrics(BaseModel):
@@ -102,6 +108,8 @@ def evaluation_filter(
     max_score: float | None = Query(None, ge=0.0, le=1.0),
     min_iterations: int | None = Query(None, ge=1, le=MAX_ITERATIONS),
     max_iterations: int | None = Query(None, ge=1, le=MAX_ITERATIONS),
+    max_attempts_hit: bool | None = Query(None, description="the loop used every attempt it was allowed and the "
+                                                              "last did not pass"),
     since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
     until: IsoDateTime | None = Query(None, description="ISO date or date-time, exclusive"),
     pattern: str | None = Query(None, max_length=32, description="only the evaluations of this pattern"),
@@ -114,8 +122,8 @@ def evaluation_filter(
         raise InputError("since must not be after until")
     return q.EvaluationFilter(since=since, until=until, kind=kind, status=status, failure=failure,
                               escalated=escalated, passed=passed, min_score=min_score, max_score=max_score,
-                              min_iterations=min_iterations, max_iterations=max_iterations, pattern_id=pattern,
-                              subject_id=subject_id)
+                              min_iterations=min_iterations, max_iterations=max_iterations,
+                              max_attempts_hit=max_attempts_hit, pattern_id=pattern, subject_id=subject_id)
 
 
 @router.get("/evaluation/sessions", response_model=EvaluationPage, responses=error_responses(400, 422))
@@ -169,13 +177,15 @@ async def list_calls(
     trace_id: str | None = Query(None, max_length=64),
     since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
     until: IsoDateTime | None = Query(None, description="ISO date or date-time, exclusive"),
+    kind: Kind | None = Query(None, description="the calls of evaluations of this kind only "
+                                                "(rubric | gate | research | checklist)"),
     page: int = Query(1, ge=1, le=100_000),
     page_size: int = Query(50, ge=1, le=200),
 ) -> dict[str, Any]:
     """The LLM call log, newest first: purpose, model, template, messages, raw response, tokens, latency."""
     return await get_state(request).store.aread(
         q.call_page, page=page, page_size=page_size, purpose=purpose, status=status, model=model,
-        trace_id=trace_id, since=since, until=until)
+        trace_id=trace_id, since=since, until=until, kind=kind)
 
 
 @router.get("/calls/{call_id}", tags=["calls"], responses=error_responses(404))

@@ -19,6 +19,7 @@ from jurist.server import (api_analysis, api_evaluations, api_labels, api_prompt
                            dashboard_calibration, dashboard_prompt_tests, health, proxy, tutor, tutor_ws)
 from jurist.server.research_live import LiveResearch
 from jurist.server.research_live import install as install_live_research
+from jurist.server.api_docs import install as install_api_docs
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.guard import Guard
 from jurist.server.sessions import SessionFactory
@@ -100,6 +101,8 @@ def create_app(
                      "and the tutor socket need `Authorization: Bearer <JURIST_API_TOKEN>`. Writes are "
                      "`Content-Type: application/json`. See docs/server.md, \"Security\"."),
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc: install_api_docs, their assets served here, not from a CDN
+        redoc_url=None,
     )
     app.state.jurist = state
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -107,6 +110,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(Guard, settings=state.settings, router=app.router)
     app.include_router(health.router)
+    install_api_docs(app)
     app.include_router(api_evaluations.router)
     app.include_router(api_analysis.router)
     app.include_router(api_labels.router)

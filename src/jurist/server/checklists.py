@@ -68,3 +68,28 @@ def list_checklists(folders: list[Path]) -> list[str]:
                 if valid_name(p.stem) and p.stem not in names:
                     names.append(p.stem)
     return names
+
+
+@dataclass(frozen=True)
+class ChecklistEntry:
+    """One checklist as the tutor's index lists it: its title and size, or why it cannot be read."""
+
+    name: str
+    title: str | None = None
+    total_points: int | None = None
+    problem: str | None = None
+
+
+def describe_checklists(folders: list[Path]) -> list[ChecklistEntry]:
+    """Every checklist the folders hold (first folder wins on a clash), read: a file that is
+    not a valid checklist is listed with the reason."""
+    out = []
+    for name in list_checklists(folders):
+        try:
+            found = find_checklist(name, folders)
+        except InputError as exc:
+            out.append(ChecklistEntry(name, problem=str(exc)))
+            continue
+        if found is not None:
+            out.append(ChecklistEntry(name, found.title, found.total_points))
+    return out

@@ -1,7 +1,8 @@
 """The dashboard at ``/evaluation``: server-rendered pages over the stored evaluations.
 
-Overview (aggregates and charts), explorer (filtered, paginated list), one
-evaluation's trace (every judge call with prompt and raw response), the
+Overview (aggregates and charts; the last 30 days unless ``period`` or a date
+range says otherwise), explorer (filtered, paginated list), one evaluation's
+trace (titled by what was asked; every judge call with prompt and raw response), the
 research runtime view (progressive disclosure per stage), failure patterns
 and the prompt lab. Pages are Jinja2 templates (autoescaped; nothing from the
 database is ever marked safe); charts are plotly figures built here and drawn
@@ -18,8 +19,10 @@ statistic would be.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
-from typing import Any
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, Callable, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -38,6 +41,12 @@ router = APIRouter(prefix="/evaluation", include_in_schema=False)
 # Scripts and styles from this origin only (plotly sets inline styles on its SVG).
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+# The overview's periods: key -> (label, days; None: all time). "Last 30 days" by default, as note 002 draws it.
+PERIODS: dict[str, tuple[str, int | None]] = {
+    "7d": ("Last 7 days", 7), "30d": ("Last 30 days", 30), "90d": ("Last 90 days", 90),
+    "365d": ("Last 12 months", 365), "all": ("All time", None)}
+DEFAULT_PERIOD = "30d"
+Period = Literal["7d", "30d", "90d", "365d", "all"]
 NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evaluation/explorer"),
        ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"),
        ("calibration", "Calibration", "/evaluation/calibration"))
@@ -103,8 +112,45 @@ async def plotly_js() -> Response:
                     headers={"Cache-Control": "public, max-age=31536000, immutable"})
 
 
+def period_filter(flt: q.EvaluationFilter, period: Period | None,
+                  today: date | None = None) -> tuple[q.EvaluationFilter, str, str]:
+    """The overview's date range: ``since``/``until`` when given (then the period is "custom"),
+    else the period's days up to today, whole UTC days (``30d``: today and the 29 days before).
+    Returns the filter, the period's key and its label."""
+    if flt.since is not None or flt.until is not None:
+        return flt, "custom", "Custom range"
+    key: str = period or DEFAULT_PERIOD
+    label, days = PERIODS[key]
+    if days is None:
+        return flt, key, label
+    start = (today or datetime.now(timezone.utc).date()) - timedelta(days=days - 1)
+    return dataclasses.replace(flt, since=datetime(start.year, start.month, start.day, tzinfo=timezone.utc)), key, label
+
+
+def _explorer_link(request: Request, flt: q.EvaluationFilter) -> Callable[..., str]:
+    """``explorer(**changes)``: the explorer's address with the overview's filters (the query string
+    without ``period``, with the date range the period stands for) and ``changes`` applied."""
+    params = {k: v for k, v in request.query_params.items() if v != "" and k != "period"}
+    for key in ("since", "until"):
+        value = getattr(flt, key)
+        if value is not None and key not in params:
+            params[key] = value.date().isoformat()
+
+    def explorer(**changes: Any) -> str:
+        query = urlencode({**params, **{k: str(v).lower() if isinstance(v, bool) else str(v)
+                                        for k, v in changes.items()}})
+        return f"/evaluation/explorer?{query}" if query else "/evaluation/explorer"
+
+    return explorer
+
+
 @router.get("", response_class=HTMLResponse)
-async def overview_page(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> HTMLResponse:
+async def overview_page(
+    request: Request,
+    flt: q.EvaluationFilter = Depends(evaluation_filter),
+    period: Period | None = Query(None, description="7d | 30d (the default) | 90d | 365d | all; since/until win"),
+) -> HTMLResponse:
+    flt, period_key, period_label = period_filter(flt, period)
     data = await get_state(request).store.aread(q.overview, flt)
     notice, figures = charts_notice(), {}
     if notice is None:
@@ -113,7 +159,9 @@ async def overview_page(request: Request, flt: q.EvaluationFilter = Depends(eval
         figures = await asyncio.to_thread(overview_figures, data)
     return render(request, "overview.html", {
         "active": "overview", "data": data, "figures": figures, "chart_notice": notice,
-        "params": dict(request.query_params), "kinds": q.KINDS, "explorer_query": _query(request)})
+        "params": dict(request.query_params), "kinds": q.KINDS, "explorer": _explorer_link(request, flt),
+        "periods": [(k, label) for k, (label, _) in PERIODS.items()], "period": period_key,
+        "period_label": period_label, "since": flt.since, "until": flt.until})
 
 
 @router.get("/explorer", response_class=HTMLResponse)

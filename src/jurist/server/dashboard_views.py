@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from jurist.checklist.records import ChecklistTurn
 from jurist.errors import PayloadError
 from jurist.gate.records import GateRecord
+from jurist.gate.types import CALL_GENERATION
 from jurist.payloads import read_payload
 from jurist.research import stages as st
 from jurist.research.config import StageConfig, StagesConfig
@@ -169,12 +170,36 @@ _SECTIONS: dict[type, Callable[[Any], dict[str, Any]]] = {
 }
 
 
+def _asked(calls: list[dict[str, Any]]) -> str | None:
+    """The user's question of a gate record stored before records kept it: the last user
+    message of its first generation call (a generator function makes none)."""
+    for call in calls:
+        if call.get("purpose") == CALL_GENERATION:
+            users = [m["content"] for m in _messages(call) if m["role"] == "user"]
+            return users[-1] if users else None
+    return None
+
+
+def trace_title(kind: str | None, payload: Any, turn: dict[str, Any] | None,
+                calls: list[dict[str, Any]]) -> str | None:
+    """What a trace is about, as its title: the user's question (gate), the learner's message
+    (checklist), the query (research); None: the subject id titles it."""
+    if isinstance(payload, GateRecord):
+        return payload.question or _asked(calls)
+    if isinstance(payload, ChecklistTurn):
+        return turn.get("message") if turn else None
+    if isinstance(payload, EvaluationRecord):
+        return payload.user_query
+    return None
+
+
 def trace_view(found: dict[str, Any]) -> dict[str, Any]:
     """The trace page: the row, its payload read as its kind's model (a payload that no
-    model reads is shown as stored, with the reason), scores, calls, patterns."""
+    model reads is shown as stored, with the reason), its title, scores, calls, patterns;
+    a checklist turn's learner message (``turn``)."""
     ev = found["evaluation"]
     raw = ev.get("payload")
-    kind, section, error = ev.get("kind"), {}, None
+    kind, section, error, payload = ev.get("kind"), {}, None, None
     if not (isinstance(raw, dict) and raw.get("synthetic")):  # generated history has no payload to show
         try:
             payload = read_payload(kind, raw)
@@ -182,9 +207,11 @@ def trace_view(found: dict[str, Any]) -> dict[str, Any]:
             error = str(exc)
         else:
             kind, section = payload.kind, _SECTIONS[type(payload)](payload)
+    turn = found.get("turn")
     return {"evaluation": ev, "kind": kind, "section": section, "known_payload": bool(section),
             "payload_error": error, "payload_text": pretty(raw), "scores": found["scores"],
-            "calls": [call_view(c) for c in found["calls"]], "patterns": found["patterns"]}
+            "calls": [call_view(c) for c in found["calls"]], "patterns": found["patterns"], "turn": turn,
+            "title": trace_title(kind, payload, turn, found["calls"])}
 
 
 # -- research runtime view ----------------------------------------------------------

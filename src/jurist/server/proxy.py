@@ -331,6 +331,17 @@ def passthrough(exc: ModelError, messages: list[dict[str, Any]] | None = None, m
     return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable", **more)
 
 
+def upstream_down(upstream: str, exc: ModelError) -> JSONResponse:
+    """The upstream did not list its models: 502 (504 on a timeout) with its address and status
+    (``null``: no answer at all)."""
+    timeout = isinstance(exc, ModelTimeout)
+    what = (f"answered GET /models with HTTP {exc.status}" if exc.status is not None
+            else "did not answer in time" if timeout else "is down (no answer)")
+    return _error(504 if timeout else 502, f"the upstream at {upstream} {what}: {exc}",
+                  code="upstream_timeout" if timeout else "upstream_unavailable", upstream=upstream,
+                  upstream_status=exc.status)
+
+
 def _with_fields(body: bytes, fields: dict[str, Any]) -> bytes:
     """An upstream error body with ``fields`` added to its ``error`` object (other bodies as they are)."""
     if not fields:
@@ -405,14 +416,18 @@ def build_router(proxy: ProxyState) -> APIRouter:
 
     @router.get("/v1/models")
     async def models(request: Request) -> Response:
-        """The upstream's model list, passed through; an empty list if the upstream has none."""
+        """The upstream's model list, passed through; an empty list if the upstream serves none
+        (404, 405); its 401 and 403 as they are; a 502 (504 on a timeout) naming the upstream
+        and its status when it is down or fails."""
         try:
             body = await proxy.lister.list_models(api_key=proxy.caller_key(request), timeout=proxy.settings.timeout)
             return Response(body, media_type="application/json")
         except ModelError as exc:
             if exc.status in (401, 403):
                 return passthrough(exc)
-        return JSONResponse({"object": "list", "data": []})
+            if exc.status in (404, 405):
+                return JSONResponse({"object": "list", "data": []})
+            return upstream_down(proxy.upstream, exc)
 
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

@@ -10,7 +10,7 @@ evaluation shares.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -18,13 +18,17 @@ from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from jurist.store.tables import evaluations, llm_calls, pattern_evaluations, patterns, scores
+from jurist.store.tables import checklist_messages, evaluations, llm_calls, pattern_evaluations, patterns, scores
 
 KINDS = ("rubric", "gate", "research", "checklist")
+#: The purpose of the checklist tutor's calls (jurist.checklist.session.PURPOSE_TUTOR; a test keeps them equal).
+CHECKLIST_TUTOR = "checklist_tutor"
+_TURN_TUTOR_CALLS = 20  # tutor calls read after a turn's judge call to find its reply (retries included)
 _E = evaluations.c
 # The explorer's columns: everything but the payload.
 _LIST_COLUMNS = [_E.id, _E.kind, _E.subject_id, _E.trace_id, _E.status, _E.score, _E.max_score, _E.percentage,
-                 _E.passed, _E.escalated, _E.iterations, _E.failure, _E.judge_model, _E.created_at]
+                 _E.passed, _E.escalated, _E.iterations, _E.max_attempts_hit, _E.failure, _E.judge_model,
+                 _E.created_at]
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,14 @@ class EvaluationFilter:
     max_score: float | None = None
     min_iterations: int | None = None
     max_iterations: int | None = None
+    max_attempts_hit: bool | None = None
     pattern_id: str | None = None
     subject_id: str | None = None
+
+    @property
+    def narrows(self) -> bool:
+        """True when it filters on anything besides the date range (kind, status, score, ...)."""
+        return any(getattr(self, f.name) is not None for f in fields(self) if f.name not in ("since", "until"))
 
     def where(self) -> list[ColumnElement[bool]]:
         out: list[ColumnElement[bool]] = []
@@ -53,7 +63,7 @@ class EvaluationFilter:
             out.append(_E.created_at < self.until)
         for column, value in ((_E.kind, self.kind), (_E.status, self.status), (_E.failure, self.failure),
                               (_E.escalated, self.escalated), (_E.passed, self.passed),
-                              (_E.subject_id, self.subject_id)):
+                              (_E.max_attempts_hit, self.max_attempts_hit), (_E.subject_id, self.subject_id)):
             if value is not None:
                 out.append(column == value)
         if self.min_score is not None:
@@ -112,9 +122,10 @@ class _Sums:
     iter_max: int | None = None
     failed: int = 0
     iterated: int = 0
+    max_hit: int = 0
 
     def add(self, row: Any) -> None:
-        n, p, j, ps, pn, esc, isum, imax, f, it = row
+        n, p, j, ps, pn, esc, isum, imax, f, it, mh = row
         self.count += int(n)
         self.passed += int(p or 0)
         self.judged += int(j or 0)
@@ -125,6 +136,7 @@ class _Sums:
         self.iter_max = imax if self.iter_max is None or (imax is not None and imax > self.iter_max) else self.iter_max
         self.failed += int(f or 0)
         self.iterated += int(it or 0)
+        self.max_hit += int(mh or 0)
 
     @property
     def average(self) -> float | None:
@@ -144,7 +156,7 @@ def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
         select(_E.kind, day, func.count(), flag(_E.passed.is_(True)), flag(_E.passed.is_not(None)),
                func.sum(_E.percentage), func.count(_E.percentage), flag(_E.escalated.is_(True)),
                func.sum(_E.iterations), func.max(_E.iterations), flag(_E.status == "failed"),
-               flag(_E.iterations > 1))
+               flag(_E.iterations > 1), flag(_E.max_attempts_hit.is_(True)))
         .where(*where).group_by(_E.kind, day)).all()
     total = _Sums()
     kinds: defaultdict[str, _Sums] = defaultdict(_Sums)
@@ -175,20 +187,29 @@ def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
                     for k, s in sorted(kinds.items())],
         "iterations": {"average": round(total.iter_sum / total.count, 3) if total.count else None,
                        "max": total.iter_max, "iterated": total.iterated,
-                       "iterated_rate": _ratio(total.iterated, total.count)},
+                       "iterated_rate": _ratio(total.iterated, total.count),
+                       "max_attempts_hit": total.max_hit, "max_attempts_hit_rate": _ratio(total.max_hit, total.count)},
         "escalations": {"count": total.escalated, "rate": _ratio(total.escalated, total.count)},
-        "calls": call_usage(conn, flt.since, flt.until),
+        "calls": call_usage(conn, flt),
     }
 
 
-def call_usage(conn: Connection, since: datetime | None, until: datetime | None) -> dict[str, Any]:
-    """Tokens and latency of the judge calls in a date range."""
+def _of_evaluations(flt: EvaluationFilter) -> ColumnElement[bool]:
+    """An LLM call belongs to an evaluation that matches ``flt`` (by its trace)."""
+    return llm_calls.c.trace_id.in_(select(_E.trace_id).where(*flt.where(), _E.trace_id.is_not(None)))
+
+
+def call_usage(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
+    """Tokens and latency of the LLM calls in the filter's date range; when it filters on more
+    (a kind, a status, ...), of the calls of the matching evaluations only."""
     c = llm_calls.c
     where = []
-    if since is not None:
-        where.append(c.created_at >= since)
-    if until is not None:
-        where.append(c.created_at < until)
+    if flt.since is not None:
+        where.append(c.created_at >= flt.since)
+    if flt.until is not None:
+        where.append(c.created_at < flt.until)
+    if flt.narrows:
+        where.append(_of_evaluations(flt))
     n, tin, tout, avg_lat, max_lat, errors = conn.execute(
         select(func.count(), func.sum(c.input_tokens), func.sum(c.output_tokens), func.avg(c.latency_ms),
                func.max(c.latency_ms), func.sum(case((c.status != "ok", 1), else_=0)))
@@ -224,21 +245,61 @@ def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
     score_rows = [dict(r._mapping) for r in conn.execute(
         select(scores).where(scores.c.evaluation_id == evaluation_id).order_by(scores.c.id))]
     payload = ev.get("payload")
-    call_ids = payload.get("call_ids") if isinstance(payload, dict) else None
-    if isinstance(call_ids, list) and call_ids:  # a checklist turn: its own calls, not the whole session's
-        calls_q = select(llm_calls).where(llm_calls.c.id.in_([str(i) for i in call_ids]))
+    turn = _checklist_turn(conn, ev["trace_id"], payload) if ev.get("kind") == "checklist" else None
+    if turn is not None:  # a checklist turn: its own calls, not the whole session's
+        calls = _turn_calls(conn, ev["trace_id"], turn["message_seq"], turn.pop("call_ids"))
     elif ev.get("trace_id"):
-        calls_q = select(llm_calls).where(llm_calls.c.trace_id == ev["trace_id"])
+        calls = [dict(r._mapping) for r in conn.execute(
+            select(llm_calls).where(llm_calls.c.trace_id == ev["trace_id"])
+            .order_by(llm_calls.c.created_at, llm_calls.c.id).limit(500))]
     else:
-        calls_q = None
-    calls = [] if calls_q is None else [
-        dict(r._mapping) for r in conn.execute(calls_q.order_by(llm_calls.c.created_at, llm_calls.c.id).limit(500))]
+        calls = []
     found = conn.execute(
         select(patterns.c.id, patterns.c.title, patterns.c.impact)
         .join(pattern_evaluations, pattern_evaluations.c.pattern_id == patterns.c.id)
         .where(pattern_evaluations.c.evaluation_id == evaluation_id).order_by(patterns.c.created_at.desc())).all()
     return {"evaluation": ev, "scores": score_rows, "calls": calls,
-            "patterns": [dict(p._mapping) for p in found]}
+            "patterns": [dict(p._mapping) for p in found], "turn": turn}
+
+
+def _checklist_turn(conn: Connection, session_id: str | None, payload: Any) -> dict[str, Any] | None:
+    """A checklist turn's learner message: its text, its number among the learner's messages
+    (``number`` of ``learner_messages`` so far in the session), its seq and the judge's call ids."""
+    if not isinstance(payload, dict) or not session_id or not isinstance(payload.get("message_seq"), int):
+        return None
+    seq = payload["message_seq"]
+    m = checklist_messages.c
+    user = and_(m.session_id == session_id, m.role == "user")
+    text = conn.execute(select(m.content).where(m.session_id == session_id, m.seq == seq)).scalar()
+    number, total = conn.execute(
+        select(func.sum(case((m.seq <= seq, 1), else_=0)), func.count()).where(user)).one()
+    call_ids = payload.get("call_ids")
+    return {"message": text, "message_seq": seq, "number": int(number or 0) or None, "learner_messages": int(total),
+            "call_ids": [str(i) for i in call_ids] if isinstance(call_ids, list) else []}
+
+
+def _turn_calls(conn: Connection, session_id: str, seq: int, call_ids: list[str]) -> list[dict[str, Any]]:
+    """The calls of one checklist turn: the judge's (its call ids) and the tutor's reply to that
+    message (a tutor call whose conversation ends at message ``seq``; a retried reply too). The
+    tutor answers after the judge, so its calls are looked for from the judge's first call on."""
+    c = llm_calls.c
+    order = (c.created_at, c.id)
+    judge = [dict(r._mapping) for r in conn.execute(select(llm_calls).where(c.id.in_(call_ids)).order_by(*order))] \
+        if call_ids else []
+    tutor_q = select(llm_calls).where(c.trace_id == session_id, c.purpose == CHECKLIST_TUTOR)
+    if judge:
+        tutor_q = tutor_q.where(c.created_at >= judge[0]["created_at"]).order_by(*order).limit(_TURN_TUTOR_CALLS)
+    else:
+        tutor_q = tutor_q.order_by(*order).limit(500)
+    tutor = [call for call in (dict(r._mapping) for r in conn.execute(tutor_q))
+             if _conversation_length(call.get("messages")) == seq]
+    return sorted(judge + tutor, key=lambda call: (call["created_at"], call["id"]))
+
+
+def _conversation_length(messages: Any) -> int:
+    """The messages of a tutor request that are the conversation (not its system instructions)."""
+    return sum(1 for x in messages if isinstance(x, dict) and x.get("role") != "system") \
+        if isinstance(messages, list) else -1
 
 
 def failure_types(conn: Connection, limit: int = 200) -> list[str]:
@@ -250,11 +311,15 @@ def failure_types(conn: Connection, limit: int = 200) -> list[str]:
 
 def call_page(conn: Connection, *, page: int = 1, page_size: int = 50, purpose: str | None = None,
               status: str | None = None, model: str | None = None, trace_id: str | None = None,
-              since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
-    """One page of the LLM call log (newest first), with the number matching."""
+              since: datetime | None = None, until: datetime | None = None,
+              kind: str | None = None) -> dict[str, Any]:
+    """One page of the LLM call log (newest first), with the number matching; ``kind``: the calls
+    of evaluations of that kind only (as the overview's call figures count them)."""
     c = llm_calls.c
     where = [col == v for col, v in ((c.purpose, purpose), (c.status, status), (c.model, model),
                                      (c.trace_id, trace_id)) if v is not None]
+    if kind is not None:
+        where.append(_of_evaluations(EvaluationFilter(kind=kind)))
     if since is not None:
         where.append(c.created_at >= since)
     if until is not None:

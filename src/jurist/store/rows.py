@@ -49,6 +49,7 @@ class EvaluationRow:
     escalated: bool = False
     iterations: int = 1
     failure: str | None = None
+    max_attempts_hit: bool = False  # the loop used all its attempts (more than one) and the last failed
     created_at: datetime | None = None
 
     @property

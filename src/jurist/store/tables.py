@@ -105,11 +105,14 @@ evaluations = Table(
     Column("escalated", Boolean, nullable=False, default=False, server_default=false()),
     Column("iterations", Integer, nullable=False, default=1, server_default="1"),
     Column("failure", String(200)),  # the primary failure: a rubric or dimension key, or a failure state
+    # The evaluation's loop (the gate's regenerations, the research plan loop) used every attempt it
+    # was allowed, more than one, and the last still did not pass (migration 0006).
+    Column("max_attempts_hit", Boolean, nullable=False, default=False, server_default=false()),
     # Overview aggregates and the explorer's filters read this index only, never the payloads
     # (kind and status have no index of their own, which the planner would prefer and then
     # read every row through).
     Index("ix_evaluations_overview", "created_at", "kind", "status", "percentage", "passed", "escalated",
-          "iterations", "failure"),
+          "iterations", "failure", "max_attempts_hit"),
     Index("ix_evaluations_failure_created", "failure", "created_at"),
 )
 

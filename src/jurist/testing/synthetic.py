@@ -21,6 +21,7 @@ from jurist.store.queries import insert_history
 KINDS = ("rubric", "gate", "research", "checklist")
 RUBRIC_KEYS = ("empathy", "accuracy", "clarity")
 RESEARCH_KEYS = ("plan.intent_alignment", "plan.query_coverage", "retrieval.context_recall", "answer.faithfulness")
+MAX_ATTEMPTS = 3  # the gate's and the research plan loop's attempt limit in this history
 TOPICS = ("latest release notes", "caffeine and sleep", "tax deadline", "python packaging", "recent outage",
           "refund policy", "quantum computing", "password reset")
 
@@ -46,6 +47,7 @@ def _evaluation(rng: random.Random, i: int, at: datetime) -> tuple[dict[str, Any
         "rubrics_version": "1.0" if kind == "rubric" else None, "source": None,
         "payload": {"synthetic": True, "topic": topic, "user_query": f"What about {topic}?"},
         "created_at": at, "passed": passed, "escalated": escalated, "iterations": iterations, "failure": failure,
+        "max_attempts_hit": iterations == MAX_ATTEMPTS and passed is False,
     }
     score_rows = [{
         "evaluation_id": eid, "key": k, "name": k, "score": None if failed else round(min(1.0, max(0.0, rng.gauss(score, 0.1))), 4),

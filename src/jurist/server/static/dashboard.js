@@ -26,6 +26,20 @@
     });
   }
 
+  // The overview's period and its dates: choosing a period clears the dates; a date makes it a custom range.
+  function periodForm(form) {
+    var period = form.elements.period;
+    if (!period) return;
+    period.addEventListener("change", function () {
+      if (period.value) { form.elements.since.value = ""; form.elements.until.value = ""; }
+    });
+    ["since", "until"].forEach(function (name) {
+      form.elements[name].addEventListener("change", function () {
+        if (form.elements[name].value) period.value = "";
+      });
+    });
+  }
+
   function analysisForm(form) {
     var status = document.getElementById("analyze-status");
     var button = form.querySelector("button");
@@ -133,6 +147,8 @@
   document.querySelectorAll("form[data-strip-empty]").forEach(stripEmpty);
   document.querySelectorAll("form.json-form").forEach(jsonForm);
   document.querySelectorAll("form.label-form").forEach(labelForm);
+  var overview = document.getElementById("overview-filters");
+  if (overview) periodForm(overview);
   var analyze = document.getElementById("analyze-form");
   if (analyze) analysisForm(analyze);
   if (document.readyState === "complete") drawCharts();
