@@ -51,7 +51,7 @@ async def test_research_panels_and_critic_use_the_runtimes_limiters(tmp_path):
         ev = ResearchEvaluation(runtime=rt)
         critic = ev._build_critic()
         assert critic.model.limiter is pool.get(critic.model.endpoint)
-        panel = ev._build_panel("plan")
+        panel = ev.build_panel("plan")
         assert panel._judges and all(j.model.limiter is pool.get(j.model.endpoint) for _, j in panel._judges)
 
 

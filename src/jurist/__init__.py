@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from jurist.errors import (
     AuthFailed,
+    CalibrationRequired,
     ConfigError,
     EndpointDown,
     InputError,
@@ -66,6 +67,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = [
     "AuthFailed",
+    "CalibrationRequired",
     "ConfigError",
     "InputError",
     "JudgeParseError",

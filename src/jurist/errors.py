@@ -10,7 +10,10 @@
     │   │   └── MissingExtra  a part of jurist whose extra is not installed (names the
     │   │                     pip install "jurist[...]" to run)
     │   ├── InputError        a bad file or value (carries file and line)
-    │   └── NotFound          a thing asked for by name or id does not exist
+    │   ├── NotFound          a thing asked for by name or id does not exist
+    │   └── CalibrationRequired
+    │                         require_calibration is on and a judge has no stored calibration
+    │                         (or one below the bar): carries what is missing and how to make it
     ├── ModelError            a runtime failure talking to a model
     │   ├── RateLimited       429 after every retry (carries retry_after)
     │   ├── ModelTimeout      no answer within the per-call timeout
@@ -81,6 +84,17 @@ class InputError(UsageError):
 
 class NotFound(UsageError):
     """A thing asked for by name or id (an evaluation, a prompt version) does not exist."""
+
+
+class CalibrationRequired(UsageError):
+    """``require_calibration`` is on and the store holds no calibration of a judge (its model,
+    template and rubric or dimension), or only one whose κ is below the bar. Raised before any
+    judge call; ``missing`` lists each judge's case, the message the command that makes one."""
+
+    def __init__(self, message: str, *, missing: list[str] | None = None, commands: list[str] | None = None):
+        self.missing = list(missing or [])
+        self.commands = list(commands or [])
+        super().__init__(message)
 
 
 class ModelError(JuristError):

@@ -8,7 +8,14 @@ compares the judge's score on each labelled rubric with the people's labels
 whole numbers of the rubric's scale (a judge's fractional score, which
 item-based rubrics give, is rounded to the nearest). A rubric labelled pass/fail
 is compared with the judge's pass: a score of at least
-:data:`~jurist.rubrics.scoring.PASS_PERCENTAGE` % of the scale's top.
+:data:`~jurist.rubrics.scoring.PASS_PERCENTAGE` % of the scale's top; for such a rubric
+the score threshold that best matches the people's pass/fail is fitted as well
+(:mod:`jurist.analysis.threshold`).
+
+A calibration is stored (the ``calibrations`` table, one row per rubric) with the
+judge it holds for: the judge's model, the template that scored the rubric (by
+hash) and the rubric (with the hash of what the prompt shows of it). That is what
+``require_calibration`` looks up (:mod:`jurist.judges.calibration`).
 """
 
 from __future__ import annotations
@@ -16,19 +23,25 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Ratings, RubricAgreement, agreement
 from jurist.analysis.labels import Label, LabelSet
+from jurist.analysis.threshold import ThresholdFit, fit_threshold
 from jurist.errors import InputError
+from jurist.ids import new_id
+from jurist.judges.calibration import JudgeIdentity, StoreSource
 from jurist.rubrics.api import build_judge, load_template
+from jurist.rubrics.calibration import rubric_identities
 from jurist.rubrics.judging import SCORED
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.runtime import Runtime
+from jurist.store.calibrations import save_calibrations
 
 TRACE_PAGE = "/evaluation/evaluations/{id}"
 DIFFERING = 10  # items listed per rubric where judge and people differ most
@@ -59,9 +72,18 @@ class RubricCalibration:
     agreement: RubricAgreement
     unscored: list[str]  # items the judge gave no score for (left out of the figures)
     differing: list[Disagreement] = field(default_factory=list)
+    pass_at: float | None = None  # pass/fail: the judge's score that counts as a pass in the figures
+    threshold: ThresholdFit | None = None  # pass/fail: the fitted threshold
+    judge: JudgeIdentity | None = None  # the judge the figures hold for (None: not known, not stored)
+    calibration_id: str | None = None  # the stored calibration's id, once stored
 
     def to_json(self) -> dict[str, Any]:
+        judge = None if self.judge is None else {
+            "model": self.judge.judge_model, "template": self.judge.template_name,
+            "template_hash": self.judge.template_hash, "rubric_hash": self.judge.rubric_hash}
         return {"rubric": self.rubric, "name": self.name, "scale": self.scale, **self.agreement.to_json(),
+                "pass_at": self.pass_at, "threshold": None if self.threshold is None else self.threshold.to_json(),
+                "judge_key": judge, "calibration_id": self.calibration_id,
                 "unscored": self.unscored, "differing": [d.to_json() for d in self.differing]}
 
 
@@ -72,10 +94,13 @@ class CalibrationReport:
     annotators: list[str]
     rubrics: list[RubricCalibration]
     resamples: int
+    fit: str = "agreement"  # what the thresholds of pass/fail rubrics maximise
+    target: str = "rubric"  # what was calibrated: rubric | gate | panel
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "calibration", "judge": self.judge, "labels": self.labels, "annotators": self.annotators,
-                "bootstrap_resamples": self.resamples, "rubrics": [r.to_json() for r in self.rubrics]}
+        return {"kind": "calibration", "target": self.target, "judge": self.judge, "labels": self.labels,
+                "annotators": self.annotators, "bootstrap_resamples": self.resamples, "fit": self.fit,
+                "rubrics": [r.to_json() for r in self.rubrics]}
 
 
 def find_sessions(labels: LabelSet, sessions: list[Path]) -> dict[str, ChatSession]:
@@ -119,20 +144,29 @@ def _check_labels(labels: LabelSet, rubric_set: RubricSet) -> dict[str, Rubric]:
     return {rid: by_id[rid] for rid in dict.fromkeys(lab.rubric for lab in labels.labels)}
 
 
-def _category(value: float, pass_fail: bool, scale: tuple[float, float]) -> int:
+def _category(value: float, pass_fail: bool, scale: tuple[float, float], pass_at: float | None = None) -> int:
     if pass_fail:
-        return int(value / scale[1] * 100.0 >= PASS_PERCENTAGE)
+        return int(value >= pass_at) if pass_at is not None else int(value / scale[1] * 100.0 >= PASS_PERCENTAGE)
     return int(min(max(math.floor(value + 0.5), scale[0]), scale[1]))
+
+
+@dataclass
+class JudgedSessions:
+    """The labelled sessions scored: each one's result and the id of its stored evaluation
+    (for the trace link), and the judge each rubric's scores came from."""
+
+    results: dict[str, tuple[RubricResult, str | None]]
+    judges: dict[str, JudgeIdentity]
 
 
 async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession], runtime: Runtime, *,
                          judge: str | None = None, template: str | Path | None = None, cache: bool | None = None,
-                         parallel: int = 4, on_progress: Callable[[str], None] | None = None,
-                         ) -> dict[str, tuple[RubricResult, str | None]]:
-    """Each session's result and the id of its stored evaluation (for the trace link)."""
+                         parallel: int = 4, on_progress: Callable[[str], None] | None = None) -> JudgedSessions:
+    """Score the sessions with the rubric judge (as ``jurist evaluate`` does; saved to the store)."""
     store = await runtime.astore()
     loaded = await asyncio.to_thread(load_template, template, store)
     rj = build_judge(runtime, judge=judge, template=loaded, cache=cache)
+    judges = rubric_identities(rubric_set, rj)
     evaluator = SessionEvaluator(rubric_set, rj, store, runtime.settings.session_char_budget,
                                  runtime.settings.rubric_timeout)
     gate = asyncio.Semaphore(parallel)
@@ -154,7 +188,7 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
         rows = await asyncio.to_thread(store.evaluations, kind="rubric", subject_id=result.session_id, limit=20)
         ids = [r["id"] for r in rows if r["trace_id"] == result.trace_id]
         out[result.session_id] = (result, ids[0] if ids else None)
-    return out
+    return JudgedSessions(out, judges)
 
 
 @dataclass
@@ -168,8 +202,10 @@ class JudgeScore:
 
 def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], labels: list[Label],
                        judged: Callable[[str], JudgeScore], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                       seed: int = 0) -> RubricCalibration:
-    """One rubric's figures from its labels and the judge's score of each labelled item."""
+                       seed: int = 0, pass_at: float | None = None, fit: str = "agreement") -> RubricCalibration:
+    """One rubric's figures from its labels and the judge's score of each labelled item. Pass/fail
+    labels are compared with the judge's pass: a score of at least ``pass_at`` (None: at least
+    PASS_PERCENTAGE % of the scale's top), and a threshold is fitted by ``fit``."""
     pass_fail = labels[0].is_pass_fail
     categories = PASS_FAIL if pass_fail else list(range(int(math.ceil(scale[0])), int(scale[1]) + 1))
     items = list(dict.fromkeys(lab.item for lab in labels))
@@ -179,7 +215,7 @@ def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], label
     verdicts = {item: judged(item) for item in items}
     ratings = Ratings(
         items=items,
-        judge=[None if (v := verdicts[i].score) is None else _category(v, pass_fail, scale) for i in items],
+        judge=[None if (v := verdicts[i].score) is None else _category(v, pass_fail, scale, pass_at) for i in items],
         humans=[{a: int(v) if pass_fail else _category(v, False, scale) for a, v in humans_raw[i].items()}
                 for i in items],
         categories=categories,
@@ -195,14 +231,22 @@ def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], label
             trace = TRACE_PAGE.format(id=verdict.evaluation_id) if verdict.evaluation_id else None
             differing.append(Disagreement(item, verdict.score, humans_raw[item], gap, verdict.reasoning, trace))
     differing.sort(key=lambda d: (-d.gap, d.item))
+    threshold = None
+    if pass_fail:
+        pass_at = pass_at if pass_at is not None else scale[1] * PASS_PERCENTAGE / 100.0
+        threshold = fit_threshold([verdicts[i].score for i in items], ratings.humans, fit=fit, resamples=resamples,
+                                  seed=seed)
     return RubricCalibration(
         rubric=rubric, name=name, scale="pass/fail" if pass_fail else f"{scale[0]:g}-{scale[1]:g}",
-        agreement=stats, unscored=[i for i in items if verdicts[i].score is None], differing=differing[:DIFFERING])
+        agreement=stats, unscored=[i for i in items if verdicts[i].score is None], differing=differing[:DIFFERING],
+        pass_at=pass_at if pass_fail else None, threshold=threshold)
 
 
 def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[RubricResult, str | None]], *,
-            resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, judge: str | None = None) -> CalibrationReport:
-    """The calibration report from the judge's results and the labels."""
+            resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, judge: str | None = None, fit: str = "agreement",
+            judges: dict[str, JudgeIdentity] | None = None) -> CalibrationReport:
+    """The calibration report from the judge's results and the labels (``judges``: the judge
+    identity of each rubric, for storing)."""
     rubrics = _check_labels(labels, rubric_set)
     out: list[RubricCalibration] = []
     for rid, rubric in rubrics.items():
@@ -215,11 +259,13 @@ def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[Rub
             return JudgeScore(value, score.reasoning, evaluation_id)
 
         mine = [lab for lab in labels.labels if lab.rubric == rid]
-        out.append(rubric_calibration(rid, rubric.name, rubric_set.scale_of(rubric), mine, verdict,
-                                      resamples=resamples, seed=seed))
+        cal = rubric_calibration(rid, rubric.name, rubric_set.scale_of(rubric), mine, verdict, resamples=resamples,
+                                 seed=seed, fit=fit)
+        cal.judge = (judges or {}).get(rid)
+        out.append(cal)
     annotators = sorted({lab.annotator for lab in labels.labels})
     return CalibrationReport(judge=judge, labels=labels.source, annotators=annotators, rubrics=out,
-                             resamples=resamples)
+                             resamples=resamples, fit=fit)
 
 
 def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str, Any]], *, low: float,
@@ -265,14 +311,55 @@ def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str,
 
 async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path], runtime: Runtime, *,
                     judge: str | None = None, template: str | Path | None = None, cache: bool | None = None,
-                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, parallel: int = 4,
-                    on_progress: Callable[[str], None] | None = None) -> CalibrationReport:
+                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, parallel: int = 4, fit: str = "agreement",
+                    store: bool = True, on_progress: Callable[[str], None] | None = None) -> CalibrationReport:
     """Score the labelled sessions with the judge (or answer from the call cache) and
-    compare, per rubric, the judge's scores with the labels."""
+    compare, per rubric, the judge's scores with the labels; with ``store``, keep each
+    rubric's calibration in the runtime's store (what ``require_calibration`` looks up)."""
     _check_labels(labels, rubric_set)  # before any call
     chats = await asyncio.to_thread(find_sessions, labels, sessions)
     judged = await judge_sessions(rubric_set, chats, runtime, judge=judge, template=template, cache=cache,
                                   parallel=parallel, on_progress=on_progress)
-    used = next((r.judge_model for r, _ in judged.values() if r.judge_model), None)
-    return await asyncio.to_thread(lambda: compare(rubric_set, labels, judged, resamples=resamples, seed=seed,
-                                                   judge=used))
+    used = next((r.judge_model for r, _ in judged.results.values() if r.judge_model), None)
+    report = await asyncio.to_thread(lambda: compare(rubric_set, labels, judged.results, resamples=resamples,
+                                                     seed=seed, judge=used, fit=fit, judges=judged.judges))
+    if store:
+        await store_calibrations(report, runtime)
+    return report
+
+
+LABELS_SOURCE_CHARS = 500  # calibrations.labels
+
+
+def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> list[dict[str, Any]]:
+    """The ``calibrations`` rows of a report: one per rubric whose judge is known (new ids)."""
+    at = at or datetime.now(timezone.utc)
+    rows = []
+    for r in report.rubrics:
+        if r.judge is None:
+            continue
+        jv, fitted = r.agreement.judge_vs_humans, r.threshold
+        figures = {k: v for k, v in r.to_json().items() if k not in ("differing", "calibration_id")}
+        rows.append({
+            "id": new_id(), "kind": report.target, "judge_model": r.judge.judge_model, "template_name": r.judge.template_name,
+            "template_hash": r.judge.template_hash, "rubric": r.judge.rubric, "rubric_hash": r.judge.rubric_hash,
+            "scale": r.scale, "items": r.agreement.items, "n": jv.n,
+            "kappa": jv.weighted_kappa.value, "kappa_low": jv.weighted_kappa.low, "kappa_high": jv.weighted_kappa.high,
+            "agreement": jv.exact.value, "agreement_low": jv.exact.low, "agreement_high": jv.exact.high,
+            "pass_at": r.pass_at,
+            "threshold": fitted.threshold if fitted else None, "threshold_fit": fitted.fit if fitted else None,
+            "threshold_agreement": fitted.agreement.value if fitted else None,
+            "threshold_agreement_low": fitted.agreement.low if fitted else None,
+            "threshold_agreement_high": fitted.agreement.high if fitted else None,
+            "labels": report.labels[:LABELS_SOURCE_CHARS], "figures": figures, "created_at": at,
+        })
+        r.calibration_id = str(rows[-1]["id"])
+    return rows
+
+
+async def store_calibrations(report: CalibrationReport, source: StoreSource) -> None:
+    """Keep the report's calibrations in the store (durable when this returns); each rubric
+    gets its ``calibration_id``."""
+    rows = calibration_rows(report)
+    store = await source.astore()
+    await store.awrite(save_calibrations, rows)

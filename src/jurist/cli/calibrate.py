@@ -77,6 +77,30 @@ def differing_table(r: dict[str, Any]) -> "Table":
     return table
 
 
+def threshold_table(r: dict[str, Any]) -> "Table":
+    from rich.table import Table
+
+    t = r["threshold"]
+    table = Table(title=escape(f"{r['rubric']}: fitted threshold (the judge passes at a score ≥ it), "
+                               f"by {t['fit']}"), title_justify="left")
+    table.add_column("figure (95% bootstrap interval)")
+    table.add_column(f"at the fitted threshold (n={t['n']})")
+    table.add_row("threshold", "—" if t["threshold"] is None else f"{t['threshold']:g}")
+    table.add_row("agreement", _fmt(t["agreement"]))
+    table.add_row("Cohen's κ", _fmt(t["kappa"]))
+    table.add_row("F1 (pass)", "—" if t["f1"] is None else f"{t['f1']:.3f}")
+    if r["pass_at"] is not None:
+        table.caption = escape(f"the figures above count a score ≥ {r['pass_at']:g} as a pass; the threshold is "
+                               "fitted on these items, so on new ones expect somewhat less")
+    return table
+
+
+def stored_line(r: dict[str, Any]) -> str:
+    key = r["judge_key"]
+    return (f"stored calibration {r['calibration_id']}: judge {key['model']}, template {key['template']} "
+            f"({key['template_hash']}), rubric {r['rubric']!r}")
+
+
 def print_report(report: dict[str, Any]) -> None:
     console.print(escape(f"judge {report['judge']}; labels {report['labels']} "
                          f"(annotators: {', '.join(report['annotators'])}); "
@@ -84,23 +108,76 @@ def print_report(report: dict[str, Any]) -> None:
     for r in report["rubrics"]:
         console.print(figures_table(r))
         console.print(confusion_table(r))
+        if r.get("threshold"):
+            console.print(threshold_table(r))
         if r["differing"]:
             console.print(differing_table(r))
+    for r in report["rubrics"]:
+        if r.get("calibration_id"):
+            console.print(escape(stored_line(r)), highlight=False)
+
+
+GATE_EVALUATORS = ("quality", "comprehensiveness")
+RESEARCH_STAGES = ("plan", "retrieval", "answer")
+FITS = ("agreement", "f1")  # jurist.analysis.threshold.FITS
+GATE_THRESHOLD = 0.4  # jurist.gate.config.GateConfig's default threshold
+
+
+def _target(rubrics: Path | None, gate: str | None, research: str | None, sessions: list[Path] | None,
+            items: Path | None, template: Path | None, fit: str) -> str:
+    """What is calibrated (rubric | gate | research), the options checked against it."""
+    from jurist.errors import UsageError
+
+    given = [name for name, value in (("--rubrics", rubrics), ("--gate", gate), ("--research", research)) if value]
+    if len(given) != 1:
+        raise UsageError("say what to calibrate with one of --rubrics FILE (rubric scoring), --gate "
+                         f"{'|'.join(GATE_EVALUATORS)} (the response gate) or --research "
+                         f"{'|'.join(RESEARCH_STAGES)} (a research stage's panel)"
+                         + (f", not {' and '.join(given)}" if given else ""))
+    if gate is not None and gate not in GATE_EVALUATORS:
+        raise UsageError(f"--gate must be one of {', '.join(GATE_EVALUATORS)}, not {gate!r}")
+    if research is not None and research not in RESEARCH_STAGES:
+        raise UsageError(f"--research must be one of {', '.join(RESEARCH_STAGES)}, not {research!r}")
+    if fit not in FITS:
+        raise UsageError(f"--fit must be one of {', '.join(FITS)}, not {fit!r}")
+    if research is not None:
+        if items is None:
+            raise UsageError("--research needs --items: a JSONL file of the labelled items (docs/calibration.md)")
+        if sessions:
+            raise UsageError("--research judges --items, not --sessions")
+    elif not sessions:
+        raise UsageError(f"{given[0]} needs --sessions: a session file or a folder of *.jsonl")
+    if template is not None and rubrics is None:
+        raise UsageError("--template is the rubric judge's prompt; the gate and the panels use their own")
+    return "rubric" if rubrics else "gate" if gate else "research"
 
 
 def register(app: typer.Typer) -> None:
     @app.command("calibrate")
     @handle_errors
     def calibrate_cmd(
-        rubrics: Path = typer.Option(..., "--rubrics", help="Rubrics JSON file."),
         labels: Path = typer.Option(..., "--labels", help="Human labels (JSONL: item, rubric, label, annotator)."),
-        sessions: list[Path] = typer.Option(..., "--sessions", help="A session file or a folder of *.jsonl; "
-                                            "repeat for more."),
-        judge: Optional[str] = typer.Option(None, "--judge", help="Judge model (default: JURIST_JUDGE, "
-                                            "else the offline local/minilm)."),
-        template: Optional[Path] = typer.Option(None, "--template", help="Judge prompt template file."),
+        rubrics: Optional[Path] = typer.Option(None, "--rubrics", help="Calibrate the rubric judge on this rubrics "
+                                               "JSON file."),
+        gate: Optional[str] = typer.Option(None, "--gate", help="Calibrate the response gate's judge: quality | "
+                                           "comprehensiveness (pass/fail labels of the last assistant turn)."),
+        research: Optional[str] = typer.Option(None, "--research", help="Calibrate a research stage's panel: plan | "
+                                               "retrieval | answer (pass/fail labels per dimension)."),
+        sessions: Optional[list[Path]] = typer.Option(None, "--sessions", help="A session file or a folder of "
+                                                      "*.jsonl; repeat for more (--rubrics, --gate)."),
+        items: Optional[Path] = typer.Option(None, "--items", help="--research: the items (JSONL: item, query, "
+                                             "plan, sources, answer)."),
+        judge: Optional[str] = typer.Option(None, "--judge", help="Judge model (default: as evaluate or the gate "
+                                            "would pick it; the offline local/minilm when none is configured)."),
+        template: Optional[Path] = typer.Option(None, "--template", help="Judge prompt template (--rubrics)."),
+        threshold: float = typer.Option(GATE_THRESHOLD, "--threshold", min=0.0, max=1.0,
+                                        help="--gate quality: the gate's threshold (its pass in the figures)."),
+        fit: str = typer.Option("agreement", "--fit", help="What the fitted threshold of a pass/fail rubric "
+                                "maximises: agreement | f1."),
         config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the cache."),
+        no_store: bool = typer.Option(False, "--no-store", help="Do not keep the calibration in the store "
+                                      "(require_calibration then will not find it)."),
         resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
                                       help="Bootstrap resamples for the 95% intervals (0: none)."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -108,19 +185,26 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
         db: Optional[str] = DbOpt,
     ) -> None:
-        """Compare the judge's rubric scores with human labels: agreement, κ, ρ, τ, α, bias."""
+        """Compare a judge's verdicts with human labels (κ, ρ, τ, α, bias; a fitted pass threshold) and store
+        the calibration that require_calibration looks up."""
         import asyncio
 
         from jurist.analysis.labels import load_labels
         from jurist.extras import require_extra
         from jurist.jsonfiles import write_json
-        from jurist.rubrics import load_rubrics
 
         require_extra("analysis", "jurist calibrate")
+        target = _target(rubrics, gate, research, sessions, items, template, fit)
         settings = load_settings(config, db=db, cache=False if no_cache else None)
-        rubric_set = load_rubrics(rubrics, settings.score_scale)
         label_set = load_labels(labels)
-        report = asyncio.run(_run(settings, rubric_set, label_set, sessions, judge, template, resamples, seed))
+        job = _Job(target, settings, label_set, sessions or [], judge, template, resamples, seed, fit, not no_store)
+        if target == "rubric":
+            from jurist.rubrics import load_rubrics
+
+            assert rubrics is not None
+            job.rubric_set = load_rubrics(rubrics, settings.score_scale)
+        job.gate, job.threshold, job.stage, job.items = gate, threshold, research, items
+        report = asyncio.run(job.run())
         data = report.to_json()
         if output:
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -134,17 +218,52 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_OK)
 
 
-async def _run(settings: Any, rubric_set: Any, label_set: Any, sessions: list[Path], judge: str | None,
-               template: Path | None, resamples: int, seed: int) -> "CalibrationReport":
-    import asyncio
+class _Job:
+    """One calibration run: what is calibrated and how."""
 
-    from jurist.analysis.calibrate import calibrate
-    from jurist.runtime import Runtime
+    def __init__(self, target: str, settings: Any, labels: Any, sessions: list[Path], judge: str | None,
+                 template: Path | None, resamples: int, seed: int, fit: str, store: bool) -> None:
+        self.target, self.settings, self.labels, self.sessions = target, settings, labels, sessions
+        self.judge, self.template, self.resamples, self.seed, self.fit, self.store = (
+            judge, template, resamples, seed, fit, store)
+        self.rubric_set: Any = None
+        self.gate: str | None = None
+        self.threshold = GATE_THRESHOLD
+        self.stage: str | None = None
+        self.items: Path | None = None
 
-    runtime = await asyncio.to_thread(Runtime, settings)
-    try:
-        with waiting("scoring the labelled sessions"):
-            return await calibrate(rubric_set, label_set, sessions, runtime, judge=judge, template=template,
-                                   resamples=resamples, seed=seed)
-    finally:
-        await runtime.aclose()
+    async def run(self) -> "CalibrationReport":
+        import asyncio
+
+        from jurist.runtime import Runtime
+
+        runtime = await asyncio.to_thread(Runtime, self.settings)
+        try:
+            with waiting(f"judging the labelled items ({self.target})"):
+                return await self._calibrate(runtime)
+        finally:
+            await runtime.aclose()
+
+    async def _calibrate(self, runtime: Any) -> "CalibrationReport":
+        opts: dict[str, Any] = dict(resamples=self.resamples, seed=self.seed, fit=self.fit, store=self.store)
+        if self.target == "rubric":
+            from jurist.analysis.calibrate import calibrate
+
+            return await calibrate(self.rubric_set, self.labels, self.sessions, runtime, judge=self.judge,
+                                   template=self.template, **opts)
+        if self.target == "gate":
+            from jurist.analysis.calibrate_gate import calibrate_gate
+            from jurist.gate import Gate, GateConfig
+
+            gate_config = GateConfig(evaluator=self.gate, threshold=self.threshold, judge=self.judge)
+            async with Gate(gate_config, runtime=runtime) as gate:
+                return await calibrate_gate(gate, self.labels, self.sessions, **opts)
+        from jurist.analysis.calibrate_panel import calibrate_research
+        from jurist.research.config import load_research_config
+
+        assert self.stage is not None and self.items is not None
+        config = load_research_config(settings=self.settings)
+        if self.judge:  # every role of the stage on this judge
+            config = config.model_copy(update={"model": self.judge, "evaluators": {
+                role: entry.model_copy(update={"model": self.judge}) for role, entry in config.evaluators.items()}})
+        return await calibrate_research(self.stage, self.items, self.labels, runtime, config=config, **opts)

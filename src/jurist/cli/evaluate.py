@@ -28,6 +28,10 @@ TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a fi
 ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
 TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
+RequireCalibrationOpt = typer.Option(
+    None, "--require-calibration", min=-1.0, max=1.0, metavar="MIN_KAPPA",
+    help="Before any judge call, require a stored calibration (jurist calibrate) of the judge on every rubric with "
+         "κ >= MIN_KAPPA; else exit 2 naming what is missing (default: as the rubrics file says; none).")
 
 
 class ScoreMode(str, enum.Enum):
@@ -88,6 +92,7 @@ def register(app: typer.Typer) -> None:
         timeout: Optional[float] = TimeoutOpt,
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
         db: Optional[str] = DbOpt,
+        require_calibration: Optional[float] = RequireCalibrationOpt,
     ) -> None:
         """Score one chat session against a rubrics file.
 
@@ -98,10 +103,11 @@ def register(app: typer.Typer) -> None:
         from jurist.models.registry import judge_ref
         from jurist.rubrics import evaluate as evaluate_session
         from jurist.rubrics import load_rubrics
+        from jurist.rubrics.calibration import with_bar
 
         settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
-        rubric_set = load_rubrics(rubrics, settings.score_scale)
+        rubric_set = with_bar(load_rubrics(rubrics, settings.score_scale), require_calibration)
         ref = judge_ref(settings, judge)
         require_local_judge(ref)
         with waiting(f"scoring {session.name} with {ref}"):
@@ -152,6 +158,7 @@ def register(app: typer.Typer) -> None:
         ),
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
         db: Optional[str] = DbOpt,
+        require_calibration: Optional[float] = RequireCalibrationOpt,
     ) -> None:
         """Score every session in a folder; resumable (a rerun scores what has no result, or a failed one).
 
@@ -163,10 +170,11 @@ def register(app: typer.Typer) -> None:
         from jurist.errors import ConfigError
         from jurist.models.registry import judge_ref
         from jurist.rubrics import load_rubrics
+        from jurist.rubrics.calibration import with_bar
 
         settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
-        rubric_set = load_rubrics(rubrics, settings.score_scale)
+        rubric_set = with_bar(load_rubrics(rubrics, settings.score_scale), require_calibration)
         require_local_judge(judge_ref(settings, judge))
         kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force,
                                   retry_failed=retry_failed, judge=judge, template=template, settings=settings)

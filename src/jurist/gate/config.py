@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jurist.gate.types import Strategy
+from jurist.judges.calibration import CalibrationRequirement
 
 EvaluatorName = Literal["quality", "comprehensiveness"]
 
@@ -20,6 +21,8 @@ class GateConfig(BaseModel):
     ``evaluate_feedback_enabled`` is off by default (note 001): the gate then sends
     ``done`` as soon as the answer is complete and scores it afterwards (the record
     lands in the store when the judge has answered); it never regenerates.
+    ``require_calibration`` (``{min_kappa: 0.6}``) is off by default: see docs/gate.md,
+    "Calibrated gates".
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -42,6 +45,9 @@ class GateConfig(BaseModel):
     parallel_wait_fraction: float = Field(default=0.08, ge=0.0)  # wait for a running snapshot: x generation time
     max_tokens: int | None = None  # for a model-reference generator; None: settings.max_tokens
     temperature: float | None = None  # for a model-reference generator; None: settings.temperature
+    # Off by default. On: before the first judge call, the store must hold a calibration of the
+    # evaluator's judge (model, template, evaluator) with at least this κ, else CalibrationRequired.
+    require_calibration: CalibrationRequirement | None = None
 
     def regenerations(self) -> int:
         """The cap on regenerations for this evaluator."""

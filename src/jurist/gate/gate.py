@@ -37,6 +37,7 @@ import contextlib
 import copy
 import inspect
 import logging
+import shlex
 import time
 from dataclasses import asdict
 from typing import Any, AsyncGenerator, AsyncIterator, Callable
@@ -66,6 +67,8 @@ from jurist.gate.types import (
     Generator,
 )
 from jurist.ids import new_id
+from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, identity_of, require_calibrated
+from jurist.judges.judge import Judge
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
 from jurist.runtime import Runtime
@@ -101,6 +104,7 @@ class Gate:
         self._after_done: set[asyncio.Task[GateResult]] = set()
         self._after_done_of: dict[str, asyncio.Task[GateResult]] = {}
         self.evaluator = self._build_evaluator(evaluator, judge)
+        self._calibration = self._calibration_uses()  # checked against the store before the first judge call
 
     @property
     def store(self) -> Store:
@@ -135,6 +139,32 @@ class Gate:
             self._owned_models.append(model)
         cls = QualityEvaluator if name == "quality" else ComprehensivenessEvaluator
         return cls(model, cfg.threshold, prompts=self.runtime.prompts)
+
+    def _calibration_uses(self) -> list[JudgeUse]:
+        """The evaluator's judge and the bar its calibration must meet (none without ``require_calibration``)."""
+        bar = self.config.require_calibration
+        if bar is None:
+            return []
+        judge = getattr(self.evaluator, "judge", None)
+        if not isinstance(judge, Judge):
+            raise ConfigError(f"require_calibration needs a judge (a model and a prompt template) to look calibrations "
+                              f"up for; the {self.evaluator.name} evaluator {type(self.evaluator).__name__} has none")
+        name = self.evaluator.name
+        if name in ("quality", "comprehensiveness"):
+            args = ["jurist", "calibrate", "--gate", name, "--judge", judge.model.name]
+            if name == "quality":
+                args += ["--threshold", f"{self.config.threshold:g}"]
+            command = shlex.join(args + ["--labels", LABELS_PLACEHOLDER, "--sessions", "SESSIONS/"])
+        else:
+            command = "await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels, sessions, runtime) (Python)"
+        return [JudgeUse(identity_of(judge, name), bar, command)]
+
+    async def check_calibration(self) -> None:
+        """With ``require_calibration``: raise :class:`~jurist.errors.CalibrationRequired` unless the
+        store holds a good enough calibration of the evaluator's judge (looked up once per gate)."""
+        if self._calibration:
+            await require_calibrated(self.runtime, self._calibration)
+            self._calibration = []
 
     def _generator_model(self, ref: str) -> Model:
         if ref not in self._models:
@@ -179,6 +209,7 @@ class Gate:
                        trace_id: str | None = None) -> Evaluation:
         """Evaluate one answer on its own (fail-safe, bounded by ``judge_timeout_s``), as the LangGraph node does."""
         trace_id = trace_id or new_id()
+        await self.check_calibration()
         run = Run(trace_id, policy.current_cycle(messages, True), messages, time.monotonic() + self.config.budget_s,
                    self._collector.open(trace_id))
         try:
@@ -187,9 +218,11 @@ class Gate:
             self._collector.close(trace_id)
 
     async def astart(self) -> "Gate":
-        """Open the store (off the event loop) so that no request waits for it."""
+        """Open the store (off the event loop) so that no request waits for it; with
+        ``require_calibration``, check the evaluator's calibration there."""
         if self.runtime.has_store:
             await self.runtime.astore()
+        await self.check_calibration()
         return self
 
     async def __aenter__(self) -> "Gate":

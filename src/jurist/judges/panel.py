@@ -11,6 +11,11 @@ near the pass mark, one call to the escalation model (purpose
 ``panel_escalation``) reviews the panel and gives the final scores. No
 surviving role gives a ``skipped`` result, never an invented score.
 
+With ``require_calibration`` (one :class:`~jurist.judges.calibration.CalibrationRequirement`,
+or one per dimension) the panel looks up, before its first call, a stored calibration of
+each role's judge (model, template) on each of its dimensions, and refuses with
+:class:`~jurist.errors.CalibrationRequired` when one is missing or below the bar.
+
 The panel is generic: roles, dimensions and their descriptions are given by
 the caller (research's five roles and eleven dimensions are in
 :mod:`jurist.research.vocabulary`). Role and escalation statuses are the
@@ -29,6 +34,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence, TypeVar
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
+from jurist.judges.calibration import (JudgeIdentity, JudgeUse, Requirements, StoreSource, identity_of,
+                                       require_calibrated, requirement_for, text_hash)
 from jurist.judges.judge import Judge
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, guarded
 from jurist.judges.prompting import quote
@@ -116,6 +123,9 @@ class PanelResult:
 
 
 _GENERIC_INSTRUCTIONS = "Judge the material carefully on the dimensions below."
+#: How a panel built in Python is calibrated (research stages name their ``jurist calibrate`` command).
+CALIBRATE_PANEL = ("await jurist.analysis.calibrate_panel.calibrate_panel(panel, items, labels, task=...) "
+                   "(Python; see docs/calibration.md)")
 
 
 def roles_for(
@@ -318,6 +328,7 @@ class Panel:
         pass_threshold: float = 0.7, dimension_descriptions: Mapping[str, str] | None = None,
         low_confidence: float = 0.6, disagreement: float = 0.3, borderline: float = 0.05,
         role_timeout: float | None = None, prompts: PromptSource | None = None,
+        require_calibration: Requirements = None, calibrate_command: str | None = None,
     ) -> None:
         self.roles = [dataclasses.replace(r, dimensions=list(r.dimensions)) for r in roles]
         # The prompt lab's routes (active versions, A/B tests): given, else the runtime's.
@@ -339,6 +350,9 @@ class Panel:
         }
         self._judges = [(role, self._role_judge(role, model or self.settings.judge)) for role in self.roles]
         self._escalation = self._model(escalation_model, "escalation_model") if escalation_model else None
+        self.require_calibration = require_calibration
+        self.calibrate_command = calibrate_command or CALIBRATE_PANEL
+        self._calibration = self.calibration_uses()  # checked against the store before the first judge call
 
     def _check(self) -> None:
         names = [r.name.lower() for r in self.roles]
@@ -386,6 +400,31 @@ class Panel:
         schema = _object({"scores": scores_schema, "confidence": _UNIT, "critique": _STRING})
         return self._judge(self._model(role.model or default, f"role {role.name!r}"), PURPOSE_ROLE, hint, schema)
 
+    def dimension_hash(self, role: Role, dimension: str) -> str:
+        """The hash of what a role's prompt shows of a dimension: the role's name and instructions
+        and the dimension's description (a calibration holds for these)."""
+        return text_hash(role.name, role.instructions or _GENERIC_INSTRUCTIONS, dimension,
+                         self.descriptions.get(dimension, ""))
+
+    def identities(self) -> list[tuple[Role, JudgeIdentity]]:
+        """Each role's judge on each of its dimensions, as calibrations know it."""
+        return [(role, identity_of(judge, d, self.dimension_hash(role, d)))
+                for role, judge in self._judges for d in role.dimensions]
+
+    def calibration_uses(self) -> list[JudgeUse]:
+        """The role judges whose dimensions require a calibration, with their bars."""
+        return [JudgeUse(ident, bar, self.calibrate_command) for _, ident in self.identities()
+                if (bar := requirement_for(self.require_calibration, ident.rubric)) is not None]
+
+    async def check_calibration(self) -> None:
+        """With ``require_calibration``: raise :class:`~jurist.errors.CalibrationRequired` unless the
+        runtime's store holds a good enough calibration of every role judge on each dimension that
+        requires one (looked up once per panel)."""
+        if self._calibration:
+            source = self.runtime if isinstance(self.runtime, StoreSource) else None
+            await require_calibrated(source, self._calibration)
+            self._calibration = []
+
     def _dimension_list(self, dims: Sequence[str]) -> str:
         return "\n".join(f"- {d}: {self.descriptions[d]}" if d in self.descriptions else f"- {d}" for d in dims)
 
@@ -395,16 +434,7 @@ class Panel:
         result; only the caller's mistakes (InputError, ConfigError) raise."""
         started = time.perf_counter()
         material, task = _material(subject), " ".join(str(task).split())
-        if not task:
-            raise InputError("task is empty: say in one line what is judged")
-        gathered = await asyncio.gather(
-            *(self._run_role(role, judge, task, material, trace_id) for role, judge in self._judges),
-            return_exceptions=True,
-        )
-        for item in gathered:  # role failures are results already; anything else is a bug or a usage error
-            if isinstance(item, BaseException):
-                raise item
-        results = [r for r in gathered if isinstance(r, RoleResult)]
+        results = await self.role_results(subject, task=task, trace_id=trace_id)
         panel_scores, confidence = aggregate(results)
         panel_overall = confident_overall(results, self.weights)
         result = PanelResult(SKIPPED, {}, None, confidence, None, panel_scores, panel_overall, results,
@@ -429,6 +459,25 @@ class Panel:
         result.tokens_used = sum(r.tokens_used for r in results) + (
             result.escalation.tokens_used if result.escalation else 0)
         return result
+
+    async def role_results(self, subject: Mapping[str, str], *, task: str, trace_id: str | None = None,
+                           check: bool = True) -> list[RoleResult]:
+        """Every role's own scores of ``subject`` (all at once; no aggregation, no escalation):
+        what :meth:`evaluate` starts from, and what a calibration compares with people's labels
+        (``check=False``: without the ``require_calibration`` look-up, for calibrating)."""
+        material, task = _material(subject), " ".join(str(task).split())
+        if not task:
+            raise InputError("task is empty: say in one line what is judged")
+        if check:
+            await self.check_calibration()
+        gathered = await asyncio.gather(
+            *(self._run_role(role, judge, task, material, trace_id) for role, judge in self._judges),
+            return_exceptions=True,
+        )
+        for item in gathered:  # role failures are results already; anything else is a bug or a usage error
+            if isinstance(item, BaseException):
+                raise item
+        return [r for r in gathered if isinstance(r, RoleResult)]
 
     async def _call(self, judge: Judge, variables: dict[str, str], parse: Callable[[str], T], trace_id: str | None,
                     timeout: float | None) -> tuple[Outcome[T], str, float, int]:

@@ -13,6 +13,7 @@ The shape is the design note's (snake_case at the top, camelCase inside
       stages:
         plan:
           pass_threshold: 0.7
+          require_calibration: {min_kappa: 0.6}   # off by default; per dimension too
           dimensions:
             intent_alignment: {weight: 0.50, threshold: 0.7, rule: always}
       evaluation:
@@ -43,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from jurist.config import Settings, read_yaml
 from jurist.errors import ConfigError
+from jurist.judges.calibration import CalibrationRequirement
 from jurist.research import stages as st
 from jurist.research import vocabulary as vocab
 
@@ -86,6 +88,7 @@ class DimensionConfig(_Strict):
     weight: float = Field(ge=0)
     threshold: float | None = Field(default=None, ge=0, le=1)
     rule: Literal["always", "iterate", "if_borderline", "none"] = "none"
+    require_calibration: CalibrationRequirement | None = None  # None: the stage's
 
 
 def _dims(stage: str) -> dict[str, DimensionConfig]:
@@ -101,10 +104,22 @@ class StageConfig(_Strict):
     severe_threshold: float = Field(default=st.SEVERE_THRESHOLD, ge=0, le=1)
     regenerate_below: float = Field(default=st.REGENERATE_BELOW, ge=0, le=1)
     dimensions: dict[str, DimensionConfig] = Field(default_factory=dict)
+    # Off by default: every dimension's calibration bar, unless the dimension has its own.
+    require_calibration: CalibrationRequirement | None = None
 
     @property
     def weights(self) -> dict[str, float]:
         return {k: d.weight for k, d in self.dimensions.items()}
+
+    def calibration_bars(self) -> dict[str, CalibrationRequirement]:
+        """Dimension -> the calibration its judge must have (only dimensions that require one)."""
+        return {k: bar for k, d in self.dimensions.items()
+                if (bar := d.require_calibration or self.require_calibration) is not None}
+
+    def pass_mark(self, dimension: str) -> float:
+        """The score at which a dimension passes: its threshold, else the stage's pass threshold."""
+        threshold = self.dimensions[dimension].threshold
+        return self.pass_threshold if threshold is None else threshold
 
 
 def _stage_defaults(stage: str) -> dict[str, Any]:

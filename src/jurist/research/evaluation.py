@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import shlex
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from jurist.config import Settings
-from jurist.errors import InputError
+from jurist.errors import ConfigError, InputError
 from jurist.ids import new_id
+from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, require_calibrated
 from jurist.judges.panel import Panel, PanelResult, roles_for
 from jurist.models.base import MeaningJudge
 from jurist.research import stages as st
@@ -39,7 +41,7 @@ from jurist.research.config import ResearchConfig, load_research_config
 from jurist.research.events import (
     CHOICES, Choice, Decided, DecisionRequested, Done, EventSink, Failed, PendingDecision, Stage, Started,
 )
-from jurist.research.failsafe import logger
+from jurist.research.failsafe import StageOptions, logger
 from jurist.research.plan import LLMPlanCritic, PlanCritic, PlanOutcome, Planner, evaluate_plan
 from jurist.research.records import (
     AnswerEvaluation, Decision, EscalationResult, EvaluationRecord, IterationDecision, PlanAttempt, PlanEvaluation,
@@ -50,6 +52,7 @@ from jurist.runtime import Runtime
 from jurist.store import Store
 
 KIND = "research"
+ITEMS_PLACEHOLDER = "ITEMS.jsonl"
 Search = Callable[[str, Any], Awaitable[list[Any]]]
 MAX_SEARCH_RETRIES = 2  # run(): searches made again after a severe retrieval flag, at most
 
@@ -57,6 +60,14 @@ MAX_SEARCH_RETRIES = 2  # run(): searches made again after a severe retrieval fl
 def query_id(query: str) -> str:
     """A stable id of a query (normalised whitespace and case), to compare runs of it."""
     return hashlib.sha256(" ".join(query.lower().split()).encode()).hexdigest()[:16]
+
+
+def calibrate_stage_command(stage: str, config_file: str | None) -> str:
+    """The ``jurist calibrate`` command that calibrates a research stage's panel."""
+    args = ["jurist", "calibrate", "--research", stage]
+    if config_file:
+        args += ["--config", str(config_file)]
+    return shlex.join(args + ["--items", ITEMS_PLACEHOLDER, "--labels", LABELS_PLACEHOLDER])
 
 
 class _LazyPanel:
@@ -67,10 +78,14 @@ class _LazyPanel:
         self.owner, self.stage = owner, stage
         self.panel: Panel | None = None
 
-    async def evaluate(self, subject: dict[str, str], *, task: str, trace_id: str | None = None) -> PanelResult:
+    def get(self) -> Panel:
         if self.panel is None:
-            self.panel = self.owner._build_panel(self.stage)
-        return await self.panel.evaluate(subject, task=task, trace_id=trace_id)
+            self.panel = self.owner.build_panel(self.stage)
+        return self.panel
+
+    async def evaluate(self, subject: dict[str, str], *, task: str, trace_id: str | None = None) -> PanelResult:
+        return await self.get().evaluate(subject, task=task, trace_id=trace_id)
+
 
     async def aclose(self) -> None:
         if self.panel is not None:
@@ -209,7 +224,8 @@ class ResearchEvaluation:
     def store(self) -> Store:
         return self.runtime.store
 
-    def _build_panel(self, stage: str) -> Panel:
+    def build_panel(self, stage: str) -> Panel:
+        """The panel of the configured roles that judges ``stage`` (built anew on each call)."""
         from jurist.research.vocabulary import DEFAULT_ROLES
 
         cfg, stage_cfg = self.config, self.config.stages.of(stage)
@@ -220,7 +236,30 @@ class ResearchEvaluation:
             dimension_descriptions=st.descriptions(stage), low_confidence=cfg.escalation.low_confidence,
             disagreement=cfg.escalation.disagreement, borderline=cfg.escalation.borderline,
             role_timeout=cfg.role_timeout_seconds,
+            calibrate_command=calibrate_stage_command(stage, self.settings.config_file),
         )
+
+    async def check_calibration(self, stage: str) -> None:
+        """Before a stage's first judge call: with ``require_calibration`` on any of its dimensions,
+        raise :class:`~jurist.errors.CalibrationRequired` unless its judges are calibrated well
+        enough (a disabled stage makes no call and is not checked)."""
+        if not StageOptions.of(stage, self.config).enabled:
+            return
+        bars = self.config.stages.of(stage).calibration_bars()
+        evaluator = self.evaluators[stage]
+        if isinstance(evaluator, _LazyPanel):
+            if not bars:
+                return
+            evaluator = evaluator.get()  # built here, outside the fail-safe
+        if isinstance(evaluator, Panel):
+            uses = [JudgeUse(ident, bars[ident.rubric], evaluator.calibrate_command)
+                    for _, ident in evaluator.identities() if ident.rubric in bars]
+            await require_calibrated(self.runtime, uses)
+            await evaluator.check_calibration()  # a panel given with a require_calibration of its own
+        elif bars:
+            raise ConfigError(f"research.stages.{stage} requires a calibration, and its evaluator "
+                              f"{type(evaluator).__name__} has no judge to look one up for: use a panel of LLM "
+                              "judges, or remove require_calibration")
 
     def _build_critic(self) -> LLMPlanCritic:
         rt, s = self.runtime, self.settings
@@ -278,6 +317,7 @@ class ResearchEvaluation:
     # -- the stages ------------------------------------------------------------------
     async def evaluate_plan(self, query: str, planner: Planner) -> PlanOutcome:
         """Stage 1: plan and refine (see :func:`jurist.research.plan.evaluate_plan`)."""
+        await self.check_calibration(st.PLAN)
         await self._remember(query)
         out = await evaluate_plan(query, planner, evaluator=self.evaluators[st.PLAN], config=self.config,
                                   critic=self.critic, trace_id=self.trace_id, emit=self.emit)
@@ -288,6 +328,7 @@ class ResearchEvaluation:
         """Stage 2: judge the sources (see :func:`jurist.research.retrieval.evaluate_retrieval`). Called
         again for the same query (a search made again), it numbers the search and keeps the
         earlier searches' warnings."""
+        await self.check_calibration(st.RETRIEVAL)
         await self._remember(query)
         before, self._searches = self.retrieval, self._searches + 1
         section = await evaluate_retrieval(query, plan, sources, evaluator=self.evaluators[st.RETRIEVAL],
@@ -301,6 +342,7 @@ class ResearchEvaluation:
     async def evaluate_answer(self, query: str, sources: list[Any], synthesiser: Synthesiser, *,
                               answer: str | None = None) -> AnswerOutcome:
         """Stage 3: synthesise, judge, regenerate once (see :func:`jurist.research.answer.evaluate_answer`)."""
+        await self.check_calibration(st.ANSWER)
         await self._remember(query)
         out = await evaluate_answer(query, sources, synthesiser, evaluator=self.evaluators[st.ANSWER],
                                     config=self.config, answer=answer, trace_id=self.trace_id, emit=self.emit)

@@ -8,6 +8,9 @@ What a failure does depends on the stage's ``failAction``:
 * ``warn``: logged (level WARNING) and added to the record's ``warnings``;
 * ``block``: :class:`ResearchBlocked` is raised, which stops the research.
 
+A :class:`CalibrationRequired` (``require_calibration`` unmet) is no evaluation failure:
+it always propagates.
+
 A stage that is disabled is skipped whatever its ``failAction``.
 """
 
@@ -18,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
-from jurist.errors import EvaluationUnavailable, ResearchBlocked
+from jurist.errors import CalibrationRequired, EvaluationUnavailable, ResearchBlocked
 from jurist.judges.outcome import FAILED, SKIPPED, Outcome, describe, guarded as guarded_call
 from jurist.judges.panel import PanelResult
 from jurist.research.config import ResearchConfig
@@ -76,7 +79,7 @@ async def guarded(options: StageOptions, fn: Callable[[], Awaitable[T]]) -> Guar
     """Run ``fn`` under the stage's switches: enabled flag, timeout, failAction."""
     if not options.enabled:
         return disabled(options.stage)
-    outcome = await guarded_call(fn, timeout=options.timeout, reraise=(ResearchBlocked,))
+    outcome = await guarded_call(fn, timeout=options.timeout, reraise=(ResearchBlocked, CalibrationRequired))
     if outcome.failed:  # evaluation never crashes research (unless the action is block)
         return fail(options, outcome.reason or "failed", outcome.error)
     return Guarded(outcome.status, outcome.value)

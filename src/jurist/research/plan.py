@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jurist.errors import JudgeParseError, ModelError
+from jurist.errors import CalibrationRequired, JudgeParseError, ModelError
 from jurist.judges.judge import Judge
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
@@ -384,6 +384,8 @@ async def _evaluate_plan(query: str, planner: Planner, *, evaluator: st.StageEva
         try:
             result = await evaluate_subject(evaluator, st.PLAN, {"query": query, "plan": plan_text(plan)},
                                             trace_id=trace_id, timeout=limit)
+        except CalibrationRequired:
+            raise
         except Exception as exc:
             # Name the budget that ran out (the stage's timeout or the attempt's), not the few µs less left of it.
             bound = options.timeout if options.timeout and options.timeout <= limit else per_attempt

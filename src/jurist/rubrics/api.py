@@ -14,6 +14,7 @@ from jurist.judges import builtin, from_file
 from jurist.errors import NotFound
 from jurist.judges.templates import RUBRIC_PLACEHOLDERS, PromptTemplate
 from jurist.rubrics.batch import BatchReport, ProgressFn, run_batch
+from jurist.rubrics.calibration import require_rubric_calibrations
 from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.scoring import SessionEvaluator
@@ -117,6 +118,7 @@ async def _evaluator(
         rj = build_judge(runtime, judge=judge, template=loaded, max_concurrency=max_concurrency, cache=cache,
                          score_mode=score_mode)
         try:
+            await require_rubric_calibrations(runtime, rubric_set, rj, loaded)  # before any judge call
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
         finally:
             await rj.aclose()

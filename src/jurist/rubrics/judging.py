@@ -190,6 +190,11 @@ class RubricJudge:
         if self.visual is not None and self.visual is not self.model:
             await self.visual.aclose()
 
+    def judge_for(self, rubric: Rubric) -> Judge:
+        """The judge (model and template) that scores ``rubric``: the items judge for an
+        item-based rubric, else the free-form one."""
+        return self._items if rubric.item_based else self._free
+
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float,
                     sample: int | None = None) -> RubricOutcome:

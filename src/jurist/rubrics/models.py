@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from jurist.errors import InputError
 from jurist.jsonfiles import read_json
+from jurist.judges.calibration import CalibrationRequirement
 from jurist.rubrics.naming import id_problem, name_problem, shorten
 from jurist.store.tables import RUBRICS_VERSION_LENGTH, SCORE_KEY_LENGTH, SCORE_NAME_LENGTH
 
@@ -67,6 +68,9 @@ class Rubric(BaseModel):
     weight: float = 1.0
     items: list[RubricItem] | None = None
     scale: tuple[float, float] | None = None
+    # Before any judge call, a stored calibration of the judge on this rubric with at least this κ
+    # (None: the rubric set's, else none; see docs/calibration.md, "Calibrated gates").
+    require_calibration: CalibrationRequirement | None = None
 
     @field_validator("id")
     @classmethod
@@ -150,6 +154,11 @@ class RubricSet(BaseModel):
     scale: tuple[float, float] = DEFAULT_SCALE
     rubrics: list[Rubric]
     source: str | None = None
+    require_calibration: CalibrationRequirement | None = None  # every rubric's bar, unless it has its own
+
+    def requirement_for(self, rubric: Rubric) -> CalibrationRequirement | None:
+        """The calibration bar of one rubric: its own, else the set's (None: none)."""
+        return rubric.require_calibration or self.require_calibration
 
     @field_validator("version")
     @classmethod

@@ -532,5 +532,27 @@ async def evaluate_batch_on_ray(
         settings = runtime.settings
     rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
         load_rubrics, rubrics, settings.score_scale)
+    if any(rubric_set.requirement_for(r) for r in rubric_set.rubrics):  # before any worker or judge call
+        await _require_calibrations(rubric_set, runtime if runtime is not None else Runtime(settings),
+                                    own=runtime is None, judge=kwargs.get("judge"), template=kwargs.get("template"))
     return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,
                           **kwargs).run()
+
+
+async def _require_calibrations(rubric_set: RubricSet, runtime: Runtime, *, own: bool, judge: str | None,
+                                template: str | Path | None) -> None:
+    """``require_calibration``'s look-up for a Ray batch, on the driver, before any worker starts."""
+    from jurist.rubrics.api import build_judge, load_template
+    from jurist.rubrics.calibration import require_rubric_calibrations
+
+    try:
+        store = await runtime.astore()
+        loaded = await asyncio.to_thread(load_template, template, store)
+        rj = build_judge(runtime, judge=judge, template=loaded)
+        try:
+            await require_rubric_calibrations(runtime, rubric_set, rj, loaded)
+        finally:
+            await rj.model.aclose()
+    finally:
+        if own:
+            await runtime.aclose()

@@ -297,3 +297,37 @@ labels = Table(
     UniqueConstraint("item", "rubric", "annotator", name="uq_labels_item_rubric_annotator"),
     Index("ix_labels_rubric", "rubric"),
 )
+
+
+# -- stored calibrations (migration 0007) ----------------------------------------
+
+calibrations = Table(
+    "calibrations",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("kind", String(16), nullable=False),  # what was calibrated: rubric | gate | panel
+    Column("judge_model", String(200), nullable=False),  # the judge's model reference (provider/model)
+    Column("template_name", String(200), nullable=False),
+    Column("template_hash", String(64), nullable=False),
+    Column("rubric", String(200), nullable=False),  # a rubric id, a gate evaluator or a panel dimension
+    Column("rubric_hash", String(64)),  # what the judge is shown of the rubric or dimension; None: nothing beyond it
+    Column("scale", String(64), nullable=False),  # "1-5" | "pass/fail"
+    Column("items", Integer, nullable=False),
+    Column("n", Integer, nullable=False),  # judge-person pairs compared
+    Column("kappa", Float),  # Cohen's κ, quadratic weights (for pass/fail: Cohen's κ)
+    Column("kappa_low", Float),
+    Column("kappa_high", Float),
+    Column("agreement", Float),  # exact agreement
+    Column("agreement_low", Float),
+    Column("agreement_high", Float),
+    Column("pass_at", Float),  # pass/fail: the judge's score that counts as a pass in the figures above
+    Column("threshold", Float),  # pass/fail: the fitted score threshold (pass at score >= threshold)
+    Column("threshold_fit", String(16)),  # agreement | f1
+    Column("threshold_agreement", Float),
+    Column("threshold_agreement_low", Float),
+    Column("threshold_agreement_high", Float),
+    Column("labels", String(500), nullable=False),  # where the labels came from
+    Column("figures", JSON, nullable=False),  # every figure of the report, with its interval
+    Column("created_at", UtcDateTime(), nullable=False),
+    Index("ix_calibrations_judge", "judge_model", "template_hash", "rubric", "created_at"),
+)

@@ -1,0 +1,139 @@
+"""Calibrated judges: ``require_calibration`` and the look-up it makes before any judge call.
+
+A calibration (``jurist calibrate``, stored in the ``calibrations`` table) says how far
+one judge agrees with people on one rubric or dimension. A judge is one model, one
+prompt template (by content hash) and what it is asked to judge (a rubric id, a gate
+evaluator's name or a panel dimension, with the hash of what the prompt shows of it).
+With ``require_calibration: {min_kappa: 0.6}`` a capability looks up, before its first
+judge call, the newest stored calibration of every judge it will use; when one has
+none, or its κ is below the bar, it raises :class:`~jurist.errors.CalibrationRequired`
+naming each judge and the ``jurist calibrate`` command that makes one.
+
+The look-up reads the store only (no statistics): it goes through the runtime's
+store, never one opened here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jurist.errors import CalibrationRequired, ConfigError
+from jurist.judges.judge import Judge
+from jurist.store.calibrations import JudgeKey, latest_calibrations
+from jurist.store.store import Store
+
+LABELS_PLACEHOLDER = "LABELS.jsonl"  # in the commands a refusal prints: the labels the user has to write
+
+
+class CalibrationRequirement(BaseModel):
+    """The bar a judge's stored calibration must meet: its κ (quadratic-weighted Cohen's κ
+    against the people's labels; for pass/fail labels, Cohen's κ) at least ``min_kappa``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_kappa: float = Field(ge=-1.0, le=1.0)
+
+
+#: A requirement for every rubric or dimension, or one per rubric or dimension key.
+Requirements = CalibrationRequirement | Mapping[str, CalibrationRequirement] | None
+
+
+def requirement_for(requirements: Requirements, key: str) -> CalibrationRequirement | None:
+    """The bar for one rubric or dimension (None: none)."""
+    if requirements is None or isinstance(requirements, CalibrationRequirement):
+        return requirements
+    return requirements.get(key)
+
+
+def text_hash(*parts: Any) -> str:
+    """A short content hash of what a judge is shown (a rubric, a dimension and its role)."""
+    data = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """One judge as calibrations know it: model, template, rubric or dimension (and the hash of
+    what the prompt shows of it, where it shows more than the name)."""
+
+    judge_model: str
+    template_name: str
+    template_hash: str
+    rubric: str
+    rubric_hash: str | None = None
+
+    @property
+    def key(self) -> JudgeKey:
+        return JudgeKey(self.judge_model, self.template_hash, self.rubric, self.rubric_hash)
+
+    def describe(self) -> str:
+        return (f"judge {self.judge_model}, template {self.template_name} ({self.template_hash}), "
+                f"rubric {self.rubric!r}")
+
+
+def identity_of(judge: Judge, rubric: str, rubric_hash: str | None = None) -> JudgeIdentity:
+    """The identity of a :class:`~jurist.judges.judge.Judge` (its model and template) on ``rubric``."""
+    return JudgeIdentity(judge.model.name, judge.template.name, judge.template.hash, rubric, rubric_hash)
+
+
+@dataclass(frozen=True)
+class JudgeUse:
+    """A judge a capability will ask, the bar its calibration must meet, and the command that makes one."""
+
+    judge: JudgeIdentity
+    requirement: CalibrationRequirement
+    command: str
+
+
+@runtime_checkable
+class StoreSource(Protocol):
+    """Where the look-up finds the store: a :class:`jurist.Runtime`."""
+
+    @property
+    def has_store(self) -> bool: ...
+
+    async def astore(self) -> Store: ...
+
+
+async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse]) -> dict[JudgeKey, dict[str, Any]]:
+    """The newest calibration of each judge in ``uses``; raise :class:`CalibrationRequired` when
+    one has none or one whose κ is below its bar (every such judge named, with the commands
+    that calibrate them). No use, no look-up."""
+    if not uses:
+        return {}
+    if source is None or not source.has_store:
+        raise ConfigError("require_calibration looks calibrations up in the store, and this runtime has none; "
+                          "give the capability a runtime with a store (jurist.open())")
+    store = await source.astore()
+    found: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
+    problems: list[str] = []
+    commands: list[str] = []
+    for use in uses:
+        row = found.get(use.judge.key)
+        bar = use.requirement.min_kappa
+        if row is None:
+            problems.append(f"{use.judge.describe()}: no stored calibration (min_kappa {bar:g})")
+        elif row["kappa"] is None or row["kappa"] < bar:
+            kappa = "undefined (every rating in one category)" if row["kappa"] is None else f"{row['kappa']:.3f}"
+            when = row["created_at"].strftime("%Y-%m-%d %H:%M UTC")
+            problems.append(f"{use.judge.describe()}: the newest calibration ({row['id']}, {when}, {row['n']} pairs) "
+                            f"has κ {kappa}, below min_kappa {bar:g}")
+        else:
+            continue
+        if use.command not in commands:
+            commands.append(use.command)
+    if problems:
+        where = store.engine.url.render_as_string(hide_password=True)
+        raise CalibrationRequired(
+            "require_calibration: no judge call was made, because these judges are not calibrated well enough "
+            f"(calibrations looked up in {where}):\n"
+            + "\n".join(f"  - {p}" for p in problems)
+            + f"\nCalibrate on items people have labelled ({LABELS_PLACEHOLDER}: see docs/calibration.md), then "
+            "run again:\n" + "\n".join(f"  {c}" for c in commands),
+            missing=problems, commands=commands)
+    return found
