@@ -104,9 +104,10 @@ def test_calibrate_with_a_scripted_judge_as_json_and_from_the_cache(provider, tm
     assert len(provider.requests) == 36
     assert "judge openai/gpt-4o-mini" in again.stdout and "safety: confusion" in again.stdout
     rerun = json.loads(out.read_text())["rubrics"]
-    for before, after in zip(report["rubrics"], rerun):  # the same figures (the traces are the rerun's)
-        assert {k: v for k, v in after.items() if k != "differing"} == {
-            k: v for k, v in before.items() if k != "differing"}
+    for before, after in zip(report["rubrics"], rerun):  # the same figures (the traces and stored ids are the rerun's)
+        assert {k: v for k, v in after.items() if k not in ("differing", "calibration_id")} == {
+            k: v for k, v in before.items() if k not in ("differing", "calibration_id")}
+        assert after["calibration_id"] != before["calibration_id"]  # each run stores its own
         assert [d["item"] for d in after["differing"]] == [d["item"] for d in before["differing"]]
 
 

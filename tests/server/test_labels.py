@@ -152,3 +152,29 @@ def test_calibration_page_draws_the_confusion_matrix(store):
     z = np.array(fig["data"][0]["z"])
     assert z.sum() == 12 and z.shape == (5, 5)
     assert PWN_IMG not in page  # the judge's reasoning is escaped
+
+
+def test_stored_calibrations_are_listed_and_pass_fail_labels_get_a_fitted_threshold(store):
+    from jurist.judges.calibration import JudgeIdentity
+    from tests.calibrations import store_calibration
+
+    ids = _seed(store)
+    first = store_calibration(store, JudgeIdentity("openai/m", f"t {PWN_IMG}", "abc123", "helpful"), 0.72)
+    newest = store_calibration(store, JudgeIdentity("openai/m", "gate_quality", "def456", "quality"), None)
+    with _client(store) as c:
+        listed = c.get("/api/evaluation/calibrations").json()
+        assert [row["id"] for row in listed] == [newest, first]  # newest first
+        assert listed[1]["kappa"] == 0.72 and listed[1]["template_name"] == f"t {PWN_IMG}"
+        assert c.get("/api/evaluation/calibrations", params={"limit": 0}).status_code == 422
+        for sid in JUDGE:  # pass/fail labels: the judge's pass is a score >= 70% of the top (3.5 of 5)
+            c.post("/api/evaluation/labels", json={"evaluation_id": ids[sid], "rubric": "helpful",
+                                                   "passed": ANA[sid] >= 3, "annotator": "ana"})
+        report = c.get("/api/evaluation/calibration", params={"resamples": 0}).json()
+        page = c.get("/evaluation/calibration").text
+    [rubric] = report["rubrics"]
+    assert rubric["scale"] == "pass/fail" and rubric["pass_at"] == 3.5
+    # judge 5 2 4 1 3 4 against ana's pass (>= 3) T F T F T T: at t=3 every item agrees
+    assert rubric["threshold"]["threshold"] == 3 and rubric["threshold"]["agreement"]["value"] == 1.0
+    assert 'id="stored-calibrations"' in page and f'data-calibration="{first}"' in page
+    assert 'class="threshold"' in page and "Fitted threshold (by agreement)" in page
+    assert PWN_IMG not in page and "t &lt;img src=x onerror=" in page  # the template name, escaped

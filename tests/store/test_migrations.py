@@ -170,3 +170,68 @@ def test_migration_0006_fills_max_attempts_hit_from_the_stored_payloads(backend,
         finally:
             store.close()
         assert got == {eid: hit for eid, (_, _, _, hit) in rows.items()}
+
+
+def _at_revision(url, revision):
+    """The schema as migration ``revision`` left it (what an earlier jurist created)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from jurist.store.migrate import MIGRATIONS
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", MIGRATIONS)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+    finally:
+        engine.dispose()
+
+
+def test_0007_upgrades_a_0006_store_keeping_its_rows(new_url):
+    from jurist.store.calibrations import JudgeKey, latest_calibrations, save_calibrations
+    from jurist.store.tables import labels
+
+    _at_revision(new_url, "0006")
+    engine = create_engine(new_url)
+    at = datetime.now(timezone.utc)
+    try:
+        assert schema_version(engine) == "0006" and "calibrations" not in tables(new_url)
+        with engine.begin() as conn:
+            conn.execute(labels.insert(), [dict(item="s1", rubric="safety", passed=True, annotator="ana",
+                                                created_at=at, updated_at=at)])
+    finally:
+        engine.dispose()
+    store = Store(new_url)
+    try:
+        assert schema_version(store.engine) == SCHEMA_HEAD == "0007"
+        assert [r["item"] for r in store.read(lambda conn: [dict(x._mapping) for x in conn.execute(
+            labels.select())])] == ["s1"]
+        row = dict(id="c1", kind="gate", judge_model="openai/m", template_name="gate_quality", template_hash="abc",
+                   rubric="quality", rubric_hash=None, scale="pass/fail", items=4, n=4, kappa=0.7, kappa_low=0.2,
+                   kappa_high=1.0, agreement=0.9, agreement_low=0.7, agreement_high=1.0, pass_at=0.4, threshold=0.5,
+                   threshold_fit="agreement", threshold_agreement=1.0, threshold_agreement_low=0.8,
+                   threshold_agreement_high=1.0, labels="labels.jsonl", figures={"n": 4}, created_at=at)
+        store.write(save_calibrations, [row])
+        key = JudgeKey("openai/m", "abc", "quality", None)
+        found = store.read(latest_calibrations, [key, JudgeKey("openai/m", "other", "quality", None)])
+        assert list(found) == [key] and found[key]["kappa"] == 0.7 and found[key]["figures"] == {"n": 4}
+    finally:
+        store.close()
+
+
+def test_the_0007_upgrade_killed_halfway_leaves_the_store_at_0006(new_url):
+    """The kill lands on the upgrade's first CREATE (the calibrations table): nothing of it stays."""
+    _at_revision(new_url, "0006")
+    run = subprocess.run([sys.executable, "-c", KILL_AT_CREATE, new_url, "1"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == -9, run.stdout + run.stderr
+    engine = create_engine(new_url)
+    try:
+        assert schema_version(engine) == "0006" and "calibrations" not in tables(new_url)
+    finally:
+        engine.dispose()
+    Store(new_url).close()
+    assert "calibrations" in tables(new_url)

@@ -3,8 +3,10 @@
 ``POST /api/evaluation/labels`` stores a person's score (or pass/fail) of one
 rubric of an evaluated item; ``GET /api/evaluation/labels`` lists them;
 ``GET /api/evaluation/calibration`` compares them with the newest stored rubric
-evaluation of each item (see docs/calibration.md; it needs the ``analysis``
-extra, and answers 501 naming it without). All SQL is in ``jurist.store.labels``.
+evaluation of each item (it needs the ``analysis`` extra, and answers 501 naming it
+without); ``GET /api/evaluation/calibrations`` lists the calibrations ``jurist calibrate``
+stored, which ``require_calibration`` looks up (a store read: no extra needed). See
+docs/calibration.md. All SQL is in ``jurist.store.labels`` and ``jurist.store.calibrations``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from jurist.extras import require_extra
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
+from jurist.store import calibrations as cq
 from jurist.store import dashboard as dq
 from jurist.store import labels as lq
 
@@ -126,3 +129,45 @@ async def calibration(request: Request,
     """Per rubric: agreement of the judge with the labels (κ, weighted κ, ρ, τ, α, bias, intervals),
     the annotators among themselves, the confusion matrix, the items that differ most."""
     return await stored_calibration(request, resamples)
+
+
+class StoredCalibration(BaseModel):
+    """A calibration ``jurist calibrate`` stored: the judge it holds for and its figures."""
+
+    id: str
+    kind: str = Field(description="what was calibrated: rubric | gate | panel")
+    judge_model: str
+    template_name: str
+    template_hash: str
+    rubric: str = Field(description="a rubric id, a gate evaluator or a panel dimension")
+    rubric_hash: str | None
+    scale: str
+    items: int
+    n: int = Field(description="judge-person pairs compared")
+    kappa: float | None = Field(description="Cohen's κ, quadratic weights (for pass/fail: Cohen's κ)")
+    kappa_low: float | None
+    kappa_high: float | None
+    agreement: float | None
+    agreement_low: float | None
+    agreement_high: float | None
+    pass_at: float | None
+    threshold: float | None = Field(description="pass/fail: the fitted threshold (pass at score >= it)")
+    threshold_fit: str | None
+    threshold_agreement: float | None
+    threshold_agreement_low: float | None
+    threshold_agreement_high: float | None
+    labels: str
+    created_at: datetime
+
+
+async def stored_calibrations(request: Request, limit: int = 200) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = await get_state(request).store.aread(cq.list_calibrations, limit=limit)
+    return rows
+
+
+@router.get("/calibrations", response_model=list[StoredCalibration], responses=error_responses(422))
+async def calibrations(request: Request, limit: int = Query(200, ge=1, le=cq.MAX_CALIBRATIONS_READ)
+                       ) -> list[dict[str, Any]]:
+    """The stored calibrations, newest first: per judge (model, template) and rubric or dimension,
+    κ and agreement with their intervals and, for pass/fail, the fitted threshold."""
+    return await stored_calibrations(request, limit)
