@@ -41,7 +41,8 @@ def gate_item(chat: ChatSession) -> tuple[list[dict[str, Any]], str]:
 
 
 def gate_labels(labels: LabelSet, evaluator: str) -> list[Label]:
-    """The labels, each checked to be a pass/fail label of ``evaluator``; an InputError at the line of one that is not."""
+    """The labels, each checked to be a pass/fail label of ``evaluator`` (an InputError at the line
+    of one that is not)."""
     for i, lab in enumerate(labels.labels):
         file, line = labels.where(i)
         if lab.rubric != evaluator:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -196,14 +197,13 @@ def register(app: typer.Typer) -> None:
         require_extra("analysis", "jurist calibrate")
         target = _target(rubrics, gate, research, sessions, items, template, fit)
         settings = load_settings(config, db=db, cache=False if no_cache else None)
-        label_set = load_labels(labels)
-        job = _Job(target, settings, label_set, sessions or [], judge, template, resamples, seed, fit, not no_store)
-        if target == "rubric":
+        job = _Job(target, settings, load_labels(labels), sessions or [], judge,
+                   dict(resamples=resamples, seed=seed, fit=fit, store=not no_store), template=template, gate=gate,
+                   threshold=threshold, stage=research, items=items)
+        if rubrics is not None:
             from jurist.rubrics import load_rubrics
 
-            assert rubrics is not None
             job.rubric_set = load_rubrics(rubrics, settings.score_scale)
-        job.gate, job.threshold, job.stage, job.items = gate, threshold, research, items
         report = asyncio.run(job.run())
         data = report.to_json()
         if output:
@@ -218,19 +218,22 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+@dataclass
 class _Job:
-    """One calibration run: what is calibrated and how."""
+    """One calibration run: what is calibrated (rubric | gate | research) and how."""
 
-    def __init__(self, target: str, settings: Any, labels: Any, sessions: list[Path], judge: str | None,
-                 template: Path | None, resamples: int, seed: int, fit: str, store: bool) -> None:
-        self.target, self.settings, self.labels, self.sessions = target, settings, labels, sessions
-        self.judge, self.template, self.resamples, self.seed, self.fit, self.store = (
-            judge, template, resamples, seed, fit, store)
-        self.rubric_set: Any = None
-        self.gate: str | None = None
-        self.threshold = GATE_THRESHOLD
-        self.stage: str | None = None
-        self.items: Path | None = None
+    target: str
+    settings: Any
+    labels: Any
+    sessions: list[Path]
+    judge: str | None
+    options: dict[str, Any]  # resamples, seed, fit, store
+    rubric_set: Any = None  # rubric: the rubrics
+    template: Path | None = None  # rubric: the judge's template
+    gate: str | None = None  # gate: the evaluator
+    threshold: float = GATE_THRESHOLD  # gate: its threshold
+    stage: str | None = None  # research: the stage
+    items: Path | None = None  # research: the items file
 
     async def run(self) -> "CalibrationReport":
         import asyncio
@@ -245,7 +248,7 @@ class _Job:
             await runtime.aclose()
 
     async def _calibrate(self, runtime: Any) -> "CalibrationReport":
-        opts: dict[str, Any] = dict(resamples=self.resamples, seed=self.seed, fit=self.fit, store=self.store)
+        opts = self.options
         if self.target == "rubric":
             from jurist.analysis.calibrate import calibrate
 

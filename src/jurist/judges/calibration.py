@@ -113,6 +113,7 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
     found: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
     problems: list[str] = []
     commands: list[str] = []
+    low = False
     for use in uses:
         row = found.get(use.judge.key)
         bar = use.requirement.min_kappa
@@ -123,6 +124,7 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
             when = row["created_at"].strftime("%Y-%m-%d %H:%M UTC")
             problems.append(f"{use.judge.describe()}: the newest calibration ({row['id']}, {when}, {row['n']} pairs) "
                             f"has κ {kappa}, below min_kappa {bar:g}")
+            low = True
         else:
             continue
         if use.command not in commands:
@@ -133,7 +135,9 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
             "require_calibration: no judge call was made, because these judges are not calibrated well enough "
             f"(calibrations looked up in {where}):\n"
             + "\n".join(f"  - {p}" for p in problems)
-            + f"\nCalibrate on items people have labelled ({LABELS_PLACEHOLDER}: see docs/calibration.md), then "
-            "run again:\n" + "\n".join(f"  {c}" for c in commands),
+            + f"\nTo make one, label items ({LABELS_PLACEHOLDER}; see docs/calibration.md) and run:\n"
+            + "\n".join(f"  {c}" for c in commands)
+            + ("\nA κ below the bar calls for a better judge, prompt or rubric (then calibrate again), or for more "
+               "labels, whose interval says how sure the κ is." if low else ""),
             missing=problems, commands=commands)
     return found
