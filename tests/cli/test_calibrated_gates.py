@@ -72,8 +72,8 @@ def test_a_rubric_of_the_file_that_requires_a_calibration(provider, tmp_path):
 
 
 def _gate_judge(payload: dict) -> Reply:
-    prompt = payload["messages"][-1]["content"]
-    return Reply(text=good(0.8) if "GOOD" in prompt.rpartition("<response")[2] else bad(0.3))
+    answer = payload["messages"][-1]["content"].rpartition("<response")[2]  # the data: the user message
+    return Reply(text=good(0.8) if "GOOD" in answer else bad(0.3))
 
 
 def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):

@@ -27,7 +27,7 @@ def _runtime(provider):
 
 def _judge_and_writer(payload: dict) -> Reply:
     """The judge scores an answer GOOD or POOR by its word; the writer answers GOOD."""
-    prompt = payload["messages"][-1]["content"]
+    prompt = "\n".join(m["content"] for m in payload["messages"])  # instructions (system), then the data
     if "quality_score" in prompt:
         return Reply(text=good(0.9) if "GOOD" in prompt.rpartition("<response")[2] else bad(0.2))
     return Reply(text="GOOD: built in 1889, 330 m tall.")

@@ -41,11 +41,30 @@ async def second_version():
     await create_prompt_version(store, "rubric_judge", text, "strict")
 
 asyncio.run(second_version())
-out = {}
+
+# a gate that requires a calibration starts on a stored one: the look-up needs no statistics
+from datetime import datetime, timezone
+from jurist.gate import Gate, GateConfig
+from jurist.runtime import Runtime
+from jurist.store.calibrations import save_calibrations
+
+gate = Gate(GateConfig(require_calibration={"min_kappa": 0.6}), runtime=Runtime(Settings(), store),
+            judge="scripted/judge")
+judge = gate.evaluator.judge
+figures = dict.fromkeys(("kappa_low", "kappa_high", "agreement_low", "agreement_high", "pass_at", "threshold",
+                         "threshold_fit", "threshold_agreement", "threshold_agreement_low",
+                         "threshold_agreement_high", "rubric_hash"))
+store.write(save_calibrations, [dict(figures, id="cal1", kind="gate", judge_model=judge.model.name,
+                                     template_name=judge.template.name, template_hash=judge.template.hash,
+                                     rubric="quality", scale="pass/fail", items=10, n=20, kappa=0.8, agreement=0.9,
+                                     labels="labels.jsonl", figures={}, created_at=datetime.now(timezone.utc))])
+asyncio.run(gate.astart())
+out = {"gate started": True}
 with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
     for url in ("/evaluation", "/evaluation/explorer", "/evaluation/patterns", "/evaluation/prompts/rubric_judge",
                 "/evaluation/calibration", "/evaluation/assets/plotly.min.js", "/api/evaluation/patterns",
-                "/api/evaluation/calibration", "/api/prompts/rubric_judge/compare?a=1&b=2", "/api/health"):
+                "/api/evaluation/calibration", "/api/evaluation/calibrations",
+                "/api/prompts/rubric_judge/compare?a=1&b=2", "/api/health"):
         r = client.get(url)
         out[url] = {"status": r.status_code, "type": r.headers["content-type"], "text": r.text}
     r = client.post("/api/evaluation/analyze", json={})
@@ -115,6 +134,13 @@ def test_the_api_routes_that_need_statistics_answer_a_json_error(served, route, 
 def test_the_rest_of_the_api_answers(served):
     patterns = served["/api/evaluation/patterns"]
     assert patterns["status"] == 200 and json.loads(patterns["text"]) == {"run": None, "patterns": []}
+
+
+def test_calibrations_are_looked_up_and_listed_without_the_extra(served):
+    assert served["gate started"]  # require_calibration's look-up found the stored calibration
+    listed = served["/api/evaluation/calibrations"]
+    assert listed["status"] == 200 and [c["id"] for c in json.loads(listed["text"])] == ["cal1"]
+    assert 'data-calibration="cal1"' in served["/evaluation/calibration"]["text"]
 
 
 def test_plotly_js_is_a_json_not_found(served):
