@@ -133,3 +133,30 @@ async def test_require_calibration_is_validated_and_off_by_default(provider):
         plain = Gate(GateConfig(), runtime=rt, judge="fake/judge")  # no bar: no look-up, it runs
         assert (await plain.run(QUESTION, "fake/writer")).evaluations[0].quality_score == 0.9
         await plain.aclose()
+
+
+async def test_a_gate_with_its_own_template_is_calibrated_from_python(provider, tmp_path):
+    from jurist.gate import TemplateEvaluator
+    from jurist.judges.templates import PromptTemplate
+
+    provider.default = _judge_and_writer
+    template = PromptTemplate("strict_quality", "1", "Judge strictly; give quality_score from 0 to 1.\n"
+                                                      "{question}\n{answer}")
+    schema = {"type": "object", "properties": {"quality_score": {"type": "number"}}, "required": ["quality_score"]}
+    answers = {f"t{k}": ("GOOD" if k % 2 else "POOR") + f" answer {k}" for k in range(6)}
+    sessions = write_sessions(tmp_path / "sessions", answers)
+    labels = label_set([(item, "custom", text.startswith("GOOD"), "ana") for item, text in answers.items()])
+    async with _runtime(provider) as rt:
+        judge = rt.model("fake/judge")
+        gate = Gate(GateConfig(require_calibration=BAR), runtime=rt,
+                    evaluator=TemplateEvaluator(judge, template, schema))
+        with pytest.raises(CalibrationRequired) as caught:
+            await gate.astart()
+        assert "template strict_quality" in str(caught.value) and "rubric 'custom'" in str(caught.value)
+        assert caught.value.commands[0].startswith("await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels")
+        report = await calibrate_gate(gate, labels, [sessions], resamples=0)
+        assert report.rubrics[0].agreement.judge_vs_humans.weighted_kappa.value == 1.0
+        result = await gate.run(QUESTION, "fake/writer")
+        await gate.aclose()
+        await judge.aclose()
+    assert result.evaluations[0].quality_score == 0.9

@@ -156,7 +156,8 @@ class Gate:
                 args += ["--threshold", f"{self.config.threshold:g}"]
             command = shlex.join(args + ["--labels", LABELS_PLACEHOLDER, "--sessions", "SESSIONS/"])
         else:
-            command = "await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels, sessions, runtime) (Python)"
+            command = ("await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels, [sessions]) (Python; labels "
+                       f'with "rubric": "{name}"; see docs/calibration.md)')
         return [JudgeUse(identity_of(judge, name), bar, command)]
 
     async def check_calibration(self) -> None:
