@@ -160,3 +160,26 @@ async def test_a_gate_with_its_own_template_is_calibrated_from_python(provider, 
         await gate.aclose()
         await judge.aclose()
     assert result.evaluations[0].quality_score == 0.9
+
+
+async def test_the_command_names_the_settings_file_and_store_the_gate_used(provider, tmp_path):
+    from types import SimpleNamespace
+
+    from jurist.judges.calibration import with_store_options
+
+    provider.default = _judge_and_writer
+    config = tmp_path / "gate.yaml"
+    config.write_text(f"providers:\n  fake:\n    type: openai\n    base_url: {provider.base_url}\n    api_key: k\n")
+    url = f"sqlite:///{tmp_path}/calibrations.db"
+    async with jurist.open(config, database_url=url) as rt:
+        gate = _gate(rt)
+        with pytest.raises(CalibrationRequired) as caught:
+            await gate.astart()
+        await gate.aclose()
+    assert caught.value.commands == [
+        f"jurist calibrate --gate quality --judge fake/judge --threshold 0.4 --labels LABELS.jsonl --sessions SESSIONS/ "
+        f"--config {config} --db {url}"]
+    assert f"calibrations looked up in {url}" in str(caught.value)
+    secret = SimpleNamespace(settings=SimpleNamespace(config_file=None, database_url="postgresql://u:pw@db/j"))
+    assert with_store_options("jurist calibrate --gate quality", secret) == "jurist calibrate --gate quality"
+    assert with_store_options("await calibrate_gate(...)", secret) == "await calibrate_gate(...)"

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.engine import make_url
 
 from jurist.errors import CalibrationRequired, ConfigError
 from jurist.judges.judge import Judge
@@ -100,6 +102,23 @@ class StoreSource(Protocol):
     async def astore(self) -> Store: ...
 
 
+def with_store_options(command: str, source: Any) -> str:
+    """A ``jurist calibrate`` command with the settings file and the store of ``source`` (a runtime)
+    when they were chosen, so that it calibrates into the store that is looked up (a database URL
+    with a password is left out: give it as the runtime got it, JURIST_DATABASE_URL say)."""
+    if not command.startswith("jurist calibrate"):
+        return command
+    settings = getattr(source, "settings", None)
+    config_file = getattr(settings, "config_file", None)
+    database_url = getattr(settings, "database_url", None)
+    args = shlex.split(command)
+    if config_file and "--config" not in args:
+        args += ["--config", str(config_file)]
+    if database_url and "--db" not in args and make_url(database_url).password is None:
+        args += ["--db", database_url]
+    return shlex.join(args)
+
+
 async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse]) -> dict[JudgeKey, dict[str, Any]]:
     """The newest calibration of each judge in ``uses``; raise :class:`CalibrationRequired` when
     one has none or one whose κ is below its bar (every such judge named, with the commands
@@ -127,8 +146,9 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
             low = True
         else:
             continue
-        if use.command not in commands:
-            commands.append(use.command)
+        command = with_store_options(use.command, source)
+        if command not in commands:
+            commands.append(command)
     if problems:
         where = store.engine.url.render_as_string(hide_password=True)
         raise CalibrationRequired(
