@@ -99,6 +99,22 @@ class PromptRouter:
             log.warning("prompt routing for %s failed (%s); using the shipped text", template.name, exc)
             return template
 
+    async def versions(self, template: PromptTemplate) -> list[PromptTemplate]:
+        """Every text a call of ``template`` may use now: the template itself, the active version,
+        or both arms of a running A/B test (what a calibration of the judge has to hold for)."""
+        if template.source != BUILTIN_SOURCE:
+            return [template]
+        try:
+            route = (await self._current()).get(template.name)
+            if route is None:
+                return [template]
+            if route["status"] == q.ACTIVE:
+                return [await self._version(template, int(route["version"]))]
+            return [await self._version(template, int(route["a"])), await self._version(template, int(route["b"]))]
+        except Exception as exc:  # as resolve(): the calls would use the template the judge holds
+            log.warning("prompt routing for %s failed (%s); using the shipped text", template.name, exc)
+            return [template]
+
     async def _current(self) -> dict[str, dict[str, Any]]:
         if time.monotonic() - self._read_at < self.refresh:
             return self._routes

@@ -42,7 +42,7 @@ async def test_a_gate_without_a_calibration_refuses_before_any_call_and_says_how
     async with _runtime(provider) as rt:
         gate = _gate(rt)
         with pytest.raises(CalibrationRequired) as caught:
-            await gate.run(QUESTION, "fake/writer")
+            await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         with pytest.raises(CalibrationRequired):
             await gate.evaluate(QUESTION, "an answer")
         await gate.aclose()
@@ -71,7 +71,7 @@ async def test_a_gate_calibrated_by_calibrate_gate_runs(provider, tmp_path):
         assert cal.threshold is not None and cal.threshold.threshold == 0.9 and cal.threshold.agreement.value == 1.0
         assert cal.calibration_id and report.target == "gate"
 
-        result = await gate.run(QUESTION, "fake/writer")
+        result = await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         await gate.aclose()
     assert result.accept_reason == "feedback_disabled" and result.evaluations[0].quality_score == 0.9
     assert len(provider.requests) == 10  # the writer and the judge
@@ -85,7 +85,7 @@ async def test_a_calibration_below_the_bar_refuses_and_names_its_kappa(provider)
         cid = store_calibration(rt.store, judge, 0.9)
         newest = store_calibration(rt.store, judge, 0.41)  # the newest calibration counts, not the best
         with pytest.raises(CalibrationRequired) as caught:
-            await gate.run(QUESTION, "fake/writer")
+            await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         assert f"the newest calibration ({newest}, " in str(caught.value) and "has κ 0.410, below min_kappa 0.6" \
             in str(caught.value) and cid not in str(caught.value)
         store_calibration(rt.store, judge, None)  # κ undefined (every rating alike): refused too
@@ -105,10 +105,10 @@ async def test_a_calibration_of_another_template_model_or_evaluator_does_not_cou
         comprehensive = _gate(rt, evaluator="comprehensiveness")
         store_calibration(rt.store, identity_of(comprehensive.evaluator.judge, "comprehensiveness"), 0.95)
         with pytest.raises(CalibrationRequired, match="no stored calibration"):
-            await gate.run(QUESTION, "fake/writer")
+            await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         await comprehensive.astart()  # its own judge is calibrated: it starts
         store_calibration(rt.store, judge, 0.6)  # exactly the bar: enough
-        result = await gate.run(QUESTION, "fake/writer")
+        result = await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         await gate.aclose()
         await comprehensive.aclose()
     assert result.evaluations[0].quality_score == 0.9
@@ -131,7 +131,7 @@ async def test_require_calibration_is_validated_and_off_by_default(provider):
             Gate(GateConfig(require_calibration=BAR), runtime=rt, evaluator=judge_fn)
         provider.default = _judge_and_writer
         plain = Gate(GateConfig(), runtime=rt, judge="fake/judge")  # no bar: no look-up, it runs
-        assert (await plain.run(QUESTION, "fake/writer")).evaluations[0].quality_score == 0.9
+        assert (await plain.run(QUESTION, "fake/writer", wait_for_evaluation=True)).evaluations[0].quality_score == 0.9
         await plain.aclose()
 
 
@@ -156,7 +156,7 @@ async def test_a_gate_with_its_own_template_is_calibrated_from_python(provider, 
         assert caught.value.commands[0].startswith("await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels")
         report = await calibrate_gate(gate, labels, [sessions], resamples=0)
         assert report.rubrics[0].agreement.judge_vs_humans.weighted_kappa.value == 1.0
-        result = await gate.run(QUESTION, "fake/writer")
+        result = await gate.run(QUESTION, "fake/writer", wait_for_evaluation=True)
         await gate.aclose()
         await judge.aclose()
     assert result.evaluations[0].quality_score == 0.9
@@ -183,3 +183,45 @@ async def test_the_command_names_the_settings_file_and_store_the_gate_used(provi
     secret = SimpleNamespace(settings=SimpleNamespace(config_file=None, database_url="postgresql://u:pw@db/j"))
     assert with_store_options("jurist calibrate --gate quality", secret) == "jurist calibrate --gate quality"
     assert with_store_options("await calibrate_gate(...)", secret) == "await calibrate_gate(...)"
+
+
+async def test_a_calibration_holds_for_the_text_the_prompt_lab_routes_the_judge_to(provider, tmp_path):
+    """An active version of gate_quality is another judge: the shipped text's calibration does not
+    count; during an A/B test both arms need one, and no calibration can be made."""
+    from jurist.analysis.prompt_tests import activate_version, start_test
+    from jurist.analysis.prompts import create_prompt_version, prompt_version
+
+    provider.default = _judge_and_writer
+    answers = {f"p{k}": ("GOOD" if k % 2 else "POOR") + f" answer {k}" for k in range(6)}
+    sessions = write_sessions(tmp_path / "sessions", answers)
+    labels = label_set([(item, "quality", text.startswith("GOOD"), "ana") for item, text in answers.items()])
+    async with _runtime(provider) as rt:
+        store = await rt.astore()
+        gate = _gate(rt)
+        shipped = identity_of(gate.evaluator.judge, "quality")
+        store_calibration(rt.store, shipped, 0.9)
+        v1 = await prompt_version(store, "gate_quality", 1)
+        await create_prompt_version(store, "gate_quality", v1["text"].replace("Score the response", "Score strictly"))
+        await activate_version(store, "gate_quality", 2)
+        rt.prompts.forget()
+        with pytest.raises(CalibrationRequired) as caught:
+            await gate.astart()
+        v2 = (await prompt_version(store, "gate_quality", 2))["hash"]
+        assert f"template gate_quality ({v2})" in str(caught.value) and shipped.template_hash not in str(caught.value)
+
+        report = await calibrate_gate(gate, labels, [sessions], resamples=0)  # calibrated on version 2
+        assert report.rubrics[0].judge.template_hash == v2
+        await gate.astart()  # now it starts
+
+        await start_test(store, "gate_quality", 1, 2, calls=50)
+        rt.prompts.forget()
+        other = _gate(rt)
+        await other.astart()  # both arms (the shipped text and version 2) are calibrated
+        store_calibration(rt.store, shipped, 0.2)
+        with pytest.raises(CalibrationRequired) as caught:
+            await _gate(rt).astart()
+        assert f"({shipped.template_hash}), rubric 'quality': the newest calibration" in str(caught.value)
+        with pytest.raises(ConfigError, match="an A/B test of the prompt gate_quality is running"):
+            await calibrate_gate(gate, labels, [sessions], resamples=0)
+        for g in (gate, other):
+            await g.aclose()

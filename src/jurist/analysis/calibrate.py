@@ -34,7 +34,7 @@ from jurist.errors import InputError
 from jurist.ids import new_id
 from jurist.judges.calibration import JudgeIdentity, StoreSource
 from jurist.rubrics.api import build_judge, load_template
-from jurist.rubrics.calibration import rubric_identities
+from jurist.rubrics.calibration import calibrated_identities
 from jurist.rubrics.judging import SCORED
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.results import RubricResult
@@ -166,7 +166,11 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
     store = await runtime.astore()
     loaded = await asyncio.to_thread(load_template, template, store)
     rj = build_judge(runtime, judge=judge, template=loaded, cache=cache)
-    judges = rubric_identities(rubric_set, rj)
+    try:
+        judges = await calibrated_identities(rubric_set, rj)  # before any call
+    except BaseException:
+        await rj.model.aclose()
+        raise
     evaluator = SessionEvaluator(rubric_set, rj, store, runtime.settings.session_char_budget,
                                  runtime.settings.rubric_timeout)
     gate = asyncio.Semaphore(parallel)

@@ -23,7 +23,7 @@ from jurist.analysis.labels import Label, LabelSet
 from jurist.errors import ConfigError, EvaluationFailed, InputError
 from jurist.gate.gate import Gate
 from jurist.ids import new_id
-from jurist.judges.calibration import identity_of
+from jurist.judges.calibration import calibrated_identity
 from jurist.judges.judge import Judge
 from jurist.rubrics.sessions import ChatSession
 
@@ -68,6 +68,7 @@ async def calibrate_gate(gate: Gate, labels: LabelSet, sessions: list[Path], *,
     mine = gate_labels(labels, evaluator.name)
     chats = await asyncio.to_thread(find_sessions, labels, sessions)
     items = {item: gate_item(chat) for item, chat in chats.items()}  # every session checked before any call
+    identity = await calibrated_identity(judge, evaluator.name)
     limit = asyncio.Semaphore(parallel)
 
     async def one(item: str) -> JudgeScore:
@@ -90,7 +91,7 @@ async def calibrate_gate(gate: Gate, labels: LabelSet, sessions: list[Path], *,
     cal = await asyncio.to_thread(lambda: rubric_calibration(
         evaluator.name, f"gate {evaluator.name}", UNIT, mine, scores.__getitem__, resamples=resamples, seed=seed,
         pass_at=pass_at, fit=fit))
-    cal.judge = identity_of(judge, evaluator.name)
+    cal.judge = identity
     report = CalibrationReport(judge=judge.model.name, labels=labels.source,
                                annotators=sorted({lab.annotator for lab in mine}), rubrics=[cal],
                                resamples=resamples, fit=fit, target="gate")

@@ -31,7 +31,7 @@ from jurist.analysis.labels import Label, LabelSet
 from jurist.errors import ConfigError, InputError
 from jurist.ids import new_id
 from jurist.jsonfiles import jsonl_objects
-from jurist.judges.calibration import StoreSource
+from jurist.judges.calibration import StoreSource, calibrated_identity
 from jurist.judges.outcome import OK
 from jurist.judges.panel import Panel, RoleResult
 from jurist.research import stages as st
@@ -133,6 +133,8 @@ async def calibrate_panel(panel: Panel, items: Mapping[str, Mapping[str, str]], 
     The panel's own ``require_calibration`` is not checked."""
     by_dim = panel_labels(labels, panel, items)
     wanted = list(dict.fromkeys(lab.item for lab in labels.labels))
+    identities = [(role, await calibrated_identity(judge, d, panel.dimension_hash(role, d)))
+                  for role, judge in panel.role_judges() for d in role.dimensions]  # before any call
     limit = asyncio.Semaphore(parallel)
 
     async def one(item: str) -> list[RoleResult]:
@@ -143,7 +145,6 @@ async def calibrate_panel(panel: Panel, items: Mapping[str, Mapping[str, str]], 
         return results
 
     judged = dict(zip(wanted, await asyncio.gather(*(one(item) for item in wanted))))
-    identities = panel.identities()
 
     def compare() -> list[Any]:
         out = []

@@ -158,7 +158,7 @@ class Gate:
         else:
             command = ("await jurist.analysis.calibrate_gate.calibrate_gate(gate, labels, [sessions]) (Python; labels "
                        f'with "rubric": "{name}"; see docs/calibration.md)')
-        return [JudgeUse(identity_of(judge, name), bar, command)]
+        return [JudgeUse(identity_of(judge, name), bar, command, routed=judge)]
 
     async def check_calibration(self) -> None:
         """With ``require_calibration``: raise :class:`~jurist.errors.CalibrationRequired` unless the

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 
 from jurist.errors import CalibrationRequired, ConfigError
 from jurist.judges.judge import Judge
+from jurist.judges.templates import PromptTemplate
 from jurist.store.calibrations import JudgeKey, latest_calibrations
 from jurist.store.store import Store
 
@@ -83,13 +84,44 @@ def identity_of(judge: Judge, rubric: str, rubric_hash: str | None = None) -> Ju
     return JudgeIdentity(judge.model.name, judge.template.name, judge.template.hash, rubric, rubric_hash)
 
 
+async def texts_of(judge: Judge) -> list[PromptTemplate]:
+    """Every text of its template a judge's calls may use now: the template it holds, or what the
+    prompt lab routes it to (the active version; both arms of a running A/B test)."""
+    if judge.prompts is None:
+        return [judge.template]
+    versions = getattr(judge.prompts, "versions", None)
+    if versions is not None:
+        texts: list[PromptTemplate] = await versions(judge.template)
+        return texts
+    return [await judge.prompts.resolve(judge.template, lambda: "")]
+
+
+async def routed_identities(judge: Judge, rubric: str, rubric_hash: str | None = None) -> list[JudgeIdentity]:
+    """The identities of a judge's calls on ``rubric`` now: one per text its calls may use."""
+    return [JudgeIdentity(judge.model.name, t.name, t.hash, rubric, rubric_hash) for t in await texts_of(judge)]
+
+
+async def calibrated_identity(judge: Judge, rubric: str, rubric_hash: str | None = None) -> JudgeIdentity:
+    """The identity a calibration made now with ``judge`` holds for; a ConfigError while the prompt
+    lab runs an A/B test of its template (the calls would mix two texts)."""
+    found = await routed_identities(judge, rubric, rubric_hash)
+    if len(found) != 1:
+        raise ConfigError(f"an A/B test of the prompt {judge.template.name} is running (templates "
+                          f"{', '.join(i.template_hash for i in found)}): a calibration holds for one text; end "
+                          "the test (or make one version active in the prompt lab), then calibrate")
+    return found[0]
+
+
 @dataclass(frozen=True)
 class JudgeUse:
-    """A judge a capability will ask, the bar its calibration must meet, and the command that makes one."""
+    """A judge a capability will ask, the bar its calibration must meet, and the command that makes
+    one. With ``routed`` (the judge itself), its identity is the text the prompt lab routes its
+    calls to when the look-up is made (both arms of an A/B test: both need a calibration)."""
 
     judge: JudgeIdentity
     requirement: CalibrationRequirement
     command: str
+    routed: Judge | None = None
 
 
 @runtime_checkable
@@ -128,6 +160,14 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
     if source is None or not source.has_store:
         raise ConfigError("require_calibration looks calibrations up in the store, and this runtime has none; "
                           "give the capability a runtime with a store (jurist.open())")
+    routed: list[JudgeUse] = []
+    for use in uses:
+        if use.routed is None:
+            routed.append(use)
+        else:
+            routed += [replace(use, judge=ident, routed=None)
+                       for ident in await routed_identities(use.routed, use.judge.rubric, use.judge.rubric_hash)]
+    uses = list({(u.judge.key, u.requirement.min_kappa): u for u in routed}.values())
     store = await source.astore()
     found: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
     problems: list[str] = []

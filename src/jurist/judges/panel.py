@@ -406,15 +406,22 @@ class Panel:
         return text_hash(role.name, role.instructions or _GENERIC_INSTRUCTIONS, dimension,
                          self.descriptions.get(dimension, ""))
 
+    def role_judges(self) -> list[tuple[Role, Judge]]:
+        """Each role and its judge (model and ``panel_role`` template)."""
+        return list(self._judges)
+
     def identities(self) -> list[tuple[Role, JudgeIdentity]]:
         """Each role's judge on each of its dimensions, as calibrations know it."""
         return [(role, identity_of(judge, d, self.dimension_hash(role, d)))
                 for role, judge in self._judges for d in role.dimensions]
 
-    def calibration_uses(self) -> list[JudgeUse]:
-        """The role judges whose dimensions require a calibration, with their bars."""
-        return [JudgeUse(ident, bar, self.calibrate_command) for _, ident in self.identities()
-                if (bar := requirement_for(self.require_calibration, ident.rubric)) is not None]
+    def calibration_uses(self, requirements: Requirements = None) -> list[JudgeUse]:
+        """The role judges whose dimensions require a calibration (by ``requirements``, default the
+        panel's ``require_calibration``), with their bars."""
+        wanted = self.require_calibration if requirements is None else requirements
+        return [JudgeUse(identity_of(judge, d, self.dimension_hash(role, d)), bar, self.calibrate_command, routed=judge)
+                for role, judge in self._judges for d in role.dimensions
+                if (bar := requirement_for(wanted, d)) is not None]
 
     async def check_calibration(self) -> None:
         """With ``require_calibration``: raise :class:`~jurist.errors.CalibrationRequired` unless the

@@ -32,7 +32,7 @@ from typing import Any, Awaitable, Callable
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError
 from jurist.ids import new_id
-from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, require_calibrated
+from jurist.judges.calibration import LABELS_PLACEHOLDER, require_calibrated
 from jurist.judges.panel import Panel, PanelResult, roles_for
 from jurist.models.base import MeaningJudge
 from jurist.research import stages as st
@@ -252,9 +252,7 @@ class ResearchEvaluation:
                 return
             evaluator = evaluator.get()  # built here, outside the fail-safe
         if isinstance(evaluator, Panel):
-            uses = [JudgeUse(ident, bars[ident.rubric], evaluator.calibrate_command)
-                    for _, ident in evaluator.identities() if ident.rubric in bars]
-            await require_calibrated(self.runtime, uses)
+            await require_calibrated(self.runtime, evaluator.calibration_uses(bars))
             await evaluator.check_calibration()  # a panel given with a require_calibration of its own
         elif bars:
             raise ConfigError(f"research.stages.{stage} requires a calibration, and its evaluator "

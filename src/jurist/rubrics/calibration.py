@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from jurist.judges.calibration import (LABELS_PLACEHOLDER, CalibrationRequirement, JudgeIdentity, JudgeUse,
-                                       StoreSource, identity_of, require_calibrated, text_hash)
+                                       StoreSource, calibrated_identity, identity_of, require_calibrated, text_hash)
 from jurist.judges.templates import PromptTemplate
 from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import Rubric, RubricSet
@@ -22,8 +22,15 @@ def rubric_hash(rubric: Rubric, scale: tuple[float, float]) -> str:
 
 
 def rubric_identities(rubric_set: RubricSet, judge: RubricJudge) -> dict[str, JudgeIdentity]:
-    """Rubric id -> the judge identity its scores come from."""
+    """Rubric id -> the judge identity its scores come from (the template the judge holds)."""
     return {r.id: identity_of(judge.judge_for(r), r.id, rubric_hash(r, rubric_set.scale_of(r)))
+            for r in rubric_set.rubrics}
+
+
+async def calibrated_identities(rubric_set: RubricSet, judge: RubricJudge) -> dict[str, JudgeIdentity]:
+    """Rubric id -> the judge identity a calibration made now holds for (the text the prompt lab
+    routes the judge to; a ConfigError during an A/B test of it)."""
+    return {r.id: await calibrated_identity(judge.judge_for(r), r.id, rubric_hash(r, rubric_set.scale_of(r)))
             for r in rubric_set.rubrics}
 
 
@@ -50,7 +57,7 @@ def rubric_uses(rubric_set: RubricSet, judge: RubricJudge, template: PromptTempl
     """The judges of the rubrics that require a calibration, with their bars."""
     identities = rubric_identities(rubric_set, judge)
     command = calibrate_command(rubric_set, judge, template)
-    return [JudgeUse(identities[r.id], req, command) for r in rubric_set.rubrics
+    return [JudgeUse(identities[r.id], req, command, routed=judge.judge_for(r)) for r in rubric_set.rubrics
             if (req := rubric_set.requirement_for(r)) is not None]
 
 
