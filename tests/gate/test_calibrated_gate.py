@@ -177,8 +177,8 @@ async def test_the_command_names_the_settings_file_and_store_the_gate_used(provi
             await gate.astart()
         await gate.aclose()
     assert caught.value.commands == [
-        f"jurist calibrate --gate quality --judge fake/judge --threshold 0.4 --labels LABELS.jsonl --sessions SESSIONS/ "
-        f"--config {config} --db {url}"]
+        "jurist calibrate --gate quality --judge fake/judge --threshold 0.4 --labels LABELS.jsonl --sessions SESSIONS/"
+        f" --config {config} --db {url}"]
     assert f"calibrations looked up in {url}" in str(caught.value)
     secret = SimpleNamespace(settings=SimpleNamespace(config_file=None, database_url="postgresql://u:pw@db/j"))
     assert with_store_options("jurist calibrate --gate quality", secret) == "jurist calibrate --gate quality"

@@ -10,7 +10,8 @@ CHECK = """
 import sys
 import jurist.gate.gate, jurist.judges.panel, jurist.research.evaluation, jurist.rubrics.api, jurist.rubrics.ray_engine
 import jurist.cli.evaluate
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "krippendorff") or m.startswith("jurist.analysis"))
+loaded = sorted(m for m in sys.modules
+                if m.split(".")[0] in ("scipy", "krippendorff") or m.startswith("jurist.analysis"))
 print(",".join(loaded))
 """
 

@@ -50,7 +50,8 @@ async def test_an_uncalibrated_panel_refuses_before_any_call(provider):
     assert provider.requests == []
     message = str(caught.value)
     for model, dim in (("fake/a", "accuracy"), ("fake/a", "clarity"), ("fake/b", "tone")):
-        assert f"judge {model}, template panel_role (" in message and f"rubric {dim!r}: no stored calibration" in message
+        assert f"judge {model}, template panel_role (" in message
+        assert f"rubric {dim!r}: no stored calibration" in message
     assert caught.value.commands == [CALIBRATE_PANEL]
 
 
@@ -65,7 +66,8 @@ async def test_calibrate_panel_stores_one_calibration_per_role_and_dimension_and
                                        resamples=100)
         assert len(provider.requests) == 12  # two roles, six items; the bar was not checked
         assert [(r.rubric, r.name, r.pass_at) for r in report.rubrics] == [
-            ("accuracy", "accuracy (checker)", 0.7), ("clarity", "clarity (checker)", 0.7), ("tone", "tone (reader)", 0.7)]
+            ("accuracy", "accuracy (checker)", 0.7), ("clarity", "clarity (checker)", 0.7),
+            ("tone", "tone (reader)", 0.7)]
         assert all(r.agreement.judge_vs_humans.weighted_kappa.value == 1.0 and r.calibration_id
                    for r in report.rubrics)
         result = await panel.evaluate(items["q1"], task=TASK)

@@ -346,7 +346,8 @@ def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> l
         figures = {k: v for k, v in r.to_json().items() if k not in ("differing", "calibration_id")}
         rows.append({
             "id": new_id(), "kind": report.target, "judge_model": r.judge.judge_model,
-            "template_name": r.judge.template_name, "template_hash": r.judge.template_hash, "rubric": r.judge.rubric, "rubric_hash": r.judge.rubric_hash,
+            "template_name": r.judge.template_name, "template_hash": r.judge.template_hash,
+            "rubric": r.judge.rubric, "rubric_hash": r.judge.rubric_hash,
             "scale": r.scale, "items": r.agreement.items, "n": jv.n,
             "kappa": jv.weighted_kappa.value, "kappa_low": jv.weighted_kappa.low, "kappa_high": jv.weighted_kappa.high,
             "agreement": jv.exact.value, "agreement_low": jv.exact.low, "agreement_high": jv.exact.high,
