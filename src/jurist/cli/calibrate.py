@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -10,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import EXIT_OK, DbOpt, console, handle_errors, load_settings, waiting
+from jurist.cli.common import (DbOpt, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, handle_errors, load_settings,
+                               show_report, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -181,9 +181,9 @@ def register(app: typer.Typer) -> None:
                                       "(require_calibration then will not find it)."),
         resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
                                       help="Bootstrap resamples for the 95% intervals (0: none)."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        seed: int = SeedOpt,
+        as_json: bool = JsonOpt,
+        output: Optional[Path] = OutputOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Compare a judge's verdicts with human labels (κ, ρ, τ, α, bias; a fitted pass threshold) and store
@@ -192,7 +192,6 @@ def register(app: typer.Typer) -> None:
 
         from jurist.analysis.labels import load_labels
         from jurist.extras import require_extra
-        from jurist.jsonfiles import write_json
 
         require_extra("analysis", "jurist calibrate")
         target = _target(rubrics, gate, research, sessions, items, template, fit)
@@ -206,15 +205,7 @@ def register(app: typer.Typer) -> None:
             job.rubric_set = load_rubrics(rubrics, settings.score_scale)
         report = asyncio.run(job.run())
         data = report.to_json()
-        if output:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            write_json(output, data)
-        if as_json:
-            console.print_json(json.dumps(data))
-        else:
-            print_report(data)
-            if output:
-                console.print(escape(f"report written to {output}"), highlight=False)
+        show_report(data, print_report, as_json=as_json, output=output)
         raise typer.Exit(EXIT_OK)
 
 

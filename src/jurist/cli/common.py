@@ -20,6 +20,8 @@ from typer.core import TyperGroup
 from jurist.errors import JuristError, ModelError, StoreError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from rich.status import Status
 
     from jurist.config import Settings
@@ -98,6 +100,28 @@ DB_HELP = ("The store: a database URL (sqlite:///path.db, postgresql+psycopg://.
            "(default: JURIST_DATABASE_URL, else jurist.db in JURIST_HOME, else in the user's data folder, "
            "~/.local/share/jurist on Linux).")
 DbOpt = typer.Option(None, "--db", help=DB_HELP)
+# The report options of calibrate, compare and probe.
+JsonOpt = typer.Option(False, "--json", help="Print the report as JSON instead of tables.")
+OutputOpt = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here.")
+SeedOpt = typer.Option(0, "--seed", help="Seed of the bootstrap.")
+
+
+def show_report(data: dict[str, Any], print_tables: Callable[[dict[str, Any]], None], *, as_json: bool,
+                output: "Path | None") -> None:
+    """A command's report: written to ``output`` (JSON) if given, then printed as JSON or as tables."""
+    import json
+
+    from jurist.jsonfiles import write_json
+
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_json(output, data)
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    print_tables(data)
+    if output:
+        console.print(escape(f"report written to {output}"), highlight=False)
 OLD_STORE = ".jurist/jurist.db"  # where earlier versions kept the store: in the current folder
 
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (EXIT_FAILURES, EXIT_OK, DbOpt, console, err_console, handle_errors, load_settings,
-                               waiting)
+from jurist.cli.common import (DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, err_console,
+                               handle_errors, load_settings, show_report, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -117,9 +116,9 @@ def register(app: typer.Typer) -> None:
         parallel: int = typer.Option(4, "--parallel", min=1, help="Pairs judged at once."),
         resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
                                       help="Bootstrap resamples for the 95% intervals (0: none)."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        seed: int = SeedOpt,
+        as_json: bool = JsonOpt,
+        output: Optional[Path] = OutputOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Compare systems' answers pairwise: each pair judged in both orders; win rates, position flips,
@@ -129,7 +128,6 @@ def register(app: typer.Typer) -> None:
         from jurist.analysis.answers import answer_sets, inline_answers
         from jurist.errors import InputError
         from jurist.extras import require_extra
-        from jurist.jsonfiles import write_json
 
         require_extra("analysis", "jurist compare")
         if prompt is not None:
@@ -143,15 +141,7 @@ def register(app: typer.Typer) -> None:
         settings = load_settings(config, db=db, cache=False if no_cache else None)
         result = asyncio.run(_run(settings, systems, judge, template, criteria, parallel, resamples, seed))
         data = result.to_json()
-        if output:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            write_json(output, data)
-        if as_json:
-            console.print_json(json.dumps(data))
-        else:
-            print_report(data)
-            if output:
-                console.print(escape(f"report written to {output}"), highlight=False)
+        show_report(data, print_report, as_json=as_json, output=output)
         if result.judged == 0:
             err_console.print("no pair got a verdict in both orders; see the reasons above (or in the report)",
                               highlight=False)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import EXIT_OK, DbOpt, console, handle_errors, load_settings, waiting
+from jurist.cli.common import (DbOpt, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, handle_errors, load_settings,
+                               show_report, waiting)
 from jurist.cli.compare import BOOTSTRAP_RESAMPLES, fmt, print_position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,9 +125,9 @@ def register(app: typer.Typer) -> None:
         parallel: int = typer.Option(4, "--parallel", min=1, help="Answers (or pairs) judged at once."),
         resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
                                       help="Bootstrap resamples for the 95% intervals (0: none)."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of tables."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here."),
+        seed: int = SeedOpt,
+        as_json: bool = JsonOpt,
+        output: Optional[Path] = OutputOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Probe the judge: position flips, verbosity bias, self-preference, run-to-run variance."""
@@ -135,7 +135,6 @@ def register(app: typer.Typer) -> None:
 
         from jurist.analysis.answers import answer_sets
         from jurist.extras import require_extra
-        from jurist.jsonfiles import write_json
         from jurist.rubrics import load_rubrics
 
         require_extra("analysis", "jurist probe")
@@ -145,15 +144,7 @@ def register(app: typer.Typer) -> None:
         report = asyncio.run(_run(settings, systems, rubric_set, judge, template, criteria, samples, padding,
                                   parallel, resamples, seed))
         data = report.to_json()
-        if output:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            write_json(output, data)
-        if as_json:
-            console.print_json(json.dumps(data))
-        else:
-            print_report(data)
-            if output:
-                console.print(escape(f"report written to {output}"), highlight=False)
+        show_report(data, print_report, as_json=as_json, output=output)
         raise typer.Exit(EXIT_OK)
 
 
