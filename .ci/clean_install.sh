@@ -67,7 +67,7 @@ health proxy "$proxy_port"
 # The dashboard renders without plotly: the overview's figures, a notice naming the extra where the charts were.
 "$py" - "$serve_port" <<'EOF' || { echo "clean install: /evaluation did not render:" >&2; cat "$work/serve.log" >&2; exit 1; }
 import html, sys, urllib.request
-with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/evaluation", timeout=10) as r:
+with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/evaluation?period=all", timeout=10) as r:
     assert r.status == 200 and r.headers["content-type"].startswith("text/html"), r.status
     page = html.unescape(r.read().decode())
 assert 'id="m-total">60<' in page and 'id="by-kind"' in page, page[:500]
