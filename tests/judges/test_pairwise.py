@@ -117,10 +117,15 @@ async def test_the_prompt_and_answers_stay_inside_their_blocks(provider):
     pj = make(provider)
     await pj.compare("q1", attack("question"), Contestant("x", attack("answer")), Contestant("y", "fine"))
     await pj.model.aclose()
-    prompt = prompt_text(provider.requests[0]["json"]["messages"])
-    assert_inside(prompt, "question")
-    assert_inside(prompt, "answer", "A")
-    assert prompt.count(PAYLOAD) == 2 and prompt.count('<answer id="B">\n') == 1
+    # Both orders, sent together: the attacking answer is A in one request and B in the other.
+    prompts = [prompt_text(r["json"]["messages"]) for r in provider.requests]
+    holders = []
+    for prompt in prompts:
+        assert_inside(prompt, "question")
+        holders.append("A" if '<answer id="A">\nFine.' in prompt else "B")
+        assert_inside(prompt, "answer", holders[-1])
+        assert prompt.count(PAYLOAD) == 2 and prompt.count('<answer id="B">\n') == 1
+    assert sorted(holders) == ["A", "B"]
 
 
 async def test_the_offline_judge_prefers_the_answer_more_relevant_to_the_prompt():
