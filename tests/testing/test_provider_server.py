@@ -164,7 +164,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(server: ProviderSe
 
 
 def test_peak_in_flight_counts_concurrent_requests(server: ProviderServer) -> None:
-    server.default = Reply(delay=0.3)
+    server.default = Reply(delay=2.0)  # long enough that all five overlap even when threads start late on a busy machine
     threads = [threading.Thread(target=post, args=(server, "/v1/chat/completions", CHAT)) for _ in range(5)]
     for t in threads:
         t.start()
