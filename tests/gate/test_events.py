@@ -10,6 +10,7 @@ from jurist.errors import ModelUnavailable
 from jurist.gate import CALL_GENERATION, Gate, GateConfig, IterationLimit
 from jurist.models import script
 from tests.gate.helpers import QUESTION, bad, collect, gate, good, kinds, slow_words
+from tests.quoting import prompt_text
 
 LONG_OK = " ".join(["Built in 1889 and 330 m tall."] * 8)
 
@@ -36,7 +37,9 @@ async def test_order_when_the_first_answer_passes(strategy, expected):
 ])
 async def test_order_when_one_regeneration_is_needed(strategy, expected):
     script("gen", "Built in 1889 only, nothing else said here at all.", LONG_OK)
-    script("judge", bad(), default=good())
+    # The verdict follows the text judged, not the order of the calls: the parallel strategy's
+    # snapshot judgements (some cancelled) would otherwise take the scripted replies in any order.
+    script("judge", default=lambda req: good() if "330" in prompt_text(req.messages) else bad())
     g = gate(strategy=strategy)
     events = await collect(g)
     await g.aclose()
