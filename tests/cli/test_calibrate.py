@@ -129,9 +129,9 @@ def test_calibrate_bad_labels_exit_2_with_file_and_line(provider, tmp_path):
 
 def test_the_commands_default_resamples_are_the_analysis_default():
     from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
-    from jurist.cli import calibrate
+    from jurist.cli import common
 
-    assert calibrate.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
+    assert common.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
 
 
 def test_without_the_analysis_extra_calibrate_says_which_to_install(tmp_path):

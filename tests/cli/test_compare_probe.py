@@ -121,9 +121,9 @@ def test_the_commands_defaults_are_the_analysis_defaults():
     from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES
     from jurist.analysis.bias import PAD_FACTOR
     from jurist.analysis.probe import DEFAULT_SAMPLES
-    from jurist.cli import compare, probe
+    from jurist.cli import common, probe
 
-    assert compare.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
+    assert common.BOOTSTRAP_RESAMPLES == BOOTSTRAP_RESAMPLES
     assert (probe.DEFAULT_SAMPLES, probe.PAD_FACTOR) == (DEFAULT_SAMPLES, PAD_FACTOR)
 
 

@@ -34,13 +34,18 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture
-def page():
+def require_browser() -> None:
+    """Skip a browser test where Debian's chromium or playwright is missing; under CI, fail it."""
     reason = _missing()
     if reason:
         if os.environ.get("CI"):
             pytest.fail(f"browser test cannot run under CI: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture
+def page():
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

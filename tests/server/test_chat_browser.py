@@ -22,7 +22,7 @@ from jurist.testing import Reply
 from tests.conftest import REPO
 from tests.gate.helpers import comp
 from tests.server.live import running
-from tests.server.test_browser import ARGS, CHROMIUM, PAYLOAD, _missing
+from tests.server.test_browser import ARGS, CHROMIUM, PAYLOAD, require_browser
 from tests.server.test_proxy import broken_stream
 
 QUESTION = "When was the Eiffel Tower built and how tall is it?"
@@ -37,11 +37,7 @@ def settings(isolated) -> Settings:
 def browser():
     """(page, posts, problems): the page, the JSON bodies and headers it POSTed, and any
     page error, console error or request that tried to leave the machine."""
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test cannot run under CI: {reason}")
-        pytest.skip(reason)
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     problems: list[str] = []

@@ -26,7 +26,7 @@ from jurist.store import analysis as qa
 from jurist.store import dashboard as q
 from tests.conftest import REPO
 from tests.server.live import running
-from tests.server.test_browser import ARGS, CHROMIUM, _missing
+from tests.server.test_browser import ARGS, CHROMIUM, require_browser
 from tests.server.test_dashboard_pages import PWN_IMG, PWN_SCRIPT, run_async, seeded_store
 
 VIEWPORT = {"width": 1360, "height": 900}
@@ -46,11 +46,7 @@ def shots(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def browser_page(tmp_path: Path):
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test cannot run under CI: {reason}")
-        pytest.skip(reason)
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     blocked: list[str] = []

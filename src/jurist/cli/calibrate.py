@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (DbOpt, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, handle_errors, load_settings,
-                               show_report, waiting)
+from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_OK, JsonOpt, NoCacheOpt, OutputOpt, ResamplesOpt, SeedOpt,
+                               console, handle_errors, load_settings, show_report, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
     from jurist.analysis.calibrate import CalibrationReport
 
-BOOTSTRAP_RESAMPLES = 2000  # jurist.analysis.agreement.BOOTSTRAP_RESAMPLES (a test keeps them equal)
 
 FIGURES = (("exact", "exact agreement"), ("within_one", "within one"), ("kappa", "Cohen's κ"),
            ("weighted_kappa", "Cohen's κ (quadratic)"), ("spearman", "Spearman ρ"), ("kendall", "Kendall τ-b"),
@@ -175,12 +174,11 @@ def register(app: typer.Typer) -> None:
                                         help="--gate quality: the gate's threshold (its pass in the figures)."),
         fit: str = typer.Option("agreement", "--fit", help="What the fitted threshold of a pass/fail rubric "
                                 "maximises: agreement | f1."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the cache."),
+        config: Optional[str] = ConfigOpt,
+        no_cache: bool = NoCacheOpt,
         no_store: bool = typer.Option(False, "--no-store", help="Do not keep the calibration in the store "
                                       "(require_calibration then will not find it)."),
-        resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
-                                      help="Bootstrap resamples for the 95% intervals (0: none)."),
+        resamples: int = ResamplesOpt,
         seed: int = SeedOpt,
         as_json: bool = JsonOpt,
         output: Optional[Path] = OutputOpt,

@@ -100,7 +100,12 @@ DB_HELP = ("The store: a database URL (sqlite:///path.db, postgresql+psycopg://.
            "(default: JURIST_DATABASE_URL, else jurist.db in JURIST_HOME, else in the user's data folder, "
            "~/.local/share/jurist on Linux).")
 DbOpt = typer.Option(None, "--db", help=DB_HELP)
+ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
+NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
 # The report options of calibrate, compare and probe.
+BOOTSTRAP_RESAMPLES = 2000  # jurist.analysis.agreement.BOOTSTRAP_RESAMPLES (a test keeps them equal; no scipy here)
+ResamplesOpt = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
+                            help="Bootstrap resamples for the 95% intervals (0: none).")
 JsonOpt = typer.Option(False, "--json", help="Print the report as JSON instead of tables.")
 OutputOpt = typer.Option(None, "--output", "-o", help="Also write the report (JSON) here.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the bootstrap.")

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, err_console,
-                               handle_errors, load_settings, show_report, waiting)
+from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt, NoCacheOpt, OutputOpt,
+                               ResamplesOpt, SeedOpt, console, err_console, handle_errors, load_settings,
+                               show_report, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
     from jurist.analysis.pairwise import CompareReport
 
-BOOTSTRAP_RESAMPLES = 2000  # jurist.analysis.agreement.BOOTSTRAP_RESAMPLES (a test keeps them equal)
 
 
 def fmt(estimate: dict[str, Any], percent: bool = True) -> str:
@@ -111,11 +111,10 @@ def register(app: typer.Typer) -> None:
                                                "helpful, accurate, complete, nothing false or unsafe)."),
         template: Optional[Path] = typer.Option(None, "--template", help="Pairwise judge template file "
                                                 "({criteria}, {question}, {answer_a}, {answer_b})."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the cache."),
+        config: Optional[str] = ConfigOpt,
+        no_cache: bool = NoCacheOpt,
         parallel: int = typer.Option(4, "--parallel", min=1, help="Pairs judged at once."),
-        resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
-                                      help="Bootstrap resamples for the 95% intervals (0: none)."),
+        resamples: int = ResamplesOpt,
         seed: int = SeedOpt,
         as_json: bool = JsonOpt,
         output: Optional[Path] = OutputOpt,

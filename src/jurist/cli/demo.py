@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from jurist.cli.common import (LOCAL_JUDGE, DbOpt, console, handle_errors, load_settings, require_local_judge,
-                               waiting)
+from jurist.cli.common import (ConfigOpt, DbOpt, LOCAL_JUDGE, console, handle_errors, load_settings,
+                               require_local_judge, waiting)
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
             help=f"Judge of every part: rubrics, research panels, checklist, gate (default: the offline "
                  f"{LOCAL_JUDGE}, no LLM needed)."
         ),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Run the bundled examples: rubric scoring, a research pipeline, a checklist tutor, a response gate.

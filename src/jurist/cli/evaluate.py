@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, DbOpt, console, err_console, handle_errors,
-                               load_settings, local_load_notice, require_local_judge, stdout_is_terminal, waiting)
+from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, NoCacheOpt, console,
+                               err_console, handle_errors, load_settings, local_load_notice, require_local_judge,
+                               stdout_is_terminal, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -25,8 +26,6 @@ INTERRUPTED = "interrupted; finished results are kept, rerun to resume"
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
 TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a file ({rubric_name}, {chat_session}, ...), a shipped name (judge_template: note 003's SCORE: format) or name@version.")
-ConfigOpt = typer.Option(None, "--config", help="Settings file (default: ./jurist.yaml or JURIST_CONFIG).")
-NoCacheOpt = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the call cache.")
 TimeoutOpt = typer.Option(None, "--timeout", help="Seconds per judge attempt.")
 RequireCalibrationOpt = typer.Option(
     None, "--require-calibration", min=-1.0, max=1.0, metavar="MIN_KAPPA",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import DbOpt, console, err_console, handle_errors, load_settings, print_store
+from jurist.cli.common import ConfigOpt, DbOpt, console, err_console, handle_errors, load_settings, print_store
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         purpose: Optional[str] = typer.Option(None, "--purpose", help="Only calls with this purpose tag."),
         status: Optional[str] = typer.Option(None, "--status", help="Only calls with this status (ok, error, parse_error)."),
         trace: Optional[str] = typer.Option(None, "--trace", help="Only calls of this trace id."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """List recorded judge and model calls: purpose, model, tokens, latency, status, and why a call failed."""

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (DbOpt, EXIT_OK, JsonOpt, OutputOpt, SeedOpt, console, handle_errors, load_settings,
-                               show_report, waiting)
-from jurist.cli.compare import BOOTSTRAP_RESAMPLES, fmt, print_position
+from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_OK, JsonOpt, NoCacheOpt, OutputOpt, ResamplesOpt, SeedOpt,
+                               console, handle_errors, load_settings, show_report, waiting)
+from jurist.cli.compare import fmt, print_position
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.analysis.probe import ProbeReport
@@ -120,11 +120,10 @@ def register(app: typer.Typer) -> None:
         template: Optional[Path] = typer.Option(None, "--template", help="Rubric judge template file."),
         criteria: Optional[str] = typer.Option(None, "--criteria", help="What makes an answer better, for the "
                                                "pairwise judge of the position probe."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Always call the judge; do not answer from the cache."),
+        config: Optional[str] = ConfigOpt,
+        no_cache: bool = NoCacheOpt,
         parallel: int = typer.Option(4, "--parallel", min=1, help="Answers (or pairs) judged at once."),
-        resamples: int = typer.Option(BOOTSTRAP_RESAMPLES, "--resamples", min=0,
-                                      help="Bootstrap resamples for the 95% intervals (0: none)."),
+        resamples: int = ResamplesOpt,
         seed: int = SeedOpt,
         as_json: bool = JsonOpt,
         output: Optional[Path] = OutputOpt,

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import DbOpt, console, handle_errors, load_settings
+from jurist.cli.common import ConfigOpt, DbOpt, console, handle_errors, load_settings
 
 DEFAULT_EXPORT_DIR = Path("jurist-export")
 
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     def export_cmd(
         log_id: str = typer.Argument(..., help="The logId of a research evaluation."),
         output_dir: Path = typer.Option(DEFAULT_EXPORT_DIR, "--output-dir", help="Where the {logId}/ folder goes (default: ./jurist-export)."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Write a research evaluation's record: evaluation.json, plan_attempts/, evaluator_responses/."""

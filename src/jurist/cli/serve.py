@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import DbOpt, console, handle_errors, load_settings, print_store
+from jurist.cli.common import ConfigOpt, DbOpt, console, handle_errors, load_settings, print_store
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.config import Settings
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME).

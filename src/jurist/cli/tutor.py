@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import DbOpt, console, handle_errors, load_settings, require_local_judge, waiting
+from jurist.cli.common import ConfigOpt, DbOpt, console, handle_errors, load_settings, require_local_judge, waiting
 from jurist.errors import InputError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
             False, "--show-progress",
             help="Also print the points recalled after each reply, and each point's next review at the end "
                  "(default: the tutor's replies only)."),
-        config: Optional[str] = typer.Option(None, "--config", help="Settings file."),
+        config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
         """Recall a checklist with a tutor; every message is judged against every unchecked point."""
