@@ -117,3 +117,47 @@ def test_a_busy_port_is_a_clear_error_before_any_banner(tmp_path):
             message = " ".join(r.stderr.split())
             assert f"cannot listen on 127.0.0.1:{port}" in message and f"--port {port + 1}" in message
             assert "jurist serving" not in r.stdout and "jurist proxy on" not in r.stdout
+
+
+def test_serve_upstream_gates_as_the_proxy_does_and_sends_its_api_key(tmp_path, provider):
+    """`serve --upstream` is `jurist proxy` beside the rest: the same gate (comprehensiveness, up to 2
+    retries), the chat page named in the banner, and --api-key as the upstream's key."""
+    import json as _json
+
+    from jurist.testing import Reply
+
+    provider.default = Reply(text=_json.dumps({"score": 5, "comprehensive": True, "reasoning": "covers it"}))
+    env = {"JURIST_JUDGE": "openai/judge", "OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "sk-judge"}
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
+    full_env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200", **env)
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--port", str(port), "--upstream", provider.base_url,
+                             "--api-key", "sk-upstream"],
+                            cwd=tmp_path, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+                time.sleep(0.1)
+        body = _json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi?"}]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=10)[0]
+    assert "gate: comprehensiveness, blocking, up to 2 retries; chat page: /chat" in out, out
+    keys = [r["headers"].get("authorization") for r in provider.requests]
+    assert "Bearer sk-upstream" in keys and "Bearer sk-judge" in keys, keys  # the answer's call, the judge's
+
+
+def test_serve_api_key_needs_an_upstream(tmp_path):
+    from tests.conftest import run_cli
+
+    r = run_cli("serve", "--api-key", "sk-x", env={"JURIST_HOME": str(tmp_path / ".jurist")}, cwd=tmp_path)
+    assert r.returncode == 2 and "--api-key" in r.stderr and "--upstream" in r.stderr, (r.stdout, r.stderr)

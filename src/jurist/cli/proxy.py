@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
                             max_iterations=max_iterations)
         console.print(escape(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  "
-                             f"(gate: {describe_gate(gate_config)})"), highlight=False)
+                             f"(gate: {describe_gate(gate_config)}; chat page: /chat)"), highlight=False)
         if settings.api_token and not api_key:
             console.print("[yellow]no --api-key: with an API token the callers' Authorization is the token, so the "
                           "upstream gets no key (right for a local upstream such as Ollama)[/]")

@@ -32,36 +32,46 @@ def register(app: typer.Typer) -> None:
             help="Show the learner on /tutor how many points they recalled (default: tutor_progress in "
                  "jurist.yaml, else off: the conversation only)."),
         upstream: Optional[str] = typer.Option(
-            None, "--upstream", help="Also serve the gate proxy (/v1/chat/completions) in front of this OpenAI-compatible URL."
+            None, "--upstream", help="Also serve the gate proxy (/v1/chat/completions) and its chat page (/chat) in "
+                                     "front of this OpenAI-compatible URL, gated as `jurist proxy` gates it."
         ),
+        api_key: Optional[str] = typer.Option(
+            None, "--api-key", help="With --upstream, the upstream key: for requests without an Authorization header; "
+                                    "with JURIST_API_TOKEN, for every request (as `jurist proxy --api-key`)."),
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
                                          "localhost, ::1 and --host."),
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
-        """Serve the dashboard (/evaluation), the API (/docs) and the tutor page (/tutor?points=NAME&learner=NAME).
+        """Serve the dashboard (/evaluation), the API (/docs) and the tutor pages (/tutor).
 
         Without JURIST_API_TOKEN it listens on loopback only; with it, every write, the proxy and the
         tutor socket need 'Authorization: Bearer <token>' (docs/server.md, "Security")."""
         import uvicorn
 
+        from jurist.cli.proxy import describe_gate, proxy_gate_config
+        from jurist.errors import UsageError
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
+        if api_key and not upstream:
+            raise UsageError("--api-key is the upstream's key: it needs --upstream")
         settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress), host,
                                    allowed_host or [])
         require_free_port(host, port)
+        gate_config = proxy_gate_config({}, settings.max_evaluation_retries) if upstream else None
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
-                            upstream=upstream)
+                            upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
-                             "tutor: /tutor?points=NAME&learner=NAME)"), highlight=False)
+                             "tutor: /tutor)"), highlight=False)
         print_store(settings)
         console.print("tutor page: " + ("the conversation and the learner's progress count" if settings.tutor_progress
                                         else "the conversation only (--tutor-progress shows the progress count)"),
                       highlight=False, markup=False)
-        if upstream:
-            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}"), highlight=False)
+        if upstream and gate_config is not None:
+            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}  (gate: {describe_gate(gate_config)}; "
+                                 f"chat page: /chat)"), highlight=False)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
 
