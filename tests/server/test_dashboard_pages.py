@@ -378,6 +378,24 @@ async def test_explorer_filters_and_paginates(client, seeded):
     assert text_of(page, "result-count") == f"{n:,}"
 
 
+async def test_explorer_names_gate_and_research_rows_by_their_question(client, seeded):
+    """A gate's subject id is a hash of the question: the explorer and the API show the question
+    (the research query), with the subject id kept in the cell's tooltip."""
+    store, ids = seeded
+    gate_id = ids["gate"][0]
+    gate_subject = store.evaluation(gate_id)["subject_id"]
+    page = client.get("/evaluation/explorer?kind=gate").text
+    row = re.search(rf'<tr data-id="{gate_id}">.*?</tr>', page, re.S).group(0)
+    cell = re.search(r'<td class="subject" title="([^"]*)">([^<]*)</td>', row)
+    assert cell.group(2) == "When was the Eiffel Tower built and how tall is it?"
+    assert gate_subject in cell.group(1)
+    listed = client.get("/api/evaluation/sessions?kind=research").json()["items"]
+    assert {e["title"] for e in listed} >= {"What are the 2024 breakthroughs in quantum computing?",
+                                            "Which sources discuss tidal energy?"}
+    rubric = client.get("/api/evaluation/sessions?kind=rubric&page_size=1").json()["items"][0]
+    assert rubric["title"] is None
+
+
 async def test_pattern_links_filter_the_explorer(client, seeded):
     from jurist.analysis import latest_patterns
 

@@ -35,6 +35,8 @@ class EvaluationSummary(BaseModel):
     id: str
     kind: str
     subject_id: str
+    title: str | None = Field(None, description="what it is about: a gate's question, a research query "
+                                                "(at most 200 characters); None for the other kinds")
     trace_id: str | None
     status: str
     score: float | None

@@ -221,14 +221,38 @@ def call_usage(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
 
 
 def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_size: int = 50) -> dict[str, Any]:
-    """One page of evaluations (newest first, no payloads) and how many match in all."""
+    """One page of evaluations (newest first, no payloads) and how many match in all; each with its
+    ``title`` (the gate's question, the research query; None for the other kinds)."""
     where = flt.where()
     total = conn.execute(select(func.count()).select_from(evaluations).where(*where)).scalar_one()
     rows = conn.execute(
         select(*_LIST_COLUMNS).where(*where).order_by(_E.created_at.desc(), _E.id)
         .limit(page_size).offset((page - 1) * page_size)).all()
-    return {"total": int(total), "page": page, "page_size": page_size,
-            "items": [_row(dict(r._mapping)) for r in rows]}
+    items = [_row(dict(r._mapping)) for r in rows]
+    titles = _titles(conn, [e["id"] for e in items if e["kind"] in _TITLE_FIELDS])
+    for e in items:
+        e["title"] = titles.get(e["id"])
+    return {"total": int(total), "page": page, "page_size": page_size, "items": items}
+
+
+#: The payload field that says what an evaluation is about, by kind: the user's question (a
+#: gate's subject id is a hash of it), the research query.
+_TITLE_FIELDS = {"gate": "question", "research": "userQuery"}
+TITLE_CHARS = 200
+
+
+def _titles(conn: Connection, ids: list[str]) -> dict[str, str]:
+    """The title of each of ``ids`` whose payload has one (:data:`_TITLE_FIELDS`), at most
+    :data:`TITLE_CHARS` characters."""
+    if not ids:
+        return {}
+    titles: dict[str, str] = {}
+    for id_, kind, payload in conn.execute(select(_E.id, _E.kind, _E.payload).where(_E.id.in_(ids))):
+        value = payload.get(_TITLE_FIELDS[kind]) if isinstance(payload, dict) else None
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            titles[id_] = text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
+    return titles
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
