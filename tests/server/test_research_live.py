@@ -154,6 +154,8 @@ def test_retry_decision_through_the_api(make_client):
     assert pipe.search.calls == 2  # type: ignore[attr-defined]
     record = client.get(f"/api/evaluation/sessions/{log_id}").json()["evaluation"]["payload"]
     assert [(d["choice"], d["by"]) for d in record["decisions"]] == [("retry", "user")]
+    page = client.get(f"/evaluation/research/{log_id}").text  # the stored page shows what was chosen
+    assert 'class="notice info decision" data-choice="retry"' in page and "chosen by the user" in page
     # decided and finished: nothing is waiting any more
     late = client.post(f"/api/research/{log_id}/decision", json={"choice": "proceed"})
     assert late.status_code == 409 and "has finished" in late.json()["detail"]
@@ -169,6 +171,8 @@ def test_without_an_answer_the_default_is_taken_after_the_timeout(make_client):
     assert asked["timeout_s"] == 0.2 and (decided["choice"], decided["by"]) == ("proceed", "timeout")
     assert pipe.search.calls == 1  # type: ignore[attr-defined]
     assert messages[-1]["event"] == "done"
+    page = client.get(f"/evaluation/research/{log_id}").text
+    assert 'data-choice="proceed"' in page and "no answer in 0.2 s, the default" in page
 
 
 def test_bad_input(make_client):

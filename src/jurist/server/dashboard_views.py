@@ -321,6 +321,10 @@ def research_view(ev: dict[str, Any]) -> dict[str, Any]:
                 "payload_error": str(exc)}
     configs = _stage_configs(rec)
     stages = [_stage(key, title, s, configs.get(key)) for key, title, s in _sections(rec)]
+    for stage in stages:  # what the user chose at a severe-failure notice, and how
+        stage["decisions"] = [{"reason": d.reason, "choice": d.choice, "by": d.by, "default": d.default,
+                               "timeout": d.timeout, "when": d.timestamp}
+                              for d in rec.decisions if d.stage == stage["key"]]
     shown = {w for s in stages for w in s["all_warnings"]}
     return {"query": rec.user_query, "overall": rec.overall_score, "skipped": rec.evaluation_skipped,
             "skip_reason": rec.skip_reason, "stages": stages,
