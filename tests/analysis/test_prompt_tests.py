@@ -74,6 +74,29 @@ async def test_panel_roles_are_routed_too(store):
     assert MARK_B in _text(judge.requests[-1].messages)
 
 
+async def test_the_checklist_tutors_prompt_is_routed_too(store):
+    """The tutor's instructions are a shipped prompt like the judges': an active version reaches
+    the tutor's next reply, and its call record names the version's hash."""
+    from jurist.checklist import ChecklistSession
+    from tests.checklist.conftest import CAFFEINE, judge_reply
+
+    script("cljudge", default=judge_reply(("adenosine", 0.9)))
+    tutor = script("cltutor", default="Good. What else do you remember?")
+    session = await ChecklistSession.start(CAFFEINE, runtime=Runtime(store=store), tutor="scripted/cltutor",
+                                           judge="scripted/cljudge")
+    await session.process_user_message("It blocks adenosine receptors.")
+    assert MARK_B not in _text(tutor.requests[-1].messages)
+    v2 = await _version_b(store, "checklist_tutor")
+    await activate_version(store, "checklist_tutor", 2)
+    session.prompts.forget()  # the router re-reads its routes every 2 s; this reads them now
+    await session.process_user_message("Its half-life is about five hours.")
+    assert MARK_B in _text(tutor.requests[-1].messages)
+    await store.aflush()
+    hashes = [c["template_hash"] for c in store.calls(limit=None, purpose="checklist_tutor")]
+    assert sorted(hashes) == sorted([builtin("checklist_tutor").hash, v2["hash"]])
+    await session.aclose()
+
+
 async def test_an_ab_test_routes_its_share_deterministically(store):
     script("gen", default="An answer.")
     judge = script("judge", default=good(0.8))

@@ -36,9 +36,9 @@ from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, UsageError
 from jurist.ids import new_id
 from jurist.judges.prompting import quote
-from jurist.judges.templates import builtin
+from jurist.judges.templates import PromptSource, PromptTemplate, builtin
 from jurist.models.base import ChatRequest, MeaningJudge
-from jurist.models.model import Model
+from jurist.models.model import Model, Template
 from jurist.models.registry import resolve_ref, writes_text
 from jurist.runtime import Runtime
 from jurist.store import EvaluationRow, Store
@@ -100,6 +100,7 @@ class ChecklistSession:
         self, *, session_id: str, checklist: Checklist, learner: str, mode: Mode, store: Store,
         evaluator: ChecklistEvaluator, tutor: Model, scheduler: PointScheduler, states: list[PointState],
         messages: list[ChecklistMessage], status: str, clock: Callable[[], datetime] = _now,
+        prompts: PromptSource | None = None,
     ) -> None:
         self.session_id = session_id
         self.checklist = checklist
@@ -117,6 +118,7 @@ class ChecklistSession:
         self._listeners: dict[str, list[Callback]] = {e: [] for e in EVENTS}
         self._lock = asyncio.Lock()
         self._template = builtin("checklist_tutor")
+        self.prompts = prompts  # the prompt lab's routes: which text of the tutor's prompt a reply uses
 
     # -- creation -------------------------------------------------------------
     @classmethod
@@ -148,7 +150,8 @@ class ChecklistSession:
         )
         return cls(session_id=sid, checklist=checklist, learner=learner, mode=mode, store=store, evaluator=evaluator,
                    tutor=tutor_model, scheduler=PointScheduler(store, scheduler),
-                   states=[PointState(p) for p in checklist.points], messages=[], status="active", clock=clock)
+                   states=[PointState(p) for p in checklist.points], messages=[], status="active", clock=clock,
+                   prompts=runtime.prompts)
 
     @classmethod
     async def resume(
@@ -175,7 +178,7 @@ class ChecklistSession:
                     for m in await store.checklist_messages(session_id)]
         return cls(session_id=session_id, checklist=checklist, learner=row["learner"], mode=row["mode"],
                    store=store, evaluator=evaluator, tutor=tutor_model, scheduler=PointScheduler(store, scheduler),
-                   states=states, messages=messages, status=row["status"], clock=clock)
+                   states=states, messages=messages, status=row["status"], clock=clock, prompts=runtime.prompts)
 
     # -- what a page can read -------------------------------------------------
     @property
@@ -314,10 +317,11 @@ class ChecklistSession:
         self.messages.append(msg)
         return msg
 
-    def tutor_messages(self, feedback: str = "") -> list[dict[str, str]]:
-        """The tutor's input: its instructions, the evaluator's observation (if any), the conversation."""
+    def tutor_messages(self, feedback: str = "", template: PromptTemplate | None = None) -> list[dict[str, str]]:
+        """The tutor's input: its instructions (``template``, else the shipped ``checklist_tutor``),
+        the evaluator's observation (if any), the conversation."""
         unchecked = self.unchecked_points()
-        system = self._template.render(
+        system = (template or self._template).render(
             title=self.title, recalled_count=self.recalled_count, total_points=self.total_points,
             unchecked="\n".join(quote("statement", p.text, p.id) for p in unchecked) or "(none: all recalled)",
         )
@@ -328,8 +332,12 @@ class ChecklistSession:
         return out
 
     async def _tutor_reply(self, feedback: str) -> str:
-        request = ChatRequest(messages=self.tutor_messages(feedback), temperature=TUTOR_TEMPERATURE, max_tokens=1024)
+        template = (self._template if self.prompts is None
+                    else await self.prompts.resolve(self._template, lambda: self.session_id))  # one arm per session
+        request = ChatRequest(messages=self.tutor_messages(feedback, template), temperature=TUTOR_TEMPERATURE,
+                              max_tokens=1024)
         completion = await self.tutor.complete(request, purpose=PURPOSE_TUTOR, trace_id=self.session_id,
+                                               template=Template(template.name, template.hash),
                                                use_cache=False)
         return completion.text.strip()
 
