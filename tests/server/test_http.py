@@ -7,6 +7,7 @@ import re
 import jurist
 from jurist.config import Settings
 from jurist.server import create_app
+from jurist.server.checklists import bundled_dir
 from fastapi.testclient import TestClient
 
 
@@ -95,6 +96,15 @@ def test_unknown_route_is_404_json(client):
 def test_checklist_list_includes_configured_and_bundled(client):
     names = client.get("/api/checklists").json()["checklists"]
     assert "caffeine" in names and "broken" in names
+
+
+def test_bundled_files_that_are_not_checklists_are_not_listed():
+    # examples/checklists also ships the demo's scripted learner, which is no checklist
+    assert (bundled_dir() / "caffeine_learner.json").is_file()
+    with TestClient(create_app(Settings()), base_url="http://localhost") as c:
+        assert c.get("/api/checklists").json()["checklists"] == ["caffeine"]
+        page = c.get("/tutor").text
+    assert "caffeine_learner" not in page and "not a checklist" not in page
 
 
 def test_openapi_schema_describes_the_routes(client):

@@ -59,13 +59,26 @@ def load_checklist(name: str, path: Path) -> Checklist:
     return Checklist(name=name, path=path, title=data.title, total_points=len(data.points))
 
 
+def _bundled_checklist(path: Path) -> bool:
+    """Whether a file shipped with jurist is a checklist (its folder also holds the demo's
+    scripted learner, which is not one)."""
+    try:
+        load_points(path)
+    except InputError:
+        return False
+    return True
+
+
 def list_checklists(folders: list[Path]) -> list[str]:
-    """Names of the checklist files in the folders (first folder wins on a clash)."""
+    """Names of the checklist files in the folders (first folder wins on a clash). A file of
+    the configured folders is named even when it is not a valid checklist (the tutor's index
+    says why); of the files shipped with jurist, only the checklists."""
     names: list[str] = []
+    bundled = bundled_dir()
     for folder in folders:
         if folder.is_dir():
             for p in sorted(folder.glob("*.json")):
-                if valid_name(p.stem) and p.stem not in names:
+                if valid_name(p.stem) and p.stem not in names and (folder != bundled or _bundled_checklist(p)):
                     names.append(p.stem)
     return names
 
