@@ -2,7 +2,7 @@
 
 import pytest
 
-from jurist.analysis import compare_versions, create_prompt_version
+from jurist.analysis import activate_version, compare_versions, create_prompt_version
 from jurist.errors import NotFound
 from jurist.judges.templates import builtin
 from jurist.rubrics import evaluate
@@ -46,3 +46,21 @@ def test_unknown_versions_and_names(tmp_path):
             load_template("rubric_judge@7", store)
         with pytest.raises(NotFound, match="no prompt 'nonesuch' version 1"):
             load_template("nonesuch@1", store)
+
+
+async def test_a_version_asked_for_is_not_routed(provider, tmp_path):
+    """`rubric_judge@1` is the shipped text even while version 2 is the active one."""
+    s = settings_for(provider, home=str(tmp_path / ".jurist"))
+    store = await Store.aopen(s.database)
+    try:
+        await create_prompt_version(store, "rubric_judge", STRICT)
+        await activate_version(store, "rubric_judge", 2)
+        provider.script(Reply(text='{"score": 4, "reasoning": "fine"}'), Reply(text='{"score": 2, "reasoning": "no"}'))
+        await evaluate(ONE, SESSION, judge="fake/judge-1", template="rubric_judge@1", settings=s, store=store,
+                       cache=False)
+        await evaluate(ONE, SESSION, judge="fake/judge-1", settings=s, store=store, cache=False)
+        sent = [r["json"]["messages"] for r in provider.requests]
+        assert not any("STRICT MODE" in m["content"] for m in sent[0])
+        assert any("STRICT MODE" in m["content"] for m in sent[1])  # the default follows the route
+    finally:
+        await store.aclose()

@@ -52,7 +52,8 @@ def load_template(template: str | Path | PromptTemplate | None, store: Store | N
     if row is not None:
         return PromptTemplate(name=name, version=str(version), text=row["text"], source=f"prompt {name}@{version}")
     if version == 1 and (files("jurist") / "templates" / f"{name}.txt").is_file():
-        return builtin(name)
+        # the shipped text, as asked for: not the route's (an active version, an A/B test's arm)
+        return PromptTemplate(name=name, version="1", text=builtin(name).text, source=f"prompt {name}@1")
     raise NotFound(f"no prompt {name!r} version {version} in the store; list the versions with "
                    f"GET /api/prompts/{name} (or give a template file)")
 
