@@ -75,7 +75,8 @@ class Attempt:
 class GateResult:
     answer: str
     accepted_attempt: int
-    accept_reason: str  # passed | max_regenerations | budget | evaluation_skipped | feedback_disabled
+    # passed | max_regenerations | budget | regeneration_failed | evaluation_skipped | feedback_disabled | error
+    accept_reason: str
     attempts: list[Attempt]
     evaluations: list[Evaluation]
     # every call of the request, one entry per call record (failed ones too):
