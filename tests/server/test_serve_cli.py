@@ -117,3 +117,37 @@ def test_a_busy_port_is_a_clear_error_before_any_banner(tmp_path):
             message = " ".join(r.stderr.split())
             assert f"cannot listen on 127.0.0.1:{port}" in message and f"--port {port + 1}" in message
             assert "jurist serving" not in r.stdout and "jurist proxy on" not in r.stdout
+
+
+def test_serve_upstream_gates_as_jurist_proxy_does(provider, tmp_path):
+    """`serve --upstream` runs the proxy's gate (comprehensiveness, feedback on), not the library's default
+    (quality, scored after the answer is sent): each answer is judged before it is sent."""
+    from jurist.testing import Reply
+
+    provider.default = Reply(text="Paris is the capital of France.")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200")
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--port", str(port), "--upstream", provider.base_url],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, "jurist serve did not start"
+                time.sleep(0.1)
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            record = json.loads(r.read())["jurist"]
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=15)[0]
+    assert "(gate: comprehensiveness, blocking, up to 2 retries)" in " ".join(out.split())
+    assert record["accept_reason"] == "passed"
+    assert [(e["attempt"], e["comprehensive"]) for e in record["evaluations"]] == [(1, True)]

@@ -46,22 +46,26 @@ def register(app: typer.Typer) -> None:
         tutor socket need 'Authorization: Bearer <token>' (docs/server.md, "Security")."""
         import uvicorn
 
+        from jurist.cli.proxy import describe_gate, proxy_gate_config
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
         settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress), host,
                                    allowed_host or [])
         require_free_port(host, port)
+        # The same gate as `jurist proxy` with its defaults (jurist.yaml's max_evaluation_retries included).
+        gate_config = proxy_gate_config({}, settings.max_evaluation_retries) if upstream else None
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
-                            upstream=upstream)
+                            upstream=upstream, gate_config=gate_config)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
                              "tutor: /tutor?points=NAME&learner=NAME)"), highlight=False)
         print_store(settings)
         console.print("tutor page: " + ("the conversation and the learner's progress count" if settings.tutor_progress
                                         else "the conversation only (--tutor-progress shows the progress count)"),
                       highlight=False, markup=False)
-        if upstream:
-            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}"), highlight=False)
+        if upstream and gate_config is not None:
+            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}  "
+                                 f"(gate: {describe_gate(gate_config)}); chat page: /chat"), highlight=False)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
 
