@@ -47,3 +47,15 @@ def test_judged_by_puts_every_role_the_critic_and_the_escalation_on_one_judge():
     assert set(config.role_models()) == set(bundled.role_models())
     assert config.critic() == config.escalation_model == config.model == "openai/judge-x"
     assert config.stages == bundled.stages and config.iteration == bundled.iteration
+
+
+def test_a_skipped_plan_evaluation_names_no_chosen_attempt():
+    """With a judge that could not score (jurist demo --judge X against a failing endpoint)."""
+    from jurist.demo.research import print_record
+    from jurist.research.records import EvaluationRecord, PlanEvaluation
+
+    console = Console(record=True, width=120)
+    plan = PlanEvaluation(evaluation_skipped=True, skip_reason="EvaluationUnavailable: every role failed")
+    print_record(console, EvaluationRecord(log_id="l1", query_id="q1", user_query="Why?", plan_evaluation=plan))
+    text = console.export_text()
+    assert "Final plan score: n/a" in text and "attempt None" not in text

@@ -137,6 +137,21 @@ async def test_an_endpoint_that_ignores_every_schema(provider):
     assert status == WARN and detail.startswith("json_schema is accepted but not followed") and fix is not None
 
 
+async def test_a_stream_without_usage_says_its_tokens_are_recorded_as_not_reported(provider):
+    """As llama-cpp-python's server: no usage chunk in a stream, whatever is asked; never a made-up 0."""
+    def no_stream_usage(req: dict) -> Reply:
+        reply = llama_like(req)
+        reply.usage = False
+        return reply
+
+    provider.default = no_stream_usage
+    diagnosis = await diagnose(settings_for(provider, structured_output="json_object_schema"), "fake/j")
+    status, detail, _ = by_name(diagnosis)["streaming"]
+    assert status == OK and detail.endswith(
+        "without token usage (a streamed call's tokens are recorded as not reported)")
+    assert "0 tokens" not in detail
+
+
 async def test_a_broken_stream_is_a_warning(provider):
     def no_streams(req: dict) -> Reply:
         return Reply(drop=True) if req.get("stream") else llama_like(req)

@@ -25,7 +25,7 @@ def settings(isolated) -> Settings:
 
 @pytest.fixture
 def served(provider, settings):
-    """The server as `jurist serve --upstream` builds it (feedback off), the judge scripted."""
+    """The server with the gate proxy, feedback off (the gate's default), the judge scripted."""
     app = create_app(settings, upstream=provider.base_url, gate_config={"judge": "scripted/judge"})
     with running(app) as base:
         yield base

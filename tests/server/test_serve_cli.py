@@ -146,12 +146,15 @@ def test_serve_upstream_gates_as_the_proxy_does_and_sends_its_api_key(tmp_path, 
         body = _json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi?"}]}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as r:
-            assert r.status == 200
+        with urllib.request.urlopen(request, timeout=60) as r:
+            record = _json.loads(r.read())["jurist"]
     finally:
         proc.terminate()
-        out = proc.communicate(timeout=10)[0]
-    assert "gate: comprehensiveness, blocking, up to 2 retries; chat page: /chat" in out, out
+        out = proc.communicate(timeout=15)[0]
+    assert "gate: comprehensiveness, blocking, up to 2 retries; chat page: /chat" in " ".join(out.split()), out
+    # judged before it was sent: the answer carries its evaluation
+    assert record["accept_reason"] == "passed"
+    assert [(e["attempt"], e["comprehensive"]) for e in record["evaluations"]] == [(1, True)]
     keys = [r["headers"].get("authorization") for r in provider.requests]
     assert "Bearer sk-upstream" in keys and "Bearer sk-judge" in keys, keys  # the answer's call, the judge's
 

@@ -114,7 +114,8 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
                 console.print(escape(f"  critique: {r.critique}"), highlight=False)
             if a.iteration_decision:
                 console.print(escape(f"  -> iterating with {a.iteration_decision.mode}"), highlight=False)
-        console.print(f"Final plan score: {_bar(plan.overall)} (attempt {plan.chosen_attempt})")
+        chosen = f" (attempt {plan.chosen_attempt})" if plan.chosen_attempt is not None else ""
+        console.print(f"Final plan score: {_bar(plan.overall)}{chosen}")
     for title, sec in (("Stage 2: Retrieval", ret), ("Stage 3: Answer", ans)):
         if sec is None:
             continue

@@ -284,7 +284,7 @@ class _Endpoint:
                          fix="check that the server supports \"stream\": true on /chat/completions")
         self.uses["streaming"] = "yes"
         usage = "with its token usage" if done.output_tokens else \
-            "without token usage (streamed calls are recorded with 0 tokens)"
+            "without token usage (a streamed call's tokens are recorded as not reported)"
         after = f", the first after {first:.0f} ms" if first is not None else ""
         return Check("streaming", OK, f"{chunks} chunk(s){after}, {usage}")
 
