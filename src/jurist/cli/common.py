@@ -212,3 +212,13 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def print_access(settings: "Settings") -> None:
+    """Say who may use the server: the token, the host names it answers to."""
+    from jurist.server.auth import allowed_hosts
+
+    hosts = ", ".join(sorted(allowed_hosts(settings)))
+    token = ("writes, the proxy and the tutor socket need the API token" if settings.api_token
+             else "no API token: loopback only, writes open to this machine")
+    console.print(escape(f"access: {token}; answering to host names {hosts}"), highlight=False)

@@ -7,7 +7,8 @@ from typing import Any, List, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import ConfigOpt, DbOpt, console, handle_errors, load_settings, print_store
+from jurist.cli.common import (ConfigOpt, DbOpt, console, handle_errors, load_settings, print_access,
+                               print_store)
 
 STRATEGIES = ("blocking", "revision", "parallel")
 EVALUATORS = ("quality", "comprehensiveness")
@@ -82,7 +83,6 @@ def register(app: typer.Typer) -> None:
         OpenAI key and the upstream key comes from --api-key (docs/proxy.md, "Exposing the proxy")."""
         import uvicorn
 
-        from jurist.cli.serve import print_access
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 

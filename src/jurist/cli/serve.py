@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import ConfigOpt, DbOpt, console, handle_errors, load_settings, print_store
-
-if TYPE_CHECKING:  # pragma: no cover
-    from jurist.config import Settings
+from jurist.cli.common import (ConfigOpt, DbOpt, console, handle_errors, load_settings, print_access,
+                               print_store)
 
 
 def register(app: typer.Typer) -> None:
@@ -74,13 +72,3 @@ def register(app: typer.Typer) -> None:
                                  f"chat page: /chat)"), highlight=False)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
-
-
-def print_access(settings: "Settings") -> None:
-    """Say who may use the server: the token, the host names it answers to."""
-    from jurist.server.auth import allowed_hosts
-
-    hosts = ", ".join(sorted(allowed_hosts(settings)))
-    token = ("writes, the proxy and the tutor socket need the API token" if settings.api_token
-             else "no API token: loopback only, writes open to this machine")
-    console.print(escape(f"access: {token}; answering to host names {hosts}"), highlight=False)
