@@ -49,6 +49,30 @@ def describe_gate(config: dict[str, Any]) -> str:
     return f"{gate.evaluator}, {gate.strategy}, up to {retries} {'retry' if retries == 1 else 'retries'}"
 
 
+def check_gate_calibration(config: dict[str, Any], settings: Any) -> None:
+    """Raise :class:`~jurist.errors.CalibrationRequired` (or a ``ConfigError`` for a judge that
+    cannot be calibrated) unless the store holds a calibration of the gate's judge that meets
+    ``config``'s ``require_calibration``: checked once, before the server listens."""
+    import asyncio
+
+    from jurist.gate.config import GateConfig
+    from jurist.gate.gate import Gate
+    from jurist.runtime import Runtime
+
+    async def check() -> None:
+        runtime = Runtime(settings)
+        try:
+            gate = Gate(GateConfig(**config), runtime=runtime)  # as the server builds it (default_gate)
+            try:
+                await gate.astart()
+            finally:
+                await gate.aclose()
+        finally:
+            await runtime.aclose()
+
+    asyncio.run(check())
+
+
 def register(app: typer.Typer) -> None:
     @app.command("proxy")
     @handle_errors
@@ -68,6 +92,10 @@ def register(app: typer.Typer) -> None:
         api_key: Optional[str] = typer.Option(
             None, "--api-key", help="Upstream key: for requests without an Authorization header; with "
                                     "JURIST_API_TOKEN, for every request (the caller's Authorization is the token)."),
+        require_calibration: Optional[float] = typer.Option(
+            None, "--require-calibration", min=-1.0, max=1.0, metavar="MIN_KAPPA",
+            help="Before listening, require a stored calibration (jurist calibrate --gate) of the gate's judge "
+                 "with κ >= MIN_KAPPA; else exit 2 naming the command that makes one."),
         max_iterations: int = typer.Option(
             25, "--max-iterations", min=0, help="Rounds of tool calls a client's loop may run per user message "
                                                  "(MAX_ITERATIONS; 0: no limit)."),
@@ -90,6 +118,9 @@ def register(app: typer.Typer) -> None:
         require_free_port(host, port)
         retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
         gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
+        if require_calibration is not None:
+            gate_config["require_calibration"] = {"min_kappa": require_calibration}
+            check_gate_calibration(gate_config, settings)
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
                             max_iterations=max_iterations)
         console.print(escape(f"jurist proxy on http://{host}:{port}/v1 -> {upstream}  "
