@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from jurist.cli import calibrate, compare, demo, doctor, evaluate, logs, probe, proxy, research, serve, tutor
+from jurist.cli import (calibrate, compare, demo, doctor, evaluate, logs, probe, prompts, proxy, research, serve,
+                        tutor)
 from jurist.cli.common import CommandGroup
 
 app = typer.Typer(
@@ -46,6 +47,7 @@ doctor.register(app)
 calibrate.register(app)
 compare.register(app)
 probe.register(app)
+prompts.register(app)
 
 
 def main() -> None:
