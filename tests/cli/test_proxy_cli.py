@@ -3,14 +3,12 @@
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import openai
 
 from jurist.testing import Reply
 
-from tests.server.live import free_port
+from tests.server.live import free_port, wait_until_healthy
 
 
 def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path):
@@ -28,16 +26,7 @@ def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path):
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "jurist proxy did not start"
-            time.sleep(0.2)
+        wait_until_healthy(proc, base)
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0)
         reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Capital of France?"}])
         assert reply.choices[0].message.content == "Paris is the capital of France."
@@ -99,16 +88,7 @@ def test_require_calibration_is_checked_before_the_proxy_listens(provider, tmp_p
     proc = subprocess.Popen([sys.executable, "-m", "jurist", *args, "--port", str(port)], cwd=tmp_path,
                             env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "jurist proxy did not start"
-            time.sleep(0.2)
+        wait_until_healthy(proc, f"http://127.0.0.1:{port}")
     finally:
         proc.terminate()
         proc.wait(timeout=15)

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.realserver.conftest import MODEL, write_config
-from tests.server.live import free_port
+from tests.server.live import free_port, wait_until_healthy
 
 pytestmark = pytest.mark.realserver
 
@@ -37,16 +36,7 @@ def proxy(llama, tmp_path: Path) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "jurist proxy did not start"
-            time.sleep(0.2)
+        wait_until_healthy(proc, base, timeout=60)
         yield base
     finally:
         proc.terminate()

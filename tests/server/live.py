@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -35,3 +36,20 @@ def running(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def wait_until_healthy(proc: "subprocess.Popen[str]", base: str, timeout: float = 30) -> None:
+    """Wait for a `jurist serve` / `jurist proxy` subprocess to answer ``GET {base}/api/health``;
+    fail with what it printed if it exits first, or after ``timeout`` seconds."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, f"the server at {base} did not start in {timeout:g} s"
+        time.sleep(0.2)
