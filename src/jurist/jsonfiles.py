@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from pydantic_core import to_json
 
 from jurist.errors import InputError
 from jurist.ids import new_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import ValidationError
 
 
 def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
@@ -31,6 +34,19 @@ def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object", file=source, line=n)
         yield n, obj
+
+
+def line_problem(exc: ValidationError, fields: str, whole: str) -> str:
+    """A JSONL line's first validation error in a sentence: an unknown field (naming ``fields``,
+    the ones a line may have), a missing one, or a field and pydantic's message (``whole``: what
+    a line is, for an error of the line itself)."""
+    err = exc.errors()[0]
+    name = ".".join(str(p) for p in err["loc"]) or whole
+    if err["type"] == "extra_forbidden":
+        return f"unknown field {name!r} (fields: {fields})"
+    if err["type"] == "missing":
+        return f"missing field {name!r}"
+    return f"{name}: {err['msg']}"
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.errors import InputError
-from jurist.jsonfiles import jsonl_objects
+from jurist.jsonfiles import jsonl_objects, line_problem
 from jurist.judges.prompting import escape_turn_markers, turn_header
 from jurist.rubrics.naming import id_problem, shorten
 from jurist.rubrics.sessions import ChatSession, Message, load_session
@@ -81,16 +81,6 @@ class AnswerSet:
         return len(self.answers)
 
 
-def _message(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    name = ".".join(str(p) for p in err["loc"]) or "answer"
-    if err["type"] == "extra_forbidden":
-        return f"unknown field {name!r} (fields: {FIELDS})"
-    if err["type"] == "missing":
-        return f"missing field {name!r}"
-    return f"{name}: {err['msg']}"
-
-
 def parse_answers(lines: list[str], source: str, name: str) -> AnswerSet:
     """Parse answer lines; a bad line is an :class:`InputError` with its number."""
     out = AnswerSet(name, source)
@@ -101,7 +91,7 @@ def parse_answers(lines: list[str], source: str, name: str) -> AnswerSet:
         try:
             line = AnswerLine.model_validate(obj)
         except ValidationError as exc:
-            raise InputError(_message(exc), file=source, line=n) from None
+            raise InputError(line_problem(exc, FIELDS, "answer"), file=source, line=n) from None
         problem = id_problem(line.id, SUBJECT_ID_LENGTH)
         if problem:
             raise InputError(f"id {shorten(line.id)!r} {problem}", file=source, line=n)

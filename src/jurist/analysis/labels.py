@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from jurist.errors import InputError
-from jurist.jsonfiles import jsonl_objects
+from jurist.jsonfiles import jsonl_objects, line_problem
 
 MAX_LABELS_BYTES = 20_000_000
 MAX_LINE_CHARS = 20_000
@@ -52,16 +52,6 @@ class LabelSet(BaseModel):
         return self.source, self.lines[index]
 
 
-def _message(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "label"
-    if err["type"] == "extra_forbidden":
-        return f"unknown field {field!r} (fields: item, rubric, label, annotator, note)"
-    if err["type"] == "missing":
-        return f"missing field {field!r}"
-    return f"{field}: {err['msg']}"
-
-
 def parse_labels(lines: list[str], source: str) -> LabelSet:
     """Parse label lines; a bad line is an :class:`InputError` with its number."""
     labels: list[Label] = []
@@ -71,7 +61,8 @@ def parse_labels(lines: list[str], source: str) -> LabelSet:
         try:
             label = Label.model_validate(obj)
         except ValidationError as exc:
-            raise InputError(_message(exc), file=source, line=n) from None
+            raise InputError(line_problem(exc, "item, rubric, label, annotator, note", "label"), file=source,
+                             line=n) from None
         key = (label.item, label.rubric, label.annotator)
         if key in seen:
             raise InputError(f"{label.annotator!r} already labelled item {label.item!r} for rubric "
