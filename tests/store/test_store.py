@@ -256,3 +256,22 @@ def test_non_finite_numbers_are_refused_on_every_database(store):
     assert store.evaluation("nan") is None and store.calls() == []
     asyncio.run(store.asave_evaluation(*_once("fine", "s1", "r")))  # the store keeps working
     assert store.evaluation("fine") is not None
+
+
+def test_the_explorer_lists_gate_and_research_rows_by_their_question_on_every_database(store):
+    """The title is read from the payload by the database (the payload is not fetched): a gate's
+    question, a research run's query, on one line and at most 200 characters; None otherwise."""
+    from jurist.store import dashboard as q
+
+    long_query = "Which   sources\n discuss " + "tidal energy " * 40
+    payloads = {"gate": {"question": "How tall is\nthe tower?"}, "research": {"userQuery": long_query},
+                "rubric": {"session_id": "s1", "question": "not a title"}, "checklist": {"message_seq": 1}}
+    for kind, payload in payloads.items():
+        store.save_evaluation(dict(id=f"ev-{kind}", kind=kind, subject_id=f"sub-{kind}", trace_id="t",
+                                   status="completed", payload=payload), [])
+    store.flush()
+    titles = {e["kind"]: e["title"] for e in store.read(q.list_page, q.EvaluationFilter())["items"]}
+    assert titles["gate"] == "How tall is the tower?"
+    assert titles["research"].startswith("Which sources discuss tidal energy tidal")
+    assert len(titles["research"]) == 200 and titles["research"].endswith("…")
+    assert titles["rubric"] is None and titles["checklist"] is None

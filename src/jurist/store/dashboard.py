@@ -26,9 +26,15 @@ CHECKLIST_TUTOR = "checklist_tutor"
 _TURN_TUTOR_CALLS = 20  # tutor calls read after a turn's judge call to find its reply (retries included)
 _E = evaluations.c
 # The explorer's columns: everything but the payload.
+# What an evaluation is about, read from its payload by the database (the payload itself is not
+# fetched): a gate's question (its subject id is a hash of it), a research run's query. The first
+# characters only; list_page puts them on one line.
+_TITLE = func.substr(case((_E.kind == "gate", _E.payload["question"].as_string()),
+                          (_E.kind == "research", _E.payload["userQuery"].as_string()), else_=None),
+                     1, 1000).label("title")
 _LIST_COLUMNS = [_E.id, _E.kind, _E.subject_id, _E.trace_id, _E.status, _E.score, _E.max_score, _E.percentage,
                  _E.passed, _E.escalated, _E.iterations, _E.max_attempts_hit, _E.failure, _E.judge_model,
-                 _E.created_at]
+                 _E.created_at, _TITLE]
 
 
 @dataclass(frozen=True)
@@ -229,30 +235,20 @@ def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_si
         select(*_LIST_COLUMNS).where(*where).order_by(_E.created_at.desc(), _E.id)
         .limit(page_size).offset((page - 1) * page_size)).all()
     items = [_row(dict(r._mapping)) for r in rows]
-    titles = _titles(conn, [e["id"] for e in items if e["kind"] in _TITLE_FIELDS])
     for e in items:
-        e["title"] = titles.get(e["id"])
+        e["title"] = _title(e["title"])
     return {"total": int(total), "page": page, "page_size": page_size, "items": items}
 
 
-#: The payload field that says what an evaluation is about, by kind: the user's question (a
-#: gate's subject id is a hash of it), the research query.
-_TITLE_FIELDS = {"gate": "question", "research": "userQuery"}
 TITLE_CHARS = 200
 
 
-def _titles(conn: Connection, ids: list[str]) -> dict[str, str]:
-    """The title of each of ``ids`` whose payload has one (:data:`_TITLE_FIELDS`), at most
-    :data:`TITLE_CHARS` characters."""
-    if not ids:
-        return {}
-    titles: dict[str, str] = {}
-    for id_, kind, payload in conn.execute(select(_E.id, _E.kind, _E.payload).where(_E.id.in_(ids))):
-        value = payload.get(_TITLE_FIELDS[kind]) if isinstance(payload, dict) else None
-        if isinstance(value, str) and value.strip():
-            text = " ".join(value.split())
-            titles[id_] = text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
-    return titles
+def _title(value: str | None) -> str | None:
+    """A title on one line, at most :data:`TITLE_CHARS` characters; None for an empty one."""
+    text = " ".join((value or "").split())
+    if not text:
+        return None
+    return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
