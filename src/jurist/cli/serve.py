@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         console.print("tutor page: " + ("the conversation and the learner's progress count" if settings.tutor_progress
                                         else "the conversation only (--tutor-progress shows the progress count)"),
                       highlight=False, markup=False)
-        if upstream and gate_config is not None:
+        if gate_config is not None:  # with --upstream
             console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}  (gate: {describe_gate(gate_config)}; "
                                  f"chat page: /chat)"), highlight=False)
         print_access(settings)

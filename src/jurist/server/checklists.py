@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -59,9 +60,10 @@ def load_checklist(name: str, path: Path) -> Checklist:
     return Checklist(name=name, path=path, title=data.title, total_points=len(data.points))
 
 
+@lru_cache(maxsize=None)
 def _bundled_checklist(path: Path) -> bool:
     """Whether a file shipped with jurist is a checklist (its folder also holds the demo's
-    scripted learner, which is not one)."""
+    scripted learner, which is not one); read once per process, as the shipped files do not change."""
     try:
         load_points(path)
     except InputError:
