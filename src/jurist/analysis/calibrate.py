@@ -42,6 +42,7 @@ from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.runtime import Runtime
 from jurist.store.calibrations import save_calibrations
+from jurist.sync import gather_bounded
 
 TRACE_PAGE = "/evaluation/evaluations/{id}"
 DIFFERING = 10  # items listed per rubric where judge and people differ most
@@ -173,17 +174,14 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
         raise
     evaluator = SessionEvaluator(rubric_set, rj, store, runtime.settings.session_char_budget,
                                  runtime.settings.rubric_timeout)
-    gate = asyncio.Semaphore(parallel)
-
     async def one(chat: ChatSession) -> RubricResult:
-        async with gate:
-            result = await evaluator.evaluate(chat)
+        result = await evaluator.evaluate(chat)
         if on_progress:
             on_progress(chat.session_id)
         return result
 
     try:
-        results = await asyncio.gather(*(one(chat) for chat in sessions.values()))
+        results = await gather_bounded(one, sessions.values(), parallel)
     finally:
         await rj.aclose()
     await runtime.aflush()

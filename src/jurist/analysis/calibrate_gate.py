@@ -26,6 +26,7 @@ from jurist.ids import new_id
 from jurist.judges.calibration import calibrated_identity
 from jurist.judges.judge import Judge
 from jurist.rubrics.sessions import ChatSession
+from jurist.sync import gather_bounded
 
 UNIT = (0.0, 1.0)  # the scale of the quality score
 
@@ -69,23 +70,20 @@ async def calibrate_gate(gate: Gate, labels: LabelSet, sessions: list[Path], *,
     chats = await asyncio.to_thread(find_sessions, labels, sessions)
     items = {item: gate_item(chat) for item, chat in chats.items()}  # every session checked before any call
     identity = await calibrated_identity(judge, evaluator.name)
-    limit = asyncio.Semaphore(parallel)
-
     async def one(item: str) -> JudgeScore:
         messages, answer = items[item]
-        async with limit:
-            try:
-                ev = await evaluator.evaluate(messages, answer, trace_id=new_id())
-            except EvaluationFailed as exc:
-                score = JudgeScore(None, str(exc))
-            else:
-                value = ev.quality_score if ev.quality_score is not None else float(bool(ev.passed))
-                score = JudgeScore(value, "; ".join(ev.issues) or ev.reason or ev.improvement_hint)
+        try:
+            ev = await evaluator.evaluate(messages, answer, trace_id=new_id())
+        except EvaluationFailed as exc:
+            score = JudgeScore(None, str(exc))
+        else:
+            value = ev.quality_score if ev.quality_score is not None else float(bool(ev.passed))
+            score = JudgeScore(value, "; ".join(ev.issues) or ev.reason or ev.improvement_hint)
         if on_progress:
             on_progress(item)
         return score
 
-    scores = dict(zip(items, await asyncio.gather(*(one(item) for item in items))))
+    scores = dict(zip(items, await gather_bounded(one, items, parallel)))
     await gate.runtime.aflush()
     pass_at = 1.0 if evaluator.name == "comprehensiveness" else gate.config.threshold
     cal = await asyncio.to_thread(lambda: rubric_calibration(

@@ -40,6 +40,7 @@ from jurist.research.evaluation import ResearchEvaluation
 from jurist.research.plan import plan_text
 from jurist.research.retrieval import sources_text
 from jurist.runtime import Runtime
+from jurist.sync import gather_bounded
 
 UNIT = (0.0, 1.0)  # the scale of a panel's scores
 MAX_ITEMS_BYTES = 50_000_000
@@ -135,16 +136,13 @@ async def calibrate_panel(panel: Panel, items: Mapping[str, Mapping[str, str]], 
     wanted = list(dict.fromkeys(lab.item for lab in labels.labels))
     identities = [(role, await calibrated_identity(judge, d, panel.dimension_hash(role, d)))
                   for role, judge in panel.role_judges() for d in role.dimensions]  # before any call
-    limit = asyncio.Semaphore(parallel)
-
     async def one(item: str) -> list[RoleResult]:
-        async with limit:
-            results = await panel.role_results(items[item], task=task, trace_id=new_id(), check=False)
+        results = await panel.role_results(items[item], task=task, trace_id=new_id(), check=False)
         if on_progress:
             on_progress(item)
         return results
 
-    judged = dict(zip(wanted, await asyncio.gather(*(one(item) for item in wanted))))
+    judged = dict(zip(wanted, await gather_bounded(one, wanted, parallel)))
 
     def compare() -> list[Any]:
         out = []

@@ -38,6 +38,7 @@ from jurist.judges.parsing import PREFER_A, PREFER_NEITHER
 from jurist.judges.templates import from_file
 from jurist.rubrics.naming import shorten
 from jurist.runtime import Runtime
+from jurist.sync import gather_bounded
 
 BT_PRIOR = 0.01  # the Gaussian penalty on the log-strengths (a prior of standard deviation 10)
 FAILURES_SHOWN = 10
@@ -85,18 +86,16 @@ def matchups(systems: list[AnswerSet]) -> list[Matchup]:
 async def judge_matchups(pairs: list[Matchup], judge: PairwiseJudge, *, parallel: int = 4, sample: int | None = None,
                          on_progress: Callable[[PairJudgement], None] | None = None) -> list[PairJudgement]:
     """Every shared prompt of every matchup judged in both orders, ``parallel`` pairs at a time."""
-    gate = asyncio.Semaphore(max(1, parallel))
-
-    async def one(m: Matchup, item: str) -> PairJudgement:
+    async def one(job: tuple[Matchup, str]) -> PairJudgement:
+        m, item = job
         x, y = m.first.answers[item], m.second.answers[item]
-        async with gate:
-            result = await judge.compare(item, x.prompt, Contestant(m.first.name, x.answer),
-                                         Contestant(m.second.name, y.answer), sample=sample)
+        result = await judge.compare(item, x.prompt, Contestant(m.first.name, x.answer),
+                                     Contestant(m.second.name, y.answer), sample=sample)
         if on_progress:
             on_progress(result)
         return result
 
-    return list(await asyncio.gather(*(one(m, i) for m in pairs for i in m.items)))
+    return await gather_bounded(one, [(m, i) for m in pairs for i in m.items], parallel)
 
 
 # -- statistics -----------------------------------------------------------------------

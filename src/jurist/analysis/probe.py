@@ -47,6 +47,7 @@ from jurist.rubrics.models import RubricSet
 from jurist.rubrics.sessions import format_session
 from jurist.runtime import Runtime
 from jurist.store import queries
+from jurist.sync import gather_bounded
 
 DEFAULT_SAMPLES = 3
 LISTED = 10  # answers listed per rubric (the most variable) and failures shown
@@ -123,12 +124,12 @@ async def score_items(rj: RubricJudge, rubric_set: RubricSet, items: list[ProbeI
                       padding: float | None, budget: int, timeout: float, parallel: int = 4,
                       on_progress: Callable[[], None] | None = None) -> Scoring:
     """Every item scored ``samples`` times as given, and once padded (``padding``: None for none)."""
-    gate = asyncio.Semaphore(max(1, parallel))
     out = Scoring({}, {}, [])
+    Job = tuple[int, "str | None", int, Scores]  # item, the text scored instead (padded), sample, where it goes
 
-    async def one(k: int, text: str | None, sample: int, into: Scores) -> None:
-        async with gate:
-            outcomes = await _score_one(rj, rubric_set, items[k], text, budget=budget, timeout=timeout, sample=sample)
+    async def one(job: Job) -> None:
+        k, text, sample, into = job
+        outcomes = await _score_one(rj, rubric_set, items[k], text, budget=budget, timeout=timeout, sample=sample)
         for o in outcomes:
             ok = o.status == SCORED and o.final_score is not None
             into.setdefault((k, o.rubric.id), []).append(o.final_score if ok else None)
@@ -137,10 +138,11 @@ async def score_items(rj: RubricJudge, rubric_set: RubricSet, items: list[ProbeI
         if on_progress:
             on_progress()
 
-    jobs = [one(k, None, s, out.samples) for s in range(samples) for k in range(len(items))]
-    await asyncio.gather(*jobs)  # samples first: the padded answers' calls follow
+    samples_first: list[Job] = [(k, None, s, out.samples) for s in range(samples) for k in range(len(items))]
+    await gather_bounded(one, samples_first, parallel)  # samples first: the padded answers' calls follow
     if padding is not None:
-        await asyncio.gather(*(one(k, pad(it.answer.answer, padding), 0, out.padded) for k, it in enumerate(items)))
+        padded: list[Job] = [(k, pad(it.answer.answer, padding), 0, out.padded) for k, it in enumerate(items)]
+        await gather_bounded(one, padded, parallel)
     return out
 
 
