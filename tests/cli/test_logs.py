@@ -95,3 +95,31 @@ def test_no_calls_says_so(tmp_path):
     assert shown.stdout.startswith("store: sqlite:///")
     shown = run_cli("logs", "--status", "error", cwd=tmp_path, env={"JURIST_HOME": str(tmp_path / ".jurist")})
     assert shown.stdout.splitlines()[1:] == ["no calls matching these filters"]
+
+
+def test_status_failed_is_every_failure_and_unknown_statuses_are_refused(recorded, tmp_path):
+    env, rows = recorded
+    failed = [json.loads(line) for line in
+              run_cli("logs", "--json", "--status", "failed", env=env, cwd=tmp_path).stdout.splitlines()]
+    assert sorted(r["id"] for r in failed) == sorted(r["id"] for r in rows if r["status"] != "ok")
+    assert {r["status"] for r in failed} == {"error", "parse_error"}
+    only_errors = run_cli("logs", "--json", "--status", "error", env=env, cwd=tmp_path)
+    assert {json.loads(line)["status"] for line in only_errors.stdout.splitlines()} == {"error"}
+    assert "--status failed shows every failed call" in only_errors.stderr
+    for wrong, hint in (("fail", " (did you mean 'failed'?)"), ("errors", " (did you mean 'error'?)"),
+                        ("bogus", "")):
+        shown = run_cli("logs", "--status", wrong, env=env, cwd=tmp_path)
+        assert shown.returncode == 2 and shown.stdout == ""
+        message = " ".join(shown.stderr.split())
+        assert f"--status '{wrong}' is not a call status{hint}" in message
+        assert "use one of: ok, error, parse_error, failed" in message
+
+
+def test_the_accepted_statuses_are_the_call_records():
+    from typing import get_args
+
+    from jurist.models.base import CallStatus
+    from jurist.store.queries import call_status_filters, call_statuses
+
+    assert call_statuses() == get_args(CallStatus) == ("ok", "error", "parse_error")
+    assert call_status_filters() == ("ok", "error", "parse_error", "failed")

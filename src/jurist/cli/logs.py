@@ -70,6 +70,22 @@ def _latency(ms: float) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
+def check_status(status: str | None) -> None:
+    """A UsageError (exit 2) naming the accepted values unless ``status`` is one of them (or None)."""
+    import difflib
+
+    from jurist.errors import UsageError
+    from jurist.store.queries import call_status_filters
+
+    accepted = call_status_filters()
+    if status is None or status in accepted:
+        return
+    close = difflib.get_close_matches(status, accepted, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UsageError(f"--status {status!r} is not a call status{hint}; use one of: {', '.join(accepted)} "
+                     "(failed: every call that failed, whatever the failure)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("logs")
     @handle_errors
@@ -77,7 +93,9 @@ def register(app: typer.Typer) -> None:
         n: int = typer.Option(20, "-n", "--limit", min=1, help="How many calls, newest first."),
         as_json: bool = typer.Option(False, "--json", help="One JSON object per line, with messages and response."),
         purpose: Optional[str] = typer.Option(None, "--purpose", help="Only calls with this purpose tag."),
-        status: Optional[str] = typer.Option(None, "--status", help="Only calls with this status (ok, error, parse_error)."),
+        status: Optional[str] = typer.Option(None, "--status", help="Only calls with this status: ok, error (the "
+                                             "model call failed), parse_error (its reply could not be read), or "
+                                             "failed (either failure)."),
         trace: Optional[str] = typer.Option(None, "--trace", help="Only calls of this trace id."),
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
@@ -85,6 +103,7 @@ def register(app: typer.Typer) -> None:
         """List recorded judge and model calls: purpose, model, tokens, latency, status, and why a call failed."""
         from jurist.store import Store
 
+        check_status(status)
         settings = load_settings(config, db=db)
         print_store(settings, err_console if as_json else console)  # stdout stays JSON lines with --json
         store = Store(settings.database)
@@ -92,6 +111,9 @@ def register(app: typer.Typer) -> None:
             rows = store.calls(limit=n, purpose=purpose, status=status, trace_id=trace)
         finally:
             store.close()
+        if status not in (None, "ok", "failed"):  # one kind of failure
+            err_console.print(escape(f"only calls with status {status}; --status failed shows every failed call"),
+                              highlight=False, soft_wrap=True)
         if as_json:
             for row in rows:
                 typer.echo(json.dumps(_row_json(row), ensure_ascii=False, default=str))

@@ -237,6 +237,9 @@ class ChatModel(Protocol):
         ...
 
 
+CallStatus = Literal["ok", "error", "parse_error"]  # parse_error: the reply came but could not be read
+
+
 @dataclass
 class CallRecord:
     """One LLM call as stored in ``llm_calls``."""
@@ -254,7 +257,7 @@ class CallRecord:
     output_tokens: int
     latency_ms: float
     attempts: int
-    status: str  # ok | error | parse_error
+    status: CallStatus
     error: str | None = None
     cached: bool = False
     template_name: str | None = None

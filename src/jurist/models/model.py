@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, cast
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
-from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
-                                RelevanceScore, StatementCheck, StreamItem, SupportResult)
+from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, Completion, CoverageResult,
+                                MeaningJudge, RelevanceScore, StatementCheck, StreamItem, SupportResult)
 from jurist.models.breaker import CircuitBreaker
 from jurist.models.limiter import RequestLimiter
 
@@ -296,7 +296,7 @@ class Model:
                 raise
         latency = (time.perf_counter() - started) * 1000.0
         call_id = new_id()
-        status = "ok"
+        status: CallStatus = "ok"
         if completion is not None:
             completion.latency_ms = latency
             completion.call_id = call_id
@@ -331,7 +331,7 @@ class Model:
 
     def _record(
         self, request: ChatRequest, key: str, call_id: str, started: float, *, purpose: str,
-        trace_id: str | None, template: Template | None, completion: Completion | None, status: str,
+        trace_id: str | None, template: Template | None, completion: Completion | None, status: CallStatus,
         error: str | None, attempts: int, params: dict[str, Any] | None = None,
     ) -> None:
         if self.sink is None:

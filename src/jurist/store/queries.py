@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Iterable, get_args, get_type_hints
 
 from datetime import datetime
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import ColumnElement, Table, insert, select, update
 from sqlalchemy.engine import Connection
+
+from jurist.models.base import CallRecord
 
 from jurist.store.tables import (
     checklist_evaluations,
@@ -56,6 +59,27 @@ def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, dict[str, An
                              "output_tokens": r.output_tokens} for r in rows}
 
 
+FAILED_CALLS = "failed"  # a filter, not a stored status: every call whose status is not ok
+
+
+@functools.cache
+def call_statuses() -> tuple[str, ...]:
+    """The statuses a call is stored with: the values of ``CallRecord.status``'s Literal."""
+    return tuple(get_args(get_type_hints(CallRecord)["status"]))
+
+
+def call_status_filters() -> tuple[str, ...]:
+    """What a filter on a call's status accepts: each stored status, and ``failed`` (any failure)."""
+    return (*call_statuses(), FAILED_CALLS)
+
+
+def call_status_is(status: str) -> ColumnElement[bool]:
+    """The condition on ``llm_calls.status`` of a status filter (``failed``: any status but ok)."""
+    if status == FAILED_CALLS:
+        return llm_calls.c.status != "ok"
+    return llm_calls.c.status == status
+
+
 def list_calls(
     conn: Connection,
     *,
@@ -70,7 +94,7 @@ def list_calls(
     if purpose:
         stmt = stmt.where(llm_calls.c.purpose == purpose)
     if status:
-        stmt = stmt.where(llm_calls.c.status == status)
+        stmt = stmt.where(call_status_is(status))
     if trace_id:
         stmt = stmt.where(llm_calls.c.trace_id == trace_id)
     if model:
