@@ -180,7 +180,8 @@ def uvicorn_runs(monkeypatch) -> list[dict]:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
 def test_without_a_token_a_public_address_is_refused_with_the_fix(command, uvicorn_runs):
     """`jurist proxy --host 0.0.0.0 --api-key K` used to serve every interface, no token, no warning."""
-    r = CliRunner().invoke(_command(command[0]), [*_on_a_free_port(command), "--host", "0.0.0.0"], env={"COLUMNS": "300"})
+    r = CliRunner().invoke(_command(command[0]), [*_on_a_free_port(command), "--host", "0.0.0.0"],
+                           env={"COLUMNS": "300"})
     assert r.exit_code == 2 and uvicorn_runs == []
     assert "refusing to listen on 0.0.0.0 without an API token" in r.output
     assert "JURIST_API_TOKEN" in r.output and "127.0.0.1" in r.output  # the two fixes
@@ -192,7 +193,8 @@ def test_loopback_needs_no_token_and_a_token_opens_any_address(command, uvicorn_
     for host in ("127.0.0.1", "::1", "localhost"):
         assert runner.invoke(_command(command[0]), [*_on_a_free_port(command), "--host", host]).exit_code == 0
     monkeypatch.setenv("JURIST_API_TOKEN", TOKEN)
-    r = runner.invoke(_command(command[0]), [*_on_a_free_port(command), "--host", "0.0.0.0", "--allowed-host", "jurist.example"])
+    r = runner.invoke(_command(command[0]),
+                      [*_on_a_free_port(command), "--host", "0.0.0.0", "--allowed-host", "jurist.example"])
     assert r.exit_code == 0, r.output
     run = uvicorn_runs[-1]
     assert run["host"] == "0.0.0.0" and run["ws_max_size"] == Settings().max_body_bytes
@@ -203,8 +205,8 @@ def test_loopback_needs_no_token_and_a_token_opens_any_address(command, uvicorn_
 
 def test_the_bound_address_is_an_allowed_host(uvicorn_runs, monkeypatch):
     monkeypatch.setenv("JURIST_API_TOKEN", TOKEN)
-    r = CliRunner().invoke(_command("serve"), [*_on_a_free_port(["serve"]), "--host", "10.1.2.3", "--allowed-host", "a.example",
-                                               "--allowed-host", "B.Example."])
+    r = CliRunner().invoke(_command("serve"), [*_on_a_free_port(["serve"]), "--host", "10.1.2.3",
+                                               "--allowed-host", "a.example", "--allowed-host", "B.Example."])
     assert r.exit_code == 0, r.output
     assert uvicorn_runs[-1]["app"].state.jurist.settings.allowed_hosts == ["a.example", "b.example", "10.1.2.3"]
 
