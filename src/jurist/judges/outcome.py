@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Generic, TypeVar
+from typing import Awaitable, Callable, Final, Generic, Literal, TypeVar
 
 T = TypeVar("T")
 
-OK = "ok"
-FAILED = "failed"
-SKIPPED = "skipped"
+Status = Literal["ok", "failed", "skipped"]
+
+OK: Final = "ok"
+FAILED: Final = "failed"
+SKIPPED: Final = "skipped"
 
 
 @dataclass
@@ -113,4 +115,4 @@ async def guarded(
     return Outcome.success(value)
 
 
-__all__ = ["FAILED", "OK", "SKIPPED", "Outcome", "describe", "guarded", "timed_out"]
+__all__ = ["FAILED", "OK", "SKIPPED", "Outcome", "Status", "describe", "guarded", "timed_out"]
