@@ -81,6 +81,7 @@ def test_tutor_page_in_a_browser(page, checklist_dir: Path):
         send.click()
         expect(page.locator(".message.assistant .text").last).to_have_text("Yes, adenosine. What else?")
         expect(progress).to_have_text("1 / 3 points")
+        expect(page.locator("#status")).to_have_text("connected")  # "the tutor is thinking…" is gone
 
         # an HTML/script payload, from the learner and from the tutor, stays text
         expect(send).to_be_enabled()
@@ -101,6 +102,7 @@ def test_tutor_page_in_a_browser(page, checklist_dir: Path):
         page.fill("#message", "Half-life is five hours.")
         send.click()
         expect(progress).to_have_text("2 / 3 points")
+        expect(page.locator("#status")).to_have_text("connected")
         assert SECRET_FEEDBACK not in page.content()
     assert errors == []
 

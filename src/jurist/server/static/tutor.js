@@ -22,6 +22,7 @@
   var tokenRequired = root.dataset.tokenRequired === "true";
   var socket = null;
   var waiting = false;
+  var THINKING = "the tutor is thinking…";
 
   // The API token (when the server has one) lives in this tab's sessionStorage only.
   function storedToken() {
@@ -106,6 +107,11 @@
   function setWaiting(value) {
     waiting = value;
     sendButton.disabled = value || !socket || socket.readyState !== WebSocket.OPEN;
+    if (value) {
+      setStatus(THINKING, false);
+    } else if (statusEl.textContent === THINKING) {
+      setStatus("connected", false); // the reply (or an error, which says so) has arrived
+    }
   }
 
   function socketUrl(sessionId) {
@@ -179,7 +185,6 @@
     addMessage("user", content);
     socket.send(JSON.stringify({ type: "message", content: content }));
     input.value = "";
-    setStatus("the tutor is thinking…", false);
     setWaiting(true);
   });
 
