@@ -38,7 +38,10 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.models.base import Completion
 
 
 class JuristError(Exception):
@@ -117,7 +120,7 @@ class ModelError(JuristError):
 class RateLimited(ModelError):
     retryable = True
 
-    def __init__(self, message: str, *, retry_after: float | None = None, **kw):
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any):
         self.retry_after = retry_after
         super().__init__(message, **kw)
 
@@ -156,7 +159,7 @@ class JudgeParseError(JuristError):
 
     def __init__(self, message: str, *, raw: str | None = None):
         self.raw = raw
-        self.completions: list = []  # the judge's replies that failed to parse (set by Judge.run)
+        self.completions: list[Completion] = []  # the judge's replies that failed to parse (set by Judge.run)
         super().__init__(message)
 
 

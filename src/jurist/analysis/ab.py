@@ -119,7 +119,7 @@ async def compare_versions(store: Store, name: str, a: int, b: int, key: str | N
         raise InputError(f"versions {a} and {b} of {name!r} have the same text, so their scores cannot be told apart")
     rows = []
     for h in (va["hash"], vb["hash"]):  # each version's newest ``limit`` rows
-        rows += await store.aread(lambda conn, h=h: q.scores_for_hashes(conn, [h], key=key, limit=limit))
+        rows += await store.aread(q.scores_for_hashes, [h], key=key, limit=limit)
     result = await asyncio.to_thread(compare_rows, rows, va["hash"], vb["hash"])
     text, significant = verdict(result)
     return ABComparison(prompt=name, a=a, b=b, key=key, hash_a=va["hash"], hash_b=vb["hash"], unit=result["unit"],

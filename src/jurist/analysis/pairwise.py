@@ -217,7 +217,8 @@ def bradley_terry(n: int, first: np.ndarray, second: np.ndarray, score: np.ndarr
     result = optimize.minimize(objective, np.zeros(n), jac=True, hess=hessian, method="Newton-CG",
                                options={"xtol": 1e-10, "maxiter": 200})
     theta = np.asarray(result.x, float)
-    return theta - theta.mean()
+    centred: np.ndarray = theta - theta.mean()
+    return centred
 
 
 @dataclass

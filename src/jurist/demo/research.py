@@ -55,9 +55,10 @@ class KeywordPipeline:
         for. full_regeneration / alternative_approach: one query per question sentence."""
         self.calls.append((mode, feedback is not None))
         if feedback is None:
-            return json.loads(json.dumps(self.first_plan))
+            first: dict[str, Any] = json.loads(json.dumps(self.first_plan))
+            return first
         if mode == "targeted_fix":
-            plan = json.loads(json.dumps(self.first_plan))
+            plan: dict[str, Any] = json.loads(json.dumps(self.first_plan))
             for issue in feedback.specific_issues:
                 fix = issue.fix.strip()
                 added = fix[len(_FIX_PREFIX):] if fix.lower().startswith(_FIX_PREFIX) else fix

@@ -46,7 +46,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, error: ModelError) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        backoff = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        backoff = min(self.backoff_max, self.backoff_base * 2.0 ** (attempt - 1))
         backoff *= random.uniform(0.5, 1.0)
         retry_after = getattr(error, "retry_after", None)
         if isinstance(error, RateLimited) and retry_after is not None:

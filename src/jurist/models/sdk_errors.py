@@ -196,10 +196,12 @@ def error_detail(raw: bytes) -> str:
 def _body_message(body: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(body.get("message"), str):
-            return body["message"]
+        message = err.get("message") if isinstance(err, dict) else None
+        if isinstance(message, str):
+            return message
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
     if isinstance(body, str):
         return body[:200]
     return ""

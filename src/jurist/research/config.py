@@ -164,7 +164,7 @@ class StagesConfig(_Strict):
         return self
 
     def of(self, stage: str) -> StageConfig:
-        return getattr(self, stage)
+        return {st.PLAN: self.plan, st.RETRIEVAL: self.retrieval, st.ANSWER: self.answer}[stage]
 
 
 class _StageSwitches(_Strict):

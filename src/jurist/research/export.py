@@ -148,7 +148,8 @@ def find_record(store: Store, log_id: str) -> dict[str, Any]:
     """The stored record (payload) of ``log_id``; InputError when there is none."""
     row = store.evaluation(log_id, kind=KIND)
     if row is not None:
-        return row["payload"]
+        payload: dict[str, Any] = row["payload"]  # a JSON column
+        return payload
     raise InputError(f"no research evaluation with log id {log_id!r} in {store.engine.url.render_as_string()}; "
                      "check the id (the logId printed by the research run) and JURIST_DATABASE_URL")
 

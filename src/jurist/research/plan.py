@@ -32,6 +32,7 @@ from jurist.judges.judge import Judge
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import extract_json
 from jurist.judges.templates import PromptSource, builtin
+from jurist.models.base import Completion
 from jurist.models.model import Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
@@ -205,7 +206,7 @@ class LLMPlanCritic:
                    ) -> tuple[CriticReply | None, str | None, float, int, str | None]:
         """(reply, raw text, latency ms, tokens, error): a model error or a reply still
         invalid after the re-ask is a failed outcome, its reason the error."""
-        completions: list[Any] = []
+        completions: list[Completion] = []
 
         async def call() -> CriticReply:
             reply, done = await judge.run(variables, parse_critic, trace_id=trace_id)
@@ -214,7 +215,7 @@ class LLMPlanCritic:
 
         outcome = await guarded(call, catch=(JudgeParseError, ModelError))
         if outcome.failed:  # a reply that could not be parsed still cost its calls
-            completions = list(getattr(outcome.error, "completions", None) or [])
+            completions = list(outcome.error.completions) if isinstance(outcome.error, JudgeParseError) else []
         raw = completions[-1].text if completions else None
         return outcome.value, raw, _latency(completions), _tokens(completions), outcome.reason
 
@@ -259,11 +260,11 @@ class LLMPlanCritic:
             await self.escalation.aclose()
 
 
-def _latency(comps: list[Any]) -> float:
+def _latency(comps: list[Completion]) -> float:
     return round(sum(c.latency_ms for c in comps), 3)
 
 
-def _tokens(comps: list[Any]) -> int:
+def _tokens(comps: list[Completion]) -> int:
     return sum(c.input_tokens + c.output_tokens for c in comps)
 
 

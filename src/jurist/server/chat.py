@@ -24,7 +24,7 @@ from jurist.errors import NotFound, PayloadError, StoreError
 from jurist.payloads import read_payload
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
-from jurist.server.tutor import CSP
+from jurist.server.tutor import CSP, templates
 from jurist.store import queries
 
 #: Trace ids the page makes (32 hex digits) and any a client sends, within the store's column.
@@ -54,7 +54,7 @@ async def chat_page(
 ) -> HTMLResponse:
     """A person chats through the gate: answers, their evaluations, every LLM call, Continue after an error."""
     state = get_state(request)
-    response = request.app.state.templates.TemplateResponse(
+    response = templates(request).TemplateResponse(
         request, "chat.html",
         {"model": model or "", "token_required": bool(state.settings.api_token)})
     response.headers["Content-Security-Policy"] = CSP

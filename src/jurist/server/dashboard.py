@@ -33,6 +33,7 @@ from jurist.extras import missing_extra
 from jurist.server import dashboard_views as views
 from jurist.server.api_evaluations import evaluation_filter
 from jurist.server.state import get_state
+from jurist.server.tutor import templates
 from jurist.store import dashboard as q
 from jurist.store.labels import labels_of
 
@@ -56,7 +57,8 @@ NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evalu
 def _plotly_js() -> bytes:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs().encode("utf-8")
+    js: str = get_plotlyjs()
+    return js.encode("utf-8")
 
 
 def _plotly_src() -> str | None:
@@ -74,7 +76,7 @@ def charts_notice() -> str | None:
 
 
 def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
-    env = request.app.state.templates
+    env = templates(request)
     env.env.filters.update(views.FILTERS)
     response = env.TemplateResponse(
         request, f"dashboard/{template}", {"nav": NAV, "plotly_src": _plotly_src(), **context},

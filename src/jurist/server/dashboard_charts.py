@@ -30,7 +30,8 @@ def _layout(**extra: Any) -> dict[str, Any]:
 
 
 def _plain(fig: go.Figure) -> dict[str, Any]:
-    return json.loads(fig.to_json())
+    figure: dict[str, Any] = json.loads(fig.to_json())
+    return figure
 
 
 def distribution(data: dict[str, Any]) -> dict[str, Any]:

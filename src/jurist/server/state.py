@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from fastapi import HTTPException, Request, WebSocket
 
@@ -58,11 +59,11 @@ class ServerState:
 
 
 def get_state(request: Request) -> ServerState:
-    return request.app.state.jurist
+    return cast(ServerState, request.app.state.jurist)  # starlette's app state is untyped
 
 
 def ws_state(websocket: WebSocket) -> ServerState:
-    return websocket.app.state.jurist
+    return cast(ServerState, websocket.app.state.jurist)
 
 
 async def require_checklist(state: ServerState, name: str) -> Checklist:

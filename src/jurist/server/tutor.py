@@ -13,7 +13,7 @@ appears when the operator turns it on (``tutor_progress`` in the settings,
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
@@ -53,7 +53,7 @@ class ChecklistList(BaseModel):
 
 
 def templates(request: Request) -> Jinja2Templates:
-    return request.app.state.templates
+    return cast(Jinja2Templates, request.app.state.templates)  # starlette's app state is untyped
 
 
 @router.get("/api/checklists", response_model=ChecklistList, summary="Names usable as ?points=")

@@ -18,10 +18,10 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, TypeVar
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
@@ -38,6 +38,9 @@ LOOKUP_LINGER = 0.002
 # For batch runs: a lookup comes before the request takes a limiter slot, so
 # waiting longer costs no throughput, and one query then answers several calls.
 BATCH_LOOKUP_LINGER = 0.01
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def normalise_url(url: str) -> str:
@@ -244,23 +247,23 @@ class Store:
     def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
         return self.read(queries.scores_of, evaluation_id)
 
-    def write(self, fn: Any, *args: Any) -> Any:
-        """Run one write query function (``fn(conn, *args)``) in its own transaction, now."""
+    def write(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run one write query function (``fn(conn, *args, **kwargs)``) in its own transaction, now."""
         with self.engine.begin() as conn:
-            return fn(conn, *args)
+            return fn(conn, *args, **kwargs)
 
-    async def awrite(self, fn: Any, *args: Any) -> Any:
+    async def awrite(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`write` off the event loop; durable when it returns."""
-        return await asyncio.to_thread(self.write, fn, *args)
+        return await asyncio.to_thread(lambda: self.write(fn, *args, **kwargs))
 
-    def read(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def read(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run one read query function (``fn(conn, *args, **kwargs)``) on a connection."""
         with self.engine.connect() as conn:
             return fn(conn, *args, **kwargs)
 
-    async def aread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def aread(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`read` off the event loop (the server's and the analysis' reads)."""
-        return await asyncio.to_thread(self.read, fn, *args, **kwargs)
+        return await asyncio.to_thread(lambda: self.read(fn, *args, **kwargs))
 
     # -- continuous checklist (durable when the coroutine returns) -----------
     async def create_checklist_session(self, session: dict[str, Any], points: list[dict[str, Any]]) -> None:

@@ -46,7 +46,7 @@ from jurist.testing.replies import (DEFAULT_TEXT, Reply, anthropic_events, anthr
 
 __all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
 
-Responder = Union[Reply, Callable[[dict], Reply]]
+Responder = Union[Reply, Callable[[dict[str, Any]], Reply]]
 
 
 class ProviderServer:
@@ -309,7 +309,7 @@ LLAMA_CPP_REFUSAL = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('
 
 
 def schema_dialect(mode: str, *, free_text: str = "Sure, here is my judgement: it looks fine.",
-                   refusal: Reply | None = None) -> Callable[[dict], Reply]:
+                   refusal: Reply | None = None) -> Callable[[dict[str, Any]], Reply]:
     """A responder for a server whose constrained decoding reads a schema only as
     ``mode`` does (a mode of :mod:`jurist.models.structured`): such a request gets
     the smallest JSON that follows the schema; a ``response_format`` of another
@@ -317,7 +317,7 @@ def schema_dialect(mode: str, *, free_text: str = "Sure, here is my judgement: i
     when ``mode`` is ``json_object_schema``; else the field is ignored); anything
     else gets ``free_text``, as a model left to itself would write."""
 
-    def respond(req: dict) -> Reply:
+    def respond(req: dict[str, Any]) -> Reply:
         fmt: dict[str, Any] = req["response_format"] if isinstance(req.get("response_format"), dict) else {}
         schema: Any = None
         if mode == "json_schema" and fmt.get("type") == "json_schema":

@@ -14,6 +14,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
 
@@ -35,28 +36,28 @@ class Reply:
     # The reply's tokens with their log probabilities in the OpenAI form (the
     # entries of ``logprobs.content``, see :func:`token_logprobs`): sent when the
     # request asks for ``logprobs``, each cut to the request's ``top_logprobs``.
-    logprobs: list[dict] | None = None
+    logprobs: list[dict[str, Any]] | None = None
     # An answer that calls tools: OpenAI's message form, ``{"id", "type": "function",
     # "function": {"name", "arguments"}}`` each (see :func:`tool_reply`); streamed as
     # OpenAI streams them (the id and name first, then the arguments in pieces).
-    tool_calls: list[dict] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
     message: str | None = None  # an error status's message (default: a scripted-by-the-test note)
     usage: bool = True  # a stream's usage chunk when asked for (some servers never send one)
 
 
-def tool_call(name: str, arguments: dict | str, call_id: str = "call_1") -> dict:
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1") -> dict[str, Any]:
     """One tool call in OpenAI's message form (``arguments`` as the JSON text the model writes)."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 
 
-def tool_reply(*calls: dict, text: str | None = None, **more) -> Reply:
+def tool_reply(*calls: dict[str, Any], text: str | None = None, **more: Any) -> Reply:
     """An answer that calls ``calls`` (:func:`tool_call`), with no text unless given: finish reason ``tool_calls``."""
     return Reply(text=text, tool_calls=list(calls), finish_reason="tool_calls", **more)
 
 
 def token_logprobs(tokens: list[str], top: dict[int, dict[str, float]] | None = None, *,
-                   logprob: float = 0.0) -> list[dict]:
+                   logprob: float = 0.0) -> list[dict[str, Any]]:
     """``logprobs.content`` for a reply made of ``tokens``: at position ``i`` the
     alternatives are ``top[i]`` (token -> logprob, most likely first), elsewhere the
     token alone; a token's own logprob is its entry in ``top[i]``, else ``logprob``."""
@@ -78,7 +79,7 @@ def _pieces(text: str | None) -> list[str]:
     return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 
 
-def openai_completion(reply: Reply, req: dict) -> dict:
+def openai_completion(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{next(_counter)}",
         "object": "chat.completion",
@@ -100,14 +101,14 @@ def openai_completion(reply: Reply, req: dict) -> dict:
     }
 
 
-def _message(reply: Reply) -> dict:
-    message: dict = {"role": "assistant", "content": reply.text}
+def _message(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     return message
 
 
-def _tool_call_deltas(calls: list[dict]) -> list[dict]:
+def _tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``delta.tool_calls`` entries a stream sends for ``calls``: the head of each call, then its
     arguments in pieces of at most 8 characters."""
     out = []
@@ -120,7 +121,7 @@ def _tool_call_deltas(calls: list[dict]) -> list[dict]:
     return out
 
 
-def _logprobs(reply: Reply, req: dict) -> dict | None:
+def _logprobs(reply: Reply, req: dict[str, Any]) -> dict[str, Any] | None:
     """The choice's ``logprobs``: the reply's tokens, when asked for, with ``top_logprobs`` alternatives each."""
     if reply.logprobs is None or not req.get("logprobs"):
         return None
@@ -129,7 +130,7 @@ def _logprobs(reply: Reply, req: dict) -> dict | None:
             "refusal": None}
 
 
-def openai_chunks(reply: Reply, req: dict) -> list[str]:
+def openai_chunks(reply: Reply, req: dict[str, Any]) -> list[str]:
     base = {
         "id": f"chatcmpl-{next(_counter)}",
         "object": "chat.completion.chunk",
@@ -137,7 +138,7 @@ def openai_chunks(reply: Reply, req: dict) -> list[str]:
         "model": req.get("model", "test-model"),
     }
 
-    def chunk(delta: dict, finish: str | None = None) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
@@ -156,7 +157,7 @@ def openai_chunks(reply: Reply, req: dict) -> list[str]:
     return out
 
 
-def anthropic_message(reply: Reply, req: dict) -> dict:
+def anthropic_message(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": f"msg_{next(_counter)}",
         "type": "message",
@@ -169,8 +170,8 @@ def anthropic_message(reply: Reply, req: dict) -> dict:
     }
 
 
-def anthropic_events(reply: Reply, req: dict) -> list[str]:
-    def event(name: str, data: dict) -> str:
+def anthropic_events(reply: Reply, req: dict[str, Any]) -> list[str]:
+    def event(name: str, data: dict[str, Any]) -> str:
         return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
 
     message = anthropic_message(reply, req)

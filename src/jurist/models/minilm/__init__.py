@@ -70,7 +70,8 @@ def _layer_norm(x: "np.ndarray", ln: tuple["np.ndarray", "np.ndarray"], eps: flo
     mean = x.mean(axis=-1, keepdims=True)
     x = x - mean
     var = np.mean(x * x, axis=-1, keepdims=True)
-    return x / np.sqrt(var + eps) * ln[0] + ln[1]
+    out: np.ndarray = x / np.sqrt(var + eps) * ln[0] + ln[1]
+    return out
 
 
 # erfc(z) ~ poly(t) * exp(-z^2), t = 1 / (1 + P z) for z >= 0: Abramowitz & Stegun 7.1.26,
@@ -259,7 +260,8 @@ class MiniLM:
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * seq, self.hidden)
             x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1, self.eps)
             x = _layer_norm(x + self._feed_forward(x, layer), layer.ln2, self.eps)
-        return x.reshape(batch, seq, self.hidden)
+        out: np.ndarray = x.reshape(batch, seq, self.hidden)
+        return out
 
     @staticmethod
     def _feed_forward(x: "np.ndarray", layer: _Layer) -> "np.ndarray":
