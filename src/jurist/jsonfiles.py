@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
+import types
+import typing
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Annotated, Any, Union
 
-from pydantic_core import to_json
+from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic_core import ErrorDetails, to_json
 
 from jurist.errors import InputError
 from jurist.ids import new_id
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pydantic import ValidationError
 
 
 def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
@@ -36,33 +39,165 @@ def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
         yield n, obj
 
 
-def line_problem(exc: ValidationError, fields: str, whole: str) -> str:
-    """A JSONL line's first validation error in a sentence: an unknown field (naming ``fields``,
-    the ones a line may have), a missing one, or a field and pydantic's message (``whole``: what
-    a line is, for an error of the line itself)."""
-    err = exc.errors()[0]
-    name = ".".join(str(p) for p in err["loc"]) or whole
-    if err["type"] == "extra_forbidden":
-        return f"unknown field {name!r} (fields: {fields})"
-    if err["type"] == "missing":
-        return f"missing field {name!r}"
-    return f"{name}: {err['msg']}"
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()} (booleans are not numbers)")
+    return value
+
+
+#: A number field that refuses ``true`` and ``false`` (pydantic would read them as 1 and 0);
+#: numbers written as text (``"2"``, an environment variable) are still read.
+Number = Annotated[float, BeforeValidator(_not_a_bool)]
+#: A whole-number field that refuses ``true`` and ``false``.
+Whole = Annotated[int, BeforeValidator(_not_a_bool)]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (a typo's intended name), or None when none is close."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def unknown_name(name: str, known: Iterable[str], what: str = "field", shown: str = "{}") -> str:
+    """``unknown field 'contnet' (did you mean 'content'?)``; without a close name, the known ones
+    listed (``(fields: role, content)``). ``shown`` formats a name (``"{{{}}}"``: a placeholder)."""
+    names = list(dict.fromkeys(known))
+    show = (lambda n: shown.format(n)) if shown != "{}" else repr
+    match = did_you_mean(name, names)
+    if match is not None:
+        return f"unknown {what} {show(name)} (did you mean {show(match)}?)"
+    if not names:
+        return f"unknown {what} {show(name)}"
+    return f"unknown {what} {show(name)} ({what}s: {', '.join(shown.format(n) for n in names)})"
+
+
+def _unwrapped(tp: Any) -> list[Any]:
+    """The types a value of annotation ``tp`` may have: Optional, unions and Annotated opened."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _unwrapped(typing.get_args(tp)[0])
+    if origin is Union or origin is types.UnionType:
+        return [t for arg in typing.get_args(tp) if arg is not type(None) for t in _unwrapped(arg)]
+    return [tp]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _field_names(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's field names as a file writes them (the alias, where one is set) -> annotation."""
+    out: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+        out[alias or name] = info.annotation
+    return out
+
+
+def _step(tp: Any, part: int | str) -> Any:
+    """The annotation one step into ``tp`` along a pydantic error location (None: lost the way)."""
+    for t in _unwrapped(tp):
+        if _is_model(t) and isinstance(part, str):
+            if t.__name__ == part:  # a union member's tag
+                return t
+            fields = _field_names(t)
+            by_name = t.model_fields.get(part)
+            if part in fields or by_name is not None:
+                return fields.get(part, by_name.annotation if by_name is not None else None)
+        origin, args = typing.get_origin(t), typing.get_args(t)
+        if origin in (list, tuple, set, frozenset, Sequence) and isinstance(part, int) and args:
+            return args[0]
+        if origin in (dict, Mapping) and isinstance(part, str) and len(args) == 2:
+            return args[1]
+    return None
+
+
+def known_fields(model: Any, loc: Sequence[int | str]) -> list[str]:
+    """The field names allowed at ``loc`` (a pydantic error location) inside ``model`` (a
+    model class or an annotation holding one): those of the model the location leads to."""
+    tp: Any = model
+    for part in loc:
+        tp = _step(tp, part)
+        if tp is None:
+            return []
+    return [name for t in _unwrapped(tp) if _is_model(t) for name in _field_names(t)]
+
+
+def where(loc: Sequence[int | str]) -> str:
+    """An error location as a path: ``points[2].id``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None = None) -> str:
+    """One pydantic error in a sentence: ``unknown field 'contnet' (did you mean 'content'?)``,
+    ``missing field 'role'``, ``weight: expected a number, ...``; a nested field is named with
+    its path (``providers.local: unknown field 'bse_url' (did you mean 'base_url'?)``). ``model``:
+    the model class (or annotation) validated, for the names an unknown field is compared with;
+    ``loc``: the location to show (default the error's own)."""
+    shown = list(err["loc"] if loc is None else loc)
+    if err["type"] == "extra_forbidden" and shown:
+        known = known_fields(model, list(err["loc"])[:-1])
+        problem = unknown_name(str(shown[-1]), known)
+        return f"{where(shown[:-1])}: {problem}" if len(shown) > 1 else problem
+    if err["type"] == "missing" and shown:
+        problem = f"missing field {str(shown[-1])!r}"
+        return f"{where(shown[:-1])}: {problem}" if len(shown) > 1 else problem
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where(shown)}: {msg}" if shown else msg
+
+
+def validation_problems(exc: ValidationError, model: Any) -> list[str]:
+    """Every error of a pydantic ValidationError as :func:`error_problem` words it."""
+    return [error_problem(e, model) for e in exc.errors()]
+
+
+def first_error(exc: ValidationError) -> ErrorDetails:
+    """The error to report first: an unknown field (a typo, which may also be why a field is
+    missing), else the first."""
+    errors = exc.errors()
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
+def line_problem(exc: ValidationError, model: type[BaseModel], whole: str) -> str:
+    """A JSONL line's first validation error (:func:`first_error`) in a sentence
+    (:func:`error_problem`); ``whole``: what a line is, for an error of the line itself."""
+    err = first_error(exc)
+    problem = error_problem(err, model)
+    return problem if err["loc"] else f"{whole}: {problem}"
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line of a JSON or YAML file's text where ``key`` is written as a key (``"key":``,
+    ``key:``), when it is written so exactly once (None otherwise): where an unknown field is."""
+    pattern = re.compile(r"(?<![\w\\\"'-])[\"']?" + re.escape(key) + r"[\"']?[ \t]*:")
+    found = [m.start() for m in pattern.finditer(text)]
+    return text.count("\n", 0, found[0]) + 1 if len(found) == 1 else None
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """A UTF-8 text file's text; an unreadable one is an InputError naming the file, ``what``
+    saying what it should hold."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(p)) from None
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", file=str(p)) from None
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON text's value; invalid JSON is an InputError naming ``source`` and the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
 
 
 def read_json(path: str | Path, what: str) -> Any:
     """Parse a JSON file; an unreadable or invalid one is an InputError naming
     the file (and the line), ``what`` saying what the file should hold."""
-    p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(p)) from None
-    except UnicodeDecodeError:
-        raise InputError("the file is not UTF-8 text", file=str(p)) from None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(p), line=exc.lineno) from None
+    return parse_json(read_text(path, what), str(Path(path)))
 
 
 def json_bytes(data: Any) -> bytes:

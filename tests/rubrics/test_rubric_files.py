@@ -72,3 +72,46 @@ def test_invalid_json_reports_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read rubrics"):
         load_rubrics(tmp_path / "missing.json")
+
+
+def test_a_misspelt_field_is_an_error_naming_the_line_and_the_closest_name(tmp_path):
+    # written out so that the typo has a line of its own
+    p = write(tmp_path, '{\n  "rubrics": [\n    {"id": "r1", "name": "Clarity", "scoring_criteria": "1-5",\n'
+                        '     "weigth": 2}\n  ]\n}\n')
+    with pytest.raises(InputError) as info:
+        load_rubrics(p)
+    assert str(info.value) == f"{p}:4: rubric 'r1': unknown field 'weigth' (did you mean 'weight'?)"
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"rubrics": [rubric()], "scael": [1, 5]}, r"unknown field 'scael' \(did you mean 'scale'\?\)"),
+        ({"rubrics": [rubric(items=[{"id": "a", "text": "t", "pionts": 1}])]},
+         r"rubric 'r1': items\[0\]: unknown field 'pionts' \(did you mean 'points'\?\)"),
+        ({"rubrics": [rubric(colour="red")]}, r"rubric 'r1': unknown field 'colour' \(fields: id, name, "),
+    ],
+)
+def test_unknown_fields_anywhere_are_errors(tmp_path, data, message):
+    with pytest.raises(InputError, match=message):
+        load_rubrics(write(tmp_path, data))
+
+
+@pytest.mark.parametrize(
+    "data, where",
+    [
+        ({"rubrics": [rubric(weight=True)]}, "rubric 'r1': weight"),
+        ({"rubrics": [rubric(weight=False)]}, "rubric 'r1': weight"),
+        ({"rubrics": [rubric(items=[{"id": "a", "text": "t", "points": True}])]}, r"rubric 'r1': items\[0\].points"),
+        ({"scale": [False, 5], "rubrics": [rubric()]}, r"scale\[0\]"),
+    ],
+)
+def test_booleans_are_not_numbers(tmp_path, data, where):
+    with pytest.raises(InputError, match=f"{where}: expected a number, got (true|false)"):
+        load_rubrics(write(tmp_path, data))
+
+
+def test_metadata_is_free(tmp_path):
+    rs = load_rubrics(write(tmp_path, {"metadata": {"owner": "ana"},
+                                       "rubrics": [rubric(metadata={"source": "HealthBench", "n": 3})]}))
+    assert rs.rubrics[0].weight == 1.0 and rs.rubrics[0].metadata == {"source": "HealthBench", "n": 3}

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from jurist.errors import InputError
@@ -19,7 +21,7 @@ def test_id_from_file_name_and_content_parts(tmp_path):
         '{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "input_audio", "input_audio": {}}]}\n'
         "\n"
         '{"role": "tool", "name": "search", "content": "result"}\n'
-        '{"role": "assistant", "content": null}\n'
+        '{"role": "assistant", "content": ""}\n'
     )
     s = load_session(p)
     assert s.session_id == "abc-123"
@@ -76,3 +78,52 @@ def test_long_session_is_cut_in_the_middle():
     assert "START" in f.text and "END" in f.text
     assert f"[... {f.omitted_chars:,} characters omitted from the middle of this session ...]" in f.text
     assert len(f.text) < 2200
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"role": "user", "contnet": "hi"}', "unknown field 'contnet' (did you mean 'content'?)"),
+        ('{"rol": "user", "content": "hi"}', "unknown field 'rol' (did you mean 'role'?)"),
+        ('{"sesion_id": "x"}', "unknown field 'sesion_id' (did you mean 'session_id'?)"),
+        ('{"role": "assistant", "content": "a", "tool_cals": []}', "unknown field 'tool_cals' (did you mean 'tool_calls'?)"),
+        ('{"role": "user", "content": "hi", "type": "message"}', "unknown field 'type' (fields: session_id, metadata, "
+                                                                 "role, content, name, tool_calls, tool_call_id)"),
+    ],
+)
+def test_an_unknown_field_is_an_error_with_the_closest_name(tmp_path, line, message):
+    p = tmp_path / "s1.jsonl"
+    p.write_text(line + "\n")
+    with pytest.raises(InputError) as info:
+        load_session(p)
+    assert str(info.value) == f"{p}:1: {message}"
+
+
+@pytest.mark.parametrize("line", ['{"role": "assistant"}', '{"role": "user", "content": null}',
+                                  '{"role": "assistant", "content": null, "tool_calls": []}'])
+def test_a_turn_without_content_or_tool_calls_is_an_error(tmp_path, line):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"role": "user", "content": "hi"}\n' + line + "\n")
+    with pytest.raises(InputError, match="the turn has no content") as info:
+        load_session(p)
+    assert info.value.line == 2
+
+
+def test_the_free_fields_and_tool_calls_are_read(tmp_path):
+    p = tmp_path / "agent.jsonl"
+    lines = [
+        {"session_id": "a1", "metadata": {"app": "demo"}, "type": "session", "id": "x"},
+        {"role": "user", "content": "Coffee facts?", "metadata": {"ts": 1}},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "caffeine"}'}}]},
+        {"role": "tool", "name": "search", "tool_call_id": "c1", "content": "Caffeine blocks adenosine."},
+        {"role": "assistant", "content": "It blocks adenosine.", "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "note", "arguments": {"text": "done"}}}]},
+    ]
+    p.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    s = load_session(p)
+    assert s.session_id == "a1"
+    assert [m.content for m in s.messages] == [
+        "Coffee facts?", '[tool call search: {"q": "caffeine"}]', "Caffeine blocks adenosine.",
+        'It blocks adenosine.\n[tool call note: {"text": "done"}]']
+    assert "[2] ASSISTANT: [tool call search:" in format_session(s, 10_000).text

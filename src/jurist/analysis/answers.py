@@ -91,7 +91,7 @@ def parse_answers(lines: list[str], source: str, name: str) -> AnswerSet:
         try:
             line = AnswerLine.model_validate(obj)
         except ValidationError as exc:
-            raise InputError(line_problem(exc, FIELDS, "answer"), file=source, line=n) from None
+            raise InputError(line_problem(exc, AnswerLine, "answer"), file=source, line=n) from None
         problem = id_problem(line.id, SUBJECT_ID_LENGTH)
         if problem:
             raise InputError(f"id {shorten(line.id)!r} {problem}", file=source, line=n)

@@ -61,7 +61,7 @@ def parse_labels(lines: list[str], source: str) -> LabelSet:
         try:
             label = Label.model_validate(obj)
         except ValidationError as exc:
-            raise InputError(line_problem(exc, "item, rubric, label, annotator, note", "label"), file=source,
+            raise InputError(line_problem(exc, Label, "label"), file=source,
                              line=n) from None
         key = (label.item, label.rubric, label.annotator)
         if key in seen:

@@ -8,7 +8,10 @@ a mapping from score level to its description) or item-based (``items``: each
 Every number (weights, points, scale bounds, score levels) is finite and
 between 1e-12 and 1e12 in size (or 0, where 0 makes sense), so every total,
 ratio and percentage computed from them is a finite number too; ids and names
-must fit the store (:mod:`jurist.rubrics.naming`).
+must fit the store (:mod:`jurist.rubrics.naming`). Unknown fields are errors that
+name the closest known one (``rubric 'safety': unknown field 'weigth' (did you mean
+'weight'?)``); ``metadata`` (on the file and on a rubric) is free, for the user's own
+data, and never read. ``true`` and ``false`` are not numbers.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jurist.errors import InputError
-from jurist.jsonfiles import read_json
+from jurist.jsonfiles import Number, error_problem, first_error, key_line, parse_json, read_text
 from jurist.judges.calibration import CalibrationRequirement
 from jurist.rubrics.naming import id_problem, name_problem, shorten
 from jurist.store.tables import RUBRICS_VERSION_LENGTH, SCORE_KEY_LENGTH, SCORE_NAME_LENGTH
@@ -46,7 +49,7 @@ class RubricItem(BaseModel):
 
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
-    points: float
+    points: Number
 
     @field_validator("points")
     @classmethod
@@ -59,18 +62,19 @@ class RubricItem(BaseModel):
 
 
 class Rubric(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     description: str = ""
     scoring_criteria: str | dict[str, str] | None = None
-    weight: float = 1.0
+    weight: Number = 1.0
     items: list[RubricItem] | None = None
-    scale: tuple[float, float] | None = None
+    scale: tuple[Number, Number] | None = None
     # Before any judge call, a stored calibration of the judge on this rubric with at least this κ
     # (None: the rubric set's, else none; see docs/calibration.md, "Calibrated gates").
     require_calibration: CalibrationRequirement | None = None
+    metadata: dict[str, Any] | None = None  # the user's own data: free, never read
 
     @field_validator("id")
     @classmethod
@@ -148,13 +152,14 @@ class Rubric(BaseModel):
 
 
 class RubricSet(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     version: str = "1.0"
-    scale: tuple[float, float] = DEFAULT_SCALE
+    scale: tuple[Number, Number] = DEFAULT_SCALE
     rubrics: list[Rubric]
     source: str | None = None
     require_calibration: CalibrationRequirement | None = None  # every rubric's bar, unless it has its own
+    metadata: dict[str, Any] | None = None  # the user's own data: free, never read
 
     def requirement_for(self, rubric: Rubric) -> CalibrationRequirement | None:
         """The calibration bar of one rubric: its own, else the set's (None: none)."""
@@ -181,11 +186,14 @@ class RubricSet(BaseModel):
 def load_rubrics(path: str | Path, default_scale: tuple[float, float] | None = None) -> RubricSet:
     """Load and validate a rubrics file; every problem names the file and the field."""
     p = Path(path)
-    return parse_rubrics(read_json(p, "rubrics"), str(p), default_scale)
+    text = read_text(p, "rubrics")
+    return parse_rubrics(parse_json(text, str(p)), str(p), default_scale, text=text)
 
 
-def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | None = None) -> RubricSet:
-    """Validate rubrics given as data (a file's JSON, or a request body); ``source`` names it in errors."""
+def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | None = None, *,
+                  text: str | None = None) -> RubricSet:
+    """Validate rubrics given as data (a file's JSON, or a request body); ``source`` names it in errors
+    (``text``: the file's text, where an unknown field's line is looked up)."""
     p = source
     if isinstance(data, list):
         data = {"rubrics": data}
@@ -210,17 +218,16 @@ def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | N
     try:
         rs = RubricSet(**data)
     except ValidationError as exc:
-        e = exc.errors()[0]
+        e = first_error(exc)
         loc = list(e["loc"])
         where = ""
         if len(loc) >= 2 and loc[0] == "rubrics" and isinstance(loc[1], int) and isinstance(rubrics, list):
             rid = rubrics[loc[1]].get("id") if isinstance(rubrics[loc[1]], dict) else None
             where = f"rubric {shorten(rid)!r}" if rid else f"rubrics[{loc[1]}]"
             loc = loc[2:]
-        field = ".".join(str(x) for x in loc)
-        msg = e["msg"].removeprefix("Value error, ")
-        label = f"{where}: {field}" if where and field else where or field
-        raise InputError(f"{label}: {msg}" if label else msg, file=str(p)) from None
+        problem = error_problem(e, RubricSet, loc)
+        line = key_line(text, str(loc[-1])) if text is not None and e["type"] == "extra_forbidden" and loc else None
+        raise InputError(f"{where}: {problem}" if where else problem, file=str(p), line=line) from None
     if not rs.scale[0] < rs.scale[1]:
         raise InputError("scale must be [min, max] with min < max", file=str(p))
     rs.source = str(p)

@@ -14,16 +14,27 @@ images of at most :data:`MAX_SESSION_IMAGE_BYTES` together. A ``session_id`` on 
 (or a line holding only ``{"session_id": ...}``) names the session; otherwise
 the file name does. The id must fit the store (at most 300 characters, no
 control characters): a bad one is an input error before any judge call.
+
+A line holds only known fields (:class:`MessageLine`, :class:`HeaderLine`): besides
+``role`` and ``content``, the OpenAI message fields ``name``, ``tool_calls`` and
+``tool_call_id``, and on any line ``session_id`` and ``metadata`` (free, never read).
+Anything else is an error naming the closest known field (``s1.jsonl:1: unknown field
+'contnet' (did you mean 'content'?)``). A turn needs content (text or parts) or
+``tool_calls``: one with neither is an error. An assistant turn's tool calls are shown
+to the judge after its text, one per line: ``[tool call search: {"q": "coffee"}]``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from jurist.errors import InputError
-from jurist.jsonfiles import jsonl_objects
+from jurist.jsonfiles import jsonl_objects, line_problem
 from jurist.models.images import Image, from_base64, resolve_image
 from jurist.judges.prompting import TURN_ROLES, escape_turn_markers, quote, turn_header
 from jurist.rubrics.naming import id_problem, shorten
@@ -34,6 +45,58 @@ TAG = "chat_session"
 OPEN, CLOSE = f"<{TAG}>", f"</{TAG}>"
 MAX_SESSION_IMAGES = 20  # images in one session
 MAX_SESSION_IMAGE_BYTES = 20 * 1024 * 1024  # their bytes together
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: Any = None  # the session's id (any JSON value, read as text)
+    metadata: Any = None  # the user's own data: free, never read
+
+
+class HeaderLine(_Line):
+    """A line without a role: the session's id (and an export's ``id``, ``type``, never read)."""
+
+    id: Any = None
+    type: Any = None
+
+
+class MessageLine(_Line):
+    """One turn, as OpenAI's chat messages write it."""
+
+    role: str
+    content: Any = None  # text, or a list of parts (checked by _content)
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant turn's calls, as OpenAI writes them
+    tool_call_id: str | None = None  # the call a tool turn answers
+
+
+HEADER_FIELDS = frozenset(HeaderLine.model_fields)
+
+
+def _line(obj: dict[str, Any], source: str, n: int) -> HeaderLine | MessageLine:
+    """A session line validated: a header line (no role, header fields only) or a turn."""
+    model: type[HeaderLine] | type[MessageLine] = (
+        HeaderLine if "role" not in obj and set(obj) <= HEADER_FIELDS else MessageLine)
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InputError(line_problem(exc, model, "line"), file=source, line=n) from None
+
+
+def _tool_calls_text(calls: list[dict[str, Any]]) -> list[str]:
+    """An assistant turn's tool calls as the judge reads them: ``[tool call search: {"q": "x"}]``."""
+    out: list[str] = []
+    for call in calls:
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        name = function.get("name")
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        out.append(f"[tool call {name if isinstance(name, str) and name else '?'}: {arguments or ''}]")
+    return out
 
 
 @dataclass
@@ -133,21 +196,23 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Pa
     session_id: str | None = None
     id_line: int | None = None
     for n, obj in jsonl_objects(lines, source):
-        sid = obj.get("session_id")
-        if sid is not None:
-            sid = str(sid)
+        line = _line(obj, source, n)
+        if line.session_id is not None:
+            sid = str(line.session_id)
             if session_id is not None and sid != session_id:
                 raise InputError(f"session_id {sid!r} differs from {session_id!r} earlier in the file", file=source, line=n)
             session_id, id_line = sid, n
-        if "role" not in obj:
-            if set(obj) <= {"session_id", "metadata", "type", "id"}:
-                continue  # a header line
-            raise InputError("missing field 'role'", file=source, line=n)
-        role = obj["role"]
-        if role not in ROLES:
-            raise InputError(f"role {role!r} is not one of {', '.join(ROLES)}", file=source, line=n)
-        text, images = _content(obj.get("content"), root, count, source, n)
-        messages.append(Message(role, text, obj.get("name"), images))
+        if isinstance(line, HeaderLine):
+            continue
+        if line.role not in ROLES:
+            raise InputError(f"role {line.role!r} is not one of {', '.join(ROLES)}", file=source, line=n)
+        if line.content is None and not line.tool_calls:
+            raise InputError("the turn has no content (and no tool_calls): give its text as \"content\"",
+                             file=source, line=n)
+        text, images = _content(line.content, root, count, source, n)
+        if line.tool_calls:
+            text = "\n".join([text, *_tool_calls_text(line.tool_calls)] if text else _tool_calls_text(line.tool_calls))
+        messages.append(Message(line.role, text, line.name, images))
     if not messages:
         raise InputError("the session has no messages", file=source)
     sid = session_id or default_id
