@@ -228,3 +228,31 @@ async def test_routing_survives_an_unreadable_store(tmp_path):
     router = PromptRouter(s, refresh=0)
     shipped = builtin("gate_quality")
     assert await router.resolve(shipped, "k") is shipped
+
+
+async def test_an_ab_test_records_each_routed_calls_judge_and_never_pools_judges(store):
+    """Two judges scored the versions during one test (the second scores B far lower): the report
+    counts the routed calls per judge, and the comparison refuses to pool them."""
+    pytest.importorskip("scipy")
+    script("gen", default="An answer.")
+    script("judge", default=good(0.8))
+    script("judge2", default=lambda request: good(0.2 if MARK_B in _text(request.messages) else 0.9))
+    await _version_b(store, "gate_quality")
+    test = await start_test(store, "gate_quality", 1, 2, share=0.5, alpha=0.05)
+    await _gate_runs(store, [f"Question {i}?" for i in range(20)])
+    other = Gate(GateConfig(strategy="blocking"), runtime=Runtime(store=store), judge="scripted/judge2")
+    for i in range(20):
+        await other.run([{"role": "user", "content": f"Another question {i}?"}], "scripted/gen",
+                        wait_for_evaluation=True)
+    await store.aflush()
+    report = await ab_report(store, test.id)
+    by_judge = {j.judge_model: (j.calls_a, j.calls_b) for j in report.calls_by_judge}
+    assert set(by_judge) == {"scripted/judge", "scripted/judge2"}
+    assert sum(a for a, _ in by_judge.values()) == report.calls_a and sum(b for _, b in by_judge.values()) == (
+        report.calls_b)
+    cmp = report.comparison
+    assert cmp is not None and cmp.design == "randomized" and cmp.test is None and not cmp.significant
+    assert cmp.refused == ("not compared: 2 judge models scored both versions (scripted/judge, scripted/judge2); "
+                           "verdicts of different judges are not pooled: choose one judge")
+    assert {j.judge_model for j in cmp.judges} == {"scripted/judge", "scripted/judge2"}
+    assert report.running  # a refused comparison never ends a test

@@ -135,7 +135,24 @@ def test_diff_and_compare(client, store):
     assert ab.status_code == 200
     body = ab.json()
     assert body["paired"] and body["n_a"] == body["n_b"] == 8 and body["test"] == "paired t-test"
-    assert body["verdict"].startswith("B is better by 1.") and body["verdict"].endswith("n = 8 each")
+    assert body["verdict"].startswith("B is better by 1.") and body["verdict"].endswith(
+        "n = 8 subjects scored by both, judge openai/judge-a")
+    assert body["judge_model"] == "openai/judge-a" and body["refused"] is None and body["judges"] == [
+        {"judge_model": "openai/judge-a", "n_a": 8, "n_b": 8, "common": 8, "compared": True}]
+    for i in range(8):  # a second judge on the same sessions: the comparison does not pick one for the caller
+        for h, score in ((SHIPPED.hash, 4.0), (v2["hash"], 2.0)):
+            add_evaluation(store, text=None, percentage=score * 20, subject=f"s{i}", judge_model="local/minilm",
+                           score_rows=[{"key": "r1", "score": score, "max_score": 5, "template_hash": h}])
+    store.flush()
+    refused = client.get("/api/prompts/rubric_judge/compare", params={"a": 1, "b": 2}).json()
+    assert refused["test"] is None and refused["p_value"] is None and not refused["significant"]
+    assert refused["refused"].startswith("not compared: 2 judge models scored both versions (local/minilm, "
+                                         "openai/judge-a)")
+    assert [(j["judge_model"], j["n_a"], j["n_b"], j["compared"]) for j in refused["judges"]] == [
+        ("local/minilm", 8, 8, False), ("openai/judge-a", 8, 8, False)]
+    one = client.get("/api/prompts/rubric_judge/compare", params={"a": 1, "b": 2, "judge": "local/minilm"}).json()
+    assert one["judge_model"] == "local/minilm" and one["difference"] == -2.0 and one["verdict"].startswith(
+        "A is better by 2 points")
     assert client.get("/api/prompts/rubric_judge/compare", params={"a": 1, "b": 1}).status_code == 400
     assert client.get("/api/prompts/rubric_judge/compare", params={"a": 1, "b": 5}).status_code == 404
 
@@ -152,7 +169,7 @@ def test_openapi_describes_the_routes(client):
     assert put["security"]
     compare = paths["/api/prompts/{name}/compare"]["get"]
     assert compare["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ABComparison")
-    assert {p["name"] for p in compare["parameters"]} == {"name", "a", "b", "key"}
+    assert {p["name"] for p in compare["parameters"]} == {"name", "a", "b", "key", "judge"}
     assert "Pattern" in schema["components"]["schemas"]
 
 

@@ -469,6 +469,9 @@ async def test_prompt_lab_diff_and_ab(client, seeded):
     assert text_of(page, "n-a") == "5" and text_of(page, "difference") == f"{cmp.difference:.3f}"
     assert f"{cmp.ci_low:.3f} to {cmp.ci_high:.3f}" in page
     assert '<span class="dadd">+ Quote the evidence before you score.' in page
+    judges = page[page.index('id="ab-judges"'):page.index("</table>", page.index('id="ab-judges"'))]
+    assert f'<tr class="compared"><td class="mono">{cmp.judge_model}</td><td class="num">5</td>' in judges
+    assert text_of(page, "judge-compared") == cmp.judge_model
     assert client.get("/evaluation/prompts/rubric_judge").text.count('class="selected"') == 2  # v1 and v2 by default
 
 

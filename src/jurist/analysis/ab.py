@@ -1,24 +1,42 @@
 """A/B comparison of two versions of one prompt on the scores they produced.
 
-Each judge call records its template hash on the score row, so version A's
-scores are the rows with A's hash. Where both versions scored the same
-subject on the same key, the pairs are compared with a paired t-test
-(``scipy.stats.ttest_rel``) and the mean difference gets a confidence
-interval from the t distribution; without pairs, Welch's t-test
-(``ttest_ind(equal_var=False)``) with a Welch-Satterthwaite interval.
-Scores stay on the rubric's scale ("points") when both versions used the same
-scale, else they are normalised to a 0-1 "share".
+Each judge call records its template hash and its judge model on the score row, so
+version A's verdicts are the rows with A's hash. A verdict is the newest score of one
+subject on one rubric (or dimension) key and scale, by one judge model. Only like is
+compared with like:
+
+* **one judge model.** Verdicts are grouped by the judge that gave them; the test runs
+  on one judge's verdicts (the one given, or the only judge that scored both versions).
+  Where several judges did and none was chosen, or none did, no test is run and the
+  comparison says why (``refused``); every judge is listed with its verdicts per version.
+  Verdicts whose judge was not recorded are never compared.
+* **the same subjects** (``design="paired"``, the prompt lab): the versions are compared
+  on the subjects both scored with that judge on the same rubric and scale. Each
+  subject's difference (B minus A, averaged over its rubrics) is one observation of a
+  paired t-test (``scipy.stats.ttest_rel``), with a t interval; subjects only one version
+  scored are left out, and with fewer than :data:`MIN_N` shared subjects no test is run:
+  scores of different subjects differ by their subjects as much as by the prompt.
+* **randomized** (``design="randomized"``, an A/B test): the router sent each call to a
+  version at random, so the subjects of the two versions differ only by chance and are
+  compared unpaired: each subject's mean score per version, Welch's t-test
+  (``ttest_ind(equal_var=False)``) with a Welch-Satterthwaite interval.
+
+Scores stay on the rubric's scale ("points") when all the compared verdicts share a
+scale, else they are normalised to a 0-1 "share" (score / top of the scale).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from jurist.analysis.comparison import CONFIDENCE, ABComparison
+from jurist.analysis.comparison import CONFIDENCE, ABComparison, ComparisonStats, Design, JudgePool
 from jurist.analysis.prompts import prompt_version
 from jurist.errors import InputError
 from jurist.store import Store
@@ -26,6 +44,9 @@ from jurist.store import analysis as q
 
 ALPHA = 0.05
 MIN_N = 2
+
+Cell = tuple[str, str, float | None]  # (subject, rubric key, top of the scale)
+Verdicts = dict[str | None, dict[Cell, float]]  # judge model -> cell -> its newest score
 
 
 def _num(x: float) -> str:
@@ -37,49 +58,105 @@ def _p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def _latest_by_subject(rows: list[dict], value_of) -> dict[tuple[str, str], float]:
-    """(subject, key) -> the newest score of that pair (rows come newest first)."""
-    out: dict[tuple[str, str], float] = {}
+def _verdicts(rows: Iterable[Mapping[str, Any]], template_hash: str) -> Verdicts:
+    """judge -> (subject, key, scale) -> the newest score (rows come newest first)."""
+    out: Verdicts = defaultdict(dict)
     for r in rows:
-        value = value_of(r)
-        if value is not None:
-            out.setdefault((r["subject_id"], r["key"]), value)
-    return out
+        if r["template_hash"] != template_hash or r["score"] is None:
+            continue
+        scale = None if r["max_score"] is None else float(r["max_score"])
+        out[r.get("judge_model")].setdefault((r["subject_id"], r["key"], scale), float(r["score"]))
+    return dict(out)
 
 
-def compare_rows(rows: list[dict], hash_a: str, hash_b: str) -> dict:
-    """The statistics for score rows (``template_hash``, ``key``, ``score``, ``max_score``, ``subject_id``)."""
-    rows_a = [r for r in rows if r["template_hash"] == hash_a]
-    rows_b = [r for r in rows if r["template_hash"] == hash_b]
-    scales = {r["max_score"] for r in rows_a + rows_b}
-    unit = "points" if len(scales) <= 1 else "share"
-
-    def value_of(r: dict) -> float | None:
+def _by_subject(cells: Mapping[Cell, float], unit: str) -> dict[str, float]:
+    """subject -> the mean of its verdicts (as shares of the scale's top for ``unit`` share)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for (subject, _, scale), score in cells.items():
         if unit == "points":
-            return float(r["score"])
-        return float(r["score"]) / float(r["max_score"]) if r["max_score"] else None
+            values[subject].append(score)
+        elif scale:
+            values[subject].append(score / scale)
+    return {s: float(np.mean(v)) for s, v in values.items()}
 
-    a, b = _latest_by_subject(rows_a, value_of), _latest_by_subject(rows_b, value_of)
-    shared = sorted(set(a) & set(b))
-    out: dict = {"unit": unit, "paired": len(shared) >= MIN_N, "test": None, "p_value": None,
-                 "difference": None, "ci_low": None, "ci_high": None}
-    tq = (1 + CONFIDENCE) / 2
-    if out["paired"]:
-        xa = np.array([a[k] for k in shared])
-        xb = np.array([b[k] for k in shared])
-        d = xb - xa
-        n = len(d)
-        mean_d, sd = float(d.mean()), float(d.std(ddof=1))
-        half = float(stats.t.ppf(tq, n - 1)) * sd / math.sqrt(n)
-        p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else float(stats.ttest_rel(xb, xa).pvalue))
-        out.update(test="paired t-test", n_a=n, n_b=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()),
-                   difference=mean_d, ci_low=mean_d - half, ci_high=mean_d + half, p_value=p)
-        return out
-    xa, xb = np.array(list(a.values())), np.array(list(b.values()))
-    out.update(n_a=len(xa), n_b=len(xb), mean_a=float(xa.mean()) if len(xa) else None,
-               mean_b=float(xb.mean()) if len(xb) else None)
+
+def _names(judges: Iterable[str | None]) -> str:
+    return ", ".join(j or "a judge not recorded" for j in judges) or "none"
+
+
+def _choose(a: Verdicts, b: Verdicts, judge: str | None, design: Design) -> tuple[str | None, str | None]:
+    """(the judge whose verdicts are compared, or None with the reason no test is run)."""
+    n_a, n_b = sum(map(len, a.values())), sum(map(len, b.values()))
+    if judge is not None:
+        if judge not in a and judge not in b:
+            return None, f"not compared: judge {judge} scored neither version (judges: {_names({*a, *b})})"
+        return judge, None
+    if not n_a or not n_b:
+        return None, (f"not enough data: version A has {n_a} and version B {n_b} verdicts; a comparison needs "
+                      "verdicts of both versions by the same judge")
+    both = sorted(j for j in set(a) & set(b) if j is not None)
+    if design == "paired":
+        both = [j for j in both if set(a[j]) & set(b[j])]
+    if len(both) == 1:
+        return both[0], None
+    if len(both) > 1:
+        return None, (f"not compared: {len(both)} judge models scored both versions ({', '.join(both)}); "
+                      "verdicts of different judges are not pooled: choose one judge")
+    if not set(a) & set(b) - {None}:
+        return None, (f"not compared: no judge model scored both versions (A: {_names(sorted(a, key=str))}; "
+                      f"B: {_names(sorted(b, key=str))}); verdicts of different judges are not compared")
+    return None, ("not compared: the versions were scored on different subjects (no subject scored by both with "
+                  "the same judge, rubric and scale); the prompt lab compares versions only on the subjects both "
+                  "scored: score the same sessions with both versions, or run an A/B test")
+
+
+def compare_rows(rows: list[Mapping[str, Any]], hash_a: str, hash_b: str, *, judge: str | None = None,
+                 design: Design = "paired") -> ComparisonStats:
+    """The statistics for score rows (``template_hash``, ``key``, ``score``, ``max_score``,
+    ``subject_id``, ``judge_model``), newest first; see the module doc for the rules."""
+    a, b = _verdicts(rows, hash_a), _verdicts(rows, hash_b)
+    chosen, refused = _choose(a, b, judge, design)
+    pools = [JudgePool(judge_model=j, n_a=len(a.get(j, {})), n_b=len(b.get(j, {})),
+                       common=len(set(a.get(j, {})) & set(b.get(j, {}))), compared=j == chosen and chosen is not None)
+             for j in sorted({*a, *b}, key=lambda j: (j is None, j or ""))]
+    out = ComparisonStats(judges=pools, design=design, paired=design == "paired", judge_model=chosen)
+    if chosen is None:
+        return out.model_copy(update={"refused": refused})
+    ca, cb = a.get(chosen, {}), b.get(chosen, {})
+    if design == "paired":
+        shared = set(ca) & set(cb)
+        ca, cb = {c: ca[c] for c in shared}, {c: cb[c] for c in shared}
+    scales = {c[2] for c in (*ca, *cb)}
+    unit = "points" if len(scales) <= 1 else "share"
+    xa, xb = _by_subject(ca, unit), _by_subject(cb, unit)
+    out = out.model_copy(update={"unit": unit, "n_a": len(xa), "n_b": len(xb),
+                                 "mean_a": float(np.mean(list(xa.values()))) if xa else None,
+                                 "mean_b": float(np.mean(list(xb.values()))) if xb else None})
+    if design == "paired":
+        if len(xa) < MIN_N:
+            return out.model_copy(update={"refused": (
+                f"not enough data: judge {chosen} scored {len(xa)} subject(s) with both versions (on the same rubric "
+                f"and scale); a paired comparison needs at least {MIN_N}")})
+        return out.model_copy(update=_paired(np.array([xa[s] for s in sorted(xa)]),
+                                             np.array([xb[s] for s in sorted(xa)])))
     if len(xa) < MIN_N or len(xb) < MIN_N:
-        return out
+        return out.model_copy(update={"refused": (
+            f"not enough data: judge {chosen} scored {len(xa)} subject(s) with version A and {len(xb)} with B; a "
+            f"comparison needs at least {MIN_N} per version")})
+    return out.model_copy(update=_welch(np.array(list(xa.values())), np.array(list(xb.values()))))
+
+
+def _paired(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
+    d = xb - xa
+    n = len(d)
+    mean_d, sd = float(d.mean()), float(d.std(ddof=1))
+    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n)
+    p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else float(stats.ttest_rel(xb, xa).pvalue))
+    return {"test": "paired t-test", "difference": mean_d, "ci_low": mean_d - half, "ci_high": mean_d + half,
+            "p_value": p}
+
+
+def _welch(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
     va, vb = float(xa.var(ddof=1)) / len(xa), float(xb.var(ddof=1)) / len(xb)
     diff = float(xb.mean() - xa.mean())
     se = math.sqrt(va + vb)
@@ -87,43 +164,47 @@ def compare_rows(rows: list[dict], hash_a: str, hash_b: str) -> dict:
         p, half = (1.0 if diff == 0 else 0.0), 0.0
     else:
         df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-        half = float(stats.t.ppf(tq, df)) * se
+        half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * se
         p = float(stats.ttest_ind(xb, xa, equal_var=False).pvalue)
-    out.update(test="Welch t-test", difference=diff, ci_low=diff - half, ci_high=diff + half, p_value=p)
-    return out
+    return {"test": "Welch t-test", "difference": diff, "ci_low": diff - half, "ci_high": diff + half, "p_value": p}
 
 
-def verdict(result: dict, alpha: float = ALPHA) -> tuple[str, bool]:
+def verdict(result: ComparisonStats, alpha: float = ALPHA) -> tuple[str, bool]:
     """The plain-language verdict and whether the difference is significant."""
-    n_a, n_b = result["n_a"], result["n_b"]
-    if result["test"] is None:
-        return (f"not enough data: version A has {n_a} and version B {n_b} scored evaluations; a comparison "
-                f"needs at least {MIN_N} scored evaluations per version", False)
-    n = f"n = {n_a} each" if n_a == n_b else f"n = {n_a} (A) and {n_b} (B)"
-    if not result["paired"]:
-        n += ", unpaired: no subject was scored by both"
-    p, diff = result["p_value"], result["difference"]
+    if result.test is None or result.p_value is None or result.difference is None:
+        return result.refused or "not compared", False
+    if result.paired:
+        n = f"n = {result.n_a} subjects scored by both"
+    else:
+        n = f"n = {result.n_a} each" if result.n_a == result.n_b else f"n = {result.n_a} (A) and {result.n_b} (B)"
+        n += " subjects routed at random"
+    n += f", judge {result.judge_model}"
+    p, diff = result.p_value, result.difference
     if p < alpha and diff != 0:
         better = "B" if diff > 0 else "A"
-        return f"{better} is better by {_num(abs(diff))} {result['unit']}, {_p(p)}, {n}", True
+        return f"{better} is better by {_num(abs(diff))} {result.unit}, {_p(p)}, {n}", True
     return f"no significant difference yet ({_p(p)}, {n})", False
 
 
+def comparison(prompt: str, a: int, b: int, hash_a: str, hash_b: str, result: ComparisonStats, *,
+               key: str | None = None, alpha: float = ALPHA) -> ABComparison:
+    """The comparison of versions ``a`` and ``b`` from its statistics, with its verdict."""
+    text, significant = verdict(result, alpha)
+    return ABComparison(prompt=prompt, a=a, b=b, key=key, hash_a=hash_a, hash_b=hash_b, significant=significant,
+                        verdict=text, **result.model_dump())
+
+
 async def compare_versions(store: Store, name: str, a: int, b: int, key: str | None = None,
-                           *, limit: int = 20000) -> ABComparison:
-    """Compare versions ``a`` and ``b`` of prompt ``name`` (NotFound for an unknown version)."""
+                           *, judge: str | None = None, limit: int = 20000) -> ABComparison:
+    """Compare versions ``a`` and ``b`` of prompt ``name`` on the subjects both scored with one
+    judge model (``judge``, or the only one that scored both); NotFound for an unknown version."""
     if a == b:
         raise InputError("compare two different versions (a and b are the same)")
     va, vb = await prompt_version(store, name, a), await prompt_version(store, name, b)
     if va["hash"] == vb["hash"]:
         raise InputError(f"versions {a} and {b} of {name!r} have the same text, so their scores cannot be told apart")
-    rows = []
+    rows: list[Mapping[str, Any]] = []
     for h in (va["hash"], vb["hash"]):  # each version's newest ``limit`` rows
         rows += await store.aread(q.scores_for_hashes, [h], key=key, limit=limit)
-    result = await asyncio.to_thread(compare_rows, rows, va["hash"], vb["hash"])
-    text, significant = verdict(result)
-    return ABComparison(prompt=name, a=a, b=b, key=key, hash_a=va["hash"], hash_b=vb["hash"], unit=result["unit"],
-                        mean_a=result["mean_a"], mean_b=result["mean_b"], n_a=result["n_a"], n_b=result["n_b"],
-                        difference=result["difference"], ci_low=result["ci_low"], ci_high=result["ci_high"],
-                        p_value=result["p_value"], test=result["test"], paired=result["paired"],
-                        significant=significant, verdict=text)
+    result = await asyncio.to_thread(compare_rows, rows, va["hash"], vb["hash"], judge=judge)
+    return comparison(name, a, b, va["hash"], vb["hash"], result, key=key)

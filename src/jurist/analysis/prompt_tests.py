@@ -16,9 +16,12 @@ its end condition:
   stopping at the first significant look makes a false "significant" likelier than
   ``alpha``: give ``calls`` too, or a small ``alpha``.
 
-Both may be given: the first reached ends the test. The comparison is :mod:`jurist.analysis.ab`'s,
-on what the two versions scored since the test started (see
-:func:`jurist.store.prompt_routes.arm_scores`).
+Both may be given: the first reached ends the test. The comparison is :mod:`jurist.analysis.ab`'s
+(randomized design: one judge model, unpaired), on what the two versions scored since the test
+started (see :func:`jurist.store.prompt_routes.arm_scores`). Each routed call is on record with
+its version (the template hash) and its judge model; the report counts the calls per judge
+(``calls_by_judge``), and a test whose versions were scored by several judges is not tested
+for significance (``comparison.refused`` says so) until one judge is left.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import asyncio
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jurist.analysis.comparison import ABComparison
 from jurist.analysis.prompts import prompt_version, prompt_versions
@@ -40,6 +43,16 @@ from jurist.store import prompt_routes as q
 
 MIN_SCORED = 10  # scored evaluations per version before significance can end a test
 MAX_CALLS = 10_000_000
+
+
+class ArmJudge(BaseModel):
+    """The calls one judge model made with each version since the test started."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge_model: str
+    calls_a: int
+    calls_b: int
 
 
 class PromptTest(BaseModel):
@@ -62,6 +75,7 @@ class PromptTest(BaseModel):
     routed_calls: int | None = Field(None, description="the calls routed, counted when the test ended")
     calls_a: int | None = Field(None, description="successful, uncached calls on version A since the start")
     calls_b: int | None = None
+    calls_by_judge: list[ArmJudge] = Field(default_factory=list, description="those calls by judge model")
     comparison: ABComparison | None = None
     comparison_notice: str | None = Field(None, description="why there is no comparison (the analysis extra)")
 
@@ -153,28 +167,29 @@ async def ab_report(store: Store, test_id: str) -> PromptTest:
     test = await _get(store, test_id)
     since = test["created_at"]
     counts = await store.aread(q.arm_call_counts, [test["hash_a"], test["hash_b"]], since)
-    report = PromptTest(**test, calls_a=counts[test["hash_a"]], calls_b=counts[test["hash_b"]])
+    hashes = [test["hash_a"], test["hash_b"]]
+    by_judge: dict[str, dict[str, int]] = {}
+    for row in await store.aread(q.arm_call_judges, hashes, since):
+        by_judge.setdefault(row["judge_model"], {})[row["template_hash"]] = row["calls"]
+    judges = [ArmJudge(judge_model=j, calls_a=c.get(hashes[0], 0), calls_b=c.get(hashes[1], 0))
+              for j, c in by_judge.items()]
+    report = PromptTest(**test, calls_a=counts[test["hash_a"]], calls_b=counts[test["hash_b"]],
+                        calls_by_judge=judges)
     report.comparison_notice = missing_extra("analysis", "The running comparison")
     if report.comparison_notice is not None:
         return report
-    from jurist.analysis.ab import compare_rows, verdict
+    from jurist.analysis.ab import comparison, compare_rows
 
-    hashes = [test["hash_a"], test["hash_b"]]
     rows = await store.aread(q.arm_scores, hashes, since)
-    result = await asyncio.to_thread(compare_rows, rows, *hashes)
+    result = await asyncio.to_thread(lambda: compare_rows(rows, *hashes, design="randomized"))
     alpha = test["alpha"] if test["alpha"] is not None else 0.05
-    text, significant = verdict(result, alpha)
-    report.comparison = ABComparison(
-        prompt=test["prompt"], a=test["a"], b=test["b"], hash_a=test["hash_a"], hash_b=test["hash_b"],
-        unit=result["unit"], mean_a=result["mean_a"], mean_b=result["mean_b"], n_a=result["n_a"],
-        n_b=result["n_b"], difference=result["difference"], ci_low=result["ci_low"], ci_high=result["ci_high"],
-        p_value=result["p_value"], test=result["test"], paired=result["paired"], significant=significant,
-        verdict=text)
-    if (test["running"] and test["alpha"] is not None and significant
-            and min(result["n_a"], result["n_b"]) >= MIN_SCORED):
-        diff = result["difference"]
+    report.comparison = comparison(test["prompt"], test["a"], test["b"], test["hash_a"], test["hash_b"], result,
+                                   alpha=alpha)
+    significant, diff = report.comparison.significant, result.difference
+    if (test["running"] and test["alpha"] is not None and significant and diff is not None
+            and min(result.n_a, result.n_b) >= MIN_SCORED):
         winner = test["b"] if (diff > 0) == (test["better"] == "higher") else test["a"]
-        reason = f"significant at alpha {test['alpha']:g} ({text}); version {winner} kept"
+        reason = f"significant at alpha {test['alpha']:g} ({report.comparison.verdict}); version {winner} kept"
         if await store.awrite(end_test, test, reason, winner, counts[test["hash_a"]] + counts[test["hash_b"]]):
             return await ab_report(store, test_id)
     return report

@@ -71,8 +71,15 @@ def show_test(test: "PromptTest") -> None:
                          f"{test.share:.0%} of calls to B; ends at {ends}; {state}"), highlight=False)
     if test.calls_a is not None:
         console.print(f"calls since it started: A {test.calls_a:,}, B {test.calls_b or 0:,}", highlight=False)
+    if test.calls_by_judge:
+        console.print(escape("by judge: " + "; ".join(f"{j.judge_model} A {j.calls_a:,}, B {j.calls_b:,}"
+                                                     for j in test.calls_by_judge)), highlight=False)
     if test.comparison is not None:
         console.print(escape(f"comparison: {test.comparison.verdict}"), highlight=False)
+        pools = [f"{j.judge_model or 'not recorded'} (A {j.n_a}, B {j.n_b}{', compared' if j.compared else ''})"
+                 for j in test.comparison.judges]
+        if pools:
+            console.print(escape("verdicts by judge: " + "; ".join(pools)), highlight=False)
     elif test.comparison_notice:
         console.print(escape(test.comparison_notice), style="yellow", highlight=False)
 

@@ -5,7 +5,7 @@
 * ``GET /api/prompts``: every prompt with its versions
 * ``GET /api/prompts/{name}``, ``GET /api/prompts/{name}/versions/{version}``
 * ``PUT /api/prompts/{name}``: a new version (a write: needs the API token)
-* ``GET /api/prompts/{name}/diff?a=&b=``, ``GET /api/prompts/{name}/compare?a=&b=&key=``
+* ``GET /api/prompts/{name}/diff?a=&b=``, ``GET /api/prompts/{name}/compare?a=&b=&key=&judge=``
 
 Running the analysis and the A/B comparison need the ``analysis`` extra
 (scipy): without it they answer 501 naming it; the rest needs the base install.
@@ -181,8 +181,12 @@ async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1, le=M
 async def get_comparison(
     request: Request, name: PromptName, a: int = Query(ge=1, le=MAX_VERSION), b: int = Query(ge=1, le=MAX_VERSION),
     key: str | None = Query(None, min_length=1, max_length=200, description="only this rubric or dimension key"),
+    judge: str | None = Query(None, min_length=1, max_length=200, description="only this judge model's verdicts "
+                              "(default: the one judge that scored both versions)"),
 ) -> ABComparison:
-    """A/B comparison of two versions on the evaluations they scored: means, difference with a 95%
-    confidence interval, a t-test and a plain-language verdict."""
+    """A/B comparison of two versions on the subjects both scored with one judge model: n per
+    version, the judges that scored each, means, difference with a 95% confidence interval, a paired
+    t-test and a plain-language verdict; ``refused`` says why no test was run (several judges, or no
+    subject scored by both)."""
     require_extra("analysis", "The A/B comparison")
-    return await analysis.compare_versions(get_state(request).store, name, a, b, key)
+    return await analysis.compare_versions(get_state(request).store, name, a, b, key, judge=judge)

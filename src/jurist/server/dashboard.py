@@ -235,6 +235,7 @@ async def prompt_page(
     a: int | None = Query(None, ge=1, le=1_000_000, description="version A"),
     b: int | None = Query(None, ge=1, le=1_000_000, description="version B"),
     key: str | None = Query(None, max_length=200, description="compare on this rubric or dimension key only"),
+    judge: str | None = Query(None, max_length=200, description="compare this judge model's verdicts"),
 ) -> HTMLResponse:
     from jurist.analysis import diff_lines, prompt_version, prompt_versions
 
@@ -259,14 +260,14 @@ async def prompt_page(
         from jurist.analysis import compare_versions
 
         try:
-            comparison = await compare_versions(store, name, a, b, key=key)
+            comparison = await compare_versions(store, name, a, b, key=key or None, judge=judge or None)
         except InputError as exc:
             problem = str(exc)
     from jurist.analysis import active_routes, list_tests
 
     return render(request, "prompt.html", {
-        "active": "prompts", "prompt": info, "a": a, "b": b, "key": key or "", "text_a": text_a, "text_b": text_b,
-        "diff": diff, "comparison": comparison, "problem": problem,
+        "active": "prompts", "prompt": info, "a": a, "b": b, "key": key or "", "judge": judge or "", "text_a": text_a,
+        "text_b": text_b, "diff": diff, "comparison": comparison, "problem": problem,
         "route": (await active_routes(store)).get(name), "tests": await list_tests(store, name),
         "token_required": bool(get_state(request).settings.api_token)})
 

@@ -147,10 +147,12 @@ def score_rows_of(conn: Connection, evaluation_ids: Sequence[str]) -> list[dict[
 def scores_for_hashes(
     conn: Connection, hashes: Sequence[str], *, key: str | None = None, limit: int = 20000
 ) -> list[dict[str, Any]]:
-    """Scored rows judged with any of ``hashes``, newest first, with their subject."""
+    """Scored rows judged with any of ``hashes``, newest first, with their subject and judge model
+    (the score's, else its evaluation's)."""
     s, e = scores.c, evaluations.c
     stmt = (
-        select(s.template_hash, s.key, s.score, s.max_score, e.subject_id, e.created_at)
+        select(s.template_hash, s.key, s.score, s.max_score, e.subject_id, e.created_at,
+               func.coalesce(s.judge_model, e.judge_model).label("judge_model"))
         .select_from(scores.join(evaluations, evaluations.c.id == scores.c.evaluation_id))
         .where(s.template_hash.in_(list(hashes)), s.status == "scored", s.score.is_not(None))
         .order_by(e.created_at.desc(), s.id.desc())

@@ -103,8 +103,8 @@ def arm_call_counts(conn: Connection, hashes: Sequence[str], since: datetime) ->
 
 def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limit: int = 20000
                ) -> list[dict[str, Any]]:
-    """What an A/B test compares, as rows ``{template_hash, key, score, max_score, subject_id}``
-    (newest first, at most ``limit`` per hash), from evaluations made since ``since``:
+    """What an A/B test compares, as rows ``{template_hash, key, score, max_score, subject_id,
+    judge_model}`` (newest first, at most ``limit`` per hash), from evaluations made since ``since``:
 
     * the per-rubric score rows judged with one of ``hashes`` (rubric prompts record it);
     * else the evaluation's percentage (key ``overall``) for each trace whose calls used
@@ -113,7 +113,8 @@ def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limi
     s, e, c = scores.c, evaluations.c, llm_calls.c
     out: list[dict[str, Any]] = []
     for h in hashes:
-        stmt = (select(s.template_hash, s.key, s.score, s.max_score, e.subject_id)
+        stmt = (select(s.template_hash, s.key, s.score, s.max_score, e.subject_id,
+                       func.coalesce(s.judge_model, e.judge_model).label("judge_model"))
                 .select_from(scores.join(evaluations, e.id == s.evaluation_id))
                 .where(s.template_hash == h, s.status == "scored", s.score.is_not(None), e.created_at >= since)
                 .order_by(e.created_at.desc(), s.id.desc()).limit(limit))
@@ -124,10 +125,20 @@ def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limi
               .where(c.created_at >= since, c.template_hash.in_(list(hashes)), c.trace_id.is_not(None))
               .group_by(c.trace_id).having(func.count(func.distinct(c.template_hash)) == 1).subquery())
     for h in hashes:
-        stmt = (select(e.percentage, e.subject_id)
+        stmt = (select(e.percentage, e.subject_id, e.judge_model)
                 .select_from(evaluations.join(traces, and_(traces.c.trace_id == e.trace_id)))
                 .where(traces.c.template_hash == h, e.percentage.is_not(None), e.created_at >= since)
                 .order_by(e.created_at.desc(), e.id).limit(limit))
         out.extend({"template_hash": h, "key": "overall", "score": r.percentage, "max_score": 100.0,
-                    "subject_id": r.subject_id} for r in conn.execute(stmt))
+                    "subject_id": r.subject_id, "judge_model": r.judge_model} for r in conn.execute(stmt))
     return out
+
+
+def arm_call_judges(conn: Connection, hashes: Sequence[str], since: datetime) -> list[dict[str, Any]]:
+    """The judge model of the calls routed since ``since``: rows ``{template_hash, judge_model,
+    calls}`` (successful, uncached calls, as :func:`arm_call_counts` counts them), by judge."""
+    c = llm_calls.c
+    stmt = (select(c.template_hash, c.model, func.count()).where(
+        c.created_at >= since, c.template_hash.in_(list(hashes)), c.status == "ok", c.cached == false())
+        .group_by(c.template_hash, c.model).order_by(c.model, c.template_hash))
+    return [{"template_hash": h, "judge_model": m, "calls": int(n)} for h, m, n in conn.execute(stmt)]
