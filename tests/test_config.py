@@ -117,3 +117,27 @@ def test_alias_loops_and_unknown_providers():
     s = Settings.load(providers={"ollama": {"base_url": "http://gpu:11434/v1"}})
     merged = provider_settings("ollama", s)
     assert merged.base_url == "http://gpu:11434/v1" and merged.api_key == "ollama"
+
+
+def test_a_misspelt_setting_names_its_line_and_the_setting_meant(tmp_path):
+    (tmp_path / "jurist.yaml").write_text("cache: true\njudg: openai/gpt-4o-mini\nproviders:\n"
+                                          "  local: {type: openai, bse_url: 'http://127.0.0.1:8080/v1'}\n")
+    with pytest.raises(ConfigError) as info:
+        Settings.load()
+    assert str(info.value) == ("invalid settings in jurist.yaml: line 2: unknown field 'judg' (did you mean "
+                               "'judge'?); line 4: providers.local: unknown field 'bse_url' (did you mean 'base_url'?)")
+
+
+@pytest.mark.parametrize("text", ["max_concurrency: true\n", "timeout: false\n", "score_scale: [true, 5]\n",
+                                  "providers:\n  p: {max_in_flight: true}\n"])
+def test_booleans_are_not_numbers_in_settings(tmp_path, text):
+    (tmp_path / "jurist.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="expected a number, got (true|false)"):
+        Settings.load()
+
+
+def test_numbers_from_the_environment_are_still_read(monkeypatch):
+    monkeypatch.setenv("JURIST_MAX_CONCURRENCY", "7")
+    monkeypatch.setenv("JURIST_TIMEOUT", "2.5")
+    settings = Settings.load()
+    assert settings.max_concurrency == 7 and settings.timeout == 2.5

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from jurist.errors import ConfigError
+from jurist.jsonfiles import Number, Whole, error_problem, key_line
 
 APP_NAME = "jurist"
 DATABASE_FILE = "jurist.db"
@@ -44,9 +45,9 @@ class ProviderSettings(BaseModel):
     api_key_env: str | None = None  # read this variable for the key
     structured_output: StructuredOutput = "auto"
     system_role: bool = True  # false: the server takes no system message (judges' instructions join the user turn)
-    max_in_flight: int | None = Field(default=None, ge=1)
-    requests_per_minute: int | None = Field(default=None, ge=1)
-    tokens_per_minute: int | None = Field(default=None, ge=1)
+    max_in_flight: Whole | None = Field(default=None, ge=1)
+    requests_per_minute: Whole | None = Field(default=None, ge=1)
+    tokens_per_minute: Whole | None = Field(default=None, ge=1)
 
 
 class Settings(BaseModel):
@@ -64,34 +65,34 @@ class Settings(BaseModel):
     limiter_url: str | None = None  # redis://...: endpoint bounds shared by every process using it
     home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store, jurist.db
     cache: bool = True
-    max_concurrency: int = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
-    timeout: float = Field(default=60.0, gt=0)  # seconds per attempt
-    max_retries: int = Field(default=4, ge=0)
-    backoff_base: float = Field(default=0.5, gt=0)
-    backoff_max: float = Field(default=30.0, gt=0)
-    temperature: float = 0.1  # the judges' temperature (notes 003 and 004: low, for consistency)
-    seed: int | None = 0
-    max_tokens: int = Field(default=1024, ge=1)
-    session_char_budget: int = Field(default=60_000, ge=200)
-    score_scale: tuple[float, float] = (1.0, 5.0)  # for rubric files that give no scale
+    max_concurrency: Whole = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
+    timeout: Number = Field(default=60.0, gt=0)  # seconds per attempt
+    max_retries: Whole = Field(default=4, ge=0)
+    backoff_base: Number = Field(default=0.5, gt=0)
+    backoff_max: Number = Field(default=30.0, gt=0)
+    temperature: Number = 0.1  # the judges' temperature (notes 003 and 004: low, for consistency)
+    seed: Whole | None = 0
+    max_tokens: Whole = Field(default=1024, ge=1)
+    session_char_budget: Whole = Field(default=60_000, ge=200)
+    score_scale: tuple[Number, Number] = (1.0, 5.0)  # for rubric files that give no scale
     # plain: the judge's number; logprobs: also the expectation over the scale's tokens
     # from the endpoint's top logprobs (G-Eval), where it returns them
     score_mode: Literal["plain", "logprobs"] = "plain"
-    rubric_timeout: float = Field(default=60.0, gt=0)  # seconds per rubric, retries included (note 003)
+    rubric_timeout: Number = Field(default=60.0, gt=0)  # seconds per rubric, retries included (note 003)
     retry_on_parse_failure: bool = True  # one re-ask showing the judge its parse error
-    max_reply_chars: int = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
-    breaker_threshold: int = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)
-    breaker_cooldown: float = Field(default=30.0, gt=0)  # seconds an open breaker fails calls before a probe
+    max_reply_chars: Whole = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
+    breaker_threshold: Whole = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)
+    breaker_cooldown: Number = Field(default=30.0, gt=0)  # seconds an open breaker fails calls before a probe
     config_file: str | None = None
     research: dict[str, Any] | None = None  # the research evaluation section (see jurist.research.config)
     api_token: str | None = Field(default=None, repr=False)  # the server's write token (JURIST_API_TOKEN)
     # Host names the server answers to besides 127.0.0.1, localhost and ::1 ("*": any; see docs/server.md)
     allowed_hosts: list[str] = Field(default_factory=list)
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # a request body to the API, the pages, the socket
-    max_proxy_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)  # a request body to the proxy (/v1/...)
+    max_body_bytes: Whole = Field(default=4 * 1024 * 1024, ge=1024)  # a request body to the API, the pages, the socket
+    max_proxy_body_bytes: Whole = Field(default=32 * 1024 * 1024, ge=1024)  # a request body to the proxy (/v1/...)
     # The proxy's regenerations of an answer its judge rejects (note 004's MAX_EVALUATION_RETRIES);
     # None: the evaluator's default (2 for comprehensiveness, 1 for quality)
-    max_evaluation_retries: int | None = Field(default=None, ge=0)
+    max_evaluation_retries: Whole | None = Field(default=None, ge=0)
     # The /tutor page and its socket show the learner the progress counts (points recalled of all);
     # off: the conversation only, the evaluation stays out of sight (note 000's criterion 17)
     tutor_progress: bool = False
@@ -117,11 +118,7 @@ class Settings(BaseModel):
         try:
             return cls(**values)
         except ValidationError as exc:
-            where = f" in {path}" if path else ""
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
-            raise ConfigError(f"invalid settings{where}: {problems}") from None
+            raise ConfigError(settings_problem(exc, cls, path)) from None
 
     @property
     def database(self) -> str:
@@ -130,6 +127,20 @@ class Settings(BaseModel):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(Path(self.home).expanduser() / DATABASE_FILE).absolute()}"
+
+
+def settings_problem(exc: ValidationError, model: type[BaseModel], path: Path | None) -> str:
+    """A settings validation error in words: each problem (an unknown setting with the closest
+    known name), with its line in the file where the setting is written there once."""
+    text = path.read_text(encoding="utf-8") if path is not None else None
+    located: list[tuple[int | None, str]] = []
+    for err in exc.errors():
+        leaf = err["loc"][-1] if err["loc"] else None
+        line = key_line(text, leaf) if text is not None and isinstance(leaf, str) else None
+        located.append((line, error_problem(err, model)))
+    located.sort(key=lambda lp: (lp[0] is None, lp[0] or 0))  # in the file's order
+    problems = [f"line {line}: {problem}" if line is not None else problem for line, problem in located]
+    return f"invalid settings{f' in {path}' if path else ''}: {'; '.join(problems)}"
 
 
 def default_home() -> str:
