@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import string
 from dataclasses import dataclass
 from importlib.resources import files
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from jurist.errors import InputError
+from jurist.jsonfiles import unknown_name
 from jurist.judges.prompting import Quoted
 
 RUBRIC_PLACEHOLDERS = frozenset(
@@ -58,14 +60,19 @@ class PromptTemplate:
         return placeholders_of(self.text, self.source)
 
     def check(self, allowed: frozenset[str], required: set[str] | None = None) -> "PromptTemplate":
-        """Raise InputError for unknown (or missing required) placeholders."""
+        """Raise InputError for unknown (or missing required) placeholders; an unknown one is
+        named with the closest allowed one (``unknown placeholder {rubric_nme} (did you mean
+        {rubric_name}?)``) and the line of the file where it is first used."""
         names = self.placeholders
         unknown = sorted(names - allowed)
         if unknown:
+            problems = "; ".join(unknown_name(u, sorted(allowed), "placeholder", "{{{}}}") for u in unknown)
+            first = re.search(r"(?<!\{)\{" + re.escape(unknown[0]) + r"\}", self.text)
+            builtin = self.source == BUILTIN_SOURCE
             raise InputError(
-                f"template {self.name!r} uses unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
-                f"allowed: {', '.join('{' + a + '}' for a in sorted(allowed))} (write literal braces as {{{{ }}}})",
-                file=self.source if self.source != "builtin" else None,
+                f"template {self.name!r}: {problems} (write literal braces as {{{{ }}}})",
+                file=None if builtin else self.source,
+                line=None if builtin or first is None else self.text.count("\n", 0, first.start()) + 1,
             )
         missing = sorted((required or set()) - names)
         if missing:
