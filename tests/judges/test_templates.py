@@ -37,9 +37,20 @@ def test_the_notes_template_works_as_given(tmp_path):
 def test_unknown_placeholder_is_an_input_error(tmp_path):
     p = tmp_path / "t.txt"
     p.write_text("Rubric {rubric_name}\n{chat_session}\n{transcript}")
-    with pytest.raises(InputError, match=r"unknown placeholder\(s\) \{transcript\}") as info:
+    with pytest.raises(InputError, match=r"unknown placeholder \{transcript\} \(placeholders: \{chat_session\}") as info:
         from_file(p).check(RUBRIC_PLACEHOLDERS)
-    assert info.value.file == str(p)
+    assert info.value.file == str(p) and info.value.line == 3
+
+
+def test_a_misspelt_placeholder_names_the_one_meant_and_its_line(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("Rubric {rubric_name}\nLiteral {{rubric_nme}}\nScore from {score_min} to {score_mx}:\n"
+                 "{rubric_nme}\n{chat_session}")
+    with pytest.raises(InputError) as info:
+        from_file(p).check(RUBRIC_PLACEHOLDERS)
+    assert str(info.value) == (f"{p}:4: template 't': unknown placeholder {{rubric_nme}} (did you mean "
+                               "{rubric_name}?); unknown placeholder {score_mx} (did you mean {score_max}?) "
+                               "(write literal braces as {{ }})")
 
 
 def test_missing_session_placeholder_and_bad_braces(tmp_path):
