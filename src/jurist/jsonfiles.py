@@ -147,8 +147,16 @@ def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None
 
 
 def validation_problems(exc: ValidationError, model: Any) -> list[str]:
-    """Every error of a pydantic ValidationError as :func:`error_problem` words it."""
-    return [error_problem(e, model) for e in exc.errors()]
+    """Every error of a pydantic ValidationError as :func:`error_problem` words it, unknown fields
+    first; a missing field that an unknown one is a typo of is said once (``unknown field 'txt'
+    (did you mean 'text'?)``, not also ``missing field 'text'``)."""
+    errors = exc.errors()
+    extras = [e for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+    meant = {(tuple(e["loc"][:-1]), did_you_mean(str(e["loc"][-1]), known_fields(model, list(e["loc"])[:-1])))
+             for e in extras}
+    rest = [e for e in errors if e["type"] != "extra_forbidden"
+            and not (e["type"] == "missing" and e["loc"] and (tuple(e["loc"][:-1]), e["loc"][-1]) in meant)]
+    return [error_problem(e, model) for e in [*extras, *rest]]
 
 
 def first_error(exc: ValidationError) -> ErrorDetails:

@@ -26,7 +26,9 @@ def test_caffeine_example_loads():
     ({"title": "T", "points": []}, "points"),
     ({"title": "T", "points": [{"id": "a", "text": "t"}, {"id": "", "text": "u"}]}, "points[1].id"),
     ({"title": "T", "points": [{"id": "a", "text": "t"}, {"id": "a", "text": "u"}]}, "used twice"),
-    ({"title": "T", "points": [{"id": "a", "txt": "t"}]}, "points[0].text"),
+    ({"title": "T", "points": [{"id": "a", "txt": "t"}]}, "points[0]: unknown field 'txt' (did you mean 'text'?) ("),
+    ({"title": "T", "points": [{"id": "a", "text": "t", "weight": 2}]}, "unknown field 'weight' (fields: id, text)"),
+    ({"titel": "T", "points": [{"id": "a", "text": "t"}]}, "unknown field 'titel' (did you mean 'title'?) ("),
 ])
 def test_bad_checklist_files_name_file_and_field(tmp_path, data, where):
     f = tmp_path / "bad.json"
@@ -34,6 +36,14 @@ def test_bad_checklist_files_name_file_and_field(tmp_path, data, where):
     with pytest.raises(InputError) as err:
         load_checklist(f)
     assert str(f) in str(err.value) and where in str(err.value)
+
+
+def test_a_misspelt_field_is_named_with_its_line(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text('{\n  "title": "T",\n  "points": [\n    {"id": "a", "txt": "t"}\n  ]\n}\n')
+    with pytest.raises(InputError) as err:
+        load_checklist(f)
+    assert str(err.value).startswith(f"{f}:4: points[0]: unknown field 'txt' (did you mean 'text'?) (expected")
 
 
 def test_unreadable_and_invalid_json(tmp_path):

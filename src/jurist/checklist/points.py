@@ -1,7 +1,9 @@
 """Checklist files: ``{"title": ..., "points": [{"id": ..., "text": ...}]}``.
 
 :func:`load_checklist` validates a file and names the file and the field of
-every problem (``caffeine.json: points[2].id: ...``).
+every problem (``caffeine.json: points[2].id: ...``). Unknown fields are errors that
+name the closest known one and, where the key is written once, its line
+(``caffeine.json:4: points[1]: unknown field 'txt' (did you mean 'text'?)``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jurist.errors import InputError
-from jurist.jsonfiles import read_json
+from jurist.jsonfiles import key_line, parse_json, read_text, validation_problems
 
 
 class ChecklistPoint(BaseModel):
@@ -54,26 +56,27 @@ class Checklist(BaseModel):
         raise KeyError(point_id)
 
 
-def parse_checklist(data: object, source: str = "checklist") -> Checklist:
-    """Validate already-loaded JSON data; InputError names ``source`` and the field."""
+def parse_checklist(data: object, source: str = "checklist", *, text: str | None = None) -> Checklist:
+    """Validate already-loaded JSON data; InputError names ``source`` and the field (``text``: the
+    file's text, where an unknown field's line is looked up)."""
     try:
         return Checklist.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for e in exc.errors():
-            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
-            msg = e["msg"].removeprefix("Value error, ")
-            problems.append(f"{loc}: {msg}" if loc else msg)
+        errors = exc.errors()
+        unknown = next((e for e in errors if e["type"] == "extra_forbidden" and e["loc"]), None)
+        line = key_line(text, str(unknown["loc"][-1])) if text is not None and unknown is not None else None
         raise InputError(
-            "; ".join(problems) + ' (expected {"title": "...", "points": [{"id": "...", "text": "..."}]})',
-            file=source,
+            "; ".join(validation_problems(exc, Checklist))
+            + ' (expected {"title": "...", "points": [{"id": "...", "text": "..."}]})',
+            file=source, line=line,
         ) from None
 
 
 def load_checklist(path: str | Path) -> Checklist:
     """Read and validate a checklist file."""
     p = Path(path)
-    return parse_checklist(read_json(p, "checklist"), str(p))
+    text = read_text(p, "checklist")
+    return parse_checklist(parse_json(text, str(p)), str(p), text=text)
 
 
 class ChecklistMessage(BaseModel):
