@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from jurist.config import Settings, read_yaml
 from jurist.errors import ConfigError
+from jurist.jsonfiles import Number, Whole, unknown_name, validation_problems
 from jurist.judges.calibration import CalibrationRequirement
 from jurist.research import stages as st
 from jurist.research import vocabulary as vocab
@@ -64,9 +65,9 @@ class EvaluatorConfig(_Strict):
 class IterationConfig(_Strict):
     """The plan-refinement loop (``iteration:``)."""
 
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    timeout_per_attempt: int = Field(default=60000, gt=0)  # ms
-    escalation_after_attempt: int = Field(default=2, ge=1)
+    max_attempts: Whole = Field(default=3, ge=1, le=10)
+    timeout_per_attempt: Whole = Field(default=60000, gt=0)  # ms
+    escalation_after_attempt: Whole = Field(default=2, ge=1)
 
     @property
     def attempt_seconds(self) -> float:
@@ -77,16 +78,16 @@ class IterationConfig(_Strict):
 class EscalationConfig(_Strict):
     """When the panel escalates to the escalation model."""
 
-    low_confidence: float = Field(default=0.6, ge=0, le=1)
-    disagreement: float = Field(default=0.3, ge=0, le=1)
-    borderline: float = Field(default=0.05, ge=0, le=1)
+    low_confidence: Number = Field(default=0.6, ge=0, le=1)
+    disagreement: Number = Field(default=0.3, ge=0, le=1)
+    borderline: Number = Field(default=0.05, ge=0, le=1)
 
 
 class DimensionConfig(_Strict):
     """Weight, threshold and iteration rule of one dimension."""
 
-    weight: float = Field(ge=0)
-    threshold: float | None = Field(default=None, ge=0, le=1)
+    weight: Number = Field(ge=0)
+    threshold: Number | None = Field(default=None, ge=0, le=1)
     rule: Literal["always", "iterate", "if_borderline", "none"] = "none"
     require_calibration: CalibrationRequirement | None = None  # None: the stage's
 
@@ -100,9 +101,9 @@ class StageConfig(_Strict):
     """Dimensions and thresholds of one stage. Given dimensions are merged over
     the defaults; weights need not sum to 1 (they are normalised)."""
 
-    pass_threshold: float = Field(default=st.PASS_THRESHOLD, ge=0, le=1)
-    severe_threshold: float = Field(default=st.SEVERE_THRESHOLD, ge=0, le=1)
-    regenerate_below: float = Field(default=st.REGENERATE_BELOW, ge=0, le=1)
+    pass_threshold: Number = Field(default=st.PASS_THRESHOLD, ge=0, le=1)
+    severe_threshold: Number = Field(default=st.SEVERE_THRESHOLD, ge=0, le=1)
+    regenerate_below: Number = Field(default=st.REGENERATE_BELOW, ge=0, le=1)
     dimensions: dict[str, DimensionConfig] = Field(default_factory=dict)
     # Off by default: every dimension's calibration bar, unless the dimension has its own.
     require_calibration: CalibrationRequirement | None = None
@@ -146,10 +147,11 @@ class StagesConfig(_Strict):
             dims = given.get("dimensions") or {}
             if not isinstance(dims, dict):
                 continue
-            unknown = sorted(set(dims) - {d.key for d in st.DIMENSIONS[stage]})
+            known = [d.key for d in st.DIMENSIONS[stage]]
+            unknown = sorted(set(dims) - set(known))
             if unknown:
-                known = ", ".join(d.key for d in st.DIMENSIONS[stage])
-                raise ValueError(f"{stage}.dimensions: unknown dimension(s) {', '.join(unknown)}; known: {known}")
+                raise ValueError(f"{stage}.dimensions: "
+                                 + "; ".join(unknown_name(str(u), known, "dimension") for u in unknown))
             merged = _stage_defaults(stage)["dimensions"]
             for key, value in dims.items():
                 merged[key] = {**merged[key], **value} if isinstance(value, dict) else value
@@ -171,7 +173,7 @@ class _StageSwitches(_Strict):
     """The fail-safe switches every stage has; ``timeout`` is milliseconds (one evaluation)."""
 
     enabled: bool = True
-    timeout: int = Field(gt=0)
+    timeout: Whole = Field(gt=0)
     fail_action: FailAction = Field(default="continue", alias="failAction")
 
     @property
@@ -181,17 +183,17 @@ class _StageSwitches(_Strict):
 
 class PlanEvaluationConfig(_StageSwitches):
     iteration_enabled: bool = Field(default=True, alias="iterationEnabled")
-    max_attempts: int = Field(default=3, ge=1, le=10, alias="maxAttempts")
-    timeout: int = Field(default=60000, gt=0)  # ms, one evaluation of one plan
+    max_attempts: Whole = Field(default=3, ge=1, le=10, alias="maxAttempts")
+    timeout: Whole = Field(default=60000, gt=0)  # ms, one evaluation of one plan
 
 
 class RetrievalEvaluationConfig(_StageSwitches):
-    timeout: int = Field(default=30000, gt=0)
+    timeout: Whole = Field(default=30000, gt=0)
 
 
 class AnswerEvaluationConfig(_StageSwitches):
     regeneration_enabled: bool = Field(default=True, alias="regenerationEnabled")
-    timeout: int = Field(default=45000, gt=0)
+    timeout: Whole = Field(default=45000, gt=0)
 
 
 class EvaluationConfig(_Strict):
@@ -217,7 +219,7 @@ class ResearchConfig(_Strict):
     escalation_model: str | None = vocab.DEFAULT_ESCALATION_MODEL
     visual_evaluator: str | None = vocab.DEFAULT_VISUAL_EVALUATOR  # recorded; not used yet
     critic_model: str | None = None  # plan critic (None: the intent_analyst's model)
-    role_timeout: int | None = Field(default=None, gt=0)  # ms per role call (None: the panel's)
+    role_timeout: Whole | None = Field(default=None, gt=0)  # ms per role call (None: the panel's)
     iteration: IterationConfig = Field(default_factory=IterationConfig)
     escalation: EscalationConfig = Field(default_factory=EscalationConfig)
     stages: StagesConfig = Field(default_factory=StagesConfig)
@@ -231,8 +233,7 @@ class ResearchConfig(_Strict):
             return v
         unknown = sorted(set(v) - set(vocab.DEFAULT_ROLE_MODELS))
         if unknown:
-            raise ValueError(f"unknown evaluator role(s) {', '.join(map(str, unknown))}; "
-                             f"known: {', '.join(vocab.DEFAULT_ROLE_MODELS)}")
+            raise ValueError("; ".join(unknown_name(str(u), vocab.DEFAULT_ROLE_MODELS, "evaluator role") for u in unknown))
         model = info.data.get("model")
         merged: dict[str, Any] = {r: {"model": model or m} for r, m in vocab.DEFAULT_ROLE_MODELS.items()}
         for role, entry in v.items():
@@ -293,9 +294,7 @@ def research_config(data: dict[str, Any] | None, *, source: str | None = None) -
         return ResearchConfig.model_validate(data or {})
     except ValidationError as exc:
         where = f" in {source}" if source else ""
-        problems = "; ".join(
-            f"{'.'.join([SECTION, *(str(p) for p in e['loc'])])}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors())
+        problems = "; ".join(validation_problems(exc, ResearchConfig, [SECTION]))
         raise ConfigError(f"invalid research configuration{where}: {problems}") from None
 
 
