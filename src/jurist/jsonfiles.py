@@ -53,9 +53,14 @@ Whole = Annotated[int, BeforeValidator(_not_a_bool)]
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str | None:
-    """The known name closest to ``name`` (a typo's intended name), or None when none is close."""
-    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return matches[0] if matches else None
+    """The known name closest to ``name`` (a typo's intended name: difflib's closest match, else
+    the one known name that holds it, ``intent`` for ``intent_alignment``), or None when none is."""
+    names = list(known)
+    matches = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if matches:
+        return matches[0]
+    holding = [n for n in names if len(name) >= 3 and name.lower() in n.lower()]
+    return holding[0] if len(holding) == 1 else None
 
 
 def unknown_name(name: str, known: Iterable[str], what: str = "field", shown: str = "{}") -> str:
@@ -146,17 +151,18 @@ def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None
     return f"{where(shown)}: {msg}" if shown else msg
 
 
-def validation_problems(exc: ValidationError, model: Any) -> list[str]:
-    """Every error of a pydantic ValidationError as :func:`error_problem` words it, unknown fields
-    first; a missing field that an unknown one is a typo of is said once (``unknown field 'txt'
-    (did you mean 'text'?)``, not also ``missing field 'text'``)."""
+def validation_problems(exc: ValidationError, model: Any, prefix: Sequence[int | str] = ()) -> list[str]:
+    """Every error of a pydantic ValidationError as :func:`error_problem` words it (each location
+    after ``prefix``, the place of the data validated), unknown fields first; a missing field that
+    an unknown one is a typo of is said once (``unknown field 'txt' (did you mean 'text'?)``, not
+    also ``missing field 'text'``)."""
     errors = exc.errors()
     extras = [e for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
     meant = {(tuple(e["loc"][:-1]), did_you_mean(str(e["loc"][-1]), known_fields(model, list(e["loc"])[:-1])))
              for e in extras}
     rest = [e for e in errors if e["type"] != "extra_forbidden"
             and not (e["type"] == "missing" and e["loc"] and (tuple(e["loc"][:-1]), e["loc"][-1]) in meant)]
-    return [error_problem(e, model) for e in [*extras, *rest]]
+    return [error_problem(e, model, [*prefix, *e["loc"]]) for e in [*extras, *rest]]
 
 
 def first_error(exc: ValidationError) -> ErrorDetails:
