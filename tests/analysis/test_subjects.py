@@ -19,6 +19,7 @@ from jurist.config import Settings
 from jurist.models import script
 from jurist.rubrics.models import parse_rubrics
 from jurist.rubrics.sessions import ChatSession, Message
+from jurist.store.analysis import AnalysedEvaluation, ScoredItem, evaluations_for_analysis
 from jurist.testing import Reply
 from tests.analysis.conftest import START, TOPICS, add_evaluation
 from tests.quoting import prompt_text
@@ -50,11 +51,11 @@ async def test_a_subject_evaluated_five_times_counts_once(store):
     # four low subjects, one scored five times: eight low evaluations, four subjects, under min_count
     _seed(store, n_latest=4, repeats=5)
     result = await run_analysis(store, Settings(), min_count=5)
-    assert result["run"]["evaluations"] == 38
-    assert not any(p["feature"] == "latest" for p in result["patterns"])
+    assert result.run.evaluations == 38
+    assert not any(p.feature == "latest" for p in result.patterns)
     # counted as eight independent evaluations, the same rows would make a pattern
     rows = store.evaluations(limit=None)
-    one_each = [{**r, "subject_id": r["id"]} for r in rows]
+    one_each = [r.model_copy(update={"subject_id": r.id}) for r in store.read(evaluations_for_analysis)]
     texts = {r["id"]: r["payload"]["userQuery"] for r in rows}
     assert [f.feature for f in find_patterns(build_subjects(one_each, texts, []), min_count=5)] == ["latest"]
 
@@ -62,18 +63,19 @@ async def test_a_subject_evaluated_five_times_counts_once(store):
 async def test_a_pattern_counts_its_subjects_and_links_all_their_evaluations(store):
     low_ids, _ = _seed(store, n_latest=6, repeats=5)
     result = await run_analysis(store, Settings(), min_count=5)
-    [p] = [p for p in result["patterns"] if p["feature"] == "latest"]
-    assert p["affected_count"] == 6 and set(p["evaluation_ids"]) == low_ids and len(low_ids) == 10
-    assert "6 subjects (10 evaluations, each subject counted once)" in p["description"]
-    assert "for the other 30" in p["description"] and "n = 6" in p["title"]
+    [p] = [p for p in result.patterns if p.feature == "latest"]
+    assert p.affected_count == 6 and set(p.evaluation_ids) == low_ids and len(low_ids) == 10
+    assert "6 subjects (10 evaluations, each subject counted once)" in p.description
+    assert "for the other 30" in p.description and "n = 6" in p.title
 
 
 def test_subjects_take_the_mean_of_their_evaluations_and_every_judge():
-    rows = [{"id": "e1", "kind": "rubric", "subject_id": "s", "percentage": 40.0, "judge_model": "a"},
-            {"id": "e2", "kind": "rubric", "subject_id": "s", "percentage": 80.0, "judge_model": "b"},
-            {"id": "e3", "kind": "research", "subject_id": "s", "percentage": 10.0, "judge_model": "a"}]
-    scores = [{"evaluation_id": "e1", "key": "k", "score": 1.0, "max_score": 5.0, "template_hash": "h1"},
-              {"evaluation_id": "e2", "key": "k", "score": 3.0, "max_score": 5.0, "template_hash": "h2"}]
+    rows = [AnalysedEvaluation(id=e, kind=kind, subject_id="s", percentage=pct, judge_model=judge, trace_id=None,
+                               failure=None, source=None, created_at=START)
+            for e, kind, pct, judge in (("e1", "rubric", 40.0, "a"), ("e2", "rubric", 80.0, "b"),
+                                        ("e3", "research", 10.0, "a"))]
+    scores = [ScoredItem(evaluation_id="e1", key="k", score=1.0, max_score=5.0, template_hash="h1"),
+              ScoredItem(evaluation_id="e2", key="k", score=3.0, max_score=5.0, template_hash="h2")]
     rubric, research = build_subjects(rows, {"e2": "older text", "e1": "newest text"}, scores)
     assert rubric.key == "rubric/s" and research.key == "research/s"  # one subject per kind and id
     assert rubric.score == 0.6 and rubric.evaluation_ids == ("e1", "e2") and rubric.text == "newest text"
@@ -115,10 +117,10 @@ async def test_patterns_come_from_transcripts_only_the_store_keeps(store):
     await store.aflush()
     assert {row["source"] for row in store.evaluations(limit=None)} == {None}  # no file to read
     result = await run_analysis(store, Settings(), kind="rubric", min_count=5)
-    assert result["run"]["evaluations"] == 25
-    [p] = [p for p in result["patterns"] if p["feature"] == "latest"]
-    assert p["affected_count"] == 8 and len(p["evaluation_ids"]) == 9
-    assert p["mean_affected"] == 0.4 and p["mean_rest"] == 1.0
+    assert result.run.evaluations == 25
+    [p] = [p for p in result.patterns if p.feature == "latest"]
+    assert p.affected_count == 8 and len(p.evaluation_ids) == 9
+    assert p.mean_affected == 0.4 and p.mean_rest == 1.0
 
 
 async def test_the_writer_sees_subjects_and_examples(store, provider):
@@ -128,8 +130,8 @@ async def test_the_writer_sees_subjects_and_examples(store, provider):
     settings = Settings.load(providers={"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}},
                              judge="fake/writer", max_retries=0, cache=False)
     result = await run_analysis(store, settings, min_count=5)
-    [p] = [p for p in result["patterns"] if p["feature"] == "latest"]
-    assert p["title"] == "Recency questions score low"
+    [p] = [p for p in result.patterns if p.feature == "latest"]
+    assert p.title == "Recency questions score low"
     prompt = next(t for t in (prompt_text(r["json"]["messages"]) for r in provider.requests) if "feature: latest" in t)
     assert "each counted once" in prompt and "): 6\n" in prompt and "their evaluations: 10" in prompt
     assert "other subjects compared against: 30" in prompt

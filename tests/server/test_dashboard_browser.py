@@ -164,18 +164,18 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         # -- patterns: counts, links into the explorer, and running the analysis again
         page.goto(f"{base}/evaluation/patterns")
         run = store.read(qa.get_run)
-        patterns = store.read(qa.patterns_of_run, run["id"])
+        patterns = store.read(qa.patterns_of_run, run.id)
         cards = page.locator("article.pattern")
         expect(cards).to_have_count(len(patterns))
-        expect(cards.first.locator(".affected")).to_have_text(f"{patterns[0]['affected_count']:,} subjects")
+        expect(cards.first.locator(".affected")).to_have_text(f"{patterns[0].affected_count:,} subjects")
         page.screenshot(path=str(shots / "dashboard-patterns.png"), full_page=False)
         with page.expect_navigation(timeout=120_000):  # the page reloads when the run is stored
             page.locator("#analyze-form button").click()
-        assert store.read(qa.get_run)["id"] != run["id"]  # a new run is stored and shown
+        assert store.read(qa.get_run).id != run.id  # a new run is stored and shown
         cards.first.locator("a.button").click()
         page.wait_for_url(re.compile(r"/evaluation/explorer\?pattern="))
-        newest = store.read(qa.patterns_of_run, store.read(qa.get_run)["id"])[0]
-        expect(page.locator("#result-count")).to_have_text(f"{newest['affected_count']:,}")
+        newest = store.read(qa.patterns_of_run, store.read(qa.get_run).id)[0]
+        expect(page.locator("#result-count")).to_have_text(f"{newest.affected_count:,}")
 
         # -- prompt lab: versions, the diff, and the A/B verdict
         page.goto(f"{base}/evaluation/prompts")

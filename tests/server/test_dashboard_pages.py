@@ -401,20 +401,20 @@ async def test_pattern_links_filter_the_explorer(client, seeded):
 
     store, _ = seeded
     found = await latest_patterns(store)
-    assert found["patterns"], "the synthetic history has low-scoring topics"
+    assert found.patterns, "the synthetic history has low-scoring topics"
     page = client.get("/evaluation/patterns").text
-    first = found["patterns"][0]
-    assert f"/evaluation/explorer?pattern={first['id']}" in page
-    assert f"{first['affected_count']:,} subjects" in page
-    assert esc(first["title"]) in page
-    listed = client.get(f"/evaluation/explorer?pattern={first['id']}").text
+    first = found.patterns[0]
+    assert f"/evaluation/explorer?pattern={first.id}" in page
+    assert f"{first.affected_count:,} subjects" in page
+    assert esc(first.title) in page
+    listed = client.get(f"/evaluation/explorer?pattern={first.id}").text
     from sqlalchemy import func, select
 
     from jurist.store.tables import pattern_evaluations
 
     linked = store.read(lambda conn: conn.execute(select(func.count()).where(
-        pattern_evaluations.c.pattern_id == first["id"])).scalar())
-    assert linked >= first["affected_count"]  # every evaluation of the affected subjects
+        pattern_evaluations.c.pattern_id == first.id)).scalar())
+    assert linked >= first.affected_count  # every evaluation of the affected subjects
     assert text_of(listed, "result-count") == f"{linked:,}"
 
 

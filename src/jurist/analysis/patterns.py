@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Connection
 
 from jurist.analysis.prompts import hash_labels
 from jurist.analysis.texts import texts_of
@@ -32,6 +34,7 @@ from jurist.models.model import Model
 from jurist.models.registry import resolve_model, resolve_ref, writes_text
 from jurist.store import Store
 from jurist.store import analysis as q
+from jurist.store.analysis import AnalysedEvaluation, AnalysisRun, Pattern, PatternReport, RunEnd, ScoredItem
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.analysis.stats import Finding, Subject
@@ -95,61 +98,55 @@ def writer_model(settings: Settings, writer: str | None, store: Store) -> Model 
         return None
 
 
-def build_subjects(rows: list[dict[str, Any]], texts: dict[str, str], score_rows: list[dict[str, Any]]) -> list[Subject]:
+def build_subjects(rows: list[AnalysedEvaluation], texts: dict[str, str],
+                   score_rows: list[ScoredItem]) -> list[Subject]:
     """One :class:`Subject` per subject (kind and ``subject_id``) of ``rows`` (newest first): the
     mean of its evaluations' scores overall and per score key, the newest text, every judge model
     and prompt version that scored it, its evaluation ids."""
     from jurist.analysis.stats import Subject
 
-    by_eval: dict[str, list[dict[str, Any]]] = {}
+    by_eval: dict[str, list[ScoredItem]] = {}
     for s in score_rows:
-        by_eval.setdefault(s["evaluation_id"], []).append(s)
-    groups: dict[str, list[dict[str, Any]]] = {}
+        by_eval.setdefault(s.evaluation_id, []).append(s)
+    groups: dict[str, list[AnalysedEvaluation]] = {}
     for r in rows:
-        groups.setdefault(f"{r['kind']}/{r['subject_id']}", []).append(r)
+        groups.setdefault(f"{r.kind}/{r.subject_id}", []).append(r)
     subjects = []
     for key, evals in groups.items():
         dims: dict[str, list[tuple[float, str | None]]] = {}
         hashes = set()
         for r in evals:
             seen: set[str] = set()
-            for s in by_eval.get(r["id"], []):
-                if s["template_hash"]:
-                    hashes.add(s["template_hash"])
-                if s["max_score"] and s["key"] not in seen:
-                    seen.add(s["key"])
-                    dims.setdefault(s["key"], []).append((float(s["score"]) / float(s["max_score"]),
-                                                          s["template_hash"]))
-        text = next((texts[r["id"]] for r in evals if r["id"] in texts), None)
+            for s in by_eval.get(r.id, []):
+                if s.template_hash:
+                    hashes.add(s.template_hash)
+                if s.max_score and s.key not in seen:
+                    seen.add(s.key)
+                    dims.setdefault(s.key, []).append((s.score / s.max_score, s.template_hash))
+        text = next((texts[r.id] for r in evals if r.id in texts), None)
         subjects.append(Subject(
-            key, sum(float(r["percentage"]) for r in evals) / 100.0 / len(evals), text,
-            frozenset(r["judge_model"] for r in evals if r["judge_model"]), frozenset(hashes),
+            key, sum(r.percentage for r in evals) / 100.0 / len(evals), text,
+            frozenset(r.judge_model for r in evals if r.judge_model), frozenset(hashes),
             {k: (sum(v for v, _ in scored) / len(scored), frozenset(h for _, h in scored if h))
              for k, scored in dims.items()},
-            tuple(r["id"] for r in evals)))
+            tuple(r.id for r in evals)))
     return subjects
 
 
-def _pattern_rows(run_id: str, findings: list[Finding], texts: list[Text], at: datetime
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    rows, links = [], []
-    for f, t in zip(findings, texts):
-        pid = new_id()
-        rows.append({
-            "id": pid, "run_id": run_id, "impact": f.impact, "feature_type": f.feature_type,
-            "feature": f.feature[:300], "dimension": f.dimension[:200], "affected_count": f.affected_count,
-            "mean_affected": f.mean_affected, "mean_rest": f.mean_rest, "effect_size": f.effect_size,
-            "p_value": f.p_value, "test": "mann-whitney-u", "title": t.title, "description": t.description,
-            "suggested_fix": t.suggested_fix, "writer": t.writer, "created_at": at,
-        })
-        links += [{"pattern_id": pid, "evaluation_id": e} for e in sorted(set(f.evaluation_ids))]
-    return rows, links
+def _patterns(run_id: str, findings: list[Finding], texts: list[Text], at: datetime) -> list[Pattern]:
+    """The patterns to store, each with every evaluation it covers."""
+    return [Pattern(
+        id=new_id(), run_id=run_id, impact=f.impact, feature_type=f.feature_type, feature=f.feature[:300],
+        dimension=f.dimension[:200], affected_count=f.affected_count, mean_affected=f.mean_affected,
+        mean_rest=f.mean_rest, effect_size=f.effect_size, p_value=f.p_value, test="mann-whitney-u", title=t.title,
+        description=t.description, suggested_fix=t.suggested_fix, writer=t.writer, created_at=at,
+        evaluation_ids=tuple(sorted(set(f.evaluation_ids))),
+    ) for f, t in zip(findings, texts)]
 
 
-def _save_results(conn: Any, run_id: str, rows: list[dict[str, Any]], links: list[dict[str, Any]],
-                  finish: dict[str, Any]) -> None:
-    q.insert_patterns(conn, rows, links)
-    q.finish_run(conn, run_id, finish)
+def _save_results(conn: Connection, run_id: str, found: list[Pattern], end: RunEnd) -> None:
+    q.insert_patterns(conn, found)
+    q.finish_run(conn, run_id, end)
 
 
 async def run_analysis(
@@ -163,7 +160,7 @@ async def run_analysis(
     min_count: int = 5,
     alpha: float = 0.05,
     limit: int = 20000,
-) -> dict[str, Any]:
+) -> PatternReport:
     """Analyse the newest ``limit`` evaluations (filtered by kind and time); store and return the run
     with its patterns, as :func:`latest_patterns` does. MissingExtra without the ``analysis`` extra."""
     since, until = check_params(kind, since, until, min_count, alpha, limit)
@@ -177,13 +174,12 @@ async def run_analysis(
     params = {"kind": kind, "since": since.isoformat() if since else None,
               "until": until.isoformat() if until else None, "writer": writer, "min_count": min_count,
               "alpha": alpha, "limit": limit}
-    await store.awrite(q.insert_run, {"id": run_id, "status": "running", "params": params, "evaluations": 0,
-                                         "writer_model": None, "created_at": _utcnow()})
+    await store.awrite(q.insert_run, AnalysisRun(id=run_id, status="running", params=params, evaluations=0,
+                                                 created_at=_utcnow()))
     try:
-        rows = await store.aread(lambda c: q.evaluations_for_analysis(c, kind=kind, since=since, until=until,
-                                                                         limit=limit))
+        rows = await store.aread(q.evaluations_for_analysis, kind=kind, since=since, until=until, limit=limit)
         texts = await texts_of(store, rows)
-        score_rows = await store.aread(q.score_rows_of, [r["id"] for r in rows])
+        score_rows = await store.aread(q.score_rows_of, [r.id for r in rows])
         labels = await hash_labels(store)
         subjects = await asyncio.to_thread(build_subjects, rows, texts, score_rows)
         findings = await asyncio.to_thread(lambda: find_patterns(subjects, min_count=min_count, alpha=alpha,
@@ -192,12 +188,12 @@ async def run_analysis(
         written = await write_patterns(findings, model, timeout=settings.rubric_timeout,
                                        prompts=PromptRouter(store))
         used = sorted({t.writer for t in written if t.writer != STATISTICS})
-        pattern_rows, links = _pattern_rows(run_id, findings, written, _utcnow())
-        finish = {"status": "done", "evaluations": len(rows), "writer_model": used[0] if used else None,
-                  "finished_at": _utcnow()}
-        await store.awrite(_save_results, run_id, pattern_rows, links, finish)
+        found = _patterns(run_id, findings, written, _utcnow())
+        done = RunEnd(status="done", evaluations=len(rows), writer_model=used[0] if used else None,
+                      finished_at=_utcnow())
+        await store.awrite(_save_results, run_id, found, done)
     except BaseException as exc:
-        failed = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000], "finished_at": _utcnow()}
+        failed = RunEnd(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=_utcnow())
         await asyncio.shield(store.awrite(q.finish_run, run_id, failed))
         raise
     finally:
@@ -206,12 +202,12 @@ async def run_analysis(
     return await latest_patterns(store, run_id)
 
 
-async def latest_patterns(store: Store, run_id: str | None = None) -> dict[str, Any]:
-    """``{"run": {...} or None, "patterns": [... each with "evaluation_ids" (the first 100)]}``: the
-    given run, else the newest finished one. NotFound for an unknown ``run_id``."""
+async def latest_patterns(store: Store, run_id: str | None = None) -> PatternReport:
+    """The given run, else the newest finished one (None before the first), with its patterns, each
+    with its first 100 ``evaluation_ids``. NotFound for an unknown ``run_id``."""
     run = await store.aread(q.get_run, run_id)
     if run is None:
         if run_id is not None:
             raise NotFound(f"no analysis run {run_id!r}")
-        return {"run": None, "patterns": []}
-    return {"run": run, "patterns": await store.aread(q.patterns_of_run, run["id"])}
+        return PatternReport(run=None, patterns=[])
+    return PatternReport(run=run, patterns=await store.aread(q.patterns_of_run, run.id))

@@ -23,6 +23,7 @@ from jurist.errors import InputError
 from jurist.rubrics.sessions import load_session
 from jurist.store import Store
 from jurist.store import analysis as q
+from jurist.store.analysis import AnalysedEvaluation
 
 MAX_TEXT = 20_000  # characters kept per evaluation
 MAX_SESSION_BYTES = 5_000_000
@@ -74,32 +75,32 @@ def transcript_user_text(transcript: Any) -> str | None:
     return "\n".join(users) or None
 
 
-def _texts_sync(rows: list[dict[str, Any]], payloads: dict[str, Any], generations: dict[str, Any],
+def _texts_sync(rows: list[AnalysedEvaluation], payloads: dict[str, Any], generations: dict[str, Any],
                 transcripts: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in rows:
-        kind = r["kind"]
+        kind = r.kind
         text: str | None = None
         if kind == "rubric":
-            text = transcript_user_text(transcripts.get(r["id"])) or session_user_text(r["source"])
+            text = transcript_user_text(transcripts.get(r.id)) or session_user_text(r.source)
         elif kind == "checklist":
-            text = r["source"]
+            text = r.source
         elif kind in ("research", "gate"):
-            text = _payload_text(kind, payloads.get(r["id"]))
-            if text is None and kind == "gate" and r["trace_id"]:
-                text = last_user_message(generations.get(r["trace_id"]))
+            text = _payload_text(kind, payloads.get(r.id))
+            if text is None and kind == "gate" and r.trace_id:
+                text = last_user_message(generations.get(r.trace_id))
         if text and text.strip():
-            out[r["id"]] = text[:MAX_TEXT]
+            out[r.id] = text[:MAX_TEXT]
     return out
 
 
-async def texts_of(store: Store, rows: list[dict[str, Any]]) -> dict[str, str]:
+async def texts_of(store: Store, rows: list[AnalysedEvaluation]) -> dict[str, str]:
     """evaluation id -> its text, for the evaluations that have one (reads off the event loop)."""
-    payload_ids = [r["id"] for r in rows if r["kind"] in ("research", "gate")]
+    payload_ids = [r.id for r in rows if r.kind in ("research", "gate")]
     payloads = await store.aread(q.payloads_of, payload_ids) if payload_ids else {}
-    missing = [r["trace_id"] for r in rows
-               if r["kind"] == "gate" and r["trace_id"] and _payload_text("gate", payloads.get(r["id"])) is None]
+    missing = [r.trace_id for r in rows
+               if r.kind == "gate" and r.trace_id and _payload_text("gate", payloads.get(r.id)) is None]
     generations = await store.aread(q.generation_messages, missing) if missing else {}
-    rubric_ids = [r["id"] for r in rows if r["kind"] == "rubric"]
+    rubric_ids = [r.id for r in rows if r.kind == "rubric"]
     transcripts = await store.aread(q.transcripts_of, rubric_ids) if rubric_ids else {}
     return await asyncio.to_thread(_texts_sync, rows, payloads, generations, transcripts)

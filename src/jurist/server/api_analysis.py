@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from jurist import analysis
 from jurist.analysis.comparison import ABComparison
 from jurist.extras import require_extra
+from jurist.jsonfiles import Number, Whole
 from jurist.server.auth import require_write
 from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
+from jurist.store.analysis import PatternReport
 
 router = APIRouter(tags=["analysis"])
 
@@ -118,23 +120,23 @@ class AnalyzeRequest(BaseModel):
     until: IsoDateTime | None = Field(None, description="only evaluations created before this time")
     writer: str | None = Field(None, max_length=200, description="the LLM that writes the patterns (default: the "
                                                                   "configured judge; none: the statistics)")
-    min_count: int = Field(5, ge=2, le=100_000, description="evaluations needed on each side of a feature")
-    alpha: float = Field(0.05, gt=0, lt=1, description="false discovery rate")
-    limit: int = Field(20000, ge=1, le=100_000, description="the newest evaluations analysed")
+    min_count: Whole = Field(5, ge=2, le=100_000, description="evaluations needed on each side of a feature")
+    alpha: Number = Field(0.05, gt=0, lt=1, description="false discovery rate")
+    limit: Whole = Field(20000, ge=1, le=100_000, description="the newest evaluations analysed")
 
 
 @router.get("/api/evaluation/patterns", response_model=PatternsResponse, responses=error_responses(404, 422))
 async def get_patterns(
     request: Request, run_id: str | None = Query(None, min_length=1, max_length=32, description="a run; default "
                                                  "the newest finished one"),
-) -> dict[str, Any]:
+) -> PatternReport:
     """The patterns of an analysis run: what low-scoring evaluations have in common."""
     return await analysis.latest_patterns(get_state(request).store, run_id)
 
 
 @router.post("/api/evaluation/analyze", response_model=PatternsResponse, dependencies=[Depends(require_write)],
              responses=error_responses(400, 401, 422, 500, 501))
-async def analyze(request: Request, body: AnalyzeRequest | None = Body(None)) -> dict[str, Any]:
+async def analyze(request: Request, body: AnalyzeRequest | None = Body(None)) -> PatternReport:
     """Run the offline analysis now on the newest evaluations; returns the run with its patterns."""
     state = get_state(request)
     params = (body or AnalyzeRequest()).model_dump()

@@ -215,7 +215,7 @@ async def patterns_page(request: Request) -> HTMLResponse:
     state = get_state(request)
     found = await latest_patterns(state.store)
     return render(request, "patterns.html", {
-        "active": "patterns", "run": found["run"], "patterns": found["patterns"], "kinds": q.KINDS,
+        "active": "patterns", "run": found.run, "patterns": found.patterns, "kinds": q.KINDS,
         "token_required": bool(state.settings.api_token),
         "analysis_notice": missing_extra("analysis", "Running the analysis")})
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
@@ -23,6 +24,7 @@ from jurist.store.tables import (
     prompts,
     scores,
 )
+from jurist.store.stored import StoredRow
 
 # IN lists are sent in chunks: SQLite and PostgreSQL both cap bound parameters.
 _CHUNK = 500
@@ -70,6 +72,30 @@ def prompt_hash_labels(conn: Connection) -> dict[str, tuple[str, int]]:
 # -- what the statistics read ------------------------------------------------------
 
 
+class AnalysedEvaluation(StoredRow):
+    """A scored evaluation as the analysis reads it: no payload."""
+
+    id: str
+    kind: str
+    subject_id: str
+    trace_id: str | None
+    percentage: float
+    judge_model: str | None
+    failure: str | None
+    source: str | None
+    created_at: datetime
+
+
+class ScoredItem(StoredRow):
+    """One scored per-item row of an evaluation (a rubric's or a dimension's score)."""
+
+    evaluation_id: str
+    key: str
+    score: float
+    max_score: float | None
+    template_hash: str | None
+
+
 def evaluations_for_analysis(
     conn: Connection,
     *,
@@ -77,7 +103,7 @@ def evaluations_for_analysis(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 20000,
-) -> list[dict[str, Any]]:
+) -> list[AnalysedEvaluation]:
     """Scored evaluations (newest first, at most ``limit``): the columns the analysis needs, no payloads."""
     e = evaluations.c
     stmt = (
@@ -93,7 +119,7 @@ def evaluations_for_analysis(
         stmt = stmt.where(e.created_at >= since)
     if until is not None:
         stmt = stmt.where(e.created_at < until)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [AnalysedEvaluation.of(r._mapping) for r in conn.execute(stmt)]
 
 
 def payloads_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, Any]:
@@ -132,15 +158,15 @@ def generation_messages(conn: Connection, trace_ids: Sequence[str]) -> dict[str,
     return out
 
 
-def score_rows_of(conn: Connection, evaluation_ids: Sequence[str]) -> list[dict[str, Any]]:
+def score_rows_of(conn: Connection, evaluation_ids: Sequence[str]) -> list[ScoredItem]:
     """The scored per-item rows of these evaluations: key, score, scale and template hash."""
     s = scores.c
-    out: list[dict[str, Any]] = []
+    out: list[ScoredItem] = []
     for part in _chunks(list(evaluation_ids)):
         stmt = select(s.evaluation_id, s.key, s.score, s.max_score, s.template_hash).where(
             s.evaluation_id.in_(part), s.status == "scored", s.score.is_not(None)
         )
-        out.extend(dict(r._mapping) for r in conn.execute(stmt))
+        out.extend(ScoredItem.of(r._mapping) for r in conn.execute(stmt))
     return out
 
 
@@ -166,23 +192,86 @@ def scores_for_hashes(
 # -- analysis runs and patterns ----------------------------------------------------
 
 
-def insert_run(conn: Connection, row: dict[str, Any]) -> None:
-    conn.execute(insert(analysis_runs), [row])
+RunStatus = Literal["running", "done", "failed"]
+Impact = Literal["high", "medium", "low"]
+FeatureType = Literal["term", "length", "judge_model", "prompt_version"]
 
 
-def finish_run(conn: Connection, run_id: str, values: dict[str, Any]) -> None:
-    conn.execute(update(analysis_runs).where(analysis_runs.c.id == run_id).values(**values))
+class AnalysisRun(StoredRow):
+    """One run of the offline analysis (an ``analysis_runs`` row)."""
+
+    id: str
+    status: RunStatus
+    params: dict[str, Any]  # a JSON column: the filters and thresholds used
+    evaluations: int
+    writer_model: str | None = None
+    error: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
 
 
-def insert_patterns(conn: Connection, rows: list[dict[str, Any]], links: list[dict[str, Any]]) -> None:
-    """Patterns and their (pattern_id, evaluation_id) links, in the caller's transaction."""
+class RunEnd(BaseModel):
+    """How a run ended: ``done`` with its counts, or ``failed`` with its error (what is None is not written)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: RunStatus
+    finished_at: datetime
+    evaluations: int | None = None
+    writer_model: str | None = None
+    error: str | None = None
+
+
+class Pattern(StoredRow):
+    """A pattern a run found (a ``patterns`` row); read back with up to 100 of its evaluation ids."""
+
+    id: str
+    run_id: str
+    impact: Impact
+    feature_type: FeatureType
+    feature: str
+    dimension: str
+    affected_count: int
+    mean_affected: float | None
+    mean_rest: float | None
+    effect_size: float | None
+    p_value: float | None
+    test: str | None
+    title: str
+    description: str
+    suggested_fix: str | None
+    writer: str | None
+    created_at: datetime
+    evaluation_ids: tuple[str, ...] = ()
+
+
+class PatternReport(BaseModel):
+    """An analysis run (None before the first finished one) and its patterns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: AnalysisRun | None
+    patterns: list[Pattern]
+
+
+def insert_run(conn: Connection, run: AnalysisRun) -> None:
+    conn.execute(insert(analysis_runs), [run.model_dump()])
+
+
+def finish_run(conn: Connection, run_id: str, end: RunEnd) -> None:
+    conn.execute(update(analysis_runs).where(analysis_runs.c.id == run_id).values(**end.model_dump(exclude_none=True)))
+
+
+def insert_patterns(conn: Connection, rows: list[Pattern]) -> None:
+    """Patterns and every evaluation each one covers (``evaluation_ids``), in the caller's transaction."""
     if rows:
-        conn.execute(insert(patterns), rows)
+        conn.execute(insert(patterns), [p.model_dump(exclude={"evaluation_ids"}) for p in rows])
+    links = [{"pattern_id": p.id, "evaluation_id": e} for p in rows for e in p.evaluation_ids]
     for start in range(0, len(links), 5000):
         conn.execute(insert(pattern_evaluations), links[start : start + 5000])
 
 
-def get_run(conn: Connection, run_id: str | None = None) -> dict[str, Any] | None:
+def get_run(conn: Connection, run_id: str | None = None) -> AnalysisRun | None:
     """One run by id, or the newest finished (done) run."""
     stmt = select(analysis_runs)
     if run_id is not None:  # not the prompt lab's routes, which this table also keeps (store/prompt_routes.py)
@@ -190,21 +279,21 @@ def get_run(conn: Connection, run_id: str | None = None) -> dict[str, Any] | Non
     else:
         stmt = stmt.where(analysis_runs.c.status == "done").order_by(analysis_runs.c.created_at.desc()).limit(1)
     row = conn.execute(stmt).first()
-    return dict(row._mapping) if row is not None else None
+    return AnalysisRun.of(row._mapping) if row is not None else None
 
 
-def patterns_of_run(conn: Connection, run_id: str, links_per_pattern: int = 100) -> list[dict[str, Any]]:
+def patterns_of_run(conn: Connection, run_id: str, links_per_pattern: int = 100) -> list[Pattern]:
     """The run's patterns, highest impact first, each with up to ``links_per_pattern`` evaluation ids."""
     impact_order = {"high": 0, "medium": 1, "low": 2}
-    rows = [dict(r._mapping) for r in conn.execute(select(patterns).where(patterns.c.run_id == run_id))]
-    rows.sort(key=lambda p: (impact_order.get(p["impact"], 3), p["p_value"] if p["p_value"] is not None else 1.0,
-                             p["id"]))
+    rows = [Pattern.of(r._mapping) for r in conn.execute(select(patterns).where(patterns.c.run_id == run_id))]
+    rows.sort(key=lambda p: (impact_order[p.impact], p.p_value if p.p_value is not None else 1.0, p.id))
+    out = []
     for p in rows:
         stmt = (
             select(pattern_evaluations.c.evaluation_id)
-            .where(pattern_evaluations.c.pattern_id == p["id"])
+            .where(pattern_evaluations.c.pattern_id == p.id)
             .order_by(pattern_evaluations.c.evaluation_id)
             .limit(links_per_pattern)
         )
-        p["evaluation_ids"] = [r.evaluation_id for r in conn.execute(stmt)]
-    return rows
+        out.append(p.model_copy(update={"evaluation_ids": tuple(conn.execute(stmt).scalars())}))
+    return out

@@ -1,0 +1,28 @@
+"""Typed rows read from the database.
+
+A query that returns rows returns them as a :class:`StoredRow` model (frozen
+pydantic, one per query's columns): the database is an edge, so what is read
+is validated, and its readers use attributes instead of ``dict`` keys. A row's
+``model_dump()`` is the dict of its columns, so a route that returns one sends
+the same JSON a dict of the row would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.engine import RowMapping
+
+R = TypeVar("R", bound="StoredRow")
+
+
+class StoredRow(BaseModel):
+    """A row read from the database: frozen, every column named (an unknown column is an error)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def of(cls: type[R], columns: RowMapping | Mapping[str, Any], **more: Any) -> R:
+        """The model of a result row's columns (``row._mapping``), with ``more`` fields."""
+        return cls.model_validate({**columns, **more})
