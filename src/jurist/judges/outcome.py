@@ -9,6 +9,8 @@ evaluation under a time limit and catches its failures.
 The file and API formats keep their documented names for these statuses
 (``evaluation_failed`` in ``result.json``, ``evaluationSkipped`` in research
 records); they are derived from an outcome where the record is written.
+:func:`row_status` is the one mapping every capability shares: the
+``status`` column of an ``evaluations`` row.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ from typing import Awaitable, Callable, Final, Generic, Literal, TypeVar
 T = TypeVar("T")
 
 Status = Literal["ok", "failed", "skipped"]
+#: The ``status`` column of an ``evaluations`` row (a batch or a research run may also be ``partial``).
+RowStatus = Literal["scored", "partial", "failed", "skipped"]
 
 OK: Final = "ok"
 FAILED: Final = "failed"
 SKIPPED: Final = "skipped"
+
+
+def row_status(status: Status) -> RowStatus:
+    """An outcome's status as an ``evaluations`` row says it: ``ok`` is ``scored``, the others keep their name."""
+    return "scored" if status == OK else status
 
 
 @dataclass
@@ -36,7 +45,7 @@ class Outcome(Generic[T]):
     without parsing the reason.
     """
 
-    status: str
+    status: Status
     value: T | None = None
     reason: str | None = None
     error_type: str | None = None
@@ -115,4 +124,5 @@ async def guarded(
     return Outcome.success(value)
 
 
-__all__ = ["FAILED", "OK", "SKIPPED", "Outcome", "Status", "describe", "guarded", "timed_out"]
+__all__ = ["FAILED", "OK", "SKIPPED", "Outcome", "RowStatus", "Status", "describe", "guarded", "row_status",
+           "timed_out"]
