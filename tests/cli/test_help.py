@@ -46,13 +46,13 @@ def option_row(out: str, option: str) -> str:
 
 
 def test_value_options_name_their_type_and_flags_none():
-    out = help_of("evaluate")
+    out = help_of("evaluate", width=200)
     assert "PATH" in option_row(out, "--rubrics") and "PATH" in option_row(out, "--output")
     assert "TEXT" in option_row(out, "--judge") and "FLOAT" in option_row(out, "--timeout")
     assert "[plain|logprobs]" in option_row(out, "--score-mode")
     row = option_row(out, "--no-cache")
     assert not re.search(r"\b(TEXT|BOOLEAN|INTEGER|PATH)\b", row)
-    batch = help_of("evaluate-batch")
+    batch = help_of("evaluate-batch", width=200)
     assert "INTEGER" in option_row(batch, "--parallel") and "[local|ray]" in option_row(batch, "--engine")
     assert "--no-retry-failed" in option_row(batch, "--retry-failed")
 
@@ -75,3 +75,32 @@ def test_tutor_help_and_docs_name_the_same_tutor_aliases():
     assert tutor_ref(Settings(judge="openai/j")) == "openai/j"
     serve = " ".join(help_of("serve", width=250).split())
     assert re.findall(r"alias '(\w+)'", serve.split("--tutor ", 1)[1].split("--judge", 1)[0]) == in_help
+
+
+def command_paths(command=None, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand, as the words that name it (``()``: jurist itself)."""
+    command = command or typer.main.get_command(app)
+    found = [path]
+    if hasattr(command, "list_commands"):
+        with command.make_context("jurist", [], resilient_parsing=True) as ctx:
+            for name in command.list_commands(ctx):
+                found += command_paths(command.get_command(ctx, name), (*path, name))
+    return found
+
+
+def option_names(path: tuple[str, ...]) -> list[str]:
+    command = typer.main.get_command(app)
+    for name in path:
+        with command.make_context("jurist", [], resilient_parsing=True) as ctx:
+            command = command.get_command(ctx, name)
+    return [o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+
+
+@pytest.mark.parametrize("width", [80, 100])
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "jurist")
+def test_help_shows_every_option_name_whole(path, width):
+    """At 80 columns rich's table cut long names (`--max-concurre…`): where it would, the plain layout."""
+    out = help_of(*path, width=width)
+    assert not re.search(r"--[\w-]*…", out), out
+    shown = set(re.findall(r"(?<![\w-])--[\w-]+", out))
+    assert set(option_names(path)) <= shown, out

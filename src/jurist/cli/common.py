@@ -66,15 +66,19 @@ def help_metavar(param: Any, ctx: Any) -> str | None:
 
 class CommandGroup(TyperGroup):
     """The ``jurist`` group: its commands' ``--help`` names value types (TEXT, INTEGER,
-    PATH) and shows flags as flags, not ``<bool>``."""
+    PATH), shows flags as flags, not ``<bool>``, and never cuts an option's name
+    (:mod:`jurist.cli.help_layout`)."""
 
     def get_params(self, ctx: Any) -> Any:
         return _name_types(super().get_params(ctx), ctx)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        from jurist.cli.help_layout import fit_help
+
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             _name_types(command.get_params(ctx), ctx)
+            fit_help(command, ctx)  # click's plain layout where rich would cut an option's name
         return command
 
 
