@@ -81,3 +81,22 @@ def test_a_pass_fail_rubric_reports_its_threshold_and_the_pass_rule_it_was_compa
                                                                    annotator="ana")],
                                 lambda item: JudgeScore(4.0), resamples=0)
     assert scored.threshold is None and scored.pass_at is None  # a scored rubric has no pass threshold
+
+
+def test_a_fit_that_separates_nothing_is_degenerate():
+    # The hand-worked example's fits: by agreement t=0.5 has κ -0.25; by F1 t=0.1 passes every item.
+    by_agreement = fit_threshold(SCORES, PEOPLE, fit="agreement", resamples=0, scale=(0.0, 1.0))
+    assert by_agreement.degenerate == "threshold 0.5 is degenerate: Cohen's κ at it is -0.250, no better than chance"
+    by_f1 = fit_threshold(SCORES, PEOPLE, fit="f1", resamples=0)
+    assert by_f1.degenerate is not None and by_f1.degenerate.startswith(
+        "threshold 0.1 is degenerate: every item passes (it is the lowest score the judge gave)")
+    # The judge's scores do not follow the people's: the fit lands on the bottom of the scale.
+    flat = fit_threshold([0.0, 0.5, 0.0, 0.5], [{"a": True}, {"a": False}, {"a": True}, {"a": True}], resamples=0,
+                         scale=(0.0, 1.0))
+    assert flat.threshold == 0.0 and flat.kappa.value == 0.0 and flat.degenerate == (
+        "threshold 0 is degenerate: it is at the bottom of the scale (0-1), so every item passes; Cohen's κ at it "
+        "is 0.000, no better than chance")
+    assert flat.to_json()["degenerate"] == flat.degenerate
+    good = fit_threshold([0.2, 0.4, 0.6, 0.8], [{"a": False}, {"a": False}, {"a": True}, {"a": True}], resamples=0,
+                         scale=(0.0, 1.0))
+    assert good.threshold == 0.6 and good.kappa.value == 1.0 and good.degenerate is None

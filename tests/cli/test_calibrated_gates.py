@@ -105,3 +105,29 @@ def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):
     r = run_cli("calibrate", "--gate", "quality", "--labels", str(mislabelled), "--sessions", str(sessions), env=env,
                 cwd=tmp_path)
     assert r.returncode == 2 and f"{mislabelled}:1: rubric 'safety'" in r.stderr.replace("\n", "")
+
+
+def test_a_degenerate_threshold_is_not_presented_as_the_result(tmp_path):
+    """The offline judge on the shipped gate labels: the best threshold passes every answer, at κ 0."""
+    env = {"JURIST_HOME": str(tmp_path / ".jurist")}
+    args = ("calibrate", "--gate", "quality", "--labels", str(EXAMPLES / "labels" / "gate" / "labels.jsonl"),
+            "--sessions", str(EXAMPLES / "labels" / "gate" / "sessions"), "--resamples", "100")
+    r = run_cli(*args, env=env, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    out, err = " ".join(r.stdout.split()), " ".join(r.stderr.split())
+    assert "by agreement: DEGENERATE, no threshold to use" in out and "0 (degenerate)" in out
+    reason = ("threshold 0 is degenerate: it is at the bottom of the scale (0-1), so every item passes; Cohen's κ "
+              "at it is 0.000, no better than chance")
+    assert f"no usable threshold for quality: {reason}" in err
+    report = json.loads(run_cli(*args, "--json", "--no-store", env=env, cwd=tmp_path).stdout)
+    assert report["rubrics"][0]["threshold"]["degenerate"] == reason
+    from jurist.store import Store
+    from jurist.store.calibrations import list_calibrations
+
+    store = Store(f"sqlite:///{tmp_path / '.jurist' / 'jurist.db'}")
+    try:
+        [row] = store.read(list_calibrations)
+    finally:
+        store.close()
+    assert row["threshold"] is None and row["figures"]["threshold"]["threshold"] == 0.0
+    assert row["figures"]["threshold"]["degenerate"] == reason

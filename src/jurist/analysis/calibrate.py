@@ -10,7 +10,8 @@ item-based rubrics give, is rounded to the nearest). A rubric labelled pass/fail
 is compared with the judge's pass: a score of at least
 :data:`~jurist.rubrics.scoring.PASS_PERCENTAGE` % of the scale's top; for such a rubric
 the score threshold that best matches the people's pass/fail is fitted as well
-(:mod:`jurist.analysis.threshold`).
+(:mod:`jurist.analysis.threshold`). A degenerate fit (every item passes, none does,
+or κ ≤ 0) says so and is not stored as the calibration's threshold.
 
 A calibration is stored (the ``calibrations`` table, one row per rubric) with the
 judge it holds for: the judge's model, the template that scored the rubric (by
@@ -97,6 +98,12 @@ class CalibrationReport:
     resamples: int
     fit: str = "agreement"  # what the thresholds of pass/fail rubrics maximise
     target: str = "rubric"  # what was calibrated: rubric | gate | panel
+
+    @property
+    def degenerate(self) -> list[str]:
+        """Why the fitted thresholds that are no threshold to use are not (``rubric: reason``)."""
+        return [f"{r.rubric}: {r.threshold.degenerate}" for r in self.rubrics
+                if r.threshold is not None and r.threshold.degenerate]
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "calibration", "target": self.target, "judge": self.judge, "labels": self.labels,
@@ -237,7 +244,7 @@ def rubric_calibration(rubric: str, name: str, scale: tuple[float, float], label
     if pass_fail:
         pass_at = pass_at if pass_at is not None else scale[1] * PASS_PERCENTAGE / 100.0
         threshold = fit_threshold([verdicts[i].score for i in items], ratings.humans, fit=fit, resamples=resamples,
-                                  seed=seed)
+                                  seed=seed, scale=scale)
     return RubricCalibration(
         rubric=rubric, name=name, scale="pass/fail" if pass_fail else f"{scale[0]:g}-{scale[1]:g}",
         agreement=stats, unscored=[i for i in items if verdicts[i].score is None], differing=differing[:DIFFERING],
@@ -350,7 +357,9 @@ def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> l
             "kappa": jv.weighted_kappa.value, "kappa_low": jv.weighted_kappa.low, "kappa_high": jv.weighted_kappa.high,
             "agreement": jv.exact.value, "agreement_low": jv.exact.low, "agreement_high": jv.exact.high,
             "pass_at": r.pass_at,
-            "threshold": fitted.threshold if fitted else None, "threshold_fit": fitted.fit if fitted else None,
+            # a degenerate fit is kept in the figures (with why), never as the calibration's threshold
+            "threshold": fitted.threshold if fitted and not fitted.degenerate else None,
+            "threshold_fit": fitted.fit if fitted else None,
             "threshold_agreement": fitted.agreement.value if fitted else None,
             "threshold_agreement_low": fitted.agreement.low if fitted else None,
             "threshold_agreement_high": fitted.agreement.high if fitted else None,

@@ -15,6 +15,13 @@ threshold. The fitted threshold's agreement and Cohen's κ come with a percentil
 bootstrap 95% interval over the items (:func:`~jurist.analysis.agreement.bootstrap_items`).
 The threshold is chosen on the same items, so these figures lean optimistic: on
 new items expect somewhat less, the more so the fewer the labels.
+
+A fit can be degenerate: a threshold at the bottom of the scale (or at the lowest
+score the judge gave) passes every item, one above every score passes none, and
+at a Cohen's κ of 0 or less (or none: a constant judge or constant labels) the
+judge's pass agrees with the people's no better than chance. Such a fit says the
+judge's score does not separate what the people pass from what they fail; it is
+no threshold to use, and ``degenerate`` says why.
 """
 
 from __future__ import annotations
@@ -41,10 +48,30 @@ class ThresholdFit:
     agreement: Estimate  # at the threshold, with its bootstrap interval
     f1: float | None
     kappa: Estimate  # Cohen's κ of the judge's pass against the people's, at the threshold
+    degenerate: str | None = None  # why the threshold is no threshold to use (see the module doc)
 
     def to_json(self) -> dict[str, Any]:
         return {"fit": self.fit, "threshold": self.threshold, "n": self.n, "agreement": self.agreement.to_json(),
-                "f1": self.f1, "kappa": self.kappa.to_json()}
+                "f1": self.f1, "kappa": self.kappa.to_json(), "degenerate": self.degenerate}
+
+
+def degenerate_reason(threshold: float, scores: np.ndarray, kappa: float | None,
+                      scale: tuple[float, float] | None = None) -> str | None:
+    """Why a threshold fitted on ``scores`` (the judge's, one per pair) is degenerate, or None."""
+    reasons = []
+    if scale is not None and threshold <= scale[0]:
+        reasons.append(f"it is at the bottom of the scale ({scale[0]:g}-{scale[1]:g}), so every item passes")
+    elif bool(np.all(scores >= threshold)):
+        reasons.append("every item passes (it is the lowest score the judge gave)")
+    elif not bool(np.any(scores >= threshold)) or (scale is not None and threshold > scale[1]):
+        reasons.append("no item passes")
+    if kappa is None or not np.isfinite(kappa):
+        reasons.append("Cohen's κ is undefined at it (the judge's pass or the people's is the same for every item)")
+    elif kappa <= 0:
+        reasons.append(f"Cohen's κ at it is {kappa:.3f}, no better than chance")
+    if not reasons:
+        return None
+    return f"threshold {threshold:g} is degenerate: {'; '.join(reasons)}"
 
 
 def _pairs(scores: Sequence[float | None], humans: Sequence[Mapping[str, int | bool]],
@@ -77,9 +104,11 @@ def _round(x: float) -> float | None:
 
 
 def fit_threshold(scores: Sequence[float | None], humans: Sequence[Mapping[str, int | bool]], *,
-                  fit: str = "agreement", resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> ThresholdFit:
+                  fit: str = "agreement", resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                  scale: tuple[float, float] | None = None) -> ThresholdFit:
     """The threshold on ``scores`` (the judge's score of each item, None: not scored) that best
-    matches ``humans`` (each item's pass labels by annotator), by ``fit`` (see the module doc)."""
+    matches ``humans`` (each item's pass labels by annotator), by ``fit`` (see the module doc);
+    ``degenerate`` says why it is no threshold to use (``scale``: the judge's, for its edges)."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {', '.join(FITS)}, not {fit!r}")
     n_items = len(scores)
@@ -104,9 +133,10 @@ def fit_threshold(scores: Sequence[float | None], humans: Sequence[Mapping[str, 
         return (js >= threshold).astype(int), hs
 
     passed, _ = at(np.arange(n_items))
+    kappa = bootstrap_items(lambda idx: cohen_kappa(*at(idx), [0, 1]), n_items, resamples=resamples, seed=seed)
     return ThresholdFit(
         fit=fit, threshold=round(threshold, 6), n=len(s),
         agreement=bootstrap_items(lambda idx: _agreement(*at(idx)), n_items, resamples=resamples, seed=seed),
-        f1=_round(_f1(passed, h)),
-        kappa=bootstrap_items(lambda idx: cohen_kappa(*at(idx), [0, 1]), n_items, resamples=resamples, seed=seed),
+        f1=_round(_f1(passed, h)), kappa=kappa,
+        degenerate=degenerate_reason(round(threshold, 6), s, kappa.value, scale),
     )

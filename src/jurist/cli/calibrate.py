@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_OK, JsonOpt, NoCacheOpt, OutputOpt, ResamplesOpt, SeedOpt,
-                               console, handle_errors, load_settings, show_report, waiting)
+from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt, NoCacheOpt, OutputOpt,
+                               ResamplesOpt, SeedOpt, console, err_console, handle_errors, load_settings, show_report,
+                               waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -81,15 +82,22 @@ def threshold_table(r: dict[str, Any]) -> "Table":
     from rich.table import Table
 
     t = r["threshold"]
-    table = Table(title=escape(f"{r['rubric']}: fitted threshold (the judge passes at a score ≥ it), "
-                               f"by {t['fit']}"), title_justify="left")
+    degenerate = t.get("degenerate")
+    title = f"{r['rubric']}: fitted threshold (the judge passes at a score ≥ it), by {t['fit']}"
+    if degenerate:
+        title += ": DEGENERATE, no threshold to use"
+    table = Table(title=escape(title), title_justify="left")
     table.add_column("figure (95% bootstrap interval)")
     table.add_column(f"at the fitted threshold (n={t['n']})")
-    table.add_row("threshold", "—" if t["threshold"] is None else f"{t['threshold']:g}")
+    shown = "—" if t["threshold"] is None else f"{t['threshold']:g}"
+    table.add_row("threshold", f"[red]{shown} (degenerate)[/]" if degenerate else shown)
     table.add_row("agreement", _fmt(t["agreement"]))
     table.add_row("Cohen's κ", _fmt(t["kappa"]))
     table.add_row("F1 (pass)", "—" if t["f1"] is None else f"{t['f1']:.3f}")
-    if r["pass_at"] is not None:
+    if degenerate:
+        table.caption = escape(f"{degenerate}: the judge's score does not separate what the people pass from what "
+                               "they fail (not stored as the calibration's threshold)")
+    elif r["pass_at"] is not None:
         table.caption = escape(f"the figures above count a score ≥ {r['pass_at']:g} as a pass; the threshold is "
                                "fitted on these items, so on new ones expect somewhat less")
     return table
@@ -185,7 +193,7 @@ def register(app: typer.Typer) -> None:
         db: Optional[str] = DbOpt,
     ) -> None:
         """Compare a judge's verdicts with human labels (κ, ρ, τ, α, bias; a fitted pass threshold) and store
-        the calibration that require_calibration looks up."""
+        the calibration that require_calibration looks up. Exit 1 when a fitted threshold is degenerate."""
         import asyncio
 
         from jurist.analysis.labels import load_labels
@@ -204,6 +212,10 @@ def register(app: typer.Typer) -> None:
         report = asyncio.run(job.run())
         data = report.to_json()
         show_report(data, print_report, as_json=as_json, output=output)
+        if report.degenerate:  # the figures stand; the fitted threshold is no result
+            for line in report.degenerate:
+                err_console.print(escape(f"no usable threshold for {line}"), style="red", highlight=False)
+            raise typer.Exit(EXIT_FAILURES)
         raise typer.Exit(EXIT_OK)
 
 
