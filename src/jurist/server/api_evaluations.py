@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection
 
 from jurist.errors import InputError, NotFound, PayloadError
@@ -201,6 +201,8 @@ async def get_call(request: Request, call_id: str) -> dict[str, Any]:
 
 class EvaluateRequest(BaseModel):
     """A rubric evaluation of one posted session."""
+
+    model_config = ConfigDict(extra="forbid")
 
     rubrics: dict[str, Any] | list[dict[str, Any]] = Field(
         description="the content of a rubrics file: {\"rubrics\": [...], \"scale\": [1, 5]} or a list of rubrics")

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from jurist.errors import InputError, NotFound
 from jurist.extras import require_extra
+from jurist.jsonfiles import Number
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
@@ -42,7 +43,7 @@ class NewLabel(BaseModel):
     item: str | None = Field(None, pattern=SAFE_ID, description="what was judged (a session id); default: the "
                              "evaluation's subject")
     rubric: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,200}$")
-    score: float | None = Field(None, description="a whole number on the rubric's scale")
+    score: Number | None = Field(None, description="a whole number on the rubric's scale")
     passed: StrictBool | None = Field(None, description="pass (true) or fail (false), instead of a score")
     annotator: str = Field(min_length=1, max_length=200)
     note: str | None = Field(None, max_length=5000)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jurist import analysis
 from jurist.analysis.prompt_tests import MAX_CALLS, PromptTest
+from jurist.jsonfiles import Number, Whole
 from jurist.server.api_analysis import MAX_VERSION, PromptName
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
@@ -45,25 +46,25 @@ class ActiveRoute(BaseModel):
 class ActivateVersion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(ge=1, le=MAX_VERSION, description="the version every call of the prompt uses (1: shipped)")
+    version: Whole = Field(ge=1, le=MAX_VERSION, description="the version every call of the prompt uses (1: shipped)")
 
 
 class NewTest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     prompt: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
-    a: int = Field(ge=1, le=MAX_VERSION, description="version A, the control")
-    b: int = Field(ge=1, le=MAX_VERSION, description="version B")
-    share: float = Field(0.5, gt=0, lt=1, description="the share of calls routed to B")
-    calls: int | None = Field(None, ge=1, le=MAX_CALLS, description="end when each version has had this many calls")
-    alpha: float | None = Field(None, gt=0, le=0.5, description="end when the comparison is significant at this level")
+    a: Whole = Field(ge=1, le=MAX_VERSION, description="version A, the control")
+    b: Whole = Field(ge=1, le=MAX_VERSION, description="version B")
+    share: Number = Field(0.5, gt=0, lt=1, description="the share of calls routed to B")
+    calls: Whole | None = Field(None, ge=1, le=MAX_CALLS, description="end when each version has had this many calls")
+    alpha: Number | None = Field(None, gt=0, le=0.5, description="end when the comparison is significant at this level")
     better: Literal["higher", "lower"] = Field("higher", description="which mean score wins a significant test")
 
 
 class StopTest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    version: int | None = Field(None, ge=1, le=MAX_VERSION, description="the version kept (default: A)")
+    version: Whole | None = Field(None, ge=1, le=MAX_VERSION, description="the version kept (default: A)")
 
 
 def _forget(request: Request) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime, timezone
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Mapping, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, MissingExtra, ModelError, NotFound, UsageError
+from jurist.jsonfiles import did_you_mean, known_fields, unknown_name
 from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
@@ -59,6 +60,45 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 PROXY_PREFIX = "/v1/"  # the gate proxy's routes answer errors in OpenAI's shape
 
 
+def _body_model(request: Request) -> Any:
+    """The annotation of the route's JSON body (its pydantic model), or None."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    return field.field_info.annotation if field is not None else None
+
+
+def request_problems(errors: Sequence[Mapping[str, Any]], body_model: Any) -> list[dict[str, Any]]:
+    """A request's validation errors as ``{"loc", "msg", "type"}``, unknown fields first: an unknown
+    body field's message names the field meant (``unknown field 'contnet' (did you mean
+    'content'?)``), and a missing field that such a typo explains is left out (the typo is the one
+    problem). pydantic's "Value error, " before a validator's own message is dropped."""
+    meant: set[tuple[str, ...]] = set()
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        if e.get("type") == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
+            match = did_you_mean(str(loc[-1]), known_fields(body_model, list(loc[1:-1])))
+            if match is not None:
+                meant.add(tuple(str(p) for p in (*loc[:-1], match)))
+    out: list[dict[str, Any]] = []
+    for e in sorted(errors, key=lambda e: e.get("type") != "extra_forbidden"):
+        loc = tuple(e.get("loc", ()))
+        if e.get("type") == "missing" and tuple(str(p) for p in loc) in meant:
+            continue
+        msg = str(e.get("msg", "")).removeprefix("Value error, ")
+        if e.get("type") == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
+            msg = unknown_name(str(loc[-1]), known_fields(body_model, list(loc[1:-1])))
+        out.append({"loc": [str(p) for p in loc], "msg": msg, "type": str(e.get("type", ""))})
+    return out
+
+
+def _problem_text(problem: Mapping[str, Any]) -> str:
+    """One problem for the detail: ``session_id: String should have at most 300 characters``;
+    an unknown field's under its parent (``rubric: unknown field ...``), or alone at the top."""
+    loc = problem["loc"][1:] or problem["loc"]
+    if problem["type"] == "extra_forbidden":
+        return f"{'.'.join(loc[:-1])}: {problem['msg']}" if len(loc) > 1 else problem["msg"]
+    return f"{'.'.join(loc)}: {problem['msg']}"
+
+
 def error_body(path: str, status: int, detail: str) -> dict[str, Any]:
     """The JSON body of an error on ``path``."""
     if path.startswith(PROXY_PREFIX):
@@ -79,11 +119,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in exc.errors()
-        ]
-        detail = "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors)
-        return _json(422, f"invalid request: {detail}", errors)
+        problems = request_problems(exc.errors(), _body_model(request))
+        detail = "; ".join(_problem_text(p) for p in problems)
+        return _json(422, f"invalid request: {detail}", [{"loc": p["loc"], "msg": p["msg"]} for p in problems])
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:

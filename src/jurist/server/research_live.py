@@ -38,9 +38,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from jurist.errors import NotFound
+from jurist.jsonfiles import Number
 from jurist.research.evaluation import ResearchEvaluation, ResearchPipeline
 from jurist.server.auth import require_write
 from jurist.server.dashboard import not_found, render
@@ -261,8 +262,10 @@ api = APIRouter(prefix="/api/research", tags=["research"])
 class StartRequest(BaseModel):
     """A research evaluation of the server's pipeline on one query."""
 
+    model_config = ConfigDict(extra="forbid")
+
     query: str = Field(min_length=1, max_length=20_000, description="the user's research question")
-    decision_timeout: float = Field(30.0, gt=0, le=3600,
+    decision_timeout: Number = Field(30.0, gt=0, le=3600,
                                     description="seconds to wait for proceed / retry after a severe retrieval flag")
     decision_default: Literal["proceed", "retry"] = Field("proceed", description="the choice after the time-out")
 
@@ -285,6 +288,8 @@ class LiveRun(BaseModel):
 
 
 class DecisionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     choice: Literal["proceed", "retry"]
 
 
