@@ -133,3 +133,26 @@ def test_without_the_analysis_extra_compare_and_probe_say_which_to_install(tmp_p
         assert r.returncode == 2, r.stdout + r.stderr
         assert f"jurist {command} needs the analysis extra" in r.stderr and 'pip install "jurist[analysis]"' in r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_compare_lists_the_prompts_not_every_system_answered(tmp_path):
+    """brief leaves out q1, offtopic q1 and q2: q1 is in no matchup with them, q2 only in thorough against brief."""
+    brief, offtopic = tmp_path / "brief.jsonl", tmp_path / "offtopic.jsonl"
+    brief.write_text("".join((PAIRWISE / "brief.jsonl").read_text().splitlines(keepends=True)[1:]))
+    offtopic.write_text("".join((PAIRWISE / "offtopic.jsonl").read_text().splitlines(keepends=True)[2:]))
+    args = ("compare", FILES[0], str(brief), str(offtopic), "--resamples", "0")
+    r = run_cli(*args, "--json", env=_env(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["dropped_prompts"] == [
+        {"prompt": "q1", "answered_by": ["thorough"], "missing_from": ["brief", "offtopic"], "left_out_of": 3,
+         "reason": "not answered by brief, offtopic: left out of every matchup"},
+        {"prompt": "q2", "answered_by": ["thorough", "brief"], "missing_from": ["offtopic"], "left_out_of": 2,
+         "reason": "not answered by offtopic: left out of 2 of the 3 matchups"}]
+    assert [(m["first"], m["second"], m["items"], m["left_out"]) for m in report["matchups"]] == [
+        ("thorough", "brief", 7, 1), ("thorough", "offtopic", 6, 2), ("brief", "offtopic", 6, 1)]
+    assert len(report["pairs"]) == 19
+    shown_ = " ".join(run_cli(*args, env=_env(tmp_path), cwd=tmp_path).stdout.split())
+    assert "2 prompt(s) not every system answered: left out of the matchups with the systems that did not answer" \
+           in shown_
+    assert "q1 thorough brief, offtopic every matchup" in " ".join(shown_.replace("│", " ").split())

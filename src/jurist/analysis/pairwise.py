@@ -6,6 +6,8 @@ the order is a tie and a position flip). Per two systems it reports wins, ties a
 losses of the first, its win rate and its score (a win 1, a tie ½), and the flip rate,
 each with a percentile bootstrap 95% interval over the prompts
 (:func:`jurist.analysis.agreement.bootstrap_items`, :func:`scipy.stats.bootstrap`).
+A prompt that not every system answered is left out of the matchups with the systems
+that did not answer it; the report lists each such prompt and why (``dropped``).
 
 With more than two systems it ranks them by a Bradley–Terry model (Bradley & Terry
 1952): ``P(i beats j) = σ(θ_i − θ_j)`` with σ the logistic function, every pair's
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 from scipy import optimize, special, stats
 
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, bootstrap_items
@@ -62,6 +65,36 @@ class Matchup:
     first: AnswerSet
     second: AnswerSet
     items: list[str]
+    left_out: int = 0  # prompts only one of the two answered
+
+
+class DroppedPrompt(BaseModel):
+    """A prompt not every system answered: left out of each matchup with a system that did not."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: str  # its id
+    answered_by: list[str]
+    missing_from: list[str]
+    left_out_of: int  # matchups
+    reason: str
+
+
+def dropped_prompts(systems: list[AnswerSet]) -> list[DroppedPrompt]:
+    """The prompts some system did not answer (in the order the systems give them), each with why
+    and how many matchups it is left out of."""
+    total = len(systems) * (len(systems) - 1) // 2
+    out = []
+    for item in dict.fromkeys(i for s in systems for i in s.answers):
+        have = [s.name for s in systems if item in s.answers]
+        missing = [s.name for s in systems if item not in s.answers]
+        if not missing:
+            continue
+        kept = len(have) * (len(have) - 1) // 2
+        where = "every matchup" if kept == 0 else f"{total - kept} of the {total} matchups"
+        out.append(DroppedPrompt(prompt=item, answered_by=have, missing_from=missing, left_out_of=total - kept,
+                                 reason=f"not answered by {', '.join(missing)}: left out of {where}"))
+    return out
 
 
 def matchups(systems: list[AnswerSet]) -> list[Matchup]:
@@ -79,7 +112,7 @@ def matchups(systems: list[AnswerSet]) -> list[Matchup]:
                                  "must name the same prompt")
         if not shared:
             raise InputError(f"{a.name} ({a.source}) and {b.name} ({b.source}) answer no prompt id in common")
-        out.append(Matchup(a, b, shared))
+        out.append(Matchup(a, b, shared, left_out=len(set(a.answers) ^ set(b.answers))))
     return out
 
 
@@ -160,9 +193,11 @@ class MatchupStats:
     position: PositionStats
     failures: list[dict[str, str]] = field(default_factory=list)
     failed: int = 0
+    left_out: int = 0  # prompts only one of the two answered (see CompareReport.dropped)
 
     def to_json(self) -> dict[str, Any]:
-        return {"first": self.first, "second": self.second, "items": self.items, "judged": self.judged,
+        return {"first": self.first, "second": self.second, "items": self.items, "left_out": self.left_out,
+                "judged": self.judged,
                 "failed": self.failed, "wins": self.wins, "ties": self.ties, "losses": self.losses,
                 "win_rate": self.win_rate.to_json(), "tie_rate": self.tie_rate.to_json(),
                 "loss_rate": self.loss_rate.to_json(), "score": self.score.to_json(),
@@ -187,7 +222,8 @@ def matchup_stats(m: Matchup, judged: list[PairJudgement], *, resamples: int = B
         score=bootstrap_items(lambda idx: float(np.mean(points[idx])) if len(idx) else float("nan"), len(ok),
                               resamples=resamples, seed=seed),
         position=position_stats(mine, resamples=resamples, seed=seed),
-        failures=[{"item": p.item, "reason": p.reason or ""} for p in failed[:FAILURES_SHOWN]], failed=len(failed))
+        failures=[{"item": p.item, "reason": p.reason or ""} for p in failed[:FAILURES_SHOWN]], failed=len(failed),
+        left_out=m.left_out)
 
 
 def bradley_terry(n: int, first: np.ndarray, second: np.ndarray, score: np.ndarray, *,
@@ -284,6 +320,7 @@ class CompareReport:
     ranking: list[Ranked] | None
     pairs: list[PairJudgement]
     resamples: int
+    dropped: list[DroppedPrompt] = field(default_factory=list)  # prompts not every system answered
 
     @property
     def judged(self) -> int:
@@ -293,7 +330,7 @@ class CompareReport:
         return {"kind": "pairwise_comparison", "judge": self.judge, "template": self.template,
                 "template_hash": self.template_hash, "criteria": self.criteria, "bootstrap_resamples": self.resamples,
                 "bt_prior": BT_PRIOR, "systems": self.systems, "matchups": [m.to_json() for m in self.matchups],
-                "position": self.position.to_json(),
+                "dropped_prompts": [d.model_dump() for d in self.dropped], "position": self.position.to_json(),
                 "ranking": None if self.ranking is None else [r.to_json() for r in self.ranking],
                 "pairs": [p.to_json() for p in self.pairs]}
 
@@ -308,7 +345,7 @@ def report(systems: list[AnswerSet], pairs: list[Matchup], judged: list[PairJudg
         matchups=[matchup_stats(m, judged, resamples=resamples, seed=seed) for m in pairs],
         position=position_stats(judged, resamples=resamples, seed=seed),
         ranking=ranking(names, judged, resamples=resamples, seed=seed) if len(systems) > 2 else None,
-        pairs=judged, resamples=resamples)
+        pairs=judged, resamples=resamples, dropped=dropped_prompts(systems))
 
 
 async def compare(systems: list[AnswerSet], runtime: Runtime, *, judge: str | None = None,

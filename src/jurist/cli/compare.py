@@ -71,6 +71,23 @@ def failures_table(report: dict[str, Any]) -> "Table | None":
     return table
 
 
+def dropped_table(report: dict[str, Any]) -> "Table | None":
+    from rich.table import Table
+
+    dropped = report["dropped_prompts"]
+    if not dropped:
+        return None
+    table = Table(title=f"{len(dropped)} prompt(s) not every system answered: left out of the matchups with the "
+                        "systems that did not answer them", title_justify="left")
+    for col in ("prompt", "answered by", "not answered by", "left out of"):
+        table.add_column(col, overflow="fold")
+    for d in dropped:
+        where = "every matchup" if not len(d["answered_by"]) > 1 else f"{d['left_out_of']} matchup(s)"
+        table.add_row(escape(d["prompt"]), escape(", ".join(d["answered_by"])), escape(", ".join(d["missing_from"])),
+                      where)
+    return table
+
+
 def print_position(p: dict[str, Any], what: str = "") -> None:
     console.print(escape(
         f"position flips{what}: {p['flips']} of {p['pairs']} pairs judged both ways ({fmt(p['flip_rate'])}); "
@@ -88,9 +105,9 @@ def print_report(report: dict[str, Any]) -> None:
     print_position(report["position"], " over every pair")
     if report["ranking"]:
         console.print(ranking_table(report))
-    failures = failures_table(report)
-    if failures is not None:
-        console.print(failures)
+    for table in (dropped_table(report), failures_table(report)):
+        if table is not None:
+            console.print(table)
 
 
 def register(app: typer.Typer) -> None:
