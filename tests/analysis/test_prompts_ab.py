@@ -52,8 +52,10 @@ async def test_bad_new_versions_are_refused(store):
     without_session = SHIPPED.text.replace("{chat_session}", "")
     with pytest.raises(InputError, match=r"missing \{chat_session\}"):
         await create_prompt_version(store, "rubric_judge", without_session)
-    with pytest.raises(InputError, match=r"unknown \{mood\}"):
+    with pytest.raises(InputError, match=r"unknown placeholder \{mood\} \(placeholders: \{chat_session\}"):
         await create_prompt_version(store, "rubric_judge", SHIPPED.text + "{mood}")
+    with pytest.raises(InputError, match=r"unknown placeholder \{rubric_nme\} \(did you mean \{rubric_name\}\?\)"):
+        await create_prompt_version(store, "rubric_judge", SHIPPED.text + "{rubric_nme}")
     with pytest.raises(InputError, match="empty"):
         await create_prompt_version(store, "rubric_judge", "   ")
     with pytest.raises(InputError, match="limit is 99,999"):

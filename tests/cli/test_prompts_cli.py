@@ -68,7 +68,7 @@ def test_bad_input_is_exit_2_with_the_reason(tmp_path):
         (("prompts", "show", "nope"), "no prompt named 'nope'"),
         (("prompts", "show", "gate_quality", "9"), "has no version 9"),
         (("prompts", "add", "gate_quality", "missing.txt"), "cannot read the prompt text"),
-        (("prompts", "add", "gate_quality", "bogus.txt"), "unknown {bogus}"),
+        (("prompts", "add", "gate_quality", "bogus.txt"), "unknown placeholder {bogus}"),
         (("prompts", "add", "gate_quality", "binary.txt"), "not UTF-8"),
         (("prompts", "add", "gate_quality", "huge.txt"), "the limit is 99,999"),
         (("prompts", "activate", "gate_quality", "2"), "has no version 2"),

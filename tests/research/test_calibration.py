@@ -141,5 +141,13 @@ def test_research_items_are_checked_with_their_line(tmp_path):
     with pytest.raises(InputError, match=r"items.jsonl:2: the plan stage judges query, plan; this item has no plan"):
         load_research_items(path, "plan")
     path.write_text(json.dumps({"item": "q1", "query": "q", "sources": ["a"], "answer": "x", "extra": 1}) + "\n")
-    with pytest.raises(InputError, match=r"items.jsonl:1: extra"):
+    with pytest.raises(InputError, match=r"items.jsonl:1: unknown field 'extra' \(fields: item, query, plan, "):
         load_research_items(path, "answer")
+    path.write_text(json.dumps({"item": "q1", "query": "q", "sources": ["a"], "anwser": "x"}) + "\n")
+    with pytest.raises(InputError, match=r"items.jsonl:1: unknown field 'anwser' \(did you mean 'answer'\?\)"):
+        load_research_items(path, "answer")
+
+
+def test_a_calibration_bar_is_a_number_not_a_boolean():
+    with pytest.raises(ConfigError, match=r"min_kappa: expected a number, got true"):
+        research_config({"stages": {"answer": {"require_calibration": {"min_kappa": True}}}})

@@ -30,7 +30,7 @@ from jurist.analysis.calibrate import CalibrationReport, JudgeScore, rubric_cali
 from jurist.analysis.labels import Label, LabelSet
 from jurist.errors import ConfigError, InputError
 from jurist.ids import new_id
-from jurist.jsonfiles import jsonl_objects
+from jurist.jsonfiles import jsonl_objects, line_problem
 from jurist.judges.calibration import StoreSource, calibrated_identity
 from jurist.judges.outcome import OK
 from jurist.judges.panel import Panel, RoleResult
@@ -88,9 +88,7 @@ def load_research_items(path: str | Path, stage: str) -> dict[str, dict[str, str
         try:
             item = ResearchItem.model_validate(obj)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(f"{'.'.join(str(x) for x in err['loc']) or 'item'}: {err['msg']}", file=str(p),
-                             line=n) from None
+            raise InputError(line_problem(exc, ResearchItem, "item"), file=str(p), line=n) from None
         missing = [f for f in STAGE_FIELDS[stage] if getattr(item, f) is None]
         if missing:
             raise InputError(f"the {stage} stage judges {', '.join(STAGE_FIELDS[stage])}; this item has no "

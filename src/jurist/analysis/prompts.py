@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from jurist.errors import InputError, NotFound, StoreError
+from jurist.jsonfiles import unknown_name
 from jurist.judges.templates import PromptTemplate, builtin, placeholders_of
 from jurist.store import Store
 from jurist.store import analysis as q
@@ -100,7 +101,7 @@ def _check_placeholders(name: str, text: str, base_text: str) -> None:
         if missing:
             parts.append("missing " + ", ".join("{" + m + "}" for m in missing))
         if unknown:
-            parts.append("unknown " + ", ".join("{" + u + "}" for u in unknown))
+            parts.append("; ".join(unknown_name(u, sorted(expected), "placeholder", "{{{}}}") for u in unknown))
         raise InputError(
             f"the new version of {name!r} must use the same placeholders as version 1: {'; '.join(parts)} "
             "(write literal braces as {{ }})"

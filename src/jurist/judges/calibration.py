@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import make_url
 
 from jurist.errors import CalibrationRequired, ConfigError
+from jurist.jsonfiles import Number
 from jurist.judges.judge import Judge
 from jurist.judges.templates import PromptTemplate
 from jurist.store.calibrations import JudgeKey, latest_calibrations
@@ -39,7 +40,7 @@ class CalibrationRequirement(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    min_kappa: float = Field(ge=-1.0, le=1.0)
+    min_kappa: Number = Field(ge=-1.0, le=1.0)
 
 
 #: A requirement for every rubric or dimension, or one per rubric or dimension key.

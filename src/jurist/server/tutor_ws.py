@@ -24,6 +24,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.errors import ModelError, UsageError
+from jurist.jsonfiles import validation_problems
 from jurist.server.auth import ws_subprotocol
 from jurist.server.checklists import Checklist, valid_name
 from jurist.server.sessions import TurnResult, TutorSession
@@ -63,7 +64,7 @@ def parse_client(raw: str) -> ClientMessage | str:
     try:
         return ClientMessage.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'frame'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(validation_problems(exc, ClientMessage))
         return f'bad frame ({problems}): send {{"type": "message", "content": "..."}} (1 to {MAX_CONTENT} characters)'
 
 
