@@ -104,6 +104,7 @@ def test_unknown_fields_anywhere_are_errors(tmp_path, data, message):
         ({"rubrics": [rubric(weight=False)]}, "rubric 'r1': weight"),
         ({"rubrics": [rubric(items=[{"id": "a", "text": "t", "points": True}])]}, r"rubric 'r1': items\[0\].points"),
         ({"scale": [False, 5], "rubrics": [rubric()]}, r"scale\[0\]"),
+        ({"require_calibration": {"min_kappa": True}, "rubrics": [rubric()]}, r"require_calibration.min_kappa"),
     ],
 )
 def test_booleans_are_not_numbers(tmp_path, data, where):
