@@ -16,17 +16,19 @@ from jurist.config import Settings
 from jurist.server import create_app
 from jurist.store import Store
 from jurist.store.tables import analysis_runs, evaluations, labels, pattern_evaluations, patterns, scores
+from tests.conftest import fresh_database
 
 AT = datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)
 LATER = datetime(2026, 3, 2, 9, 45, tzinfo=timezone.utc)
 TOKEN = "t0ken"
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store(f"sqlite:///{tmp_path}/rows.db")
-    yield s
-    s.close()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    with fresh_database(request.param, tmp_path, prefix="jurist_rows") as url:
+        s = Store(url)
+        yield s
+        s.close()
 
 
 @pytest.fixture

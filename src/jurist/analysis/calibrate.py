@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Ratings, RubricAgreement, agreement
 from jurist.analysis.labels import Label, LabelSet
@@ -43,6 +43,7 @@ from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.runtime import Runtime
 from jurist.store.calibrations import save_calibrations
+from jurist.store.labels import LabelRow, LatestRubricScores
 from jurist.sync import gather_bounded
 
 TRACE_PAGE = "/evaluation/evaluations/{id}"
@@ -277,7 +278,7 @@ def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[Rub
                              resamples=resamples, fit=fit)
 
 
-def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str, Any]], *, low: float,
+def compare_stored(label_rows: Sequence[LabelRow], latest: Mapping[str, LatestRubricScores], *, low: float,
                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> CalibrationReport:
     """The report for labels kept in the store (added on the dashboard), against the newest
     stored rubric evaluation of each item (no judge is run). A rubric's scale runs from
@@ -285,35 +286,34 @@ def compare_stored(label_rows: list[dict[str, Any]], latest: dict[str, dict[str,
     whose rubric or pass/fail kind does not fit the rest of its rubric is left out."""
     by_rubric: dict[str, list[Label]] = {}
     for row in label_rows:
-        value = row["passed"] if row["passed"] is not None else row["score"]
+        value = row.passed if row.passed is not None else row.score
         if value is None:
             continue
-        lab = Label(item=row["item"], rubric=row["rubric"], label=value, annotator=row["annotator"],
-                    note=row["note"])
+        lab = Label(item=row.item, rubric=row.rubric, label=value, annotator=row.annotator, note=row.note)
         mine = by_rubric.setdefault(lab.rubric, [])
         if not mine or mine[0].is_pass_fail == lab.is_pass_fail:
             mine.append(lab)
     out: list[RubricCalibration] = []
     judges: set[str] = set()
     for rid, mine in sorted(by_rubric.items()):
-        tops = [s["max_score"] for item in {lab.item for lab in mine}
-                if (s := latest.get(item, {}).get("scores", {}).get(rid)) and s["max_score"]]
+        tops = [s.max_score for item in {lab.item for lab in mine}
+                if (entry := latest.get(item)) and (s := entry.scores.get(rid)) and s.max_score]
         top = max(tops + [lab.label for lab in mine if not lab.is_pass_fail] + [low + 1])
 
         def verdict(item: str, rid: str = rid) -> JudgeScore:
             entry = latest.get(item)
             if entry is None:
                 return JudgeScore(None)
-            if entry["judge_model"]:
-                judges.add(entry["judge_model"])
-            s = entry["scores"].get(rid)
+            if entry.judge_model:
+                judges.add(entry.judge_model)
+            s = entry.scores.get(rid)
             if s is None:
-                return JudgeScore(None, None, entry["evaluation_id"])
-            value = s["score"] if s["status"] == SCORED else None
-            return JudgeScore(value, s["reason"], entry["evaluation_id"])
+                return JudgeScore(None, None, entry.evaluation_id)
+            value = s.score if s.status == SCORED else None
+            return JudgeScore(value, s.reason, entry.evaluation_id)
 
         out.append(rubric_calibration(rid, rid, (low, float(top)), mine, verdict, resamples=resamples, seed=seed))
-    annotators = sorted({row["annotator"] for row in label_rows})
+    annotators = sorted({row.annotator for row in label_rows})
     return CalibrationReport(judge=", ".join(sorted(judges)) or None, labels="the store", annotators=annotators,
                              rubrics=out, resamples=resamples)
 

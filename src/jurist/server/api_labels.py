@@ -74,7 +74,7 @@ class StoredLabel(BaseModel):
 
 @router.post("/labels", response_model=StoredLabel, status_code=201, dependencies=[Depends(require_write)],
              responses=error_responses(400, 401, 404, 422))
-async def add_label(request: Request, body: NewLabel) -> dict[str, Any]:
+async def add_label(request: Request, body: NewLabel) -> lq.LabelRow:
     """Store a label (the annotator's earlier label of the same item and rubric is replaced)."""
     state = get_state(request)
     item = body.item
@@ -93,19 +93,18 @@ async def add_label(request: Request, body: NewLabel) -> dict[str, Any]:
         low, high = state.settings.score_scale[0], rubric["max_score"]
         if body.score is not None and high is not None and not low <= body.score <= high:
             raise InputError(f"score {body.score:g} is not on the rubric's scale {low:g}-{high:g}")
-    row = body.model_dump()
-    row["item"] = item
-    saved: dict[str, Any] = await state.store.awrite(lq.save_label, row, datetime.now(timezone.utc))
-    return saved
+    if item is None:  # NewLabel asks for one of them; an evaluation always has a subject
+        raise InputError("give evaluation_id or item")
+    label = lq.NewLabel(item=item, rubric=body.rubric, annotator=body.annotator, score=body.score,
+                        passed=body.passed, note=body.note, evaluation_id=body.evaluation_id)
+    return await state.store.awrite(lq.save_label, label, datetime.now(timezone.utc))
 
 
 @router.get("/labels", response_model=list[StoredLabel], responses=error_responses(422))
-async def list_labels(request: Request, item: str | None = Query(None, pattern=SAFE_ID)) -> list[dict[str, Any]]:
+async def list_labels(request: Request, item: str | None = Query(None, pattern=SAFE_ID)) -> list[lq.LabelRow]:
     """The labels of one item, or every label (by item, rubric, annotator)."""
     store = get_state(request).store
-    rows: list[dict[str, Any]] = await (store.aread(lq.labels_of, item) if item is not None
-                                        else store.aread(lq.all_labels))
-    return rows
+    return await (store.aread(lq.labels_of, item) if item is not None else store.aread(lq.all_labels))
 
 
 async def stored_calibration(request: Request, resamples: int) -> dict[str, Any]:
@@ -116,7 +115,7 @@ async def stored_calibration(request: Request, resamples: int) -> dict[str, Any]
 
     state = get_state(request)
     rows = await state.store.aread(lq.all_labels)
-    latest = await state.store.aread(lq.latest_rubric_scores, {r["item"] for r in rows})
+    latest = await state.store.aread(lq.latest_rubric_scores, {r.item for r in rows})
     report = await asyncio.to_thread(compare_stored, rows, latest, low=state.settings.score_scale[0],
                                      resamples=resamples)
     out: dict[str, Any] = report.to_json()
