@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,7 +110,7 @@ def _choose(a: Verdicts, b: Verdicts, judge: str | None, design: Design) -> tupl
                   "scored: score the same sessions with both versions, or run an A/B test")
 
 
-def compare_rows(rows: list[Mapping[str, Any]], hash_a: str, hash_b: str, *, judge: str | None = None,
+def compare_rows(rows: Sequence[Mapping[str, Any]], hash_a: str, hash_b: str, *, judge: str | None = None,
                  design: Design = "paired") -> ComparisonStats:
     """The statistics for score rows (``template_hash``, ``key``, ``score``, ``max_score``,
     ``subject_id``, ``judge_model``), newest first; see the module doc for the rules."""
