@@ -51,7 +51,7 @@ from jurist.ids import new_id  # noqa: E402
 from jurist.judges import builtin  # noqa: E402
 from jurist.models.base import CallRecord  # noqa: E402
 from jurist.models.registry import build_adapter, resolve_model  # noqa: E402
-from jurist.models.structured import PROCESS_MODES, detect_structured_output  # noqa: E402
+from jurist.models.structured import detect_structured_output  # noqa: E402
 from jurist.rubrics import RubricJudge, format_session, load_rubrics, load_session  # noqa: E402
 from jurist.testing.llama_server import MODEL_ALIAS, LlamaServer  # noqa: E402
 
@@ -163,8 +163,7 @@ async def detect(base_url: str) -> str:
     try:
         return await detect_structured_output(adapter)  # type: ignore[arg-type]  # an OpenAIChat
     finally:
-        await adapter.aclose()
-        PROCESS_MODES.forget()
+        await adapter.aclose()  # its modes were its own: the runs below find theirs again
 
 
 async def main_async(args: argparse.Namespace, base_url: str) -> None:

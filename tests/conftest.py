@@ -25,7 +25,6 @@ import pytest
 
 from jurist.config import default_home
 from jurist.models.scripted import forget_scripted
-from jurist.models.structured import PROCESS_MODES
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -67,7 +66,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JURIST_HOME", str(tmp_path / ".jurist"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # Settings(...) without home, too
     forget_scripted()
-    PROCESS_MODES.forget()  # a port another test used may come back: its endpoint's mode must not
     return tmp_path
 
 

@@ -33,7 +33,7 @@ def test_the_limiters_and_the_judge_server_load_without_the_adapters_or_the_stor
         "import jurist.models.shared_limiter, jurist.models.error_types, jurist.testing.provider_server\n"
         "heavy = {'aiohttp', 'sqlalchemy', 'openai', 'jurist.models.registry'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
-        "from jurist.models import Model, ChatRequest, limiter_for\n"
+        "from jurist.models import Model, ChatRequest, LimiterPool\n"
         "from jurist.testing import Reply\n"
         "import jurist.models\n"
         "assert jurist.models.Model is Model and 'resolve_model' in dir(jurist.models)\n"

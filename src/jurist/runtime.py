@@ -2,12 +2,18 @@
 
 The CLI, :func:`jurist.server.create_app` and library users (:func:`jurist.open`)
 build one :class:`Runtime` and pass it to the capabilities; a capability never
-loads settings or opens a store itself. The runtime owns what used to be
-process-wide state: whether the "no judge configured" notice was given, the
-store opened for it (closed with it), and the pool of endpoint limiters its
-models share (by default the process's pool, so that every runtime in a process
-keeps one bound per endpoint; give ``limiters=LimiterPool()`` for bounds of
-its own, closed by whoever made the pool).
+loads settings or opens a store itself. A capability called without one (``Gate()``,
+``Panel(...)``, ``evaluate(...)``) gets it from :func:`runtime_for`, the one place
+a runtime is built for it. The runtime owns what would otherwise be process-wide
+state: whether the "no judge configured" notice was given, the store opened for it
+(closed with it), the pool of endpoint limiters and circuit breakers its models
+share, and the structured-output modes found per endpoint.
+
+An endpoint's bounds (max in flight, requests and tokens per minute) are fixed
+when the runtime is built, from its settings and providers and an optional
+``max_in_flight`` over them all (``--max-concurrency``): resolving a model never
+changes them, and two runtimes in one process each keep their own. Give several
+runtimes one ``limiters=LimiterPool(settings)`` for one bound between them.
 
 ::
 
@@ -26,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from jurist.config import Settings
+from jurist.errors import UsageError
 from jurist.models.base import CallRecord, MeaningJudge
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, judge_ref, model_for, resolve_model
+from jurist.models.structured import ModeMemory
 from jurist.prompt_router import PromptRouter
 from jurist.store import Store
 from jurist.store.store import LOOKUP_LINGER
@@ -50,13 +58,21 @@ class Runtime:
     ``store`` is the store given, or one opened on first use from
     ``settings.database`` (and closed by :meth:`aclose`). The runtime is also a
     call sink: models resolved through it record their calls in its store.
+    ``limiters`` is its pool of endpoint limiters: the one given (shared with whoever
+    else holds it), else one of its own built here from the settings, every endpoint
+    at most ``max_in_flight`` requests in flight when that is given.
     """
 
     def __init__(self, settings: Settings | None = None, store: Store | None = None, *,
                  lookup_linger: float = LOOKUP_LINGER, open_store: bool = True,
-                 limiters: LimiterPool | None = None) -> None:
+                 limiters: LimiterPool | None = None, max_in_flight: int | None = None) -> None:
         self.settings = settings if settings is not None else Settings.load()
-        self.limiters = limiters  # None: the process's pool, shared with every runtime in the process
+        if limiters is not None and max_in_flight is not None:
+            raise UsageError("max_in_flight is a bound of the limiter pool: give it to LimiterPool(settings, "
+                             "max_in_flight=...), or no pool")
+        self._own_limiters = limiters is None
+        self.limiters = limiters if limiters is not None else LimiterPool(self.settings, max_in_flight=max_in_flight)
+        self.modes = ModeMemory()  # the structured-output mode found per endpoint
         self._store = store
         self._own_store = False
         self._open_store = open_store
@@ -68,17 +84,10 @@ class Runtime:
     # -- building ----------------------------------------------------------------------
     @classmethod
     def load(cls, config_file: str | Path | None = None, *, store: Store | None = None,
-             limiters: LimiterPool | None = None, **explicit: Any) -> "Runtime":
+             limiters: LimiterPool | None = None, max_in_flight: int | None = None,
+             **explicit: Any) -> "Runtime":
         """Settings from explicit values, ``jurist.yaml`` (or ``config_file``) and the environment."""
-        return cls(Settings.load(config_file, **explicit), store, limiters=limiters)
-
-    @classmethod
-    def of(cls, runtime: "Runtime | None" = None, settings: Settings | None = None,
-           store: Store | None = None) -> "Runtime":
-        """The runtime a capability was given, else one over the settings and store it was given."""
-        if runtime is not None:
-            return runtime
-        return cls(settings, store)
+        return cls(Settings.load(config_file, **explicit), store, limiters=limiters, max_in_flight=max_in_flight)
 
     # -- the store ---------------------------------------------------------------------
     @property
@@ -135,15 +144,13 @@ class Runtime:
             logger.warning(NO_JUDGE_NOTICE)
         return judge_ref(self.settings, explicit)
 
-    def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
-              sink: CallSink | None = None) -> Model:
+    def model(self, ref: str, *, cache: bool | None = None, sink: CallSink | None = None) -> Model:
         """A ready :class:`Model` for a reference or alias, recording into ``sink`` (default:
-        this runtime's store)."""
+        this runtime's store), behind its endpoint's limiter in this runtime's pool."""
         return resolve_model(ref, self.settings, sink=sink if sink is not None else self.sink,
-                             max_in_flight=max_in_flight, cache=cache, limiters=self.limiters)
+                             cache=cache, limiters=self.limiters, modes=self.modes)
 
-    def judge(self, judge: Judgelike = None, *, default: str | None = None, cache: bool | None = None,
-              max_in_flight: int | None = None) -> Model:
+    def judge(self, judge: Judgelike = None, *, default: str | None = None, cache: bool | None = None) -> Model:
         """Whatever a caller gave as a judge, as a :class:`Model`: a ``Model`` as it is, a meaning
         judge object behind :class:`MeaningBackend`, a reference or alias resolved; none: ``default``,
         else the configured judge, else the local judge."""
@@ -152,12 +159,12 @@ class Runtime:
         if judge is not None and not isinstance(judge, str):
             return self.wrap(judge)
         ref = self.judge_ref(judge or default)
-        return self.model(ref, cache=cache, max_in_flight=max_in_flight)
+        return self.model(ref, cache=cache)
 
     def wrap(self, judge: MeaningJudge) -> Model:
         """A user's meaning judge as a backend behind :class:`Model` (its calls on record)."""
-        return model_for(MeaningBackend(judge), self.settings, None, sink=self.sink, cache=False, shared=False,
-                         limiters=self.limiters)
+        return model_for(MeaningBackend(judge), self.settings, self.limiters, sink=self.sink, cache=False,
+                         shared=False)
 
     # -- closing -----------------------------------------------------------------------
     async def aflush(self) -> None:
@@ -165,7 +172,10 @@ class Runtime:
             await self._store.aflush()
 
     async def aclose(self) -> None:
-        """Close the store this runtime opened (a given store stays open, flushed)."""
+        """Close the store this runtime opened (a given store stays open, flushed) and the
+        limiters of its own pool."""
+        if self._own_limiters:
+            await self.limiters.aclose()
         store, own = self._store, self._own_store
         if store is None:
             return
@@ -176,6 +186,8 @@ class Runtime:
             await store.aflush()
 
     def close(self) -> None:
+        if self._own_limiters:
+            self.limiters.close()
         store, own = self._store, self._own_store
         if store is None:
             return
@@ -198,10 +210,29 @@ class Runtime:
         await self.aclose()
 
 
+def runtime_for(runtime: Runtime | None = None, settings: Settings | None = None, store: Store | None = None, *,
+                max_in_flight: int | None = None, open_store: bool = True,
+                lookup_linger: float = LOOKUP_LINGER) -> Runtime:
+    """The runtime a public entry point runs in: ``runtime`` when one is given, else one built
+    here, the one place a capability called without a runtime gets one (``Gate()``,
+    ``Panel(...)``, ``evaluate(...)``): over ``settings`` (none: loaded once, from
+    ``jurist.yaml`` and the environment) and ``store`` (none: opened on first use, unless
+    ``open_store`` is false), its endpoints' bounds fixed now, ``max_in_flight`` over them all.
+    A runtime given keeps its bounds: ``max_in_flight`` with it is a :class:`UsageError`."""
+    if runtime is not None:
+        if max_in_flight is not None:
+            raise UsageError("max_concurrency is fixed when the runtime is built: give it to the runtime "
+                             "(jurist.open(max_in_flight=...)), not to a call that is given the runtime")
+        return runtime
+    return Runtime(settings, store, open_store=open_store, lookup_linger=lookup_linger, max_in_flight=max_in_flight)
+
+
 def open(config_file: str | Path | None = None, *, store: Store | None = None,  # noqa: A001
-         limiters: LimiterPool | None = None, **settings: Any) -> Runtime:
+         limiters: LimiterPool | None = None, max_in_flight: int | None = None, **settings: Any) -> Runtime:
     """Build the runtime for library use: settings from ``settings`` (any :class:`Settings`
     field, e.g. ``judge=``, ``database_url=``), then ``jurist.yaml`` (or ``config_file``),
-    then the environment; ``limiters`` a pool of endpoint limiters of its own (default: the
-    process's). Use it as a context manager (sync or async) to close its store."""
-    return Runtime.load(config_file, store=store, limiters=limiters, **settings)
+    then the environment. Its endpoints' bounds are fixed now, from those settings, with
+    every endpoint at most ``max_in_flight`` requests in flight when it is given;
+    ``limiters``: a pool of endpoint limiters to share with other runtimes instead of one
+    of its own. Use it as a context manager (sync or async) to close its store."""
+    return Runtime.load(config_file, store=store, limiters=limiters, max_in_flight=max_in_flight, **settings)

@@ -105,13 +105,13 @@ def test_threshold_zero_turns_it_off():
 
 
 def test_a_pool_keeps_one_breaker_per_endpoint():
-    pool = LimiterPool()
     s = Settings.load(providers={"p": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}},
                       breaker_threshold=7, breaker_cooldown=3)
+    pool = LimiterPool(s)  # the threshold and cool-down are the pool's, fixed when it is built
     a, b = resolve_model("p/m1", s, limiters=pool), resolve_model("p/m2", s, limiters=pool)
     assert a.breaker is not None and a.breaker is b.breaker
     assert (a.breaker.threshold, a.breaker.cooldown) == (7, 3)
-    assert resolve_model("p/m1", s, limiters=LimiterPool()).breaker is not a.breaker
+    assert resolve_model("p/m1", s, limiters=LimiterPool(s)).breaker is not a.breaker
     assert resolve_model("scripted/x", s, limiters=pool).breaker is None  # in-process: nothing to go down
 
 
@@ -123,7 +123,7 @@ def settings_for(server, **kw):
 async def test_a_dead_endpoint_fails_fast_then_a_probe_finds_it_up(provider):
     provider.script(*[Reply(hang=True)] * 3)  # then the default reply
     s = settings_for(provider, timeout=0.3, max_retries=0, breaker_threshold=3, breaker_cooldown=1.0)
-    model = resolve_model("fake/j", s, limiters=LimiterPool())
+    model = resolve_model("fake/j", s, limiters=LimiterPool(s))
     for _ in range(3):
         with pytest.raises(ModelTimeout):
             await model.complete(REQ, use_cache=False)
@@ -141,7 +141,7 @@ async def test_a_dead_endpoint_fails_fast_then_a_probe_finds_it_up(provider):
 async def test_retries_stop_at_an_open_breaker(provider):
     provider.script(*[Reply(hang=True)] * 10)
     s = settings_for(provider, timeout=0.2, max_retries=8, breaker_threshold=2, breaker_cooldown=30)
-    model = resolve_model("fake/j", s, limiters=LimiterPool())
+    model = resolve_model("fake/j", s, limiters=LimiterPool(s))
     started = time.monotonic()
     with pytest.raises(EndpointDown) as info:
         await model.complete(REQ, use_cache=False)
@@ -154,7 +154,7 @@ async def test_calls_waiting_for_a_slot_fail_at_once_when_the_endpoint_dies(prov
     provider.script(*[Reply(hang=True)] * 40)
     s = settings_for(provider, timeout=0.4, max_retries=0, breaker_threshold=2, breaker_cooldown=30,
                      max_concurrency=2)
-    model = resolve_model("fake/j", s, limiters=LimiterPool())
+    model = resolve_model("fake/j", s, limiters=LimiterPool(s))
     started = time.monotonic()
     results = await asyncio.gather(*(model.complete(ChatRequest(messages=[{"role": "user", "content": str(i)}]))
                                      for i in range(20)), return_exceptions=True)
@@ -169,7 +169,7 @@ async def test_calls_waiting_for_a_slot_fail_at_once_when_the_endpoint_dies(prov
 async def test_a_stream_to_a_dead_endpoint_fails_fast(provider):
     provider.script(*[Reply(hang=True)] * 2)
     s = settings_for(provider, timeout=0.3, max_retries=0, breaker_threshold=2, breaker_cooldown=30)
-    model = resolve_model("fake/j", s, limiters=LimiterPool())
+    model = resolve_model("fake/j", s, limiters=LimiterPool(s))
     for _ in range(2):
         with pytest.raises(ModelTimeout):
             await model.complete(REQ, use_cache=False)

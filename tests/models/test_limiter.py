@@ -11,7 +11,7 @@ import pytest
 from jurist.config import Settings
 from jurist.errors import ConfigError
 from jurist.models.limiter import Limiter, LimiterBounds, RequestLimiter
-from jurist.models.limiter_pool import LimiterPool, limiter_for, open_limiter, with_max_held
+from jurist.models.limiter_pool import LimiterPool, open_limiter, with_max_held
 from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
 from jurist.sync import run_sync
@@ -150,7 +150,7 @@ def test_a_model_built_with_a_ray_url_has_the_jobs_limiter_from_the_start(cluste
 
     settings = Settings.load(home=str(tmp_path), limiter_url=f"ray://{cluster}?max_held=4",
                              providers={"p": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}})
-    model = resolve_model("p/m", settings, max_in_flight=6)
+    model = resolve_model("p/m", settings, limiters=LimiterPool(settings, max_in_flight=6))
     assert isinstance(model.limiter, SharedLimiter) and model.limiter.max_held == 4
     assert ray.get(model.limiter.actor.config.remote())["max_in_flight"] == 6
 
@@ -166,20 +166,37 @@ def test_an_unknown_limiter_url_or_a_bad_share_is_a_config_error():
 
 
 async def test_a_pool_keeps_one_limiter_per_endpoint_and_url():
-    pool, other = LimiterPool(), LimiterPool()
-    a = pool.get("e", LimiterBounds(4))
-    assert pool.get("e") is a and a.stats()["max_in_flight"] == 4  # no bounds: unchanged
-    assert pool.get("e", LimiterBounds(2, requests_per_minute=50)) is a
-    assert (a.stats()["max_in_flight"], a.stats()["requests_per_minute"]) == (2, 50)  # the latest explicit bounds
-    assert pool.get("f") is not a and pool.get("e", url="memory://?max_held=1") is not a
-    assert other.get("e") is not a  # pools share nothing
-    assert limiter_for("e", 3, pool=pool) is a and a.stats()["max_in_flight"] == 3
+    pool, other = LimiterPool(Settings(max_concurrency=4)), LimiterPool()
+    a = pool.get("e")
+    assert pool.get("e") is a and a.stats()["max_in_flight"] == 4
+    assert pool.get("f") is not a and pool.get("e", shared=False) is a  # no limiter URL: one limiter either way
+    assert other.get("e") is not a and other.get("e").stats()["max_in_flight"] == 10  # pools share nothing
     await pool.aclose()
     assert pool.get("e") is not a  # closed and forgotten
 
 
+def test_a_pool_gives_each_endpoint_the_bounds_of_its_provider_fixed_when_it_is_built():
+    settings = Settings(max_concurrency=3, providers={
+        "p": {"base_url": "http://127.0.0.1:9/v1/", "max_in_flight": 7, "requests_per_minute": 50},
+        "q": {"base_url": "http://127.0.0.1:9/v1", "max_in_flight": 2},  # the same server, named second
+        "r": {"base_url": "http://127.0.0.1:8/v1", "tokens_per_minute": 900}})
+    pool = LimiterPool(settings)
+    assert pool.bounds("http://127.0.0.1:9/v1", "p") == LimiterBounds(7, 50, None)
+    assert pool.bounds("http://127.0.0.1:9/v1", "q") == LimiterBounds(2, None, None)
+    assert pool.bounds("http://127.0.0.1:9/v1") == LimiterBounds(7, 50, None)  # a provider of another name: p's
+    assert pool.bounds("http://127.0.0.1:8/v1", "ollama") == LimiterBounds(3, None, 900)
+    assert pool.bounds("http://elsewhere/v1", "openai") == LimiterBounds(3)  # not configured: max_concurrency
+    over = LimiterPool(settings, max_in_flight=20)  # --max-concurrency: over every endpoint's own
+    assert over.bounds("http://127.0.0.1:9/v1", "p") == LimiterBounds(20, 50, None)
+    assert over.bounds("http://elsewhere/v1") == LimiterBounds(20)
+    lim = pool.get("http://127.0.0.1:9/v1", "p")
+    assert pool.get("http://127.0.0.1:9/v1", "q") is lim and lim.stats()["max_in_flight"] == 7  # the first use's
+
+
 def test_models_of_one_endpoint_share_its_limiter(tmp_path):
     settings = Settings.load(home=str(tmp_path))
-    model = resolve_model("scripted/x", settings)
+    pool = LimiterPool(settings)
+    model = resolve_model("scripted/x", settings, limiters=pool)
     assert isinstance(model.limiter, RequestLimiter)
-    assert model.limiter is resolve_model("scripted/x", settings).limiter  # one per endpoint in the process
+    assert model.limiter is resolve_model("scripted/x", settings, limiters=pool).limiter  # one per endpoint
+    assert model.limiter is not resolve_model("scripted/x", settings).limiter  # no pool given: one of its own

@@ -152,7 +152,6 @@ async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
     """A meaning question asked through Model is one call record, failed ones too."""
     from jurist.errors import ConfigError
     from jurist.models.base import StatementCheck
-    from jurist.models.limiter_pool import limiter_for
     from jurist.models.model import MeaningBackend
 
     check = StatementCheck("a point", True, 0.8, "local/minilm", evidence="said it")
@@ -166,7 +165,7 @@ async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
             return [check]
 
     store = Store(f"sqlite:///{tmp_path}/m.db")
-    model = Model(MeaningBackend(Meaning()), limiter_for("local", 4), sink=store, cache=False)
+    model = Model(MeaningBackend(Meaning()), Limiter(4), sink=store, cache=False)
     calls = model.meaning("checklist_batch", trace_id="t")
     assert await calls.expresses("said it", ["a point"]) == [check]
     call_id, = calls.call_ids
@@ -182,7 +181,7 @@ async def test_meaning_judge_work_is_recorded_like_a_call(tmp_path):
 
 
 def test_cache_key_is_the_hash_of_the_sorted_request_json() -> None:
-    """The key stays what it always was, so calls cached by earlier versions still hit."""
+    """The key is the hash of the request with the model and the endpoint it goes to."""
     import hashlib
     import json
 
@@ -194,12 +193,16 @@ def test_cache_key_is_the_hash_of_the_sorted_request_json() -> None:
                     temperature=None, max_tokens=None, seed=7,
                     response_schema={"type": "object", "properties": {"score": {"type": "number"}}}),
     ):
-        blob = json.dumps({"model": "m/x", "messages": req.messages, "temperature": req.temperature,
+        blob = json.dumps({"endpoint": "http://e/v1", "model": "m/x", "messages": req.messages,
+                           "temperature": req.temperature,
                            "max_tokens": req.max_tokens, "seed": req.seed, "schema": req.response_schema},
                           sort_keys=True, ensure_ascii=False)
-        assert req.cache_key("m/x") == hashlib.sha256(blob.encode()).hexdigest()
-    assert ChatRequest(messages=[{"role": "user", "content": "a"}]).cache_key("m/x") != \
-        ChatRequest(messages=[{"role": "user", "content": "b"}]).cache_key("m/x")
+        assert req.cache_key("m/x", "http://e/v1") == hashlib.sha256(blob.encode()).hexdigest()
+    assert ChatRequest(messages=[{"role": "user", "content": "a"}]).cache_key("m/x", "http://e/v1") != \
+        ChatRequest(messages=[{"role": "user", "content": "b"}]).cache_key("m/x", "http://e/v1")
+    one = ChatRequest(messages=[{"role": "user", "content": "a"}])
+    assert one.cache_key("m/x", "http://e/v1") != one.cache_key("m/x", "http://f/v1")  # another endpoint
+    assert one.cache_key("m/x", "http://e/v1") != one.cache_key("n/x", "http://e/v1")  # another provider
 
 
 async def test_a_logprobs_request_skips_the_cache_and_its_record_says_whether_they_came(tmp_path, server):
@@ -235,9 +238,10 @@ def test_a_samples_index_is_in_its_cache_key_and_record_but_sample_0_is_the_ordi
     messages = [{"role": "user", "content": "a"}]
     plain = ChatRequest(messages=messages, seed=3)
     second = ChatRequest(messages=messages, seed=3, sample=1)
-    blob = json.dumps({"model": "m/x", "messages": messages, "temperature": 0.0, "max_tokens": 1024, "seed": 3,
-                       "schema": None, "sample": 1}, sort_keys=True, ensure_ascii=False)
-    assert second.cache_key("m/x") == hashlib.sha256(blob.encode()).hexdigest() != plain.cache_key("m/x")
+    blob = json.dumps({"endpoint": "http://e/v1", "model": "m/x", "messages": messages, "temperature": 0.0,
+                       "max_tokens": 1024, "seed": 3, "schema": None, "sample": 1}, sort_keys=True, ensure_ascii=False)
+    assert second.cache_key("m/x", "http://e/v1") == hashlib.sha256(blob.encode()).hexdigest() \
+        != plain.cache_key("m/x", "http://e/v1")
     assert second.params()["sample"] == 1 and "sample" not in plain.params()
 
 

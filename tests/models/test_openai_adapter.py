@@ -357,8 +357,8 @@ async def test_a_request_may_bring_its_own_key_and_body_fields(chat: OpenAIChat,
     assert sent["headers"]["authorization"] == "Bearer caller-key"
     assert sent["json"]["top_p"] == 0.5 and sent["json"]["model"] == "gpt-test"
     assert "caller-key" not in repr(request) and "api_key" not in request.params()
-    assert request.cache_key("m") == ChatRequest(messages=ask().messages, extra_body={"top_p": 0.5, "model": "x"}
-                                                 ).cache_key("m")
+    assert request.cache_key("m", "http://e/v1") == ChatRequest(messages=ask().messages, extra_body={"top_p": 0.5, "model": "x"}
+                                                 ).cache_key("m", "http://e/v1")
 
 
 async def test_an_injected_session_carries_every_call(server: ProviderServer) -> None:
@@ -415,8 +415,8 @@ def test_images_are_in_the_cache_key_and_described_in_the_params() -> None:
     from tests.images import data_url, png
 
     red, blue = from_data_url(data_url(png(rgb=(255, 0, 0)))), from_data_url(data_url(png(rgb=(0, 0, 255))))
-    keys = {ask().cache_key("m"), ask(images=(red,)).cache_key("m"), ask(images=(blue,)).cache_key("m")}
+    keys = {ask().cache_key("m", "http://e/v1"), ask(images=(red,)).cache_key("m", "http://e/v1"), ask(images=(blue,)).cache_key("m", "http://e/v1")}
     assert len(keys) == 3
-    assert ask(images=(red,)).cache_key("m") == ask(images=(red,)).cache_key("m")
+    assert ask(images=(red,)).cache_key("m", "http://e/v1") == ask(images=(red,)).cache_key("m", "http://e/v1")
     params = ask(images=(red,)).params()
     assert params["images"] == [red.describe()] and red.base64_data not in str(params)

@@ -10,7 +10,7 @@ import pytest
 from jurist.config import Settings
 from jurist.errors import JuristError
 from jurist.models.limiter import Limiter
-from jurist.models.limiter_pool import limiter_for
+from jurist.models.limiter_pool import LimiterPool
 from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
 
@@ -174,11 +174,12 @@ def test_limiter_url_gives_models_the_redis_limiter(redis_url, tmp_path):
     settings = Settings.load(home=str(tmp_path), limiter_url=redis_url,
                              providers={"p": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k",
                                               "max_in_flight": 7, "requests_per_minute": 100}})
-    model = resolve_model("p/m", settings)
+    pool = LimiterPool(settings)
+    model = resolve_model("p/m", settings, limiters=pool)
     assert isinstance(model.limiter, RedisLimiter)
-    assert model.limiter is limiter_for(model.endpoint, url=redis_url)  # one per endpoint in the process
+    assert model.limiter is pool.get(model.endpoint, "p")  # one per endpoint in the pool
     assert (model.limiter.max_in_flight, model.limiter.rates.requests_per_minute) == (7, 100)
-    assert isinstance(resolve_model("scripted/x", settings).limiter, Limiter)  # in-process judges stay local
+    assert isinstance(resolve_model("scripted/x", settings, limiters=pool).limiter, Limiter)  # in-process: local
 
 
 HOLDER = """

@@ -36,7 +36,7 @@ from jurist.judges.templates import builtin
 from jurist.models.base import MeaningJudge, StatementCheck
 from jurist.models.model import Model
 from jurist.models.registry import judge_ref
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
 log = logging.getLogger("jurist.checklist")
@@ -204,7 +204,7 @@ class ChecklistEvaluator:
     ) -> None:
         """``runtime`` (or ``settings`` and the ``sink`` store calls are recorded in) resolves
         ``judge``: explicit, else alias ``fast``, else the configured judge, else ``local/minilm``."""
-        rt = runtime if runtime is not None else Runtime(settings, sink, open_store=False)
+        rt = runtime_for(runtime, settings, sink, open_store=False)
         self.settings = rt.settings
         self.template = builtin("checklist_batch")
         default = "fast" if "fast" in self.settings.aliases else None

@@ -40,7 +40,7 @@ from jurist.judges.templates import PromptSource, PromptTemplate, builtin
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model, Template
 from jurist.models.registry import resolve_ref, writes_text
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import EvaluationRow, Store
 
 log = logging.getLogger("jurist.checklist")
@@ -353,7 +353,7 @@ async def _runtime(runtime: Runtime | None, settings: Settings | None,
     if runtime is None:
         if store is None:
             raise UsageError("a checklist session needs runtime= (jurist.open()) or store=")
-        runtime = await asyncio.to_thread(Runtime.of, None, settings, store)
+        runtime = await asyncio.to_thread(runtime_for, None, settings, store)
     return runtime, await runtime.astore()
 
 

@@ -71,7 +71,7 @@ from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, identity_of,
 from jurist.judges.judge import Judge
 from jurist.models.base import ChatRequest, MeaningJudge
 from jurist.models.model import Model
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
 _END = object()
@@ -95,7 +95,7 @@ class Gate:
         the first request opens it, before its budget starts."""
         self.config = config or GateConfig()
         self._own_runtime = runtime is None
-        self.runtime = Runtime.of(runtime, settings, store)
+        self.runtime = runtime_for(runtime, settings, store)
         self.settings = self.runtime.settings
         self._collector = CallCollector(self.runtime.sink)
         self._models: dict[str, Model] = {}

@@ -43,7 +43,7 @@ from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, builtin
 from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
-from jurist.models.registry import HOW_TO_CONFIGURE, ModelSource, resolve_model, resolve_ref
+from jurist.models.registry import HOW_TO_CONFIGURE, ModelSource, resolve_ref
 
 SCORED = "scored"  # a panel with scores; roles and escalation are OK or FAILED, a panel without scores SKIPPED
 
@@ -339,6 +339,11 @@ class Panel:
         elif settings is None:
             raise ConfigError("a panel needs runtime= (jurist.open()) or settings=")
         self.runtime, self.settings, self.store = runtime, settings, store
+        if runtime is None:  # the public edge: a runtime of its own over the settings, its bounds fixed now
+            from jurist.runtime import runtime_for
+
+            runtime = runtime_for(None, settings, open_store=False)
+        self._source: ModelSource = runtime
         self.pass_threshold, self.low_confidence = pass_threshold, low_confidence
         self.disagreement, self.borderline, self.role_timeout = disagreement, borderline, role_timeout
         self.descriptions = dict(dimension_descriptions or {})
@@ -384,8 +389,7 @@ class Panel:
         if full.startswith("local/"):
             raise ConfigError(f"{what}: {full} scores rubric items only; a panel needs a chat model")
         if full not in self._models:
-            self._models[full] = (self.runtime.model(full, sink=self.store) if self.runtime is not None
-                                  else resolve_model(full, self.settings, sink=self.store))
+            self._models[full] = self._source.model(full, sink=self.store)
         return self._models[full]
 
     def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, Any]) -> Judge:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from jurist.models.base import (CallRecord, ChatModel, ChatRequest, Completion, CoverageResult, MeaningJudge,
                                     RelevanceScore, StatementCheck, SupportResult)
     from jurist.models.limiter import Limiter, LimiterBounds, RequestLimiter
-    from jurist.models.limiter_pool import LimiterPool, limiter_for, open_limiter
+    from jurist.models.limiter_pool import LimiterPool, open_limiter
     from jurist.models.model import Model, RetryPolicy
     from jurist.models.registry import LOCAL_JUDGE, judge_ref, resolve_model, resolve_ref
     from jurist.models.structured import (STRUCTURED_OUTPUT_MODES, ModeMemory, ProbeResult, detect_structured_output,
@@ -25,7 +25,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     **dict.fromkeys(("CallRecord", "ChatModel", "ChatRequest", "Completion", "CoverageResult", "MeaningJudge",
                      "RelevanceScore", "StatementCheck", "SupportResult"), "jurist.models.base"),
     **dict.fromkeys(("Limiter", "LimiterBounds", "RequestLimiter"), "jurist.models.limiter"),
-    **dict.fromkeys(("LimiterPool", "limiter_for", "open_limiter"), "jurist.models.limiter_pool"),
+    **dict.fromkeys(("LimiterPool", "open_limiter"), "jurist.models.limiter_pool"),
     **dict.fromkeys(("Model", "RetryPolicy"), "jurist.models.model"),
     **dict.fromkeys(("LOCAL_JUDGE", "judge_ref", "resolve_model", "resolve_ref"), "jurist.models.registry"),
     **dict.fromkeys(("STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult", "detect_structured_output", "probe_mode"),
@@ -55,7 +55,6 @@ __all__ = [
     "SupportResult",
     "detect_structured_output",
     "judge_ref",
-    "limiter_for",
     "open_limiter",
     "probe_mode",
     "resolve_model",

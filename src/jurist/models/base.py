@@ -82,14 +82,16 @@ class ChatRequest:
         an adapter's request body both use it (a prompt is the bulk of both)."""
         return json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
 
-    def cache_key(self, model: str) -> str:
+    def cache_key(self, model: str, endpoint: str) -> str:
         """Stable hash of everything that determines the answer: the SHA-256 of
-        ``json.dumps({model, messages, temperature, max_tokens, seed, schema},
+        ``json.dumps({endpoint, model, messages, temperature, max_tokens, seed, schema},
         sort_keys=True, ensure_ascii=False)``, with the messages' text reused
-        (``extra_body`` first, in key order, when there is one; ``sample`` in its
+        (``extra_body`` after ``endpoint``, in key order, when there is one; ``sample`` in its
         place in key order when there is one, so samples of one request are
         distinct calls, each answered from the cache on a rerun; ``images``, the images'
-        SHA-256 hashes in order, after ``extra_body`` when there are images)."""
+        SHA-256 hashes in order, after ``extra_body`` when there are images).
+        ``model`` is the ``provider/model`` reference and ``endpoint`` the server's base URL:
+        a reply cached from one endpoint never answers for another."""
         fields: tuple[tuple[str, Any], ...] = (
             ("max_tokens", self.max_tokens), ("messages", None), ("model", model),
             ("schema", self.response_schema), ("seed", self.seed), ("temperature", self.temperature))
@@ -99,6 +101,7 @@ class ChatRequest:
             fields = (("extra_body", self.extra_body), *fields)
         if self.sample is not None:
             fields = (*fields[:-3], ("sample", self.sample), *fields[-3:])  # before schema, seed, temperature
+        fields = (("endpoint", endpoint), *fields)
         blob = "{" + ", ".join(
             f'"{name}": ' + (self.messages_json if name == "messages" else
                              json.dumps(value, sort_keys=True, ensure_ascii=False))

@@ -10,8 +10,9 @@ pool keeps one limiter per endpoint: :mod:`jurist.models.limiter_pool`.
 
 The bounds are at most ``max_in_flight`` requests at once, and optionally at
 most ``requests_per_minute`` requests and ``tokens_per_minute`` estimated
-tokens in any sliding 60-second window. ``Model`` is given its limiter when it
-is built. Capabilities never make their own semaphores.
+tokens in any sliding 60-second window, fixed when the limiter is made (a
+runtime's pool makes it from the settings). ``Model`` is given its limiter when
+it is built. Capabilities never make their own semaphores.
 
 A limiter may be used from several event loops at once (``jurist.sync.run_sync``
 runs a coroutine on a second loop in another thread): the bound holds across
@@ -112,7 +113,7 @@ class RequestLimiter(Protocol):
 
 @dataclass(frozen=True)
 class LimiterBounds:
-    """Bounds of one endpoint; ``None`` keeps what the limiter has (16 in flight when new)."""
+    """Bounds of one endpoint; ``None``: no bound per minute (in flight: :data:`DEFAULT_IN_FLIGHT`)."""
 
     max_in_flight: int | None = None
     requests_per_minute: int | None = None
@@ -162,20 +163,6 @@ class Limiter:
         self.peak_in_flight = 0
         self._lock = threading.Lock()
         self._waiters: collections.deque[_Waiter] = collections.deque()
-
-    def configure(
-        self,
-        max_in_flight: int | None = None,
-        requests_per_minute: int | None = None,
-        tokens_per_minute: int | None = None,
-    ) -> None:
-        """Change the bounds; waiting requests see the new bound at once."""
-        with self._lock:
-            if max_in_flight is not None:
-                self.max_in_flight = check_in_flight(max_in_flight)
-            self.rates.configure(requests_per_minute, tokens_per_minute)
-            woken = self._grant()
-        self._deliver(woken)
 
     @asynccontextmanager
     async def slot(self, tokens: int = 0) -> AsyncIterator[None]:

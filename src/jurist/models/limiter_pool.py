@@ -16,21 +16,28 @@ endpoint's requests in flight (its share of a shared bound). A ``redis://``
 URL also takes ``?lease=S``: seconds a permit stays taken without renewal
 (default 10; a killed process's permits come back within that).
 
-A :class:`LimiterPool` keeps one limiter per endpoint and URL, so everything
-that uses it shares the bound, and one circuit breaker per endpoint
-(:mod:`jurist.models.breaker`; always this process's own, whatever the limiter
-URL); :func:`limiter_for` and :func:`breaker_for` use the process's own pool
-unless given one.
+A :class:`LimiterPool` belongs to one runtime: one limiter per endpoint and
+URL, shared by every model the runtime resolves, and one circuit breaker per
+endpoint (:mod:`jurist.models.breaker`; always this process's own, whatever
+the limiter URL). Its bounds are fixed when it is built, from the settings
+(``max_concurrency``, the providers' ``max_in_flight``, ``requests_per_minute``
+and ``tokens_per_minute``, ``limiter_url``, the breaker's threshold and
+cool-down) and an optional ``max_in_flight`` over them all (``--max-concurrency``):
+resolving a model never changes them, and two runtimes in one process, each
+with its own pool, each keep the bounds they were built with.
 """
 
 from __future__ import annotations
 
 import threading
+from types import MappingProxyType
+from typing import Mapping
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
+from jurist.config import Settings
 from jurist.errors import ConfigError
-from jurist.models.breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from jurist.models.limiter import DEFAULT_IN_FLIGHT, Limiter, LimiterBounds, RequestLimiter
+from jurist.models.breaker import CircuitBreaker
+from jurist.models.limiter import DEFAULT_IN_FLIGHT, Limiter, LimiterBounds, RequestLimiter, check_in_flight
 
 
 def _max_held(query: str, url: str) -> int | None:
@@ -91,74 +98,82 @@ def open_limiter(endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: st
 
 
 class LimiterPool:
-    """One limiter per endpoint and limiter URL, shared by everything that uses the pool.
+    """The limiters and circuit breakers of one runtime, their bounds fixed when it is built.
 
-    ``get`` opens the limiter on first use (:func:`open_limiter`); later calls
-    return the same one, and bounds they pass update it, so the latest explicit
-    setting (a ``--max-concurrency`` flag, say) holds for every caller.
-    Thread-safe.
+    An endpoint's bounds (:meth:`bounds`): those of the provider that names it in
+    ``settings.providers``, else those of a configured provider whose ``base_url`` it is,
+    else ``max_concurrency`` requests in flight; ``max_in_flight``, when given, is the
+    bound in flight of every endpoint. ``get`` opens an endpoint's limiter on first
+    use (:func:`open_limiter`) and hands the same one to every later caller: the first
+    provider to use an endpoint decides which provider's bounds it has, should two
+    configured providers name one ``base_url`` with different bounds. Thread-safe.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None, *, max_in_flight: int | None = None) -> None:
+        s = settings if settings is not None else Settings()
+        if max_in_flight is not None:
+            check_in_flight(max_in_flight)
+        self.url = s.limiter_url
+        self.breaker_threshold = s.breaker_threshold
+        self.breaker_cooldown = s.breaker_cooldown
+        self.default = LimiterBounds(max_in_flight or s.max_concurrency)
+        self.providers: Mapping[str, LimiterBounds] = MappingProxyType({
+            name: LimiterBounds(max_in_flight or ps.max_in_flight or s.max_concurrency,
+                                ps.requests_per_minute, ps.tokens_per_minute)
+            for name, ps in s.providers.items()})
+        self.endpoints: Mapping[str, LimiterBounds] = MappingProxyType({
+            ps.base_url.rstrip("/"): self.providers[name]
+            for name, ps in reversed(s.providers.items()) if ps.base_url})  # the first provider named wins
         self._limiters: dict[tuple[str | None, str], RequestLimiter] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
 
-    def get(self, endpoint: str, bounds: LimiterBounds = LimiterBounds(), url: str | None = None) -> RequestLimiter:
+    def bounds(self, endpoint: str, provider: str | None = None) -> LimiterBounds:
+        """The bounds ``endpoint`` gets (reached through ``provider``, when known)."""
+        if provider is not None and provider in self.providers:
+            return self.providers[provider]
+        return self.endpoints.get(endpoint.rstrip("/"), self.default)
+
+    def get(self, endpoint: str, provider: str | None = None, *, shared: bool = True) -> RequestLimiter:
+        """The endpoint's limiter, opened on first use with its :meth:`bounds`; across processes
+        through ``limiter_url`` when ``shared`` (an in-process backend keeps its bound here)."""
+        url = self.url if shared else None
         key = (url or None, endpoint)
         with self._lock:
             lim = self._limiters.get(key)
             if lim is None:
-                self._limiters[key] = lim = open_limiter(endpoint, bounds, url)
-                return lim
-        configure = getattr(lim, "configure", None)
-        if configure is not None:
-            configure(bounds.max_in_flight, bounds.requests_per_minute, bounds.tokens_per_minute)
-        return lim
+                self._limiters[key] = lim = open_limiter(endpoint, self.bounds(endpoint, provider), url)
+            return lim
 
-    def breaker(self, endpoint: str, threshold: int | None = None, cooldown: float | None = None) -> CircuitBreaker:
-        """The endpoint's circuit breaker, made on first use; like :meth:`get`, later
-        calls that pass ``threshold`` or ``cooldown`` update it."""
+    def breaker(self, endpoint: str) -> CircuitBreaker:
+        """The endpoint's circuit breaker, made on first use with the pool's threshold and cool-down."""
         with self._lock:
             breaker = self._breakers.get(endpoint)
             if breaker is None:
-                self._breakers[endpoint] = breaker = CircuitBreaker(
-                    endpoint, DEFAULT_THRESHOLD if threshold is None else threshold,
-                    DEFAULT_COOLDOWN if cooldown is None else cooldown)
-                return breaker
-        breaker.configure(threshold, cooldown)
-        return breaker
+                self._breakers[endpoint] = breaker = CircuitBreaker(endpoint, self.breaker_threshold,
+                                                                    self.breaker_cooldown)
+            return breaker
 
-    async def aclose(self) -> None:
-        """Close every limiter of the pool (and forget them and the breakers)."""
+    def _forget(self) -> list[RequestLimiter]:
         with self._lock:
             limiters, self._limiters = list(self._limiters.values()), {}
             self._breakers = {}
-        for lim in limiters:
+        return limiters
+
+    async def aclose(self) -> None:
+        """Close every limiter of the pool (and forget them and the breakers)."""
+        for lim in self._forget():
             await lim.aclose()
 
+    def close(self) -> None:
+        """:meth:`aclose` from sync code: an event loop runs only for limiters that hold
+        connections (Redis, Ray); this process's own have nothing to give back."""
+        held = [lim for lim in self._forget() if not isinstance(lim, Limiter)]
+        if held:
+            from jurist.sync import run_sync
 
-_PROCESS_POOL = LimiterPool()
+            async def close_all() -> None:
+                for lim in held:
+                    await lim.aclose()
 
-
-def limiter_for(
-    endpoint: str,
-    max_in_flight: int | None = None,
-    requests_per_minute: int | None = None,
-    tokens_per_minute: int | None = None,
-    *,
-    url: str | None = None,
-    pool: LimiterPool | None = None,
-) -> RequestLimiter:
-    """The limiter of an endpoint in ``pool`` (:meth:`LimiterPool.get`), created on
-    first use. Without a pool, the process's own pool: one limiter per endpoint
-    and URL for every caller in the process."""
-    bounds = LimiterBounds(max_in_flight, requests_per_minute, tokens_per_minute)
-    return (pool or _PROCESS_POOL).get(endpoint, bounds, url)
-
-
-def breaker_for(endpoint: str, threshold: int | None = None, cooldown: float | None = None, *,
-                pool: LimiterPool | None = None) -> CircuitBreaker:
-    """The circuit breaker of an endpoint in ``pool`` (:meth:`LimiterPool.breaker`);
-    without a pool, the process's own: one breaker per endpoint for every caller."""
-    return (pool or _PROCESS_POOL).breaker(endpoint, threshold, cooldown)
+            run_sync(close_all())

@@ -440,15 +440,7 @@ class LocalJudge:
         """Nothing to release; the shared model stays loaded for the process."""
 
 
-_judge: LocalJudge | None = None
-_judge_lock = threading.Lock()
-
-
 def get_local_judge() -> LocalJudge:
-    """The process-wide :class:`LocalJudge` (the model itself loads on first use)."""
-    global _judge
-    if _judge is None:
-        with _judge_lock:
-            if _judge is None:
-                _judge = LocalJudge()
-    return _judge
+    """A :class:`LocalJudge` with the default thresholds (a new one each time: a judge holds only
+    its thresholds; the MiniLM weights it reads are loaded once per process and only read)."""
+    return LocalJudge()

@@ -266,7 +266,7 @@ class Model:
         text only); its record notes whether they came back (``logprobs_returned``
         beside the ``logprobs`` / ``top_logprobs`` it asked for).
         """
-        key = request.cache_key(self.name)
+        key = request.cache_key(self.name, self.endpoint)
         use_cache = (self.cache if use_cache is None else use_cache) and not request.top_logprobs
         started = time.perf_counter()
         completion: Completion | None = None
@@ -442,7 +442,7 @@ class Model:
                 breaker.report(probe, error)
             done.text = "".join(parts)
             self._record(
-                request, request.cache_key(self.name), new_id(), started,
+                request, request.cache_key(self.name, self.endpoint), new_id(), started,
                 purpose=purpose, trace_id=trace_id, template=template, completion=done,
                 status="ok" if error is None else "error", attempts=1,
                 error=None if error is None else f"{type(error).__name__}: {error}",

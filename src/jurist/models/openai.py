@@ -35,7 +35,7 @@ from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogpro
                                 holds_digit, message_tool_calls)
 from jurist.models.images import Image, attach
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
-from jurist.models.structured import (CONSTRAINED, PROCESS_MODES, STRUCTURED_OUTPUT_MODES, ModeMemory,
+from jurist.models.structured import (CONSTRAINED, STRUCTURED_OUTPUT_MODES, ModeMemory,
                                       detect_structured_output, next_mode, refuses, request_fields)
 
 __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_error", "tls_context"]
@@ -49,7 +49,7 @@ class OpenAIChat:
 
     ``structured_output`` is how a request's schema is sent (the modes of
     :mod:`jurist.models.structured`): a named mode always that way, ``"prompt"``
-    never; ``"auto"`` uses the mode ``modes`` (default: the process's memory)
+    never; ``"auto"`` uses the mode ``modes`` (the runtime's; default: its own)
     holds for the endpoint, else ``guess`` (a preset's; ``None``: probe the
     endpoint with :func:`~jurist.models.structured.detect_structured_output`
     on the first schema request). When the endpoint refuses a mode, the call
@@ -112,7 +112,7 @@ class OpenAIChat:
         self._session: aiohttp.ClientSession | None = None  # made in the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self.guess = guess
-        self.modes = modes if modes is not None else PROCESS_MODES
+        self.modes = modes if modes is not None else ModeMemory()
         self._probing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property

@@ -17,8 +17,9 @@ from typing import Protocol
 from jurist.config import ProviderSettings, Settings
 from jurist.errors import ConfigError
 from jurist.models.base import ChatModel
-from jurist.models.limiter_pool import LimiterPool, breaker_for, limiter_for
+from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
+from jurist.models.structured import ModeMemory
 
 LOCAL_JUDGE = "local/minilm"
 
@@ -80,8 +81,7 @@ class ModelSource(Protocol):
 
     settings: Settings
 
-    def model(self, ref: str, *, max_in_flight: int | None = None, cache: bool | None = None,
-              sink: CallSink | None = None) -> Model: ...
+    def model(self, ref: str, *, cache: bool | None = None, sink: CallSink | None = None) -> Model: ...
 
 
 def judge_ref(settings: Settings, explicit: str | None = None) -> str:
@@ -112,8 +112,9 @@ def provider_settings(provider: str, settings: Settings) -> ProviderSettings:
     return ProviderSettings(**merged)
 
 
-def build_adapter(ref: str, settings: Settings) -> ChatModel:
-    """Build the adapter for a ``provider/model`` reference."""
+def build_adapter(ref: str, settings: Settings, *, modes: ModeMemory | None = None) -> ChatModel:
+    """Build the adapter for a ``provider/model`` reference; an OpenAI-compatible one keeps the
+    structured-output modes it finds in ``modes`` (a runtime's; default: a memory of its own)."""
     provider, _, model = ref.partition("/")
     if not model:
         raise ConfigError(f"model reference {ref!r} has no model name after '/'")
@@ -124,9 +125,9 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
     if provider == "local":
         if model != "minilm":
             raise ConfigError(f"the local judge is 'local/minilm'; {ref!r} is not available")
-        from jurist.models.local import get_local_judge
+        from jurist.models.local import LocalJudge
 
-        return get_local_judge()
+        return LocalJudge()  # the MiniLM weights it reads are loaded once per process, read-only
     ps = provider_settings(provider, settings)
     api_key = ps.api_key or (os.environ.get(ps.api_key_env) if ps.api_key_env else None)
     if ps.type == "anthropic":
@@ -151,41 +152,33 @@ def build_adapter(ref: str, settings: Settings) -> ChatModel:
 
     return OpenAIChat(model, provider=provider, base_url=ps.base_url, api_key=api_key,
                       structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"),
-                      system_role=ps.system_role)
+                      system_role=ps.system_role, modes=modes)
 
 
 def model_for(
     adapter: ChatModel,
     settings: Settings,
-    ps: ProviderSettings | None,
+    limiters: LimiterPool,
     *,
+    provider: str | None = None,
     sink: CallSink | None = None,
-    max_in_flight: int | None = None,
     cache: bool | None = None,
     retry: RetryPolicy | None = None,
     shared: bool = True,
-    limiters: LimiterPool | None = None,
 ) -> Model:
-    """``adapter`` as a ready ``Model``: the limiter of its endpoint from ``limiters`` (default:
-    the process's pool; bounds from ``ps``, the endpoint's provider settings, else
-    ``max_concurrency``; across processes through ``limiter_url`` when ``shared``), the
-    endpoint's circuit breaker from the same pool (when ``shared``: an in-process backend
-    has no endpoint to go down), the settings' timeout, retries and reply limit, the call record."""
-    bounds = (
-        max_in_flight or (ps.max_in_flight if ps and ps.max_in_flight else settings.max_concurrency),
-        ps.requests_per_minute if ps else None,
-        ps.tokens_per_minute if ps else None,
-    )
-    limiter = limiter_for(adapter.endpoint, *bounds, url=settings.limiter_url if shared else None, pool=limiters)
+    """``adapter`` as a ready ``Model``: the limiter of its endpoint from ``limiters`` (a
+    runtime's pool, whose bounds were fixed when it was built: ``provider``'s, else those of
+    the endpoint; across processes through ``limiter_url`` when ``shared``), the endpoint's
+    circuit breaker from the same pool (when ``shared``: an in-process backend has no
+    endpoint to go down), the settings' timeout, retries and reply limit, the call record."""
     return Model(
         adapter,
-        limiter,
+        limiters.get(adapter.endpoint, provider, shared=shared),
         timeout=settings.timeout,
         retry=retry or RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),
         sink=sink,
         cache=settings.cache if cache is None else cache,
-        breaker=breaker_for(adapter.endpoint, settings.breaker_threshold, settings.breaker_cooldown, pool=limiters)
-        if shared else None,
+        breaker=limiters.breaker(adapter.endpoint) if shared else None,
         max_reply_chars=settings.max_reply_chars,
     )
 
@@ -195,16 +188,16 @@ def resolve_model(
     settings: Settings,
     *,
     sink: CallSink | None = None,
-    max_in_flight: int | None = None,
     cache: bool | None = None,
     limiters: LimiterPool | None = None,
+    modes: ModeMemory | None = None,
 ) -> Model:
-    """Turn a reference or alias into a ready ``Model`` sharing its endpoint's limiter
-    (in ``limiters``, default: the process's pool)."""
+    """Turn a reference or alias into a ready ``Model`` sharing its endpoint's limiter in
+    ``limiters`` (a runtime's pool; none: a pool of its own, built from ``settings``) and
+    its structured-output modes in ``modes``. Resolving never changes a pool's bounds."""
     full = resolve_ref(ref, settings)
-    adapter = build_adapter(full, settings)
+    adapter = build_adapter(full, settings, modes=modes)
     provider = full.partition("/")[0]
-    ps = settings.providers.get(provider) or PRESETS.get(provider)
     # In-process judges (local, scripted) have no endpoint to share: their bound stays in the process.
-    return model_for(adapter, settings, ps, sink=sink, max_in_flight=max_in_flight, cache=cache,
-                     shared=provider not in ("local", "scripted"), limiters=limiters)
+    return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings),
+                     provider=provider, sink=sink, cache=cache, shared=provider not in ("local", "scripted"))

@@ -21,8 +21,8 @@ of unknown kind). A refusal (a 400 or 422, or any error status whose body
 names the field, as llama-cpp-python's 500 does) moves the call on: to the mode
 the refusal names, else, when it names the field, to the mode a capability
 probe finds honoured (:func:`detect_structured_output`), else to ``prompt``.
-The mode that worked is kept per endpoint for the process in
-:data:`PROCESS_MODES`.
+The mode that worked is kept per endpoint in a :class:`ModeMemory`: the
+runtime's (each runtime has its own; an adapter built outside one keeps its own).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from jurist.config import StructuredOutput
 from jurist.errors import ModelError
 from jurist.models.base import ChatRequest, Completion
 
-__all__ = ["CONSTRAINED", "PROCESS_MODES", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult",
+__all__ = ["CONSTRAINED", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult",
            "detect_structured_output", "names_field", "next_mode", "probe_mode", "refuses", "request_fields"]
 
 STRUCTURED_OUTPUT_MODES: tuple[str, ...] = get_args(StructuredOutput)
@@ -116,7 +116,7 @@ def next_mode(exc: ModelError, tried: list[str]) -> str | None:
 
 
 class ModeMemory:
-    """The structured-output mode found for each endpoint, kept for the process.
+    """The structured-output mode found for each endpoint, kept for a runtime.
 
     Bounded: past ``size`` endpoints the least recently used is forgotten (and
     found again when it is next used)."""
@@ -151,9 +151,6 @@ class ModeMemory:
     def __len__(self) -> int:
         return len(self._modes)
 
-
-#: The process's memory, the default of every OpenAI-compatible adapter.
-PROCESS_MODES = ModeMemory()
 
 
 @dataclass

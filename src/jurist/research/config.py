@@ -36,7 +36,6 @@ else the intent_analyst's model.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -311,9 +310,9 @@ def load_research_config(
 
     ``source`` may be a dict (the section itself), or a YAML file: its
     ``research:`` section when it has one, else the whole file is the section.
-    Without ``source``: ``settings.research`` when Settings carries it, else the
-    ``research:`` section of the settings' file (``JURIST_CONFIG`` or
-    ``./jurist.yaml``), else the defaults.
+    Without ``source``: the ``research:`` section of the settings (``settings``, else
+    loaded now from ``JURIST_CONFIG`` or ``./jurist.yaml`` and the environment), else the
+    defaults. Given settings are not read again: their file is not opened a second time.
     """
     if isinstance(source, dict):
         return research_config(source.get(SECTION, source) if SECTION in source else source)
@@ -324,14 +323,9 @@ def load_research_config(
         if section is not None and not isinstance(section, dict):
             raise ConfigError(f"{path}: '{SECTION}:' must hold a mapping")
         return research_config(section, source=str(path))
-    inline = getattr(settings, SECTION, None) if settings is not None else None
-    if isinstance(inline, dict):
-        return research_config(inline, source=settings.config_file if settings else None)
-    file = (settings.config_file if settings is not None else None) or os.environ.get("JURIST_CONFIG")
-    path = Path(file) if file else Path("jurist.yaml")
-    if not path.is_file():
+    if settings is None:
+        settings = Settings.load()
+    section = settings.research
+    if section is None:
         return ResearchConfig()
-    section = _read(path).get(SECTION)
-    if section is not None and not isinstance(section, dict):
-        raise ConfigError(f"{path}: '{SECTION}:' must hold a mapping")
-    return research_config(section, source=str(path))
+    return research_config(section, source=settings.config_file)

@@ -48,7 +48,7 @@ from jurist.research.records import (
     RetrievalEvaluation, now,
 )
 from jurist.research.retrieval import evaluate_retrieval
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
 KIND = "research"
@@ -180,9 +180,10 @@ class ResearchEvaluation:
         self._searches = 0  # retrieval evaluations made (a search made again after a severe flag)
         self._pending: PendingDecision | None = None
         self._finished = False  # done or error was emitted
-        self._runtime_given, self._settings, self._store_given = runtime, settings, store
-        self._runtime: Runtime | None = runtime
-        self.config = config or load_research_config(settings=runtime.settings if runtime else settings)
+        self._runtime_given, self._store_given = runtime, store
+        self._runtime: Runtime | None = runtime_for(runtime, settings, store)  # settings resolved once, here
+        self._settings = self._runtime.settings
+        self.config = config or load_research_config(settings=self._settings)
         self.log_id = log_id or new_id()
         self.trace_id = trace_id or self.log_id
         self._query_id = query_id
@@ -213,7 +214,7 @@ class ResearchEvaluation:
         """The runtime given, else one over the settings and store given (its store opened when
         first needed and closed by :meth:`aclose`)."""
         if self._runtime is None:
-            self._runtime = Runtime.of(None, self._settings, self._store_given)
+            self._runtime = runtime_for(None, self._settings, self._store_given)
         return self._runtime
 
     @property

@@ -27,7 +27,7 @@ from typing import Any
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
 from jurist.models.base import MeaningJudge
 from jurist.models.local import split_question
-from jurist.models.limiter_pool import limiter_for
+from jurist.models.limiter import Limiter
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
@@ -105,7 +105,7 @@ class LocalResearchEvaluator:
         """The judge behind :class:`Model` (made once): the stage's questions are one recorded call."""
         if self._as_model is None:
             backend = MeaningBackend(self.judge)
-            self._as_model = Model(backend, limiter_for(backend.endpoint), sink=self.sink, cache=False)
+            self._as_model = Model(backend, Limiter(), sink=self.sink, cache=False)  # in-process: a bound of its own
         return self._as_model
 
     async def evaluate(self, subject: dict[str, str], *, task: str = "", trace_id: str | None = None) -> PanelResult:

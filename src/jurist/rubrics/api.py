@@ -19,7 +19,7 @@ from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 from jurist.store.store import BATCH_LOOKUP_LINGER, LOOKUP_LINGER
 from jurist.store.analysis import get_prompt_version
@@ -64,7 +64,6 @@ def build_judge(
     *,
     judge: str | None = None,
     template: str | Path | PromptTemplate | None = None,
-    max_concurrency: int | None = None,
     cache: bool | None = None,
     score_mode: str | None = None,
     visual_evaluator: str | None = None,
@@ -79,13 +78,13 @@ def build_judge(
     ``InputError``. ``score_mode`` (default: the settings') is ``plain`` or
     ``logprobs`` (a weighted score beside the plain one, see :mod:`jurist.judges.weighting`).
     """
-    runtime = settings if isinstance(settings, Runtime) else Runtime(settings, store, open_store=False)
+    runtime = settings if isinstance(settings, Runtime) else runtime_for(None, settings, store, open_store=False)
     free = load_template(template, store).check(RUBRIC_PLACEHOLDERS, required={"chat_session"})
     items = free if "rubric_items" in free.placeholders else builtin("rubric_items_judge")
-    model = runtime.judge(judge, max_in_flight=max_concurrency, cache=cache)
+    model = runtime.judge(judge, cache=cache)
     cfg = runtime.settings
     visual_ref = visual_evaluator or cfg.visual_evaluator
-    visual = runtime.model(visual_ref, max_in_flight=max_concurrency, cache=cache) if visual_ref else None
+    visual = runtime.model(visual_ref, cache=cache) if visual_ref else None
     return RubricJudge(model, free, items, temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
                        score_mode=score_mode or cfg.score_mode, reask=cfg.retry_on_parse_failure, visual=visual,
                        prompts=runtime.prompts)
@@ -104,20 +103,18 @@ async def _evaluator(
     runtime: Runtime | None = None, score_mode: str | None = None,
 ) -> AsyncIterator[SessionEvaluator]:
     """Rubrics, store and judge for a run, set up and closed off the event loop (the runtime:
-    the one given, else one built here, the library's edge)."""
-    if runtime is None:
-        linger = BATCH_LOOKUP_LINGER if batch else LOOKUP_LINGER
-        runtime = await asyncio.to_thread(lambda: Runtime(settings, store, lookup_linger=linger))
-        own = True
-    else:
-        own = False
+    the one given, else one built by :func:`~jurist.runtime.runtime_for`, its endpoints at most
+    ``max_concurrency`` requests in flight when that is given)."""
+    own = runtime is None
+    linger = BATCH_LOOKUP_LINGER if batch else LOOKUP_LINGER
+    runtime = await asyncio.to_thread(runtime_for, runtime, settings, store, max_in_flight=max_concurrency,
+                                      lookup_linger=linger)
     try:
         settings = runtime.settings
         rubric_set = await asyncio.to_thread(_rubrics, rubrics, settings)
         store = await runtime.astore()
         loaded = await asyncio.to_thread(load_template, template, store)
-        rj = build_judge(runtime, judge=judge, template=loaded, max_concurrency=max_concurrency, cache=cache,
-                         score_mode=score_mode)
+        rj = build_judge(runtime, judge=judge, template=loaded, cache=cache, score_mode=score_mode)
         try:
             await require_rubric_calibrations(runtime, rubric_set, rj, loaded)  # before any judge call
             yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
@@ -170,7 +167,9 @@ async def evaluate_batch(
 
     Resumable: a rerun skips sessions with a scored result and scores again those whose
     result failed (unless ``retry_failed`` is false); ``force`` rescores every session.
-    ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
+    ``score_mode``: ``plain`` or ``logprobs`` (default: the settings'). ``max_concurrency``: at
+    most that many requests in flight to each endpoint of the runtime built for the batch (a
+    ``runtime`` given keeps the bounds it was built with: ``jurist.open(max_in_flight=...)``)."""
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
                           max_concurrency=max_concurrency, batch=True, runtime=runtime,
                           score_mode=score_mode) as evaluator:

@@ -46,7 +46,7 @@ from jurist.rubrics.batch import (BatchReport, BatchTally, ProgressFn, needs_sco
 from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.results import RubricResult
-from jurist.runtime import Runtime
+from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 from jurist.store.rows import EvaluationRow
 
@@ -217,12 +217,12 @@ class BatchWorker:
 
         spec = self.spec
         os.environ.update(spec.env)
-        # The worker's own runtime: the cluster's limiter URL, its own store connection.
+        # The worker's edge: its own runtime, built from the settings the driver passed (the cluster's
+        # limiter URL, the batch's max_concurrency), with its own store connection.
         settings = spec.settings.model_copy(update={"limiter_url": spec.limiter_url})
-        self.runtime = Runtime(settings, lookup_linger=BATCH_LOOKUP_LINGER)
+        self.runtime = Runtime(settings, lookup_linger=BATCH_LOOKUP_LINGER, max_in_flight=spec.max_concurrency)
         self.store = await self.runtime.astore()
-        self.judge = build_judge(self.runtime, judge=spec.judge, template=spec.template,
-                                 max_concurrency=spec.max_concurrency, cache=spec.cache)
+        self.judge = build_judge(self.runtime, judge=spec.judge, template=spec.template, cache=spec.cache)
         for model in (self.judge.model, self.judge.visual):
             if model is not None and isinstance(model.limiter, SharedLimiter):
                 await model.limiter.start()  # registered now: a restarted worker frees what its predecessor held
@@ -341,7 +341,7 @@ class RayBatch:
         sessions_dir: str | Path,
         output_dir: str | Path,
         *,
-        settings: Settings,
+        settings: Settings | None = None,
         judge: str | None = None,
         template: str | Path | None = None,
         cache: bool | None = None,
@@ -351,6 +351,7 @@ class RayBatch:
         retry_failed: bool = True,
         options: RayOptions | None = None,
         on_progress: ProgressFn | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
         if parallel < 1:
             raise InputError(f"--parallel must be at least 1, got {parallel}")
@@ -360,6 +361,11 @@ class RayBatch:
         self.rubric_set = rubric_set
         self.sessions_dir = Path(sessions_dir).resolve()
         self.output_dir = Path(output_dir).resolve()
+        # The driver's runtime (its store, the judge endpoint's bounds): the one given, else one
+        # built here over the settings, at most max_concurrency requests in flight.
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else runtime_for(None, settings, max_in_flight=max_concurrency)
+        settings = self.runtime.settings
         # Workers run elsewhere: paths must not depend on their working directory.
         self.settings = settings.model_copy(update={"home": str(Path(settings.home).resolve())})
         self.judge = judge
@@ -378,20 +384,20 @@ class RayBatch:
         self._bounds: tuple[str, int, int | None, int | None] | None = None
 
     async def run(self) -> BatchReport:
-        files = await asyncio.to_thread(session_files, self.sessions_dir)
-        spec = await self._spec()
-        # Migrate once here, so workers opening the same database at once find it ready; take the
-        # output folder (what a killed local batch left there is checked against that store).
-        migrated = Runtime(self.settings)
-        folder = ResultFolder(self.output_dir, await migrated.astore())
         try:
+            files = await asyncio.to_thread(session_files, self.sessions_dir)
+            spec = await self._spec()
+            # Migrate once here (the driver's store), so workers opening the same database at once
+            # find it ready; take the output folder (what a killed local batch left there is checked
+            # against that store).
+            folder = ResultFolder(self.output_dir, await self.runtime.astore())
             await folder.take()
+            try:
+                return await self._run(files, spec)
+            finally:
+                await folder.release()
         finally:
-            await migrated.aclose()
-        try:
-            return await self._run(files, spec)
-        finally:
-            await folder.release()
+            await (self.runtime.aclose() if self._own_runtime else self.runtime.aflush())
 
     async def _run(self, files: list[Path], spec: WorkerSpec) -> BatchReport:
         await asyncio.to_thread(self._launch, spec)
@@ -418,8 +424,7 @@ class RayBatch:
                           env=_env_for(self.settings))
         if writes_text(ref):  # an endpoint to bound across the cluster (the local judge runs in each worker)
             # Resolved here as locally (fails fast on a bad template, model or key), for the endpoint's bounds.
-            rj = build_judge(self.settings, None, judge=ref, template=self.template,
-                             max_concurrency=self.max_concurrency, cache=self.cache)
+            rj = build_judge(self.runtime, judge=ref, template=self.template, cache=self.cache)
             model = rj.model
             lim = model.limiter.stats()
             self._bounds = (model.endpoint, lim["max_in_flight"], lim["requests_per_minute"], lim["tokens_per_minute"])
@@ -524,35 +529,34 @@ async def evaluate_batch_on_ray(
     **kwargs: Any,
 ) -> BatchReport:
     """:func:`jurist.rubrics.evaluate_batch` on a Ray cluster (same arguments, plus ``options``).
-    The workers take the settings of ``runtime`` (or ``settings``, else the loaded ones) and open
-    their own stores on its database."""
-    if settings is None:
-        if runtime is None:
-            runtime = await asyncio.to_thread(Runtime)
-        settings = runtime.settings
-    rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
-        load_rubrics, rubrics, settings.score_scale)
-    if any(rubric_set.requirement_for(r) for r in rubric_set.rubrics):  # before any worker or judge call
-        await _require_calibrations(rubric_set, runtime if runtime is not None else Runtime(settings),
-                                    own=runtime is None, judge=kwargs.get("judge"), template=kwargs.get("template"))
-    return await RayBatch(rubric_set, sessions_dir, output_dir, settings=settings, options=options,
-                          **kwargs).run()
+    The driver runs in ``runtime`` (else one built by :func:`~jurist.runtime.runtime_for` over
+    ``settings``, else the loaded ones, with ``max_concurrency``); the workers build their own
+    from its settings and open their own stores on its database."""
+    own = runtime is None
+    runtime = await asyncio.to_thread(runtime_for, runtime, settings, max_in_flight=kwargs.get("max_concurrency"))
+    try:
+        rubric_set = rubrics if isinstance(rubrics, RubricSet) else await asyncio.to_thread(
+            load_rubrics, rubrics, runtime.settings.score_scale)
+        if any(rubric_set.requirement_for(r) for r in rubric_set.rubrics):  # before any worker or judge call
+            await _require_calibrations(rubric_set, runtime, judge=kwargs.get("judge"),
+                                        template=kwargs.get("template"))
+        return await RayBatch(rubric_set, sessions_dir, output_dir, runtime=runtime, options=options,
+                              **kwargs).run()
+    finally:
+        if own:
+            await runtime.aclose()
 
 
-async def _require_calibrations(rubric_set: RubricSet, runtime: Runtime, *, own: bool, judge: str | None,
+async def _require_calibrations(rubric_set: RubricSet, runtime: Runtime, *, judge: str | None,
                                 template: str | Path | None) -> None:
     """``require_calibration``'s look-up for a Ray batch, on the driver, before any worker starts."""
     from jurist.rubrics.api import build_judge, load_template
     from jurist.rubrics.calibration import require_rubric_calibrations
 
+    store = await runtime.astore()
+    loaded = await asyncio.to_thread(load_template, template, store)
+    rj = build_judge(runtime, judge=judge, template=loaded)
     try:
-        store = await runtime.astore()
-        loaded = await asyncio.to_thread(load_template, template, store)
-        rj = build_judge(runtime, judge=judge, template=loaded)
-        try:
-            await require_rubric_calibrations(runtime, rubric_set, rj, loaded)
-        finally:
-            await rj.model.aclose()
+        await require_rubric_calibrations(runtime, rubric_set, rj, loaded)
     finally:
-        if own:
-            await runtime.aclose()
+        await rj.model.aclose()

@@ -123,9 +123,8 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
     own client retries, and sees the upstream's 429 and ``Retry-After``."""
     endpoint = base_url.rstrip("/")
     adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model)
-    ps = next((p for p in settings.providers.values() if p.base_url and p.base_url.rstrip("/") == endpoint), None)
-    return model_for(adapter, settings, ps, sink=sink, cache=False, retry=RetryPolicy(max_retries=0),
-                     limiters=limiters)
+    return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings), sink=sink,
+                     cache=False, retry=RetryPolicy(max_retries=0))
 
 
 class ChatBody(BaseModel):
