@@ -32,6 +32,7 @@ def test_the_example_files_load_with_their_models():
     ([[1, 2]], ":1: each line must be a JSON object"),
     ([{"id": "q1", "prompt": "p"}], ":1: missing field 'answer'"),
     ([{"id": "q1", "prompt": "p", "answer": "a", "score": 3}], ":1: unknown field 'score' (fields: id, prompt, answer"),
+    ([{"id": "q1", "promt": "p", "answer": "a"}], ":1: unknown field 'promt' (did you mean 'prompt'?)"),
     ([{"id": "q1", "prompt": "", "answer": "a"}], ":1: prompt: String should have at least 1 character"),
     ([{"id": "q1", "prompt": "p", "answer": 3}], ":1: answer: Input should be a valid string"),
     (["# a comment", {"id": "q1", "prompt": "p", "answer": "a"}, {"id": "q1", "prompt": "p", "answer": "b"}],
