@@ -90,7 +90,7 @@ async def test_confidence_weighted_aggregation_against_hand_computed_values():
     # y = (0.9 * 0.6 + 0.3 * 1.0) / (0.9 + 0.3) = 0.7 (the per-dimension confidence-weighted mean);
     # overall = Σ w_d c_r s_r(d) / Σ w_d c_r over (role, dimension) pairs
     #         = (2*0.9*0.8 + 1*0.9*0.6 + 1*0.3*1.0 + 1*0.3*0.4) / (2*0.9 + 0.9 + 0.3 + 0.3) = 2.4 / 3.3
-    assert result.status == SCORED
+    assert result.status == OK
     assert result.scores == pytest.approx({"x": 0.8, "y": 0.7, "z": 0.4})
     assert result.overall == pytest.approx(2.4 / 3.3, abs=1e-6) and result.panel_overall == result.overall
     assert result.confidence == pytest.approx(0.6) and result.passed is True
@@ -247,7 +247,7 @@ async def test_escalation_failure_keeps_the_panels_scores():
     esc = result.escalation
     assert esc is not None and esc.status == FAILED and "the big model is down" in esc.error
     assert esc.triggers == [TRIGGER_BORDERLINE] and esc.scores == {} and esc.tokens_used == 0
-    assert result.status == SCORED and result.scores == result.panel_scores == pytest.approx({"q": 0.7})
+    assert result.status == OK and result.scores == result.panel_scores == pytest.approx({"q": 0.7})
     assert result.overall == result.panel_overall and result.passed is True
 
 

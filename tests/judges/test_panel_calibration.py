@@ -72,7 +72,7 @@ async def test_calibrate_panel_stores_one_calibration_per_role_and_dimension_and
                    for r in report.rubrics)
         result = await panel.evaluate(items["q1"], task=TASK)
         await panel.aclose()
-        assert result.status == "scored" and result.scores == {"accuracy": 0.9, "clarity": 0.9, "tone": 0.9}
+        assert result.status == "ok" and result.scores == {"accuracy": 0.9, "clarity": 0.9, "tone": 0.9}
 
         # a role's instructions are part of what was calibrated: other instructions, no calibration
         other = Panel([Role("checker", ["accuracy", "clarity"], model="fake/a", instructions="Be terse."),
@@ -94,7 +94,7 @@ async def test_a_bar_per_dimension_checks_only_those_and_a_low_kappa_refuses(pro
         assert "rubric 'tone'" in str(caught.value) and "κ 0.350, below min_kappa 0.6" in str(caught.value)
         assert "accuracy" not in str(caught.value)
         store_calibration(rt.store, tone, 0.8)
-        assert (await panel.evaluate({"answer": "GOOD"}, task=TASK)).status == "scored"
+        assert (await panel.evaluate({"answer": "GOOD"}, task=TASK)).status == "ok"
         await panel.aclose()
 
 

@@ -52,7 +52,7 @@ async def test_plan_scores_only_meaning_dimensions():
     ev = LocalResearchEvaluator(st.PLAN, judge=KeywordJudge())
     plan = {"objective": "explain tides", "search_queries": ["what causes ocean tides"]}
     r = await ev.evaluate({"query": QUERY, "plan": plan_text(plan)}, task="t")
-    assert r.status == "scored" and set(r.scores) == {"intent_alignment", "query_coverage"}
+    assert r.status == "ok" and set(r.scores) == {"intent_alignment", "query_coverage"}
     assert r.scores["query_coverage"] == 0.5 and r.scores["intent_alignment"] == 0.8
     assert r.overall == pytest.approx((0.5 * 0.8 + 0.35 * 0.5) / 0.85, abs=1e-4)  # renormalised weights
     [role] = r.role_results

@@ -77,7 +77,7 @@ async def test_result_json_bytes_are_the_documented_format_plus_kind(tmp_path: P
     assert transcript == {"turns": [{"role": m.role, "content": m.content} for m in session.messages],
                           "omitted_chars": 0}
     assert RubricResult.model_validate(row["payload"]).transcript.text_of("user") == session.text_of("user")
-    assert RubricResult.model_validate_json(written) == result
+    assert RubricResult.model_validate_json(written).to_json() == result.to_json()  # the judge's call ids stay in memory
     assert list(result.rubric_scores[1].to_json()).count("items") == 1
     assert "cached" not in result.rubric_scores[0].to_json() and "reasoning" in result.rubric_scores[1].items[0].to_json()
 

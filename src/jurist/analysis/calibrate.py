@@ -36,6 +36,7 @@ from jurist.ids import new_id
 from jurist.judges.calibration import JudgeIdentity, StoreSource
 from jurist.rubrics.api import build_judge, load_template
 from jurist.rubrics.calibration import calibrated_identities
+from jurist.judges.outcome import OK
 from jurist.rubrics.judging import SCORED
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.results import RubricResult
@@ -265,7 +266,7 @@ def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[Rub
             score = next((s for s in result.rubric_scores if s.rubric_id == rid), None)
             if score is None:
                 return JudgeScore(None, None, evaluation_id)
-            value = score.score if score.status == SCORED else None
+            value = score.score if score.status == OK else None
             return JudgeScore(value, score.reasoning, evaluation_id)
 
         mine = [lab for lab in labels.labels if lab.rubric == rid]

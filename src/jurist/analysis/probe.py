@@ -42,7 +42,9 @@ from jurist.analysis.bias import PAD_FACTOR, family, pad
 from jurist.analysis.pairwise import build_pairwise_judge, judge_matchups, matchups, position_stats
 from jurist.ids import new_id
 from jurist.rubrics.api import build_judge
-from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome
+from jurist.judges.outcome import OK
+from jurist.rubrics.judging import RubricJudge
+from jurist.rubrics.results import RubricScore
 from jurist.rubrics.models import RubricSet
 from jurist.rubrics.sessions import format_session
 from jurist.runtime import Runtime
@@ -111,7 +113,7 @@ class Scoring:
 
 
 async def _score_one(rj: RubricJudge, rubric_set: RubricSet, item: ProbeItem, text: str | None, *, budget: int,
-                     timeout: float, sample: int) -> list[RubricOutcome]:
+                     timeout: float, sample: int) -> list[RubricScore]:
     session = item.answer.session(text)
     formatted = format_session(session, budget)
     trace = new_id()
@@ -131,10 +133,10 @@ async def score_items(rj: RubricJudge, rubric_set: RubricSet, items: list[ProbeI
         k, text, sample, into = job
         outcomes = await _score_one(rj, rubric_set, items[k], text, budget=budget, timeout=timeout, sample=sample)
         for o in outcomes:
-            ok = o.status == SCORED and o.final_score is not None
-            into.setdefault((k, o.rubric.id), []).append(o.final_score if ok else None)
+            ok = o.status == OK and o.final_score is not None
+            into.setdefault((k, o.rubric_id), []).append(o.final_score if ok else None)
             if not ok and len(out.failures) < LISTED:
-                out.failures.append(f"{items[k].label}, {o.rubric.id}: {o.reasoning}")
+                out.failures.append(f"{items[k].label}, {o.rubric_id}: {o.reasoning}")
         if on_progress:
             on_progress()
 

@@ -29,15 +29,18 @@ import dataclasses
 import functools
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple, Sequence, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Final, Mapping, NamedTuple, Sequence, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, JudgeParseError, ModelError
 from jurist.judges.calibration import (JudgeIdentity, JudgeUse, Requirements, StoreSource, identity_of,
                                        require_calibrated, requirement_for, text_hash)
 from jurist.judges.judge import Judge
-from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, guarded
+from jurist.judges.outcome import FAILED, OK, SKIPPED, Outcome, Status, guarded
 from jurist.judges.prompting import quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, builtin
@@ -45,7 +48,7 @@ from jurist.models.base import Completion
 from jurist.models.model import CallSink, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, ModelSource, resolve_ref
 
-SCORED = "scored"  # a panel with scores; roles and escalation are OK or FAILED, a panel without scores SKIPPED
+SCORED: Final = "scored"  # PanelResult.to_json()'s name for an OK panel (one with scores)
 
 TRIGGER_LOW_CONFIDENCE = "low_confidence"
 TRIGGER_DISAGREEMENT = "disagreement"
@@ -67,9 +70,18 @@ class Role:
     instructions: str | None = None  # the role's own instructions; None: a generic line
 
 
-@dataclass
-class RoleResult:
-    """The note's EvaluatorResult."""
+class PanelRecord(BaseModel):
+    """Base of the panel's results: frozen values, snake_case in Python and in ``to_json()``.
+
+    Their camelCase aliases are the research record's JSON names (``rawResponse``,
+    ``tokensUsed``; a latency is ``latency`` there), which the research record
+    writes (``by_alias``) and reads back; either spelling is accepted as input."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class RoleResult(PanelRecord):
+    """One role's judgement (the design note's EvaluatorResult, the name the research record uses)."""
 
     role: str
     model: str
@@ -78,48 +90,71 @@ class RoleResult:
     confidence: float  # 0..1
     critique: str
     raw_response: str
-    latency_ms: float
+    latency_ms: float = Field(alias="latency")  # milliseconds; ``latency`` in the research record
     tokens_used: int
-    status: str = OK  # ok | failed (left out of the aggregation)
+    status: Status = OK  # ok | failed (left out of the aggregation)
     error: str | None = None
 
 
-@dataclass
-class Escalation:
-    """The note's EscalationResult."""
+class Escalation(PanelRecord):
+    """The stronger model's review of the panel (the design note's EscalationResult).
 
-    triggers: list[str]  # which of low_confidence / disagreement / borderline fired
+    ``trigger`` is the first of ``triggers`` (set from them when not given): the
+    research record writes both; :meth:`PanelResult.to_json` only ``triggers``.
+    Research's plan loop records its final review here too (trigger ``max_attempts``)."""
+
+    trigger: str = ""
+    triggers: list[str] = Field(default_factory=list)  # which of low_confidence / disagreement / borderline fired
     model: str
     panel_review: str
-    trust_decisions: dict[str, float]  # role -> 0..1
+    trust_decisions: dict[str, float] = Field(default_factory=dict)  # role -> 0..1
     final_verdict: str
-    scores: dict[str, float]
-    latency_ms: float
-    tokens_used: int
-    status: str = OK  # ok | failed (then the panel's own scores stand)
+    scores: dict[str, float] = Field(default_factory=dict)
+    latency_ms: float = Field(0.0, alias="latency")  # milliseconds; ``latency`` in the research record
+    tokens_used: int = 0
+    status: Status = OK  # ok | failed (then the panel's own scores stand)
     error: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _first_trigger(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "trigger" not in data:
+            triggers = data["triggers"] if "triggers" in data else []
+            return {"trigger": triggers[0] if triggers else "", **data}
+        return data
 
-@dataclass
-class PanelResult:
-    status: str  # scored | skipped (no role survived)
+
+class PanelResult(PanelRecord):
+    """A panel's evaluation. ``status`` is ``ok`` (scored) or ``skipped`` (no role survived);
+    :meth:`to_json` writes ``ok`` by its documented name ``scored``."""
+
+    status: Status  # ok | skipped
     scores: dict[str, float]  # final per-dimension scores (after escalation, if it ran)
     overall: float | None  # dimension-weighted mean of ``scores``; None when skipped
     confidence: float  # aggregated confidence of the surviving roles
     passed: bool | None  # overall >= pass_threshold; None when skipped
     panel_scores: dict[str, float]  # before escalation
     panel_overall: float | None
-    role_results: list[RoleResult] = field(default_factory=list)
+    role_results: list[RoleResult] = Field(default_factory=list)
     escalation: Escalation | None = None
     skip_reason: str | None = None
-    triggers: list[str] = field(default_factory=list)  # fired, whether or not an escalation model was set
+    triggers: list[str] = Field(default_factory=list)  # fired, whether or not an escalation model was set
     pass_threshold: float | None = None
     latency_ms: float = 0.0  # wall time of the whole evaluation
     tokens_used: int = 0  # every call of the evaluation, escalation included
 
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status_name(cls, value: Any) -> Any:
+        return OK if value == SCORED else value
+
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict of everything (nested results as dicts)."""
-        return dataclasses.asdict(self)
+        """Everything as JSON data, snake_case (nested results included; an escalation without
+        its ``trigger``), ``status`` ``scored`` | ``skipped``."""
+        data: dict[str, Any] = self.model_dump(mode="json", exclude={"escalation": {"trigger"}})
+        if self.status == OK:
+            data["status"] = SCORED
+        return data
 
 
 _GENERIC_INSTRUCTIONS = "Judge the material carefully on the dimensions below."
@@ -448,28 +483,30 @@ class Panel:
         results = await self.role_results(subject, task=task, trace_id=trace_id)
         panel_scores, confidence = aggregate(results)
         panel_overall = confident_overall(results, self.weights)
-        result = PanelResult(SKIPPED, {}, None, confidence, None, panel_scores, panel_overall, results,
+        result = PanelResult(status=SKIPPED, scores={}, overall=None, confidence=confidence, passed=None,
+                             panel_scores=panel_scores, panel_overall=panel_overall, role_results=results,
                              pass_threshold=self.pass_threshold)
         if panel_overall is None:
-            result.skip_reason = (
-                "every role failed: " + "; ".join(f"{r.role}: {r.error}" for r in results)
-                if all(r.status == FAILED for r in results) else "the surviving roles scored only weight-0 dimensions"
-            )
+            why = ("every role failed: " + "; ".join(f"{r.role}: {r.error}" for r in results)
+                   if all(r.status == FAILED for r in results) else "the surviving roles scored only weight-0 dimensions")
+            result = result.model_copy(update={"skip_reason": why})
         else:
-            result.triggers = escalation_triggers(
+            triggers = escalation_triggers(
                 results, panel_overall, pass_threshold=self.pass_threshold, low_confidence=self.low_confidence,
                 disagreement=self.disagreement, borderline=self.borderline, weights=self.weights)
-            result.status, result.scores, result.overall = SCORED, panel_scores, panel_overall
-            if result.triggers and self._escalation is not None:
-                result.escalation = await self._escalate(result, task, material, trace_id)
-                if result.escalation.status == OK:
-                    result.scores = result.escalation.scores
-                    result.overall = overall_score(result.scores, self.weights)
-            result.passed = result.overall is not None and result.overall >= self.pass_threshold - _EPS
-        result.latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
-        result.tokens_used = sum(r.tokens_used for r in results) + (
-            result.escalation.tokens_used if result.escalation else 0)
-        return result
+            result = result.model_copy(update={"status": OK, "scores": panel_scores, "overall": panel_overall,
+                                               "triggers": triggers})
+            if triggers and self._escalation is not None:
+                escalation = await self._escalate(result, task, material, trace_id)
+                update: dict[str, Any] = {"escalation": escalation}
+                if escalation.status == OK:
+                    update.update(scores=escalation.scores, overall=overall_score(escalation.scores, self.weights))
+                result = result.model_copy(update=update)
+            result = result.model_copy(update={
+                "passed": result.overall is not None and result.overall >= self.pass_threshold - _EPS})
+        tokens = sum(r.tokens_used for r in results) + (result.escalation.tokens_used if result.escalation else 0)
+        return result.model_copy(update={"latency_ms": round((time.perf_counter() - started) * 1000.0, 3),
+                                         "tokens_used": tokens})
 
     async def role_results(self, subject: Mapping[str, str], *, task: str, trace_id: str | None = None,
                            check: bool = True) -> list[RoleResult]:
@@ -517,12 +554,10 @@ class Panel:
                      "format": judge.format_hint, "task": task, "subject": material}
         parse = functools.partial(parse_role_reply, dimensions=role.dimensions)
         outcome, raw, latency, tokens = await self._call(judge, variables, parse, trace_id, self.role_timeout)
-        out = RoleResult(role.name, judge.model.name, list(role.dimensions), {}, 0.0, "", raw, latency, tokens)
-        if outcome.value is None:
-            out.status, out.error = FAILED, outcome.reason
-        else:
-            out.scores, out.confidence, out.critique = outcome.value
-        return out
+        reply = outcome.value or RoleReply({}, 0.0, "")
+        return RoleResult(role=role.name, model=judge.model.name, dimensions=list(role.dimensions),
+                          scores=reply.scores, confidence=reply.confidence, critique=reply.critique, raw_response=raw,
+                          latency_ms=latency, tokens_used=tokens, status=outcome.status, error=outcome.reason)
 
     async def _escalate(self, panel: PanelResult, task: str, material: str, trace_id: str | None) -> Escalation:
         """One call to the escalation model; a failure is recorded and the panel's scores stand."""
@@ -538,12 +573,10 @@ class Panel:
                      "triggers": why, "panel": self._panel_text(panel)}
         parse = functools.partial(parse_escalation_reply, dimensions=dims, roles=roles)
         outcome, _, latency, tokens = await self._call(judge, variables, parse, trace_id, None)
-        reply = outcome.value
-        if reply is None:
-            return Escalation(list(panel.triggers), judge.model.name, "", {}, "", {}, latency, tokens, FAILED,
-                              outcome.reason)
-        return Escalation(list(panel.triggers), judge.model.name, reply.panel_review, reply.trust, reply.verdict,
-                          reply.scores, latency, tokens)
+        reply = outcome.value or EscalationReply("", {}, {}, "")
+        return Escalation(triggers=list(panel.triggers), model=judge.model.name, panel_review=reply.panel_review,
+                          trust_decisions=reply.trust, final_verdict=reply.verdict, scores=reply.scores,
+                          latency_ms=latency, tokens_used=tokens, status=outcome.status, error=outcome.reason)
 
     def _panel_text(self, panel: PanelResult) -> str:
         """Each role's scores, confidence and (quoted) critique, then the aggregate."""

@@ -17,32 +17,37 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Union
 
-from jurist.errors import InputError
+from pydantic import BaseModel
+
+from jurist.errors import InputError, PayloadError
+from jurist.judges.panel import RoleResult
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
-from jurist.research.records import EvaluationRecord, PlanEvaluation
+from jurist.research.records import AnswerEvaluation, EvaluationRecord, PlanEvaluation, RetrievalEvaluation
 from jurist.jsonfiles import write_json
 from jurist.store import EvaluationRow, Store
 
 KIND = "research"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+Section = Union[PlanEvaluation, RetrievalEvaluation, AnswerEvaluation]
 
 
-def _section(rec: EvaluationRecord, stage: str) -> Any:
-    return {st.PLAN: rec.plan_evaluation, st.RETRIEVAL: rec.retrieval_evaluation,
-            st.ANSWER: rec.answer_evaluation}[stage]
+def _section(rec: EvaluationRecord, stage: str) -> Section | None:
+    sections: dict[str, Section | None] = {st.PLAN: rec.plan_evaluation, st.RETRIEVAL: rec.retrieval_evaluation,
+                                           st.ANSWER: rec.answer_evaluation}
+    return sections[stage]
 
 
-def _final_results(rec: EvaluationRecord, stage: str) -> list[Any]:
+def _final_results(rec: EvaluationRecord, stage: str) -> list[RoleResult]:
     """The evaluator results behind a stage's final scores."""
     sec = _section(rec, stage)
     if sec is None:
         return []
-    if stage == st.RETRIEVAL:
+    if isinstance(sec, RetrievalEvaluation):
         return list(sec.evaluator_results)
-    pick = sec.chosen_attempt if stage == st.PLAN else sec.final_attempt
+    pick = sec.chosen_attempt if isinstance(sec, PlanEvaluation) else sec.final_attempt
     for a in sec.attempts:
         if a.attempt_number == pick and not a.evaluation_skipped:
             return list(a.evaluator_results)
@@ -58,16 +63,16 @@ _SCORE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _models(results: list[Any]) -> list[str]:
+def _models(results: list[RoleResult]) -> list[str]:
     return sorted({r.model for r in results if r.model})
 
 
 def evaluation_row(rec: EvaluationRecord) -> EvaluationRow:
     """The ``evaluations`` row of a record; its payload is the record."""
-    stages = [s for s in st.STAGE_NAMES if _section(rec, s) is not None]
-    skipped = [s for s in stages if _section(rec, s).evaluation_skipped]
-    status = "skipped" if stages and len(skipped) == len(stages) else "partial" if skipped else "scored"
-    models = sorted({m for s in stages for m in _models(_final_results(rec, s))})
+    sections = {s: sec for s in st.STAGE_NAMES if (sec := _section(rec, s)) is not None}
+    skipped = [s for s, sec in sections.items() if sec.evaluation_skipped]
+    status = "skipped" if sections and len(skipped) == len(sections) else "partial" if skipped else "scored"
+    models = sorted({m for s in sections for m in _models(_final_results(rec, s))})
     score = rec.overall_score
     return EvaluationRow(
         id=rec.log_id, subject_id=rec.query_id, trace_id=rec.trace_id, status=status, score=score, max_score=1.0,
@@ -81,20 +86,20 @@ def facets(rec: EvaluationRecord) -> dict[str, Any]:
     is the lowest dimension of the first stage that did not pass (``plan.intent_alignment``),
     or ``evaluation_skipped``."""
     plan = rec.plan_evaluation
-    sections = [(s, _section(rec, s)) for s in st.STAGE_NAMES if _section(rec, s) is not None]
+    sections = [(s, sec) for s in st.STAGE_NAMES if (sec := _section(rec, s)) is not None]
     verdicts = [sec.passed for _, sec in sections if not sec.evaluation_skipped and sec.passed is not None]
     failure = None
     for stage, sec in sections:
         if sec.evaluation_skipped:
             failure = failure or "evaluation_skipped"
         elif sec.passed is False:
-            scores = sec.scores if stage == st.RETRIEVAL else sec.final_scores
+            scores = sec.scores if isinstance(sec, RetrievalEvaluation) else sec.final_scores
             worst = min(scores.items(), key=lambda kv: kv[1])[0] if scores else "overall"
             failure = f"{stage}.{worst}"
             break
     escalated = bool(plan and plan.escalated_to_large_model) or any(
-        getattr(a, "escalation", None) is not None
-        for _, sec in sections for a in [sec, *getattr(sec, "attempts", [])])
+        a.escalation is not None for _, sec in sections
+        for a in (sec.attempts if isinstance(sec, (PlanEvaluation, AnswerEvaluation)) else [sec]))
     return {
         "passed": all(verdicts) if verdicts else None,
         "failure": failure,
@@ -123,8 +128,8 @@ def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, 
             continue
         results = _final_results(rec, stage)
         models = ",".join(_models(results))[:200] or None
-        scores = sec.scores if stage == st.RETRIEVAL else sec.final_scores
-        latency = round(sum(r.latency for r in results), 3)
+        scores = sec.scores if isinstance(sec, RetrievalEvaluation) else sec.final_scores
+        latency = round(sum(r.latency_ms for r in results), 3)
         rows.append({
             "key": f"{stage}.overall", "name": f"{stage.capitalize()} overall", "score": sec.overall,
             "max_score": 1.0, "weight": None, "latency_ms": latency, "judge_model": models,
@@ -144,53 +149,67 @@ def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, 
     return [{**_SCORE_DEFAULTS, **row} for row in rows]
 
 
-def find_record(store: Store, log_id: str) -> dict[str, Any]:
-    """The stored record (payload) of ``log_id``; InputError when there is none."""
+def find_record(store: Store, log_id: str) -> EvaluationRecord:
+    """The stored record of ``log_id`` (read by :func:`jurist.payloads.read_payload`, a record
+    stored by an older version included); InputError when there is none, PayloadError when the
+    payload is not a research record."""
+    from jurist.payloads import read_payload
+
     row = store.evaluation(log_id, kind=KIND)
-    if row is not None:
-        payload: dict[str, Any] = row["payload"]  # a JSON column
-        return payload
-    raise InputError(f"no research evaluation with log id {log_id!r} in {store.engine.url.render_as_string()}; "
-                     "check the id (the logId printed by the research run) and JURIST_DATABASE_URL")
+    if row is None:
+        raise InputError(f"no research evaluation with log id {log_id!r} in {store.engine.url.render_as_string()}; "
+                         "check the id (the logId printed by the research run) and JURIST_DATABASE_URL")
+    record = read_payload(KIND, row["payload"])
+    if not isinstance(record, EvaluationRecord):
+        raise PayloadError(f"the payload of research evaluation {log_id!r} is a {record.kind} payload", kind=KIND)
+    return record
 
 
 def _role_file(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:100] or "unknown"
 
 
-def write_export(record: dict[str, Any], output_dir: str | Path) -> Path:
-    """Write the note's folder for one record (JSON as stored, camelCase)."""
-    log_id = str(record.get("logId", ""))
-    if not _SAFE_ID.match(log_id):
-        raise InputError(f"the record's logId {log_id!r} cannot name a folder")
-    folder = Path(output_dir) / log_id
+def _json(model: BaseModel) -> dict[str, Any]:
+    """A record's part as the record's JSON writes it (camelCase)."""
+    data: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
+    return data
+
+
+def write_export(record: EvaluationRecord | Mapping[str, Any], output_dir: str | Path) -> Path:
+    """Write the note's folder for one record (JSON as stored, camelCase); a record given as
+    JSON data is read as an :class:`EvaluationRecord` first."""
+    rec = record if isinstance(record, EvaluationRecord) else EvaluationRecord.model_validate(record)
+    if not _SAFE_ID.match(rec.log_id):
+        raise InputError(f"the record's logId {rec.log_id!r} cannot name a folder")
+    folder = Path(output_dir) / rec.log_id
     (folder / "plan_attempts").mkdir(parents=True, exist_ok=True)
     (folder / "evaluator_responses").mkdir(parents=True, exist_ok=True)
-    write_json(folder / "evaluation.json", record)
+    write_json(folder / "evaluation.json", rec.to_json())
     responses: dict[str, list[dict[str, Any]]] = {}
 
-    def add(name: str, stage: str, attempt: int | None, data: dict[str, Any] | None) -> None:
-        if data:
-            responses.setdefault(_role_file(name), []).append({"stage": stage, "attempt": attempt, **data})
+    def add(name: str, stage: str, attempt: int | None, part: BaseModel | None) -> None:
+        if part is not None:
+            responses.setdefault(_role_file(name), []).append({"stage": stage, "attempt": attempt, **_json(part)})
 
-    plan = record.get("planEvaluation") or {}
-    for a in plan.get("attempts", []):
-        n = a.get("attemptNumber")
-        write_json(folder / "plan_attempts" / f"attempt_{n}.json", a)
-        for r in a.get("evaluatorResults", []):
-            add(r.get("role", "unknown"), st.PLAN, n, r)
-        add("escalation", st.PLAN, n, a.get("escalation"))
-        add("plan_critic", st.PLAN, n, a.get("iterationDecision"))
-    add("escalation", st.PLAN, None, plan.get("metaReview"))
-    ret = record.get("retrievalEvaluation") or {}
-    for r in ret.get("evaluatorResults", []):
-        add(r.get("role", "unknown"), st.RETRIEVAL, None, r)
-    add("escalation", st.RETRIEVAL, None, ret.get("escalation"))
-    for a in (record.get("answerEvaluation") or {}).get("attempts", []):
-        n = a.get("attemptNumber")
-        for r in a.get("evaluatorResults", []):
-            add(r.get("role", "unknown"), st.ANSWER, n, r)
-        add("escalation", st.ANSWER, n, a.get("escalation"))
+    def add_results(stage: str, attempt: int | None, results: list[RoleResult]) -> None:
+        for r in results:
+            add(r.role or "unknown", stage, attempt, r)
+
+    plan = rec.plan_evaluation
+    if plan is not None:
+        for a in plan.attempts:
+            write_json(folder / "plan_attempts" / f"attempt_{a.attempt_number}.json", _json(a))
+            add_results(st.PLAN, a.attempt_number, a.evaluator_results)
+            add("escalation", st.PLAN, a.attempt_number, a.escalation)
+            add("plan_critic", st.PLAN, a.attempt_number, a.iteration_decision)
+        add("escalation", st.PLAN, None, plan.meta_review)
+    ret = rec.retrieval_evaluation
+    if ret is not None:
+        add_results(st.RETRIEVAL, None, ret.evaluator_results)
+        add("escalation", st.RETRIEVAL, None, ret.escalation)
+    for a in rec.answer_evaluation.attempts if rec.answer_evaluation is not None else []:
+        add_results(st.ANSWER, a.attempt_number, a.evaluator_results)
+        add("escalation", st.ANSWER, a.attempt_number, a.escalation)
     for name, entries in responses.items():
         write_json(folder / "evaluator_responses" / f"{name}.json", entries)
     return folder
@@ -198,6 +217,4 @@ def write_export(record: dict[str, Any], output_dir: str | Path) -> Path:
 
 def export_record(store: Store, log_id: str, output_dir: str | Path) -> Path:
     """Read ``log_id`` from the store and write its folder; returns the folder."""
-    record = find_record(store, log_id)
-    EvaluationRecord.model_validate(record)  # a payload that is not a research record fails here, clearly
-    return write_export(record, output_dir)
+    return write_export(find_record(store, log_id), output_dir)

@@ -3,9 +3,13 @@
 pydantic models whose JSON uses the note's camelCase names
 (``EvaluationRecord``, ``PlanAttempt``, ``EvaluatorResult``,
 ``EscalationResult``, ``IterationDecision``), plus the stage sections and the
-answer attempts. :func:`evaluator_results` and :func:`escalation_result` build
-them from a :class:`~jurist.judges.panel.PanelResult`. Latencies are
-milliseconds; every raw model response is kept.
+answer attempts. ``EvaluatorResult`` and ``EscalationResult`` are the panel's own
+:class:`~jurist.judges.panel.RoleResult` and :class:`~jurist.judges.panel.Escalation`
+(one model each, written here by their camelCase aliases); :func:`fill_stage`
+copies a :class:`~jurist.judges.panel.PanelResult` into a stage. Latencies are
+milliseconds; every raw model response is kept. A status is the outcome
+vocabulary (``ok`` | ``failed``); a stage that could not be evaluated says so
+with ``evaluationSkipped``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from jurist.judges.outcome import Status
 from jurist.judges.panel import Escalation, PanelResult, RoleResult
 
 Mode = Literal["targeted_fix", "full_regeneration", "alternative_approach"]
@@ -42,39 +47,13 @@ class Issue(Record):
     fix: str = ""
 
 
-class EvaluatorResult(Record):
-    """One role's judgement (the note's EvaluatorResult)."""
-
-    role: str
-    model: str
-    dimensions: list[str]
-    scores: dict[str, float]
-    confidence: float
-    critique: str
-    raw_response: str
-    latency: float  # ms
-    tokens_used: int
-    status: str = "ok"  # ok | failed
-    error: str | None = None
-
-
-class EscalationResult(Record):
-    """The stronger model's meta-evaluation (the note's EscalationResult).
-
-    ``trigger`` is the first of ``triggers``: low_confidence, disagreement,
-    borderline (the panel), or max_attempts (the plan loop's final review)."""
-
-    trigger: str
-    triggers: list[str] = Field(default_factory=list)
-    model: str
-    panel_review: str
-    trust_decisions: dict[str, float] = Field(default_factory=dict)
-    final_verdict: str
-    scores: dict[str, float] = Field(default_factory=dict)
-    latency: float = 0.0
-    tokens_used: int = 0
-    status: str = "ok"
-    error: str | None = None
+#: One role's judgement: the panel's :class:`~jurist.judges.panel.RoleResult` itself, under the note's name
+#: (camelCase here: ``rawResponse``, ``latency`` in ms, ``tokensUsed``).
+EvaluatorResult = RoleResult
+#: The stronger model's review: the panel's :class:`~jurist.judges.panel.Escalation` itself. ``trigger`` is
+#: the first of ``triggers``: low_confidence, disagreement, borderline (the panel), or max_attempts (the plan
+#: loop's final review).
+EscalationResult = Escalation
 
 
 class IterationDecision(Record):
@@ -91,7 +70,7 @@ class IterationDecision(Record):
     raw_response: str | None = None
     latency: float = 0.0
     tokens_used: int = 0
-    status: str = "ok"  # ok | failed (then the feedback is built from the panel's critiques)
+    status: Status = "ok"  # ok | failed (then the feedback is built from the panel's critiques)
     error: str | None = None
 
 
@@ -227,31 +206,6 @@ class EvaluationRecord(Record):
         }
 
 
-# --- from the panel's types -------------------------------------------------------
-
-
-def evaluator_result(r: RoleResult) -> EvaluatorResult:
-    return EvaluatorResult(
-        role=r.role, model=r.model, dimensions=list(r.dimensions), scores=dict(r.scores),
-        confidence=r.confidence, critique=r.critique, raw_response=r.raw_response, latency=r.latency_ms,
-        tokens_used=r.tokens_used, status=r.status, error=r.error,
-    )
-
-
-def evaluator_results(result: PanelResult) -> list[EvaluatorResult]:
-    return [evaluator_result(r) for r in result.role_results]
-
-
-def escalation_result(e: Escalation | None) -> EscalationResult | None:
-    if e is None:
-        return None
-    return EscalationResult(
-        trigger=e.triggers[0] if e.triggers else "", triggers=list(e.triggers), model=e.model,
-        panel_review=e.panel_review, trust_decisions=dict(e.trust_decisions), final_verdict=e.final_verdict,
-        scores=dict(e.scores), latency=e.latency_ms, tokens_used=e.tokens_used, status=e.status, error=e.error,
-    )
-
-
 def unscored_note(unscored: list[str]) -> str | None:
     """The record's explanation of an overall computed over fewer dimensions."""
     if not unscored:
@@ -262,12 +216,11 @@ def unscored_note(unscored: list[str]) -> str | None:
 
 def fill_stage(target: StageResult, result: PanelResult, dimensions: list[str]) -> None:
     """Copy a scored PanelResult into ``target`` (an attempt or a stage section)."""
-    target.evaluator_results = evaluator_results(result)
+    target.evaluator_results = list(result.role_results)
     target.aggregated_scores = dict(result.scores)
     target.aggregated_confidence = result.confidence
     target.overall = result.overall
-    target.escalation = escalation_result(result.escalation)
-    target.escalation_triggers = list(getattr(result, "triggers", None) or
-                                      (result.escalation.triggers if result.escalation else []))
+    target.escalation = result.escalation
+    target.escalation_triggers = list(result.triggers or (result.escalation.triggers if result.escalation else []))
     target.unscored_dimensions = [d for d in dimensions if d not in result.scores]
     target.scoring_note = unscored_note(target.unscored_dimensions)

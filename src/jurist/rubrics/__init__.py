@@ -2,7 +2,7 @@
 
 from jurist.rubrics.api import build_judge, evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync
 from jurist.rubrics.batch import BatchReport, run_batch
-from jurist.rubrics.judging import RubricJudge, RubricOutcome, item_score
+from jurist.rubrics.judging import RubricJudge, item_score
 from jurist.rubrics.models import Rubric, RubricItem, RubricSet, load_rubrics
 from jurist.rubrics.results import BatchSummary, RubricResult, RubricScore
 from jurist.rubrics.scoring import SessionEvaluator, aggregate
@@ -16,7 +16,6 @@ __all__ = [
     "Message",
     "Rubric",
     "RubricItem",
-    "RubricOutcome",
     "RubricResult",
     "RubricScore",
     "RubricSet",

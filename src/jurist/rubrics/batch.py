@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from jurist.errors import EndpointDown, InputError
 from jurist.jsonfiles import write_json
+from jurist.judges.outcome import OK
 from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet
 from jurist.rubrics.naming import result_name
@@ -168,9 +169,9 @@ class BatchTally:
         """Count the reason of each rubric of ``result`` that was not scored (the summary counts
         the failures; this says why)."""
         for rs in result.rubric_scores:
-            if rs.status == "scored" or rs.rubric_id not in self.summary.per_rubric:  # as the summary counts
+            if rs.status == OK or rs.rubric_id not in self.summary.per_rubric:  # as the summary counts
                 continue
-            reason = (rs.reasoning or rs.status).strip()
+            reason = (rs.reasoning or rs.file_status).strip()
             kind = reason_kind(reason)
             if kind not in self.failure_kinds and len(self.failure_kinds) >= MAX_REASONS:
                 kind = reason = OTHER_REASONS
@@ -188,7 +189,7 @@ class BatchTally:
         self.count_failures(result)
         self.scored += 1
         down = f"{EndpointDown.__name__}:"
-        if any(rs.status != "scored" and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
+        if any(rs.status != OK and (rs.reasoning or "").startswith(down) for rs in result.rubric_scores):
             self.endpoint_down += 1
         self.retried += retried
         self._progress(session_id, result.status)

@@ -1,7 +1,8 @@
 """Scoring one rubric against one session.
 
-:class:`RubricJudge` returns a :class:`RubricOutcome`: a score on the rubric's
-scale, or ``evaluation_failed`` with the reason. Item-based rubrics are graded
+:class:`RubricJudge` returns a :class:`~jurist.rubrics.results.RubricScore` (the
+same model result.json writes): a score on the rubric's scale, or status ``failed``
+(``evaluation_failed`` in the file) with the reason. Item-based rubrics are graded
 item by item; their score is points earned over points possible (the positive
 points), clipped to [0, 1] and mapped onto the scale. A backend that only
 matches meaning (the offline ``local/minilm`` judge) answers the items by
@@ -21,11 +22,10 @@ placeholders and the outcome counts the images it did not see (:func:`unseen_not
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from jurist.judges import OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
+from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.templates import PromptSource
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
@@ -34,12 +34,13 @@ from jurist.errors import ConfigError
 from jurist.models.base import Completion, StatementCheck
 from jurist.models.images import Image
 from jurist.models.model import Model
-from jurist.rubrics.models import Rubric
+from jurist.rubrics.models import Rubric, RubricItem
+from jurist.rubrics.results import FILE_STATUS, ItemDecision, RubricScore, Tokens
 from jurist.rubrics.sessions import ChatSession, FormattedSession
 
 PURPOSE = "rubric_judge"
-SCORED = "scored"
-EVALUATION_FAILED = "evaluation_failed"  # result.json's name for a failed outcome
+SCORED = FILE_STATUS[OK]  # result.json's and the score rows' name for an ok outcome
+EVALUATION_FAILED = FILE_STATUS[FAILED]  # result.json's and the score rows' name for a failed outcome
 
 REASONING_CHARS = 600  # a bound on the reasoning: a small model under constrained decoding may not stop
 ITEM_REASONING_CHARS = 300
@@ -79,31 +80,6 @@ def items_schema(ids: list[str]) -> dict[str, Any]:
         "required": ["items"],
         "additionalProperties": False,
     }
-
-
-@dataclass
-class RubricOutcome:
-    rubric: Rubric
-    status: str  # scored | evaluation_failed
-    score: float | None
-    scale: tuple[float, float]
-    reasoning: str
-    judge_model: str
-    template_hash: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    call_ids: list[str] = field(default_factory=list)
-    cached: bool = False
-    items: list[dict[str, Any]] | None = None
-    score_mode: str = PLAIN
-    weighted_score: float | None = None  # score mode logprobs: the expectation over the scale's tokens
-    logprobs_unavailable: str | None = None  # score mode logprobs: why there is no weighted score
-
-    @property
-    def final_score(self) -> float | None:
-        """The score totals use: the weighted one where there is one, else the plain one."""
-        return self.weighted_score if self.weighted_score is not None else self.score
 
 
 # Why an item-based rubric under score mode logprobs has no weighted score.
@@ -197,7 +173,7 @@ class RubricJudge:
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float,
-                    sample: int | None = None) -> RubricOutcome:
+                    sample: int | None = None) -> RubricScore:
         """One rubric's outcome; ``sample`` numbers one of several samples of the same judgement
         (each its own call and cache entry, see :meth:`Judge.verdict`)."""
         lo, hi = scale
@@ -236,40 +212,40 @@ class RubricJudge:
                 refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
                 images=sent, route_key=session.session_id,
             )
-        out = RubricOutcome(
-            rubric=rubric, status=EVALUATION_FAILED, score=None, scale=scale, reasoning=verdict.reason or "",
-            judge_model=verdict.judge_model, template_hash=verdict.template_hash,
-            input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens,
-            latency_ms=verdict.latency_ms, call_ids=verdict.call_ids, cached=verdict.cached,
-            score_mode=self.score_mode,
-        )
-        if verdict.status != OK:
-            return out
-        out.status = SCORED
+        given: dict[str, Any] = {}  # the optional fields result.json writes only when they apply
+        if verdict.cached:
+            given["cached"] = True
+        if self.score_mode != PLAIN:
+            given["score_mode"] = self.score_mode
         reply = verdict.value
-        assert reply is not None  # an ok verdict holds the parsed reply
-        if isinstance(reply, ScoreReply):
-            out.score = reply.score
-            out.reasoning = reply.reasoning
-            if isinstance(reply, WeightedReply):
-                out.weighted_score = reply.weighted_score
-                out.logprobs_unavailable = reply.logprobs_unavailable
-        else:  # an item-based rubric: a reply per item
-            met = {k: v.met for k, v in reply.items()}
-            out.score = item_score(rubric, met, scale)
-            out.reasoning = _item_reasoning(rubric, met)
-            out.items = [_item_entry(i, reply[i.id]) for i in rubric.items or []]
-            if self.score_mode == LOGPROBS:
-                out.logprobs_unavailable = ITEMS_UNWEIGHTED
-        return out
+        if verdict.status == OK and reply is not None:
+            if isinstance(reply, ScoreReply):
+                score, reasoning = reply.score, reply.reasoning
+                if self.score_mode != PLAIN:
+                    weighted = reply.weighted_score if isinstance(reply, WeightedReply) else None
+                    given["weighted_score"] = None if weighted is None else round(weighted, 4)
+                    if isinstance(reply, WeightedReply) and reply.logprobs_unavailable is not None:
+                        given["logprobs_unavailable"] = reply.logprobs_unavailable
+            else:  # an item-based rubric: a reply per item
+                met = {k: v.met for k, v in reply.items()}
+                score, reasoning = item_score(rubric, met, scale), _item_reasoning(rubric, met)
+                given["items"] = [_item_entry(i, reply[i.id]) for i in rubric.items or []]
+                if self.score_mode == LOGPROBS:
+                    given.update(weighted_score=None, logprobs_unavailable=ITEMS_UNWEIGHTED)
+        else:
+            score, reasoning = None, verdict.reason or ""
+        return RubricScore(
+            rubric_id=rubric.id, rubric_name=rubric.name, score=None if score is None else round(score, 4),
+            max_score=hi, reasoning=reasoning, status=OK if score is not None else FAILED, weight=rubric.weight,
+            judge_model=verdict.judge_model, tokens=Tokens(input=verdict.input_tokens, output=verdict.output_tokens),
+            latency_ms=round(verdict.latency_ms, 1), template_hash=verdict.template_hash,
+            call_ids=list(verdict.call_ids), **given,
+        )
 
 
-def _item_entry(item: Any, reply: ItemReply) -> dict[str, Any]:
+def _item_entry(item: RubricItem, reply: ItemReply) -> ItemDecision:
     """One item of result.json: a judge's reasoning, or a meaning match's confidence and evidence."""
-    entry: dict[str, Any] = {"id": item.id, "text": item.text, "points": item.points, "met": reply.met}
     if reply.confidence is None:
-        entry["reasoning"] = reply.reasoning
-    else:
-        entry["confidence"] = reply.confidence
-        entry["evidence"] = reply.evidence
-    return entry
+        return ItemDecision(id=item.id, text=item.text, points=item.points, met=reply.met, reasoning=reply.reasoning)
+    return ItemDecision(id=item.id, text=item.text, points=item.points, met=reply.met, confidence=reply.confidence,
+                        evidence=reply.evidence)

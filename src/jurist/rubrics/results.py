@@ -17,12 +17,18 @@ built in memory, or its file is gone.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, field_validator,
+                      model_serializer)
+
+from jurist.judges.outcome import Status
 
 RESULT_KIND: Final = "rubric"
 RESULT_VERSION = "1.0"
+#: result.json's (and the store's score rows') names for a rubric's outcome status.
+FILE_STATUS: Final[Mapping[str, str]] = {"ok": "scored", "failed": "evaluation_failed", "skipped": "skipped"}
+_OUTCOME_STATUS: Final[Mapping[str, str]] = {name: status for status, name in FILE_STATUS.items()}
 
 
 class _FileModel(BaseModel):
@@ -66,9 +72,15 @@ class Tokens(_FileModel):
 
 
 class RubricScore(_FileModel):
-    """One rubric's entry of ``rubric_scores``. With score mode ``logprobs``,
-    ``weighted_score`` (the expectation over the scale's tokens) stands beside the
-    plain ``score``, or ``logprobs_unavailable`` says why there is none."""
+    """One rubric's outcome: what :class:`~jurist.rubrics.judging.RubricJudge` returns, and its
+    entry of ``rubric_scores``. With score mode ``logprobs``, ``weighted_score`` (the
+    expectation over the scale's tokens) stands beside the plain ``score``, or
+    ``logprobs_unavailable`` says why there is none.
+
+    ``status`` is the outcome's (``ok`` | ``failed``); the file writes it by its documented
+    name, ``scored`` | ``evaluation_failed`` (:data:`FILE_STATUS`), and reads either.
+    ``template_hash`` and ``call_ids`` (the judge's calls) are kept in memory for the
+    store's score row; the file does not carry them."""
 
     _optional = frozenset({"cached", "items", "score_mode", "weighted_score", "logprobs_unavailable"})
 
@@ -77,7 +89,7 @@ class RubricScore(_FileModel):
     score: float | None
     max_score: float
     reasoning: str | None = None
-    status: str  # scored | evaluation_failed
+    status: Status  # ok | failed; in the file: scored | evaluation_failed
     weight: float = 1.0
     judge_model: str | None = None
     tokens: Tokens = Field(default_factory=Tokens)
@@ -87,6 +99,22 @@ class RubricScore(_FileModel):
     score_mode: str | None = None
     weighted_score: float | None = None
     logprobs_unavailable: str | None = None
+    template_hash: str | None = Field(None, exclude=True)
+    call_ids: list[str] = Field(default_factory=list, exclude=True)
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _outcome_status(cls, value: Any) -> Any:
+        return _OUTCOME_STATUS.get(value, value) if isinstance(value, str) else value
+
+    @field_serializer("status")
+    def _file_status(self, status: Status) -> str:
+        return FILE_STATUS[status]
+
+    @property
+    def file_status(self) -> str:
+        """``status`` by result.json's name: ``scored`` | ``evaluation_failed``."""
+        return FILE_STATUS[self.status]
 
     @property
     def final_score(self) -> float | None:

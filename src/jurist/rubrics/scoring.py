@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Protocol
 
 from jurist.ids import new_id
-from jurist.judges.weighting import PLAIN
-from jurist.rubrics.judging import SCORED, RubricJudge, RubricOutcome, unseen_note
-from jurist.rubrics.models import Rubric, RubricSet
-from jurist.rubrics.results import (ImagesNote, ResultSummary, RubricResult, RubricScore, Tokens, Transcript,
-                                    TranscriptTurn, Truncation)
+from jurist.judges.outcome import OK
+from jurist.rubrics.judging import RubricJudge, unseen_note
+from jurist.rubrics.models import RubricSet
+from jurist.rubrics.results import (ImagesNote, ResultSummary, RubricResult, RubricScore, Transcript, TranscriptTurn,
+                                    Truncation)
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
 from jurist.store.rows import EvaluationRow
 
@@ -62,14 +62,15 @@ def _round(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> ResultSummary:
+def aggregate(rubric_set: RubricSet, outcomes: list[RubricScore]) -> ResultSummary:
     """The result's ``summary``: weighted mean over the scored rubrics (each by its
-    :attr:`~RubricOutcome.final_score`), on the set's scale."""
+    :attr:`~RubricScore.final_score`, from its rubric's scale), on the set's scale."""
     hi = rubric_set.scale[1]
-    scored = [(o, o.final_score) for o in outcomes if o.status == SCORED and o.final_score is not None]
-    total_weight = sum(o.rubric.weight for o, _ in scored)
+    scales = {r.id: rubric_set.scale_of(r) for r in rubric_set.rubrics}
+    scored = [(o, score) for o in outcomes if o.status == OK and (score := o.final_score) is not None]
+    total_weight = sum(o.weight for o, _ in scored)
     total = (
-        sum(_rescale(score, o.scale, rubric_set.scale) * o.rubric.weight for o, score in scored) / total_weight
+        sum(_rescale(score, scales[o.rubric_id], rubric_set.scale) * o.weight for o, score in scored) / total_weight
         if total_weight > 0 else None
     )
     return ResultSummary(
@@ -81,27 +82,7 @@ def aggregate(rubric_set: RubricSet, outcomes: list[RubricOutcome]) -> ResultSum
     )
 
 
-def rubric_score(o: RubricOutcome) -> RubricScore:
-    """One rubric's entry of ``rubric_scores``."""
-    optional: dict[str, Any] = {}
-    if o.cached:
-        optional["cached"] = True
-    if o.items is not None:
-        optional["items"] = o.items
-    if o.score_mode != PLAIN:
-        optional["score_mode"] = o.score_mode
-        if o.status == SCORED:
-            optional["weighted_score"] = _round(o.weighted_score)
-            if o.logprobs_unavailable is not None:
-                optional["logprobs_unavailable"] = o.logprobs_unavailable
-    return RubricScore(
-        rubric_id=o.rubric.id, rubric_name=o.rubric.name, score=_round(o.score), max_score=o.scale[1],
-        reasoning=o.reasoning, status=o.status, weight=o.rubric.weight, judge_model=o.judge_model,
-        tokens=Tokens(input=o.input_tokens, output=o.output_tokens), latency_ms=round(o.latency_ms, 1), **optional,
-    )
-
-
-def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[RubricOutcome], *,
+def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[RubricScore], *,
                  trace_id: str, judge_model: str, formatted: FormattedSession, sees_images: bool = False) -> RubricResult:
     """result.json's content; a session with images says whether the judge (a vision model:
     ``sees_images``) was sent them."""
@@ -119,7 +100,7 @@ def build_result(rubric_set: RubricSet, session: ChatSession, outcomes: list[Rub
         session_id=session.session_id,
         evaluated_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         rubrics_version=rubric_set.version, status=status, judge_model=judge_model, trace_id=trace_id,
-        rubric_scores=[rubric_score(o) for o in outcomes], summary=summary, **optional,
+        rubric_scores=outcomes, summary=summary, **optional,
     )
 
 
@@ -197,26 +178,28 @@ def facets(result: RubricResult) -> dict[str, Any]:
     passed = pct >= PASS_PERCENTAGE
     failure = None
     if not passed:
-        scored = [(r, r.final_score) for r in result.rubric_scores if r.status == SCORED and r.final_score is not None]
+        scored = [(r, r.final_score) for r in result.rubric_scores if r.status == OK and r.final_score is not None]
         failure = min(scored, key=lambda rs: rs[1] / (rs[0].max_score or 1.0))[0].rubric_id if scored else None
     elif result.status != "scored":
         failure = "evaluation_failed"
     return {"passed": passed, "failure": failure, "escalated": False, "iterations": 1}
 
 
-def _score_row(o: RubricOutcome) -> dict[str, Any]:
+def _score_row(o: RubricScore) -> dict[str, Any]:
+    """The store's ``scores`` row of a rubric's outcome: the values result.json shows, its status by the
+    file's name, and the judge's template hash and last call."""
     return {
-        "key": o.rubric.id,
-        "name": o.rubric.name,
+        "key": o.rubric_id,
+        "name": o.rubric_name,
         "score": o.final_score,
-        "max_score": o.scale[1],
-        "weight": o.rubric.weight,
-        "status": o.status,
+        "max_score": o.max_score,
+        "weight": o.weight,
+        "status": o.file_status,
         "reason": o.reasoning,
         "judge_model": o.judge_model,
         "template_hash": o.template_hash,
-        "input_tokens": o.input_tokens,
-        "output_tokens": o.output_tokens,
+        "input_tokens": o.tokens.input,
+        "output_tokens": o.tokens.output,
         "latency_ms": o.latency_ms,
         "call_id": o.call_ids[-1] if o.call_ids else None,
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
+
+from jurist.judges.outcome import OK
 from jurist.rubrics.models import RubricSet
 from jurist.rubrics.results import BatchStats, BatchSummary, FailureCounts, RubricResult, RubricStats
 
@@ -41,7 +43,7 @@ class SummaryBuilder:
         for rs in result.rubric_scores:
             if rs.rubric_id not in self.per_rubric:
                 continue
-            if rs.status == "scored" and rs.final_score is not None:
+            if rs.status == OK and rs.final_score is not None:
                 self.per_rubric[rs.rubric_id].append(rs.final_score)
             else:
                 self.failures[rs.rubric_id] += 1
