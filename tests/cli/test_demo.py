@@ -29,9 +29,9 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
 
     with Store(f"sqlite:///{tmp_path / '.jurist' / 'jurist.db'}") as store:
         metrics = store.read(overview, EvaluationFilter())
-    kinds = {k["kind"]: k["count"] for k in metrics["by_kind"]}
+    kinds = {k.kind: k.count for k in metrics.by_kind}
     assert set(kinds) == {"rubric", "research", "checklist", "gate"} and kinds["rubric"] == 5
-    assert metrics["calls"]["count"] >= 15 and metrics["judged"] > 0
+    assert metrics.calls.count >= 15 and metrics.judged > 0
     logs = run_cli("logs", "-n", "50", "--json", "--purpose", "rubric_judge", cwd=tmp_path, env=env)
     rows = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(rows) == 15 and {x["model"] for x in rows} == {"local/minilm"}

@@ -81,18 +81,18 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         # -- overview: the headline numbers are the database's; the charts draw offline
         data = store.read(q.overview, q.EvaluationFilter())
         page.goto(f"{base}/evaluation?period=all")
-        expect(page.locator("#m-total")).to_have_text(f"{data['total']:,}")
-        expect(page.locator("#m-pass-rate")).to_have_text(pct(data["pass_rate"]))
-        expect(page.locator("#m-average")).to_have_text(f"{data['average_score']:.2f}")
-        expect(page.locator("#m-escalated")).to_have_text(f"{data['escalations']['count']:,}")
+        expect(page.locator("#m-total")).to_have_text(f"{data.total:,}")
+        expect(page.locator("#m-pass-rate")).to_have_text(pct(data.pass_rate))
+        expect(page.locator("#m-average")).to_have_text(f"{data.average_score:.2f}")
+        expect(page.locator("#m-escalated")).to_have_text(f"{data.escalations.count:,}")
         for chart in ("#chart-distribution", "#chart-failures", "#chart-trend"):
             expect(page.locator(f"{chart} svg.main-svg").first).to_be_attached()
         bars = page.locator("#chart-distribution g.point").count()
-        assert bars == sum(1 for b in data["distribution"] if b["count"])
+        assert bars == sum(1 for b in data.distribution if b.count)
         page.screenshot(path=str(shots / "dashboard-overview.png"), full_page=True)
 
         # the date-range filter
-        week = data["trend"][-3]["week"]
+        week = data.trend[-3].week
         page.fill("input[name=since]", week)
         page.click(".page-head form button[type=submit]")
         page.wait_for_url(re.compile(r"since="))
@@ -100,19 +100,19 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         from datetime import datetime
 
         recent = store.read(q.overview, q.EvaluationFilter(since=datetime.fromisoformat(week)))
-        expect(page.locator("#m-total")).to_have_text(f"{recent['total']:,}")
+        expect(page.locator("#m-total")).to_have_text(f"{recent.total:,}")
 
         # -- explorer: filter, then click through to a trace
         page.goto(f"{base}/evaluation/explorer")
-        expect(page.locator("#result-count")).to_have_text(f"{data['total']:,}")
+        expect(page.locator("#result-count")).to_have_text(f"{data.total:,}")
         page.select_option("select[name=kind]", "gate")
         page.fill("input[name=min_iterations]", "2")
         page.click("#explorer-filters button[type=submit]")
         page.wait_for_url(re.compile(r"kind=gate"))
         expected = store.read(q.list_page, q.EvaluationFilter(kind="gate", min_iterations=2))
-        expect(page.locator("#result-count")).to_have_text(f"{expected['total']:,}")
+        expect(page.locator("#result-count")).to_have_text(f"{expected.total:,}")
         rows = page.locator("#evaluations tbody tr")
-        expect(rows).to_have_count(min(50, expected["total"]))
+        expect(rows).to_have_count(min(50, expected.total))
         assert rows.first.get_attribute("data-id") == ids["gate_regenerated"]  # the newest
         page.goto(f"{base}/evaluation/explorer")
         page.screenshot(path=str(shots / "dashboard-explorer.png"))
@@ -238,8 +238,8 @@ def test_explorer_fits_1280_and_the_overview_period(browser_page, shots: Path, t
             since=datetime(start.year, start.month, start.day, tzinfo=timezone.utc)))
         page.goto(f"{base}/evaluation")
         expect(page.locator("#period-label")).to_contain_text("Last 30 days")
-        expect(page.locator("#m-total")).to_have_text(f"{last30['total']:,}")
-        expect(page.locator("#m-max-attempts")).to_have_text(f"{last30['iterations']['max_attempts_hit']:,}")
+        expect(page.locator("#m-total")).to_have_text(f"{last30.total:,}")
+        expect(page.locator("#m-max-attempts")).to_have_text(f"{last30.iterations.max_attempts_hit:,}")
         assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
         page.fill("input[name=since]", (today - timedelta(days=5)).isoformat())
         expect(page.locator("#period")).to_have_value("")  # a date makes it a custom range
@@ -249,11 +249,11 @@ def test_explorer_fits_1280_and_the_overview_period(browser_page, shots: Path, t
         page.wait_for_url(re.compile(r"period=all"))
         assert "since=" not in page.url
         expect(page.locator("#period-label")).to_have_text("All time")
-        expect(page.locator("#m-total")).to_have_text(f"{everything['total']:,}")
+        expect(page.locator("#m-total")).to_have_text(f"{everything.total:,}")
         page.locator("#m-max-attempts-link").click()
         page.wait_for_url(re.compile(r"/evaluation/explorer\?.*max_attempts_hit=true"))
         hit = store.read(q.list_page, q.EvaluationFilter(max_attempts_hit=True))
-        expect(page.locator("#result-count")).to_have_text(f"{hit['total']:,}")
+        expect(page.locator("#result-count")).to_have_text(f"{hit.total:,}")
     assert blocked == [], f"requests that would leave the machine: {blocked}"
     assert problems == []
 

@@ -166,10 +166,10 @@ async def seed_all(store: Store, tmp_path: Path, history: int = 400) -> dict[str
     await run_analysis(store, Settings(), min_count=5)
     ids: dict[str, Any] = {}
     for kind in q.KINDS:
-        listed = store.read(q.list_page, q.EvaluationFilter(kind=kind), page_size=200)["items"]
-        real = [e for e in listed if not e["id"].startswith("syn")]
-        ids[kind] = [e["id"] for e in real]
-    ids["xss"] = next(e["id"] for e in store.read(q.list_page, q.EvaluationFilter(subject_id="xss-session"))["items"])
+        listed = store.read(q.list_page, q.EvaluationFilter(kind=kind), page_size=200).items
+        real = [e for e in listed if not e.id.startswith("syn")]
+        ids[kind] = [e.id for e in real]
+    ids["xss"] = next(e.id for e in store.read(q.list_page, q.EvaluationFilter(subject_id="xss-session")).items)
     ids["gate_regenerated"] = next(i for i in ids["gate"] if store.evaluation(i)["iterations"] == 2)
     research = [store.evaluation(i) for i in ids["research"]]
     ids["research_full"] = next(r["id"] for r in research if not r["payload"]["planEvaluation"]["evaluationSkipped"])
@@ -250,22 +250,22 @@ async def test_overview_numbers_match_the_database(client, seeded):
                        ("?period=all&kind=research", q.EvaluationFilter(kind="research"))]:
         data = store.read(q.overview, flt)
         page = client.get(f"/evaluation{query}").text
-        assert text_of(page, "m-total") == f"{data['total']:,}"
-        assert text_of(page, "m-pass-rate") == pct(data["pass_rate"])
-        assert text_of(page, "m-passed") == f"{data['passed']:,}"
-        assert text_of(page, "m-judged") == f"{data['judged']:,}"
-        assert text_of(page, "m-average") == f"{data['average_score']:.2f}"
-        assert text_of(page, "m-escalated") == f"{data['escalations']['count']:,}"
-        assert text_of(page, "m-calls") == f"{data['calls']['count']:,}"
-        assert text_of(page, "m-tokens-in") == f"{data['calls']['input_tokens']:,}"
-        assert text_of(page, "m-max-attempts") == f"{data['iterations']['max_attempts_hit']:,}"
-        assert text_of(page, "m-max-attempts-rate") == pct(data["iterations"]["max_attempts_hit_rate"])
+        assert text_of(page, "m-total") == f"{data.total:,}"
+        assert text_of(page, "m-pass-rate") == pct(data.pass_rate)
+        assert text_of(page, "m-passed") == f"{data.passed:,}"
+        assert text_of(page, "m-judged") == f"{data.judged:,}"
+        assert text_of(page, "m-average") == f"{data.average_score:.2f}"
+        assert text_of(page, "m-escalated") == f"{data.escalations.count:,}"
+        assert text_of(page, "m-calls") == f"{data.calls.count:,}"
+        assert text_of(page, "m-tokens-in") == f"{data.calls.input_tokens:,}"
+        assert text_of(page, "m-max-attempts") == f"{data.iterations.max_attempts_hit:,}"
+        assert text_of(page, "m-max-attempts-rate") == pct(data.iterations.max_attempts_hit_rate)
         charts = dict(re.findall(r'data-target="([^"]+)">(.*?)</script>', page, re.S))
         dist = json.loads(charts["chart-distribution"])
-        assert dist["data"][0]["y"] == [b["count"] for b in data["distribution"]]
+        assert dist["data"][0]["y"] == [b.count for b in data.distribution]
         trend = json.loads(charts["chart-trend"])
-        assert trend["data"][0]["y"] == [w["count"] for w in data["trend"]]
-    assert data["total"] == store.read(q.list_page, q.EvaluationFilter(kind="research"))["total"] > 2
+        assert trend["data"][0]["y"] == [w.count for w in data.trend]
+    assert data.total == store.read(q.list_page, q.EvaluationFilter(kind="research")).total > 2
     assert "/evaluation/assets/plotly.min.js" in page
 
 
@@ -284,23 +284,23 @@ async def test_overview_shows_the_last_30_days_by_default(client, seeded):
         page = client.get(f"/evaluation{query}").text
         assert text_of(page, "period-label") == f"{label}"
         assert f"from {since.date().isoformat()}" in page
-        assert text_of(page, "m-total") == f"{data['total']:,}"
-        assert text_of(page, "m-calls") == f"{data['calls']['count']:,}"
+        assert text_of(page, "m-total") == f"{data.total:,}"
+        assert text_of(page, "m-calls") == f"{data.calls.count:,}"
         # the links into the explorer carry the range the period stands for
         browse = html.unescape(re.search(r'id="browse-link" href="([^"]+)"', page).group(1))
         assert browse == f"/evaluation/explorer?since={since.date().isoformat()}"
-        assert text_of(client.get(browse).text, "result-count") == f"{data['total']:,}"
+        assert text_of(client.get(browse).text, "result-count") == f"{data.total:,}"
     last30 = store.read(q.overview, q.EvaluationFilter(since=midnight(today - timedelta(days=29))))
-    assert 0 < last30["total"] < everything["total"]  # the history spans 70 days
+    assert 0 < last30.total < everything.total  # the history spans 70 days
     page = client.get("/evaluation?period=all").text
-    assert text_of(page, "period-label") == "All time" and text_of(page, "m-total") == f"{everything['total']:,}"
+    assert text_of(page, "period-label") == "All time" and text_of(page, "m-total") == f"{everything.total:,}"
     assert 'id="browse-link" href="/evaluation/explorer"' in page
     # dates given win over the period: a custom range
     page = client.get(f"/evaluation?period=7d&since={(today - timedelta(days=60)).isoformat()}").text
     assert text_of(page, "period-label") == "Custom range"
     assert '<option value="" selected>Custom range</option>' in page
     data = store.read(q.overview, q.EvaluationFilter(since=midnight(today - timedelta(days=60))))
-    assert text_of(page, "m-total") == f"{data['total']:,}"
+    assert text_of(page, "m-total") == f"{data.total:,}"
     assert client.get("/evaluation?period=week").status_code == 422
 
 
@@ -308,20 +308,20 @@ async def test_max_attempts_hit_is_counted_and_filtered(client, seeded):
     store, _ = seeded
     data = store.read(q.overview, q.EvaluationFilter())
     hit = store.read(q.list_page, q.EvaluationFilter(max_attempts_hit=True), page_size=200)
-    assert data["iterations"]["max_attempts_hit"] == hit["total"] > 0
-    assert data["iterations"]["max_attempts_hit_rate"] == round(hit["total"] / data["total"], 4)
-    assert all(e["max_attempts_hit"] and e["iterations"] == 3 and e["passed"] is False for e in hit["items"])
+    assert data.iterations.max_attempts_hit == hit.total > 0
+    assert data.iterations.max_attempts_hit_rate == round(hit.total / data.total, 4)
+    assert all(e.max_attempts_hit and e.iterations == 3 and e.passed is False for e in hit.items)
     page = client.get("/evaluation?period=all").text
     link = html.unescape(re.search(r'id="m-max-attempts-link" href="([^"]+)"', page).group(1))
     assert link == "/evaluation/explorer?max_attempts_hit=true"
     listed = client.get(link).text
-    assert text_of(listed, "result-count") == f"{hit['total']:,}"
-    assert re.findall(r'<tr data-id="([^"]+)">', listed) == [e["id"] for e in hit["items"][:50]]
-    assert listed.count(">max</span>") == min(50, hit["total"])
+    assert text_of(listed, "result-count") == f"{hit.total:,}"
+    assert re.findall(r'<tr data-id="([^"]+)">', listed) == [e.id for e in hit.items[:50]]
+    assert listed.count(">max</span>") == min(50, hit.total)
     api = client.get("/api/evaluation/sessions", params={"max_attempts_hit": "true", "page_size": 200}).json()
-    assert api["total"] == hit["total"] and all(e["max_attempts_hit"] for e in api["items"])
+    assert api["total"] == hit.total and all(e["max_attempts_hit"] for e in api["items"])
     metrics = client.get("/api/evaluation/metrics").json()
-    assert metrics["iterations"]["max_attempts_hit"] == hit["total"]
+    assert metrics["iterations"]["max_attempts_hit"] == hit.total
 
 
 async def test_kind_filter_applies_to_every_card_and_the_api(client, seeded):
@@ -330,34 +330,34 @@ async def test_kind_filter_applies_to_every_card_and_the_api(client, seeded):
     everything = store.read(q.overview, q.EvaluationFilter())
     counted = 0
     for kind in q.KINDS:
-        traces = {e["trace_id"] for e in store.read(q.list_page, q.EvaluationFilter(kind=kind),
-                                                    page_size=200)["items"] if e["trace_id"]}
+        traces = {e.trace_id for e in store.read(q.list_page, q.EvaluationFilter(kind=kind),
+                                                    page_size=200).items if e.trace_id}
         calls = [c for t in sorted(traces) for c in store.read(q.call_page, trace_id=t, page_size=200)["items"]]
         data = store.read(q.overview, q.EvaluationFilter(kind=kind))
-        assert data["calls"]["count"] == len(calls) > 0, kind
-        assert data["calls"]["input_tokens"] == sum(c["input_tokens"] for c in calls)
+        assert data.calls.count == len(calls) > 0, kind
+        assert data.calls.input_tokens == sum(c["input_tokens"] for c in calls)
         page = client.get(f"/evaluation?period=all&kind={kind}").text
         assert text_of(page, "m-calls") == f"{len(calls):,}"
-        assert text_of(page, "m-total") == f"{data['total']:,}"
+        assert text_of(page, "m-total") == f"{data.total:,}"
         assert f"of {kind} evaluations" in page
         metrics = client.get("/api/evaluation/metrics", params={"kind": kind}).json()
-        assert metrics["calls"] == data["calls"] and metrics["total"] == data["total"]
+        assert metrics["calls"] == data.calls.model_dump() and metrics["total"] == data.total
         api_calls = client.get("/api/calls", params={"kind": kind, "page_size": 200}).json()
         assert api_calls["total"] == len(calls) <= 200
         assert {c["id"] for c in api_calls["items"]} == {c["id"] for c in calls}
         counted += len(calls)
-    assert counted <= everything["calls"]["count"]
+    assert counted <= everything.calls.count
     assert client.get("/api/calls", params={"kind": "nope"}).status_code == 422
 
 
 async def test_date_filter_narrows_the_overview(client, seeded):
     store, _ = seeded
     data_all = store.read(q.overview, q.EvaluationFilter())
-    first_week = data_all["trend"][1]["week"]
+    first_week = data_all.trend[1].week
     data = store.read(q.overview, q.EvaluationFilter(since=datetime.fromisoformat(first_week)))
     page = client.get(f"/evaluation?since={first_week}").text
-    assert text_of(page, "m-total") == f"{data['total']:,}"
-    assert 0 < data["total"] < data_all["total"]
+    assert text_of(page, "m-total") == f"{data.total:,}"
+    assert 0 < data.total < data_all.total
 
 
 async def test_explorer_filters_and_paginates(client, seeded):
@@ -365,16 +365,16 @@ async def test_explorer_filters_and_paginates(client, seeded):
     flt = q.EvaluationFilter(kind="rubric", min_score=0.2, max_score=0.9)
     expected = store.read(q.list_page, flt, page=2, page_size=10)
     page = client.get("/evaluation/explorer?kind=rubric&min_score=0.2&max_score=0.9&page=2&page_size=10").text
-    assert text_of(page, "result-count") == f"{expected['total']:,}"
+    assert text_of(page, "result-count") == f"{expected.total:,}"
     shown = re.findall(r'<tr data-id="([^"]+)">', page)
-    assert shown == [e["id"] for e in expected["items"]]
+    assert shown == [e.id for e in expected.items]
     assert f"/evaluation/evaluations/{shown[0]}" in page
     assert "page=3" in page and "page=1" in page  # older and newer links keep the filters
     assert "kind=rubric" in re.search(r'id="next-page" href="([^"]+)"', page).group(1)
 
     failure = store.read(q.failure_types)[0]
     page = client.get(f"/evaluation/explorer?failure={failure}&escalated=false").text
-    n = store.read(q.list_page, q.EvaluationFilter(failure=failure, escalated=False))["total"]
+    n = store.read(q.list_page, q.EvaluationFilter(failure=failure, escalated=False)).total
     assert text_of(page, "result-count") == f"{n:,}"
 
 

@@ -43,7 +43,11 @@ def _seed(store: Store) -> None:
             "id": "ev1", "kind": "rubric", "subject_id": "session-1", "trace_id": "ev1", "status": "scored",
             "score": 7.0, "max_score": 10.0, "percentage": 70.0, "judge_model": "openai/judge", "source": "s.jsonl",
             "passed": True, "escalated": False, "iterations": 1, "failure": None, "max_attempts_hit": False,
-            "payload": {"kind": "rubric", "version": "1"}, "created_at": AT}])
+            "payload": {"kind": "rubric", "version": "1"}, "created_at": AT}, {
+            "id": "ev2", "kind": "gate", "subject_id": "q-hash", "trace_id": None, "status": "failed",
+            "score": 1.0, "max_score": 5.0, "percentage": 20.0, "judge_model": "openai/judge", "source": None,
+            "passed": False, "escalated": True, "iterations": 3, "failure": "accuracy", "max_attempts_hit": True,
+            "payload": {"kind": "gate", "version": "1", "question": "Why   is the sky\nblue?"}, "created_at": LATER}])
         conn.execute(insert(scores), [{
             "evaluation_id": "ev1", "key": "helpful", "name": "Helpfulness", "score": 4.0, "max_score": 5.0,
             "weight": 1.0, "status": "scored", "reason": "fine", "template_hash": "abcd", "judge_model": None}])
@@ -92,3 +96,45 @@ def test_labels_bodies(client, store):
                         json={"evaluation_id": "ev1", "rubric": "helpful", "score": 2, "annotator": "ann"}).json()
     assert set(saved) == set(LABEL) and saved["id"] == 1 and saved["score"] == 2.0 and saved["note"] is None
     assert saved["created_at"] == LABEL["created_at"] and saved["updated_at"] != LABEL["updated_at"]
+
+
+def _bins(*counts: int) -> list[dict[str, float | int]]:
+    return [{"bin": b, "low": b / 10, "high": (b + 1) / 10, "count": n} for b, n in enumerate(counts)]
+
+
+NO_CALLS = {"count": 0, "input_tokens": 0, "output_tokens": 0, "average_latency_ms": None, "max_latency_ms": None,
+            "errors": 0}
+GATE_FIGURES = {"kind": "gate", "count": 1, "average_score": 0.2, "pass_rate": 0.0}
+
+
+def test_metrics_bodies(client, store):
+    _seed(store)
+    assert client.get("/api/evaluation/metrics").json() == {
+        "total": 2, "passed": 1, "judged": 2, "pass_rate": 0.5, "average_score": 0.45, "failed": 1,
+        "distribution": _bins(0, 0, 1, 0, 0, 0, 0, 1, 0, 0), "failures": [{"failure": "accuracy", "count": 1}],
+        "trend": [{"week": "2026-03-02", "count": 2, "average_score": 0.45, "pass_rate": 0.5}],
+        "by_kind": [GATE_FIGURES, {"kind": "rubric", "count": 1, "average_score": 0.7, "pass_rate": 1.0}],
+        "iterations": {"average": 2.0, "max": 3, "iterated": 1, "iterated_rate": 0.5, "max_attempts_hit": 1,
+                       "max_attempts_hit_rate": 0.5},
+        "escalations": {"count": 1, "rate": 0.5}, "calls": NO_CALLS}
+    assert client.get("/api/evaluation/metrics", params={"kind": "gate"}).json() == {
+        "total": 1, "passed": 0, "judged": 1, "pass_rate": 0.0, "average_score": 0.2, "failed": 1,
+        "distribution": _bins(0, 0, 1, 0, 0, 0, 0, 0, 0, 0), "failures": [{"failure": "accuracy", "count": 1}],
+        "trend": [{"week": "2026-03-02", "count": 1, "average_score": 0.2, "pass_rate": 0.0}],
+        "by_kind": [GATE_FIGURES],
+        "iterations": {"average": 3.0, "max": 3, "iterated": 1, "iterated_rate": 1.0, "max_attempts_hit": 1,
+                       "max_attempts_hit_rate": 1.0},
+        "escalations": {"count": 1, "rate": 1.0}, "calls": NO_CALLS}
+
+
+def test_evaluation_list_body(client, store):
+    _seed(store)
+    assert client.get("/api/evaluation/sessions").json() == {"total": 2, "page": 1, "page_size": 50, "items": [
+        {"id": "ev2", "kind": "gate", "subject_id": "q-hash", "title": "Why is the sky blue?", "trace_id": None,
+         "status": "failed", "score": 1.0, "max_score": 5.0, "percentage": 20.0, "score_normalised": 0.2,
+         "passed": False, "escalated": True, "iterations": 3, "max_attempts_hit": True, "failure": "accuracy",
+         "judge_model": "openai/judge", "created_at": "2026-03-02T09:45:00Z"},
+        {"id": "ev1", "kind": "rubric", "subject_id": "session-1", "title": None, "trace_id": "ev1",
+         "status": "scored", "score": 7.0, "max_score": 10.0, "percentage": 70.0, "score_normalised": 0.7,
+         "passed": True, "escalated": False, "iterations": 1, "max_attempts_hit": False, "failure": None,
+         "judge_model": "openai/judge", "created_at": "2026-03-02T09:30:00Z"}]}

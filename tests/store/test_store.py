@@ -270,7 +270,7 @@ def test_the_explorer_lists_gate_and_research_rows_by_their_question_on_every_da
         store.save_evaluation(dict(id=f"ev-{kind}", kind=kind, subject_id=f"sub-{kind}", trace_id="t",
                                    status="completed", payload=payload), [])
     store.flush()
-    titles = {e["kind"]: e["title"] for e in store.read(q.list_page, q.EvaluationFilter())["items"]}
+    titles = {e.kind: e.title for e in store.read(q.list_page, q.EvaluationFilter()).items}
     assert titles["gate"] == "How tall is the tower?"
     assert titles["research"].startswith("Which sources discuss tidal energy tidal")
     assert len(titles["research"]) == 200 and titles["research"].endswith("…")

@@ -84,13 +84,13 @@ class Metrics(BaseModel):
     pass_rate: float | None
     average_score: float | None
     failed: int
-    distribution: list[dict[str, Any]]
-    failures: list[dict[str, Any]]
-    trend: list[dict[str, Any]]
-    by_kind: list[dict[str, Any]]
-    iterations: dict[str, Any]
-    escalations: dict[str, Any]
-    calls: dict[str, Any]
+    distribution: list[q.ScoreBin]
+    failures: list[q.FailureCount]
+    trend: list[q.WeekFigures]
+    by_kind: list[q.KindFigures]
+    iterations: q.IterationFigures
+    escalations: q.EscalationFigures
+    calls: q.CallUsage
 
 
 class CallPage(BaseModel):
@@ -134,7 +134,7 @@ async def list_evaluations(
     flt: q.EvaluationFilter = Depends(evaluation_filter),
     page: int = Query(1, ge=1, le=100_000),
     page_size: int = Query(50, ge=1, le=200),
-) -> dict[str, Any]:
+) -> q.EvaluationPage:
     """Evaluations, newest first, filtered and paginated."""
     return await get_state(request).store.aread(q.list_page, flt, page=page, page_size=page_size)
 
@@ -165,7 +165,7 @@ def _trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
 
 
 @router.get("/evaluation/metrics", response_model=Metrics, responses=error_responses(400, 422))
-async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> dict[str, Any]:
+async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation_filter)) -> q.Overview:
     """Aggregate metrics of the evaluations that match the filters."""
     return await get_state(request).store.aread(q.overview, flt)
 

@@ -176,7 +176,7 @@ async def explorer_page(
     store = get_state(request).store
     listing, failures = await asyncio.gather(store.aread(q.list_page, flt, page=page, page_size=page_size),
                                              store.aread(q.failure_types))
-    pages = max(1, -(-listing["total"] // page_size))
+    pages = max(1, -(-listing.total // page_size))
     return render(request, "explorer.html", {
         "active": "explorer", "listing": listing, "failures": failures, "kinds": q.KINDS,
         "params": dict(request.query_params), "pages": pages,

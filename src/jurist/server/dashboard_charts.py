@@ -12,6 +12,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from jurist.store.dashboard import Overview
+
 ACCENT = "#2f6fdb"
 GOOD = "#2e8b57"
 BAD = "#c0504d"
@@ -34,54 +36,54 @@ def _plain(fig: go.Figure) -> dict[str, Any]:
     return figure
 
 
-def distribution(data: dict[str, Any]) -> dict[str, Any]:
-    bins = data["distribution"]
-    labels = [f"{b['low']:.1f}–{b['high']:.1f}" for b in bins]
-    colors = [BAD if b["high"] <= 0.5 else ACCENT for b in bins]
-    fig = go.Figure(go.Bar(x=labels, y=[b["count"] for b in bins], marker_color=colors,
+def distribution(data: Overview) -> dict[str, Any]:
+    bins = data.distribution
+    labels = [f"{b.low:.1f}–{b.high:.1f}" for b in bins]
+    colors = [BAD if b.high <= 0.5 else ACCENT for b in bins]
+    fig = go.Figure(go.Bar(x=labels, y=[b.count for b in bins], marker_color=colors,
                            hovertemplate="score %{x}<br>%{y} evaluations<extra></extra>"),
                     layout=_layout(height=340, xaxis=dict(title=dict(text="score (0–1)")),
                                    yaxis=dict(title=dict(text="evaluations"))))
     return _plain(fig)
 
 
-def failures(data: dict[str, Any]) -> dict[str, Any] | None:
-    rows = list(reversed(data["failures"][:12]))
+def failures(data: Overview) -> dict[str, Any] | None:
+    rows = list(reversed(data.failures[:12]))
     if not rows:
         return None
-    fig = go.Figure(go.Bar(x=[r["count"] for r in rows], y=[str(r["failure"]) for r in rows], orientation="h",
+    fig = go.Figure(go.Bar(x=[r.count for r in rows], y=[r.failure for r in rows], orientation="h",
                            marker_color=BAD, hovertemplate="%{y}: %{x}<extra></extra>"),
                     layout=_layout(height=max(160, 28 * len(rows) + 60), margin=dict(l=8),
                                    xaxis=dict(title=dict(text="failed evaluations"))))
     return _plain(fig)
 
 
-def trend(data: dict[str, Any]) -> dict[str, Any] | None:
-    weeks = data["trend"]
+def trend(data: Overview) -> dict[str, Any] | None:
+    weeks = data.trend
     if not weeks:
         return None
-    x = [w["week"] for w in weeks]
+    x = [w.week for w in weeks]
     fig = go.Figure(layout=_layout(
         showlegend=True, legend=dict(orientation="h", y=1.12, x=0),
         margin=dict(t=28, r=48),
-        yaxis=dict(title=dict(text="evaluations"), range=[0, max(w["count"] for w in weeks) * 1.15]),
+        yaxis=dict(title=dict(text="evaluations"), range=[0, max(w.count for w in weeks) * 1.15]),
         yaxis2=dict(overlaying="y", side="right", range=[0, 1.05], showgrid=False, title=dict(text="score / rate"),
                     tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%"),
         xaxis=dict(type="category")))
-    fig.add_bar(x=x, y=[w["count"] for w in weeks], name="evaluations", marker_color="#c9d8f5",
+    fig.add_bar(x=x, y=[w.count for w in weeks], name="evaluations", marker_color="#c9d8f5",
                 hovertemplate="week of %{x}<br>%{y} evaluations<extra></extra>")
-    fig.add_scatter(x=x, y=[w["average_score"] for w in weeks], name="average score", yaxis="y2",
+    fig.add_scatter(x=x, y=[w.average_score for w in weeks], name="average score", yaxis="y2",
                     mode="lines+markers", line=dict(color=ACCENT, width=2),
                     hovertemplate="average score %{y:.2f}<extra></extra>")
-    fig.add_scatter(x=x, y=[w["pass_rate"] for w in weeks], name="pass rate", yaxis="y2", mode="lines+markers",
+    fig.add_scatter(x=x, y=[w.pass_rate for w in weeks], name="pass rate", yaxis="y2", mode="lines+markers",
                     line=dict(color=GOOD, width=2, dash="dot"), hovertemplate="pass rate %{y:.0%}<extra></extra>")
     return _plain(fig)
 
 
-def overview_figures(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def overview_figures(data: Overview) -> dict[str, dict[str, Any]]:
     """The overview's figures by element id (absent when there is nothing to draw)."""
     out: dict[str, dict[str, Any] | None] = {
-        "chart-distribution": distribution(data) if data["total"] else None,
+        "chart-distribution": distribution(data) if data.total else None,
         "chart-failures": failures(data),
         "chart-trend": trend(data),
     }

@@ -18,6 +18,7 @@ from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from jurist.store.stored import StoredRow
 from jurist.store.tables import checklist_messages, evaluations, llm_calls, pattern_evaluations, patterns, scores
 
 KINDS = ("rubric", "gate", "research", "checklist")
@@ -153,7 +154,82 @@ class _Sums:
         return _ratio(self.passed, self.judged)
 
 
-def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
+class ScoreBin(StoredRow):
+    """One bar of the score distribution: the evaluations scored in [low, high) (the last bin takes 1.0)."""
+
+    bin: int
+    low: float
+    high: float
+    count: int
+
+
+class FailureCount(StoredRow):
+    failure: str
+    count: int
+
+
+class WeekFigures(StoredRow):
+    """Count, average score (0..1) and pass rate of one week's evaluations."""
+
+    week: str  # the week's Monday, YYYY-MM-DD
+    count: int
+    average_score: float | None
+    pass_rate: float | None
+
+
+class KindFigures(StoredRow):
+    """Count, average score (0..1) and pass rate of one kind's evaluations."""
+
+    kind: str
+    count: int
+    average_score: float | None
+    pass_rate: float | None
+
+
+class IterationFigures(StoredRow):
+    average: float | None
+    max: int | None
+    iterated: int  # evaluations with more than one attempt
+    iterated_rate: float | None
+    max_attempts_hit: int
+    max_attempts_hit_rate: float | None
+
+
+class EscalationFigures(StoredRow):
+    count: int
+    rate: float | None
+
+
+class CallUsage(StoredRow):
+    """Tokens and latency of LLM calls."""
+
+    count: int
+    input_tokens: int
+    output_tokens: int
+    average_latency_ms: float | None
+    max_latency_ms: float | None
+    errors: int
+
+
+class Overview(StoredRow):
+    """The overview's aggregates (also the metrics API's body)."""
+
+    total: int
+    passed: int
+    judged: int
+    pass_rate: float | None
+    average_score: float | None
+    failed: int
+    distribution: list[ScoreBin]
+    failures: list[FailureCount]
+    trend: list[WeekFigures]
+    by_kind: list[KindFigures]
+    iterations: IterationFigures
+    escalations: EscalationFigures
+    calls: CallUsage
+
+
+def overview(conn: Connection, flt: EvaluationFilter) -> Overview:
     """The overview: totals, pass rate, average score, distribution, failures, trend, iterations, calls."""
     where = flt.where()
     flag = lambda cond: func.sum(case((cond, 1), else_=0))  # noqa: E731
@@ -177,27 +253,26 @@ def overview(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
     failures = conn.execute(
         select(_E.failure, func.count().label("n")).where(*where, _E.failure.is_not(None))
         .group_by(_E.failure).order_by(literal_column("n").desc(), _E.failure).limit(20)).all()
-    return {
-        "total": total.count,
-        "passed": total.passed,
-        "judged": total.judged,
-        "pass_rate": total.pass_rate,
-        "average_score": total.average,
-        "failed": total.failed,
-        "distribution": [{"bin": b, "low": b / 10, "high": (b + 1) / 10, "count": int(dist.get(b, 0))}
-                         for b in range(10)],
-        "failures": [{"failure": f, "count": int(n)} for f, n in failures],
-        "trend": [{"week": w, "count": s.count, "average_score": s.average, "pass_rate": s.pass_rate}
-                  for w, s in sorted(weeks.items())],
-        "by_kind": [{"kind": k, "count": s.count, "average_score": s.average, "pass_rate": s.pass_rate}
-                    for k, s in sorted(kinds.items())],
-        "iterations": {"average": round(total.iter_sum / total.count, 3) if total.count else None,
-                       "max": total.iter_max, "iterated": total.iterated,
-                       "iterated_rate": _ratio(total.iterated, total.count),
-                       "max_attempts_hit": total.max_hit, "max_attempts_hit_rate": _ratio(total.max_hit, total.count)},
-        "escalations": {"count": total.escalated, "rate": _ratio(total.escalated, total.count)},
-        "calls": call_usage(conn, flt),
-    }
+    return Overview(
+        total=total.count,
+        passed=total.passed,
+        judged=total.judged,
+        pass_rate=total.pass_rate,
+        average_score=total.average,
+        failed=total.failed,
+        distribution=[ScoreBin(bin=b, low=b / 10, high=(b + 1) / 10, count=int(dist.get(b, 0))) for b in range(10)],
+        failures=[FailureCount(failure=f, count=int(n)) for f, n in failures],
+        trend=[WeekFigures(week=w, count=s.count, average_score=s.average, pass_rate=s.pass_rate)
+               for w, s in sorted(weeks.items())],
+        by_kind=[KindFigures(kind=k, count=s.count, average_score=s.average, pass_rate=s.pass_rate)
+                 for k, s in sorted(kinds.items())],
+        iterations=IterationFigures(
+            average=round(total.iter_sum / total.count, 3) if total.count else None, max=total.iter_max,
+            iterated=total.iterated, iterated_rate=_ratio(total.iterated, total.count),
+            max_attempts_hit=total.max_hit, max_attempts_hit_rate=_ratio(total.max_hit, total.count)),
+        escalations=EscalationFigures(count=total.escalated, rate=_ratio(total.escalated, total.count)),
+        calls=call_usage(conn, flt),
+    )
 
 
 def _of_evaluations(flt: EvaluationFilter) -> ColumnElement[bool]:
@@ -205,7 +280,7 @@ def _of_evaluations(flt: EvaluationFilter) -> ColumnElement[bool]:
     return llm_calls.c.trace_id.in_(select(_E.trace_id).where(*flt.where(), _E.trace_id.is_not(None)))
 
 
-def call_usage(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
+def call_usage(conn: Connection, flt: EvaluationFilter) -> CallUsage:
     """Tokens and latency of the LLM calls in the filter's date range; when it filters on more
     (a kind, a status, ...), of the calls of the matching evaluations only."""
     c = llm_calls.c
@@ -220,13 +295,42 @@ def call_usage(conn: Connection, flt: EvaluationFilter) -> dict[str, Any]:
         select(func.count(), func.sum(c.input_tokens), func.sum(c.output_tokens), func.avg(c.latency_ms),
                func.max(c.latency_ms), func.sum(case((c.status != "ok", 1), else_=0)))
         .select_from(llm_calls).where(*where)).one()
-    return {"count": int(n or 0), "input_tokens": int(tin or 0), "output_tokens": int(tout or 0),
-            "average_latency_ms": None if avg_lat is None else round(float(avg_lat), 1),
-            "max_latency_ms": None if max_lat is None else round(float(max_lat), 1),
-            "errors": int(errors or 0)}
+    return CallUsage(count=int(n or 0), input_tokens=int(tin or 0), output_tokens=int(tout or 0),
+                     average_latency_ms=None if avg_lat is None else round(float(avg_lat), 1),
+                     max_latency_ms=None if max_lat is None else round(float(max_lat), 1),
+                     errors=int(errors or 0))
 
 
-def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+class ListedEvaluation(StoredRow):
+    """An evaluation as the explorer lists it: no payload; its title, and its score on 0..1."""
+
+    id: str
+    kind: str
+    subject_id: str
+    title: str | None  # the gate's question, the research query (one line, at most TITLE_CHARS); else None
+    trace_id: str | None
+    status: str
+    score: float | None
+    max_score: float | None
+    percentage: float | None
+    score_normalised: float | None  # percentage / 100
+    passed: bool | None
+    escalated: bool
+    iterations: int
+    max_attempts_hit: bool
+    failure: str | None
+    judge_model: str | None
+    created_at: datetime
+
+
+class EvaluationPage(StoredRow):
+    total: int  # how many match, in all
+    page: int
+    page_size: int
+    items: list[ListedEvaluation]
+
+
+def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_size: int = 50) -> EvaluationPage:
     """One page of evaluations (newest first, no payloads) and how many match in all; each with its
     ``title`` (the gate's question, the research query; None for the other kinds)."""
     where = flt.where()
@@ -234,10 +338,9 @@ def list_page(conn: Connection, flt: EvaluationFilter, *, page: int = 1, page_si
     rows = conn.execute(
         select(*_LIST_COLUMNS).where(*where).order_by(_E.created_at.desc(), _E.id)
         .limit(page_size).offset((page - 1) * page_size)).all()
-    items = [_row(dict(r._mapping)) for r in rows]
-    for e in items:
-        e["title"] = _title(e["title"])
-    return {"total": int(total), "page": page, "page_size": page_size, "items": items}
+    items = [ListedEvaluation.of(r._mapping, title=_title(r.title), score_normalised=_score(r.percentage))
+             for r in rows]
+    return EvaluationPage(total=int(total), page=page, page_size=page_size, items=items)
 
 
 TITLE_CHARS = 200
