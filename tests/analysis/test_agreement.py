@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jurist.analysis.agreement import (Ratings, agreement, bootstrap_items, cohen_kappa, confusion_matrix, kendall,
-                                       kappa_from_matrix, krippendorff_alpha, spearman)
+from jurist.analysis.agreement import (Estimate, Ratings, agreement, alpha_rows, bootstrap_items, cohen_kappa,
+                                       confusion_matrix, kappa_rows, kendall, kendall_rows, kappa_from_matrix,
+                                       krippendorff_alpha, spearman, spearman_rows)
 
 CATS = [1, 2, 3, 4, 5]
 
@@ -182,3 +183,79 @@ def test_bootstrap_leaves_out_resamples_where_a_figure_is_undefined():
     never = bootstrap_items(lambda idx: spearman(judge[idx], human[idx]) if len(set(idx)) > 19 else np.nan, 20,
                             resamples=200)
     assert never.value is not None and never.low is None and never.high is None
+
+
+def _same(a: float, b: float) -> bool:
+    return (np.isnan(a) and np.isnan(b)) or a == pytest.approx(b, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_figures_of_many_confusion_matrices_at_once_match_the_pairs(seed):
+    """kappa_rows, spearman_rows and kendall_rows on a stack of matrices give what the one-pair-list
+    functions give on each matrix's pairs, the undefined ones (one category, no pairs) included."""
+    rng = np.random.default_rng(seed)
+    for size in (0, 1, 2, 3, 8, 40):
+        a = rng.integers(1, 6, (30, size))
+        b = np.clip(a + rng.integers(-1, 2, (30, size)), 1, 5)
+        b[:5] = 3  # constant second ratings: no rank correlation
+        matrices = np.array([confusion_matrix(x, y, CATS) for x, y in zip(a, b)])
+        for weights in ("none", "linear", "quadratic"):
+            for got, (x, y) in zip(kappa_rows(matrices, weights), zip(a, b)):
+                assert _same(got, cohen_kappa(x, y, CATS, weights))
+        for got, (x, y) in zip(spearman_rows(matrices), zip(a, b)):
+            assert _same(got, spearman(x, y))
+        for got, (x, y) in zip(kendall_rows(matrices), zip(a, b)):
+            assert _same(got, kendall(x, y))
+
+
+def _reference(r: Ratings, resamples: int, seed: int = 0) -> dict[str, dict[str, Estimate]]:
+    """The figures one resample at a time (scipy's bootstrap calling the one-pair-list functions)."""
+    n, cats = len(r.items), r.categories
+    figures = {
+        "exact": lambda a, b: float(np.mean(a == b)) if len(a) else float("nan"),
+        "within_one": lambda a, b: float(np.mean(np.abs(a - b) <= 1)) if len(a) else float("nan"),
+        "kappa": lambda a, b: cohen_kappa(a, b, cats, "none"),
+        "weighted_kappa": lambda a, b: cohen_kappa(a, b, cats, "quadratic"),
+        "spearman": spearman, "kendall": kendall,
+        "mean_bias": lambda a, b: float(np.mean(a.astype(float) - b)) if len(a) else float("nan"),
+    }
+    out = {}
+    for side, pairs in (("judge_vs_humans", r.judge_pairs), ("humans", r.human_pairs)):
+        out[side] = {name: bootstrap_items(lambda idx, fn=fn: fn(*pairs(idx)), n, resamples=resamples, seed=seed)
+                     for name, fn in figures.items()}
+    out["alpha"] = {w: bootstrap_items(lambda idx, w=w: krippendorff_alpha(r.reliability(idx, with_judge=w == "judge"),
+                                                                          cats), n, resamples=resamples, seed=seed)
+                    for w in ("judge", "humans")}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_agreement_intervals_match_one_resample_at_a_time(seed):
+    """agreement() computes every figure on all resamples at once: the same values and intervals
+    as scipy's bootstrap calling the figure once per resample, on the same resamples."""
+    rng = np.random.default_rng(seed)
+    n = 15
+    judge = [None if rng.random() < 0.1 else int(v) for v in rng.integers(1, 6, n)]
+    humans = []
+    for _ in range(n):
+        rated = {a: int(rng.integers(1, 6)) for a in ("ana", "ben", "cy") if rng.random() < 0.8}
+        humans.append(rated or {"ana": 3})
+    r = Ratings(items=[f"i{k}" for k in range(n)], judge=judge, humans=humans, categories=CATS)
+    report = agreement("r", r, resamples=300, seed=seed)
+    expected = _reference(r, 300, seed)
+    for side in ("judge_vs_humans", "humans"):
+        got = getattr(report, side)
+        for name, est in expected[side].items():
+            assert getattr(got, name) == est, (side, name)
+    assert report.alpha == expected["alpha"]["judge"] and report.alpha_humans == expected["alpha"]["humans"]
+
+
+def test_alpha_of_coincidence_matrices_matches_the_package():
+    import krippendorff
+
+    r = _ratings()
+    for with_judge in (True, False):
+        [got] = alpha_rows(r.coincidences(with_judge=with_judge).sum(axis=0)[np.newaxis])
+        rows = r.reliability(np.arange(len(r.items)), with_judge=with_judge)
+        assert got == pytest.approx(krippendorff.alpha(reliability_data=rows, value_domain=CATS,
+                                                       level_of_measurement="ordinal"), abs=1e-12)

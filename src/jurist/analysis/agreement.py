@@ -139,14 +139,130 @@ def bootstrap_items(statistic: Callable[[np.ndarray], float], n_items: int, *, r
         n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed)))
     if not np.isnan(res.confidence_interval.low):
         return Estimate(value, _num(res.confidence_interval.low), _num(res.confidence_interval.high))
+    return _interval(value, res.bootstrap_distribution, resamples)
+
+
+def resample_counts(n_items: int, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """How many times each item is drawn in each resample, (resamples × items): the resamples
+    :func:`scipy.stats.bootstrap` draws for :func:`bootstrap_items` with the same ``seed``, so
+    that figures computed on them all at once (:func:`bootstrap_rows`) get the same intervals.
+    No rows with fewer than two items or no resamples."""
+    if n_items < 2 or resamples <= 0:
+        return np.zeros((0, n_items))
+    idx = np.random.default_rng(seed).integers(0, n_items, (resamples, n_items))
+    counts = np.zeros((resamples, n_items))
+    np.add.at(counts, (np.arange(resamples)[:, np.newaxis], idx), 1)
+    return counts
+
+
+def bootstrap_rows(statistic: Callable[[np.ndarray], np.ndarray], counts: np.ndarray) -> Estimate:
+    """:func:`bootstrap_items` for a statistic computed on every resample at once: ``statistic``
+    takes (resamples × items) counts of each item's draws (:func:`resample_counts`) and gives one
+    value per row; the figure itself is its value on every item once. The same interval and rule
+    for undefined figures as :func:`bootstrap_items`, without a Python call per resample."""
+    n_items = counts.shape[1]
+    value = _num(float(statistic(np.ones((1, n_items)))[0]))
+    if value is None or len(counts) == 0:
+        return Estimate(value)
+    return _interval(value, statistic(counts), len(counts))
+
+
+def _interval(value: float, distribution: np.ndarray, resamples: int) -> Estimate:
+    """``value`` with the percentile interval of its bootstrap ``distribution``."""
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(distribution, [tail, 100 - tail])
+    if not np.isnan(low):
+        return Estimate(value, _num(low), _num(high))
     # Some resamples left the figure undefined (a resample where one side is constant has no rank
     # correlation): the interval is over the others, if they are at least MIN_DEFINED of all.
-    defined = res.bootstrap_distribution[np.isfinite(res.bootstrap_distribution)]
+    defined = distribution[np.isfinite(distribution)]
     if len(defined) < MIN_DEFINED * resamples:
         return Estimate(value)
-    tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(defined, [tail, 100 - tail])
     return Estimate(value, _num(low), _num(high))
+
+
+def _divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den is 0."""
+    out = np.full(np.shape(num), np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def kappa_rows(matrices: np.ndarray, weights: Weights = "none") -> np.ndarray:
+    """:func:`kappa_from_matrix` of each of a stack of (k × k) confusion matrices."""
+    m = np.asarray(matrices, dtype=float)
+    k = m.shape[-1]
+    if k < 2:
+        return np.full(m.shape[0], np.nan)
+    total = m.sum(axis=(1, 2))
+    observed = m / np.where(total == 0, 1, total)[:, np.newaxis, np.newaxis]
+    expected = observed.sum(axis=2)[:, :, np.newaxis] * observed.sum(axis=1)[:, np.newaxis, :]
+    i, j = np.indices((k, k))
+    w = {"none": (i != j).astype(float), "linear": np.abs(i - j) / (k - 1),
+         "quadratic": ((i - j) / (k - 1)) ** 2}[weights]
+    chance = (w * expected).sum(axis=(1, 2))
+    kappa = 1.0 - _divide((w * observed).sum(axis=(1, 2)), chance)
+    return np.where(total == 0, np.nan, kappa)
+
+
+def spearman_rows(matrices: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of the pairs each (k × k) count matrix holds (rows: the first rating's
+    categories, columns: the second's, both in ascending order): the correlation of their
+    average ranks, as :func:`scipy.stats.spearmanr` computes it from the pairs."""
+    m = np.asarray(matrices, dtype=float)
+    total = m.sum(axis=(1, 2))
+    rows, cols = m.sum(axis=2), m.sum(axis=1)
+    rank_a = np.cumsum(rows, axis=1) - rows + (rows + 1) / 2  # the average rank of each category
+    rank_b = np.cumsum(cols, axis=1) - cols + (cols + 1) / 2
+    mean = ((total + 1) / 2)[:, np.newaxis]
+    da, db = rank_a - mean, rank_b - mean
+    cov = np.einsum("rj,rjl,rl->r", da, m, db)
+    var = (rows * da ** 2).sum(axis=1) * (cols * db ** 2).sum(axis=1)
+    rho = _divide(cov, np.sqrt(var))
+    return np.where(total < 2, np.nan, np.clip(rho, -1.0, 1.0))
+
+
+def kendall_rows(matrices: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b of the pairs each (k × k) count matrix holds (categories ascending), as
+    :func:`scipy.stats.kendalltau` computes it: concordant minus discordant pairs over the
+    pairs not tied in each ranking."""
+    m = np.asarray(matrices, dtype=float)
+    total = m.sum(axis=(1, 2))
+    k = m.shape[-1]
+    # at_least[j, l]: the pairs in rows >= j and columns >= l; left[j, l + 1]: rows >= j, columns <= l
+    at_least = np.zeros((m.shape[0], k + 1, k + 1))
+    at_least[:, :k, :k] = m[:, ::-1, ::-1].cumsum(axis=1).cumsum(axis=2)[:, ::-1, ::-1]
+    left = np.zeros((m.shape[0], k + 1, k + 1))
+    left[:, :k, 1:] = m[:, ::-1, :].cumsum(axis=1)[:, ::-1, :].cumsum(axis=2)
+    concordant = (m * at_least[:, 1:, 1:]).sum(axis=(1, 2))  # with a pair below and to the right
+    discordant = (m * left[:, 1:, :k]).sum(axis=(1, 2))  # with a pair below and to the left
+    pairs = total * (total - 1) / 2
+    x_ties = (m.sum(axis=2) * (m.sum(axis=2) - 1) / 2).sum(axis=1)
+    y_ties = (m.sum(axis=1) * (m.sum(axis=1) - 1) / 2).sum(axis=1)
+    undefined = (total < 2) | (x_ties == pairs) | (y_ties == pairs)
+    safe = np.where(undefined, 1.0, 0.0)
+    tau = (concordant - discordant) / np.sqrt(pairs - x_ties + safe) / np.sqrt(pairs - y_ties + safe)
+    return np.where(undefined, np.nan, np.clip(tau, -1.0, 1.0))
+
+
+def alpha_rows(coincidences: np.ndarray) -> np.ndarray:
+    """Krippendorff's ordinal α from each of a stack of (k × k) coincidence matrices (the
+    categories in the value domain's order), as the ``krippendorff`` package computes it; NaN
+    where fewer than two values are pairable."""
+    o = np.asarray(coincidences, dtype=float)
+    n_v = o.sum(axis=1)
+    n = n_v.sum(axis=1)
+    k = o.shape[-1]
+    expected = (n_v[:, :, np.newaxis] * n_v[:, np.newaxis, :] - n_v[:, :, np.newaxis] * np.eye(k)) / \
+        np.where(n > 1, n - 1, 1)[:, np.newaxis, np.newaxis]
+    cum = np.concatenate([np.zeros((o.shape[0], 1)), np.cumsum(n_v, axis=1)], axis=1)
+    i, j = np.indices((k, k))
+    low, high = np.minimum(i, j), np.maximum(i, j)
+    between = cum[:, high + 1] - cum[:, low]
+    d = (between - (n_v[:, i] + n_v[:, j]) / 2) ** 2
+    alpha = 1.0 - _divide((o * d).sum(axis=(1, 2)), (expected * d).sum(axis=(1, 2)))
+    return np.where((n_v > 0).sum(axis=1) < 2, np.nan, alpha)
 
 
 @dataclass
@@ -185,6 +301,43 @@ class Ratings:
                 b.append(self.humans[i][y])
         return np.array(a, dtype=int), np.array(b, dtype=int)
 
+    def _index(self) -> dict[int, int]:
+        return {c: i for i, c in enumerate(self.categories)}
+
+    def judge_matrices(self) -> np.ndarray:
+        """(items × k × k): each item's (judge, annotator) pairs as counts, as :meth:`judge_pairs` pairs them."""
+        index, k = self._index(), len(self.categories)
+        out = np.zeros((len(self.items), k, k), dtype=np.int64)
+        for i, score in enumerate(self.judge):
+            if score is not None:
+                for value in self.humans[i].values():
+                    out[i, index[score], index[value]] += 1
+        return out
+
+    def human_matrices(self) -> np.ndarray:
+        """(items × k × k): each item's (annotator, annotator) pairs as counts, as :meth:`human_pairs` pairs them."""
+        index, k = self._index(), len(self.categories)
+        out = np.zeros((len(self.items), k, k), dtype=np.int64)
+        for i, rated in enumerate(self.humans):
+            for x, y in combinations(sorted(rated), 2):
+                out[i, index[rated[x]], index[rated[y]]] += 1
+        return out
+
+    def coincidences(self, *, with_judge: bool) -> np.ndarray:
+        """(items × k × k): each item's share of Krippendorff's coincidence matrix (the raters of
+        :meth:`reliability`), so that a resample's matrix is the sum over its items."""
+        index, k = self._index(), len(self.categories)
+        counts = np.zeros((len(self.items), k), dtype=float)
+        for i, rated in enumerate(self.humans):
+            for value in rated.values():
+                counts[i, index[value]] += 1
+            if with_judge and (score := self.judge[i]) is not None:
+                counts[i, index[score]] += 1
+        pairable = np.maximum(counts.sum(axis=1), 2)
+        pairs = counts[:, :, np.newaxis] * counts[:, np.newaxis, :] - counts[:, :, np.newaxis] * np.eye(k)
+        out: np.ndarray = pairs / (pairable - 1)[:, np.newaxis, np.newaxis]
+        return out
+
     def reliability(self, idx: np.ndarray, *, with_judge: bool) -> np.ndarray:
         """Raters × items (NaN: not rated): the annotators, then the judge if asked."""
         raters = self.annotators
@@ -220,26 +373,41 @@ def _mean(x: np.ndarray) -> float:
     return float(np.mean(x)) if len(x) else float("nan")
 
 
-def pair_stats(pairs: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], n_items: int, categories: list[int],
-               *, resamples: int, seed: int, weights: Weights = "quadratic") -> PairStats:
-    """Every pairwise figure for ``pairs(items)`` with item-bootstrap intervals."""
-    figures: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-        "exact": lambda a, b: _mean(a == b),
-        "within_one": lambda a, b: _mean(np.abs(a - b) <= 1),
-        "kappa": lambda a, b: cohen_kappa(a, b, categories, "none"),
-        "weighted_kappa": lambda a, b: cohen_kappa(a, b, categories, weights),
-        "spearman": spearman,
-        "kendall": kendall,
-        "mean_bias": lambda a, b: _mean(a.astype(float) - b),
+def pair_stats(per_item: np.ndarray, categories: list[int], counts: np.ndarray,
+               weights: Weights = "quadratic") -> PairStats:
+    """Every pairwise figure of the pairs ``per_item`` holds ((items × k × k) counts: rows the
+    first rating's category, columns the second's) with item-bootstrap intervals over the resamples
+    ``counts`` (:func:`resample_counts`). Each figure is computed from the confusion matrix of a
+    resample: its items' matrices, each as many times as it was drawn."""
+    n_items, k = per_item.shape[0], len(categories)
+    flat = per_item.reshape(n_items, k * k).astype(float)
+    values = np.asarray(categories, dtype=float)
+    order = np.argsort(values, kind="stable")  # ranks need the categories in ascending order
+    gap = values[:, np.newaxis] - values[np.newaxis, :]  # first minus second, per cell
+
+    def confusion(drawn: np.ndarray) -> np.ndarray:
+        out: np.ndarray = (drawn @ flat).reshape(-1, k, k)
+        return out
+
+    def share(cells: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The share of a resample's pairs weighted by ``cells`` (1 on the diagonal: exact agreement)."""
+        def of(drawn: np.ndarray) -> np.ndarray:
+            m = confusion(drawn)
+            return _divide((m * cells).sum(axis=(1, 2)), m.sum(axis=(1, 2)))
+        return of
+
+    figures: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "exact": share(np.eye(k)),
+        "within_one": share((np.abs(gap) <= 1).astype(float)),
+        "kappa": lambda drawn: kappa_rows(confusion(drawn), "none"),
+        "weighted_kappa": lambda drawn: kappa_rows(confusion(drawn), weights),
+        "spearman": lambda drawn: spearman_rows(confusion(drawn)[:, order][:, :, order]),
+        "kendall": lambda drawn: kendall_rows(confusion(drawn)[:, order][:, :, order]),
+        "mean_bias": share(gap),
     }
-    a, b = pairs(np.arange(n_items))
-
-    def on(fn: Callable[[np.ndarray, np.ndarray], float]) -> Callable[[np.ndarray], float]:
-        return lambda idx: fn(*pairs(idx))
-
-    estimates = {name: bootstrap_items(on(fn), n_items, resamples=resamples, seed=seed)
-                 for name, fn in figures.items()}
-    return PairStats(n=len(a), confusion=confusion_matrix(a, b, categories).tolist(), **estimates)
+    estimates = {name: bootstrap_rows(fn, counts) for name, fn in figures.items()}
+    whole = per_item.sum(axis=0)
+    return PairStats(n=int(whole.sum()), confusion=whole.tolist(), **estimates)
 
 
 @dataclass
@@ -265,13 +433,16 @@ def agreement(rubric: str, ratings: Ratings, *, resamples: int = BOOTSTRAP_RESAM
     n = len(ratings.items)
     cats = ratings.categories
 
-    def alpha_of(with_judge: bool) -> Callable[[np.ndarray], float]:
-        return lambda idx: krippendorff_alpha(ratings.reliability(idx, with_judge=with_judge), cats)
+    counts = resample_counts(n, resamples, seed)  # one set of resamples for every figure
+
+    def alpha_of(with_judge: bool) -> Callable[[np.ndarray], np.ndarray]:
+        flat = ratings.coincidences(with_judge=with_judge).reshape(n, len(cats) ** 2)
+        return lambda drawn: alpha_rows((drawn @ flat).reshape(-1, len(cats), len(cats)))
 
     return RubricAgreement(
         rubric=rubric, items=n, annotators=ratings.annotators, categories=cats,
-        judge_vs_humans=pair_stats(ratings.judge_pairs, n, cats, resamples=resamples, seed=seed),
-        humans=pair_stats(ratings.human_pairs, n, cats, resamples=resamples, seed=seed),
-        alpha=bootstrap_items(alpha_of(True), n, resamples=resamples, seed=seed),
-        alpha_humans=bootstrap_items(alpha_of(False), n, resamples=resamples, seed=seed),
+        judge_vs_humans=pair_stats(ratings.judge_matrices(), cats, counts),
+        humans=pair_stats(ratings.human_matrices(), cats, counts),
+        alpha=bootstrap_rows(alpha_of(True), counts),
+        alpha_humans=bootstrap_rows(alpha_of(False), counts),
     )
