@@ -19,7 +19,11 @@ over the *items*: a resample draws items with replacement and keeps every
 rating of a drawn item together, so items rated by several people are not
 counted as independent. Resamples where a figure is undefined (all of one
 side's ratings alike: no rank correlation) are left out of its interval; with
-more than a tenth of them undefined the figure has no interval.
+more than a tenth of them undefined the figure has no interval. :func:`agreement`
+computes each figure on every resample at once, from the resample's confusion (or
+coincidence) matrix, the sum of its items' matrices, on the resamples
+:func:`scipy.stats.bootstrap` draws with the same seed: the values and intervals are
+those of calling the one-list functions once per resample, in milliseconds.
 """
 
 from __future__ import annotations
