@@ -25,6 +25,7 @@ def test_a_degenerate_stored_fit_is_listed_as_no_threshold(tmp_path):
         store.write(save_calibrations, [degenerate])
         with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
             page = client.get("/evaluation/calibration").text
+            listed_api = {c["id"]: c for c in client.get("/api/evaluation/calibrations").json()}
     finally:
         store.close()
     listed = page[page.index('data-calibration="degenerate-fit"'):]
@@ -33,3 +34,6 @@ def test_a_degenerate_stored_fit_is_listed_as_no_threshold(tmp_path):
     assert "≥ 0" not in listed
     other = page[page.index(f'data-calibration="{cal}"'):]
     assert "degenerate" not in other[:other.index("</tr>")]
+    assert listed_api["degenerate-fit"]["threshold"] is None
+    assert listed_api["degenerate-fit"]["threshold_degenerate"] == REASON
+    assert listed_api[cal]["threshold_degenerate"] is None

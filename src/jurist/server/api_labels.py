@@ -156,8 +156,19 @@ class StoredCalibration(BaseModel):
     threshold_agreement: float | None
     threshold_agreement_low: float | None
     threshold_agreement_high: float | None
+    threshold_degenerate: str | None = Field(None, description="why the fitted threshold is no threshold to use "
+                                             "(every item passes, none does, or κ ≤ 0); threshold is then null")
     labels: str
     created_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _degenerate_from_figures(cls, data: Any) -> Any:
+        """A stored row keeps a degenerate fit's reason in its figures (the JSON column)."""
+        if isinstance(data, dict) and "threshold_degenerate" not in data:
+            fitted = (data.get("figures") or {}).get("threshold") or {}
+            return {**data, "threshold_degenerate": fitted.get("degenerate")}
+        return data
 
 
 async def stored_calibrations(request: Request, limit: int = 200) -> list[dict[str, Any]]:
