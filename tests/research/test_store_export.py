@@ -194,3 +194,34 @@ async def test_escalation_is_exported(tmp_path):
         assert entry["model"] == "openai/strong" and entry["panelReview"] == "roles disagree"
     finally:
         store.close()
+
+
+async def test_export_reads_an_old_row_through_read_payload_and_walks_the_model(tmp_path):
+    """A record stored before ``kind`` and ``version`` existed exports as today's record; a payload
+    that is no research record is a PayloadError naming what does not fit."""
+    from sqlalchemy import update
+
+    from jurist.errors import PayloadError
+    from jurist.store.tables import evaluations
+
+    store = Store(f"sqlite:///{tmp_path}/old.db")
+    try:
+        ev = ResearchEvaluation(research_config({}), store=store, critic=None,
+                                evaluators={st.PLAN: FakeEvaluator(st.PLAN, GOOD_PLAN)})
+        await ev.evaluate_plan(QUERY, Planner())
+        rec = await ev.save()
+        old = {k: v for k, v in rec.to_json().items() if k not in ("kind", "version")}
+        with store.engine.begin() as conn:
+            conn.execute(update(evaluations).where(evaluations.c.id == ev.log_id).values(payload=old))
+        folder = export_record(store, ev.log_id, tmp_path / "out")
+        written = json.loads((folder / "evaluation.json").read_text())
+        assert (written["kind"], written["version"]) == ("research", "1.0") and written == rec.to_json()
+        [first] = json.loads((folder / "evaluator_responses" / "fake_judge.json").read_text())
+        assert (first["stage"], first["attempt"], first["latency"]) == ("plan", 1, 1.5) and "latency_ms" not in first
+        with store.engine.begin() as conn:
+            conn.execute(update(evaluations).where(evaluations.c.id == ev.log_id).values(
+                payload={"session_id": "s1", "summary": {}}))
+        with pytest.raises(PayloadError, match="research payload does not fit"):
+            export_record(store, ev.log_id, tmp_path / "again")
+    finally:
+        store.close()

@@ -17,11 +17,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from jurist.judges.outcome import Status
 from jurist.judges.panel import Escalation, PanelResult, RoleResult
+from jurist.research.config import StagesConfig
 
 Mode = Literal["targeted_fix", "full_regeneration", "alternative_approach"]
 RECORD_VERSION = "1.0"
@@ -190,6 +191,17 @@ class EvaluationRecord(Record):
     warnings: list[str] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
+
+    def stages_config(self) -> StagesConfig | None:
+        """The stages' configuration (thresholds, weights) this record was made under: None when the
+        record holds none, or one this version cannot read."""
+        stages = self.config["stages"] if "stages" in self.config else None
+        if not isinstance(stages, dict):
+            return None
+        try:
+            return StagesConfig.model_validate(stages)
+        except ValidationError:
+            return None
 
     def summary(self) -> dict[str, Any]:
         """The note's response extension (``evaluation`` of the research response)."""

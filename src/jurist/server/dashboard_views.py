@@ -14,7 +14,6 @@ import json
 from datetime import datetime
 from typing import Any, Callable
 
-from pydantic import ValidationError
 
 from jurist.checklist.records import ChecklistTurn
 from jurist.errors import PayloadError
@@ -22,7 +21,7 @@ from jurist.gate.records import GateRecord
 from jurist.gate.types import CALL_GENERATION
 from jurist.payloads import read_payload
 from jurist.research import stages as st
-from jurist.research.config import StageConfig, StagesConfig
+from jurist.research.config import StageConfig
 from jurist.research.records import (
     AnswerAttempt,
     AnswerEvaluation,
@@ -120,7 +119,7 @@ def call_view(call: dict[str, Any]) -> dict[str, Any]:
 # -- per kind --------------------------------------------------------------------
 def rubric_section(result: RubricResult) -> dict[str, Any]:
     rubrics = [{"id": r.rubric_id, "name": r.rubric_name or r.rubric_id, "score": r.final_score, "max_score": r.max_score,
-                "status": r.status, "weight": r.weight, "reasoning": r.reasoning, "judge_model": r.judge_model,
+                "status": r.file_status, "weight": r.weight, "reasoning": r.reasoning, "judge_model": r.judge_model,
                 "items": list(r.items or [])} for r in result.rubric_scores]
     return {"rubrics": rubrics, "session_id": result.session_id, "summary": result.summary, "status": result.status}
 
@@ -218,14 +217,8 @@ def trace_view(found: dict[str, Any]) -> dict[str, Any]:
 def _stage_configs(rec: EvaluationRecord) -> dict[str, StageConfig]:
     """The stages' thresholds as configured for this record (none when the record has no
     configuration, or one this version cannot read)."""
-    stages = rec.config.get("stages")
-    if not isinstance(stages, dict):
-        return {}
-    try:
-        parsed = StagesConfig.model_validate(stages)
-    except ValidationError:
-        return {}
-    return {key: parsed.of(key) for key in st.STAGE_NAMES}
+    parsed = rec.stages_config()
+    return {key: parsed.of(key) for key in st.STAGE_NAMES} if parsed is not None else {}
 
 
 def _dimensions(scores: dict[str, float], config: StageConfig | None) -> list[dict[str, Any]]:
@@ -313,7 +306,7 @@ def research_view(ev: dict[str, Any]) -> dict[str, Any]:
     escalation, skipped and severe-failure notices. A payload that is not a readable research
     record gives an empty view with ``payload_error`` saying why."""
     try:
-        rec = read_payload(ev.get("kind"), ev.get("payload"))
+        rec = read_payload(ev["kind"], ev["payload"])  # a stored row: kind and payload columns
         if not isinstance(rec, EvaluationRecord):
             raise PayloadError(f"the stored payload is a {rec.kind} payload, not a research record", kind=rec.kind)
     except PayloadError as exc:

@@ -43,6 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from jurist.errors import NotFound
 from jurist.jsonfiles import Number
 from jurist.research.evaluation import ResearchEvaluation, ResearchPipeline
+from jurist.research.events import DecisionRequested, Decided, Done, Failed, ResearchEvent
+from jurist.research.events import Started as RunStarted
 from jurist.server.auth import require_write
 from jurist.server.dashboard import not_found, render
 from jurist.server.errors import error_responses
@@ -55,22 +57,21 @@ KEEP_FINISHED = 100  # finished runs held for late readers; older ones are read 
 MAX_RUNNING = 8  # runs started by POST /api/research/evaluate at once
 HEARTBEAT_S = 15.0  # an SSE comment when nothing happened, so proxies keep the stream open
 LOG_ID = r"^[A-Za-z0-9-]{1,32}$"
-FINAL = ("done", "error")
 
 
 @dataclass
 class _Run:
     log_id: str
     query: str | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    pending: Any = None  # the DecisionRequested event awaiting an answer
+    events: list[ResearchEvent] = field(default_factory=list)  # as they came; JSON data only when sent
+    pending: DecisionRequested | None = None  # the decision awaiting an answer
     finished: bool = False
     readers: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
         if self.finished:
-            return self.events[-1]["type"] if self.events else "done"
+            return self.events[-1].type if self.events else "done"
         return "waiting" if self.pending is not None else "running"
 
 
@@ -89,27 +90,25 @@ class LiveResearch:
         self._tasks: dict[str, asyncio.Task[Any]] = {}
 
     # -- the sink ------------------------------------------------------------------------
-    def __call__(self, event: Any) -> None:
-        log_id = getattr(event, "log_id", "")
-        if not log_id:
+    def __call__(self, event: ResearchEvent) -> None:
+        if not event.log_id:
             log.debug("a research event without a log id is not shown live: %r", event)
             return
-        self._add(log_id, event.data(), event)
+        self._add(event.log_id, event)
 
-    def _add(self, log_id: str, data: dict[str, Any], event: Any = None) -> None:
-        kind = data["type"]
+    def _add(self, log_id: str, event: ResearchEvent) -> None:
         with self._lock:
             run = self._runs.get(log_id) or self._register(log_id)
             if run.finished:
                 return
-            run.events.append(data)
-            if kind == "started":
-                run.query = data.get("query")
-            elif kind == "decision":
+            run.events.append(event)
+            if isinstance(event, RunStarted):
+                run.query = event.query
+            elif isinstance(event, DecisionRequested):
                 run.pending = event
-            elif kind == "decided":
+            elif isinstance(event, Decided):
                 run.pending = None
-            elif kind in FINAL:
+            elif isinstance(event, (Done, Failed)):
                 run.finished, run.pending = True, None
                 self._evict()
             readers = list(run.readers)
@@ -143,7 +142,7 @@ class LiveResearch:
                 return None
             pending = run.pending.data() if run.pending is not None else None
             return {"log_id": log_id, "query": run.query, "status": run.status, "pending_decision": pending,
-                    "events": list(run.events)}
+                    "events": [e.data() for e in run.events]}
 
     def has(self, log_id: str) -> bool:
         with self._lock:
@@ -163,11 +162,11 @@ class LiveResearch:
             while True:
                 wake.clear()
                 with self._lock:
-                    batch = [e for e in run.events if e["seq"] > after]
+                    batch = [e for e in run.events if e.seq > after]
                     finished = run.finished
                 for event in batch:
-                    yield event
-                    after = event["seq"]
+                    yield event.data()
+                    after = event.seq
                 if finished:
                     return
                 if not batch:
@@ -214,10 +213,10 @@ class LiveResearch:
             run = self._runs.get(log_id)
             if run is None or run.finished:
                 return
-            seq = run.events[-1]["seq"] + 1 if run.events else 1
+            seq = run.events[-1].seq + 1 if run.events else 1
         reason = "cancelled (the server stopped)" if task.cancelled() else str(error or "ended without a result")
-        self._add(log_id, {"type": "error", "log_id": log_id, "seq": seq, "error": reason,
-                           "error_type": type(error).__name__ if error else "Cancelled"})
+        self._add(log_id, Failed(log_id=log_id, seq=seq, error=reason,
+                                 error_type=type(error).__name__ if error else "Cancelled"))
 
     async def aclose(self) -> None:
         """Cancel the runs started here (at shutdown)."""
@@ -397,7 +396,7 @@ async def live_page(request: Request, log_id: str) -> Response:
     live = _live(request)
     if not live.has(log_id):
         found = await get_state(request).store.aread(q.trace, log_id) if len(log_id) <= 64 else None
-        if found is not None and found["evaluation"].get("kind") == "research":
+        if found is not None and found["evaluation"]["kind"] == "research":  # the row's kind column
             return RedirectResponse(f"/evaluation/research/{log_id}", status_code=303)
         return not_found(request, f"No research evaluation with id {log_id!r} is running here.")
     return render(request, "research_live.html", {
