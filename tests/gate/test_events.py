@@ -135,7 +135,7 @@ async def test_scripted_model_failure_is_an_error_event():
     events = await collect(g)
     await g.aclose()
     assert events[-1].type == "error" and "no capacity" in events[-1].data["error"]
-    assert [(c["type"], c["status"]) for c in events[-1].result.llm_calls] == [(CALL_GENERATION, "error")]
+    assert [(c.type, c.status) for c in events[-1].result.llm_calls] == [(CALL_GENERATION, "error")]
 
 
 async def test_record_in_the_store():
@@ -155,7 +155,7 @@ async def test_record_in_the_store():
     scores = {s["key"]: s for s in g.store.scores_of(row["id"])}
     assert scores["attempt.1"]["score"] == 0.2 and scores["attempt.2"]["name"] == "regeneration"
     purposes = [c["purpose"] for c in g.store.calls(trace_id="trace-1")]
-    assert sorted(purposes) == sorted(c["type"] for c in result.llm_calls)
+    assert sorted(purposes) == sorted(c.type for c in result.llm_calls)
     await g.aclose()
 
 
@@ -169,7 +169,7 @@ async def test_judge_model_instance_and_no_judge_configured():
     g = Gate(GateConfig(evaluate_feedback_enabled=True), judge=model)
     result = await g.run(QUESTION, "scripted/gen")
     await g.aclose()
-    assert [c["model"] for c in result.llm_calls] == ["scripted/gen", "scripted/j2"]
+    assert [c.model for c in result.llm_calls] == ["scripted/gen", "scripted/j2"]
 
 
 @pytest.mark.parametrize("generator", ["model", "function"])
@@ -190,12 +190,12 @@ async def test_a_failed_regeneration_is_one_call_record(generator):
     result = await g.run(QUESTION, generate, trace_id=f"regen-{generator}")
     g.store.flush()
     assert result.accept_reason == "regeneration_failed"
-    regenerations = [c for c in result.llm_calls if c["type"] == "regeneration"]
-    assert [(c["iteration"], c["status"]) for c in regenerations] == [(2, "error")]
-    assert "no capacity" in regenerations[0]["error"]
+    regenerations = [c for c in result.llm_calls if c.type == "regeneration"]
+    assert [(c.iteration, c.status) for c in regenerations] == [(2, "error")]
+    assert "no capacity" in (regenerations[0].error or "")
     if generator == "model":  # the list is the trace's call records, as stored
         stored = g.store.calls(trace_id=f"regen-{generator}")
-        assert sorted(c["id"] for c in stored) == sorted(c["call_id"] for c in result.llm_calls)
+        assert sorted(c["id"] for c in stored) == sorted(c.call_id for c in result.llm_calls)
     await g.aclose()
 
 

@@ -31,7 +31,7 @@ async def test_accepts_on_first_pass():
     await g.aclose()
     assert result.answer.strip() == "It was built in 1889 and is 330 m tall."
     assert (result.accepted_attempt, result.accept_reason) == (1, "passed")
-    assert [c["type"] for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
+    assert [c.type for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
     assert result.evaluations[0].quality_score == 0.9 and result.evaluations[0].passed
 
 
@@ -50,7 +50,7 @@ async def test_regenerates_once_with_feedback_and_accepts():
     regen = gen.requests[1].messages[-1]["content"]
     assert "Feedback: Give the height too." in regen and "misses the height" in regen
     assert "DO NOT repeat this" in regen and "x" * 600 not in regen  # only the first 500 characters
-    assert [(c["type"], c["iteration"]) for c in result.llm_calls] == [
+    assert [(c.type, c.iteration) for c in result.llm_calls] == [
         (CALL_GENERATION, 1), (CALL_QUALITY_EVALUATION, 1), (CALL_REGENERATION, 2), (CALL_QUALITY_EVALUATION, 2)]
     assert [a.kind for a in result.attempts] == [CALL_GENERATION, CALL_REGENERATION]
 
@@ -75,7 +75,7 @@ async def test_comprehensiveness_retries_twice_with_encouragement():
     assert len(result.attempts) == 3 and result.accept_reason == "max_regenerations"
     assert gen.requests[1].messages[-2:] == [{"role": "assistant", "content": "a1 "},
                                              {"role": "user", "content": ENCOURAGEMENT}]
-    assert [c["type"] for c in result.llm_calls] == [
+    assert [c.type for c in result.llm_calls] == [
         CALL_GENERATION, CALL_SELF_EVALUATION, CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION,
         CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION]
     judged = prompt_text(script("judge").requests[0].messages)
@@ -153,7 +153,7 @@ async def test_feedback_disabled_sends_done_first_then_only_scores():
     result = after.result
     assert len(result.attempts) == 1 and result.accept_reason == "feedback_disabled"
     assert not result.evaluation_pending and result.evaluations[0].quality_score == 0.2
-    assert [c["type"] for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
+    assert [c.type for c in result.llm_calls] == [CALL_GENERATION, CALL_QUALITY_EVALUATION]
     assert len(script("gen").requests) == 1  # scored, never regenerated
 
 
@@ -271,7 +271,7 @@ async def test_custom_evaluator_function():
     await g.aclose()
     assert result.accepted_attempt == 2 and result.accept_reason == "passed"
     assert [round(e.quality_score, 1) for e in result.evaluations] == [0.1, 0.9]
-    assert [c["type"] for c in result.llm_calls] == [
+    assert [c.type for c in result.llm_calls] == [
         CALL_GENERATION, CALL_QUALITY_EVALUATION, CALL_REGENERATION, CALL_QUALITY_EVALUATION]
 
 

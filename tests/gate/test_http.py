@@ -22,7 +22,7 @@ async def test_streams_from_the_upstream_and_regenerates(provider):
     await gate.aclose()
     result = events[-1].result
     assert result.answer == "Built in 1889 and 330 m tall." and result.accepted_attempt == 2
-    assert [(c["type"], c["model"], c["status"]) for c in result.llm_calls] == [
+    assert [(c.type, c.model, c.status) for c in result.llm_calls] == [
         ("generation", "fake/writer", "ok"), ("quality_evaluation", "fake/judge", "ok"),
         ("regeneration", "fake/writer", "ok"), ("quality_evaluation", "fake/judge", "ok")]
     assert "revision" in [e.type for e in events]

@@ -1,4 +1,4 @@
-"""A small stand-in for ``jurist.gate.Gate`` that keeps its contract (types.py), for the proxy tests.
+"""A small stand-in for ``jurist.gate.Gate`` that keeps its contract (its events and records), for the proxy tests.
 
 Blocking strategy: each attempt's text is collected from the generator, judged
 by ``scripted/judge`` (note 001's JSON: ``quality_score`` >= 0.4 passes,
@@ -10,21 +10,14 @@ streamed as deltas. A generator failure becomes an ``error`` event carrying
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
+import time
 from typing import Any, AsyncGenerator
 
-from jurist.gate.types import (
-    CALL_GENERATION,
-    CALL_QUALITY_EVALUATION,
-    CALL_REGENERATION,
-    REVISION_MESSAGE,
-    Attempt,
-    Evaluation,
-    GateEvent,
-    GateResult,
-)
+from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, EvaluationEvent, GateEvent, ThinkingEvent
+from jurist.gate.records import Attempt, CallEntry, Evaluation, GateRecord, evaluations_list
+from jurist.gate.types import CALL_GENERATION, CALL_QUALITY_EVALUATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
 from jurist.models import ChatRequest, scripted
 
@@ -35,20 +28,14 @@ class FakeGate:
         self.calls: list[dict[str, Any]] = []  # (messages, is_continuation) per run
         self.closed = False
 
-    async def settle(self, trace_id, timeout=None) -> GateResult | None:
+    async def settle(self, trace_id, timeout=None) -> GateRecord | None:
         return None  # this gate evaluates before done: nothing runs after it
 
-    async def run(self, messages, generate, *, is_continuation=False, trace_id=None) -> GateResult:
-        result: dict[str, Any] = {}
+    async def run(self, messages, generate, *, is_continuation=False, trace_id=None) -> GateRecord:
         async for ev in self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id):
-            if ev.type in ("done", "error"):
-                result = ev.data
-        if "answer" not in result:
-            return GateResult(answer="", accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
-                              llm_calls=[], trace_id=trace_id or "", error=result.get("error"),
-                              continue_context=result.get("continue_context"))
-        return GateResult(**{**result, "attempts": [Attempt(**{**a, "evaluation": None}) for a in result["attempts"]],
-                             "evaluations": [Evaluation(**e) for e in result["evaluations"]]})
+            if isinstance(ev, (DoneEvent, ErrorEvent)):
+                return ev.result
+        raise AssertionError("the fake gate always ends with done or error")
 
     async def stream(self, messages, generate, *, is_continuation=False, trace_id=None) -> AsyncGenerator[GateEvent, None]:
         self.calls.append({"messages": messages, "is_continuation": is_continuation})
@@ -56,39 +43,43 @@ class FakeGate:
         judge = scripted("judge")
         attempts: list[Attempt] = []
         evaluations: list[Evaluation] = []
-        llm_calls: list[dict[str, Any]] = []
+        llm_calls: list[CallEntry] = []
         current = list(messages)
         for number in (1, 2):
-            yield GateEvent("thinking", {"attempt": number})
+            kind = CALL_GENERATION if number == 1 else CALL_REGENERATION
             try:
                 out = await generate(current)
                 text = out if isinstance(out, str) else "".join([d async for d in out])
             except Exception as exc:
-                yield GateEvent("error", {"error": str(exc), "continue_context": list(messages)})
+                yield ErrorEvent(code="GENERATION_FAILED", result=GateRecord(
+                    accepted_attempt=0, accept_reason="error", llm_calls=llm_calls, trace_id=trace_id,
+                    error=str(exc), continue_context=list(messages)))
                 return
-            kind = CALL_GENERATION if number == 1 else CALL_REGENERATION
-            llm_calls.append({"type": kind, "iteration": number, "model": "upstream", "tokens": None,
-                              "latency_ms": 0.0, "status": "ok", "call_id": new_id()})
+            llm_calls.append(CallEntry(type=kind, iteration=number, model="upstream", tokens=None, latency_ms=0.0,
+                                       status="ok", call_id=new_id()))
             verdict = json.loads((await judge.complete(ChatRequest(messages=[{"role": "user", "content": text}]))).text)
-            llm_calls.append({"type": CALL_QUALITY_EVALUATION, "iteration": number, "model": "scripted/judge",
-                              "tokens": None, "latency_ms": 0.0, "status": "ok", "call_id": new_id()})
+            llm_calls.append(CallEntry(type=CALL_QUALITY_EVALUATION, iteration=number, model="scripted/judge",
+                                       tokens=None, latency_ms=0.0, status="ok", call_id=new_id()))
             score = float(verdict["quality_score"])
             ev = Evaluation(attempt=number, passed=score >= 0.4, quality_score=score,
                             improvement_hint=verdict.get("improvement_hint"), issues=verdict.get("issues") or [])
             evaluations.append(ev)
             attempts.append(Attempt(number=number, kind=kind, text=text, latency_ms=0.0, evaluation=ev))
-            yield GateEvent("evaluation", dataclasses.asdict(ev))
             if ev.passed or number == 2:
                 break
-            yield GateEvent("revision", {"attempt": number + 1, "message": REVISION_MESSAGE})
+            yield EvaluationEvent(evaluation=ev, accepted=False)
+            yield ThinkingEvent(message=REVISION_MESSAGE, retry_count=number, ts=time.time(),
+                                feedback=ev.improvement_hint)
             current = [*messages, {"role": "assistant", "content": text},
                        {"role": "user", "content": f"Improve your answer: {ev.improvement_hint}"}]
         for piece in re.findall(r"\S+\s*|\s+", attempts[-1].text):
-            yield GateEvent("delta", {"text": piece})
-        result = GateResult(answer=attempts[-1].text, accepted_attempt=len(attempts),
-                            accept_reason="passed" if evaluations[-1].passed else "max_regenerations",
-                            attempts=attempts, evaluations=evaluations, llm_calls=llm_calls, trace_id=trace_id)
-        yield GateEvent("done", dataclasses.asdict(result))
+            yield DeltaEvent(text=piece, attempt=len(attempts))
+        reason = "passed" if evaluations[-1].passed else "max_regenerations"
+        yield EvaluationEvent(evaluation=evaluations[-1], accepted=True, accepted_attempt=len(attempts),
+                              accept_reason=reason)
+        yield DoneEvent(result=GateRecord(answer=attempts[-1].text, accepted_attempt=len(attempts), accept_reason=reason,
+                                          attempts=attempts, evaluations=evaluations, llm_calls=llm_calls,
+                                          trace_id=trace_id, evaluations_list=evaluations_list(evaluations)))
 
     def wrap(self, model: Any) -> Any:
         return model  # this stand-in lists its calls by hand

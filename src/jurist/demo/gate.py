@@ -25,8 +25,8 @@ from jurist.config import Settings
 from jurist.demo import examples_dir
 from jurist.gate.config import GateConfig
 from jurist.gate.gate import Gate
-from jurist.gate.records import result_json
-from jurist.gate.types import ENCOURAGEMENT, GateResult
+from jurist.gate.records import GateRecord
+from jurist.gate.types import ENCOURAGEMENT
 from jurist.models.registry import LOCAL_JUDGE
 
 _WORD = re.compile(r"[a-z]+")
@@ -61,7 +61,7 @@ async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, 
     generator = KnowledgeGenerator(data["facts"])
     config = GateConfig(strategy="blocking", evaluator="comprehensiveness", evaluate_feedback_enabled=True)
     gate = Gate(config, settings=settings, judge=judge)
-    results: list[GateResult] = []
+    results: list[GateRecord] = []
     by = "the offline local judge (local/minilm)" if judge == LOCAL_JUDGE else f"the judge {judge}"
     try:
         console.print(f"[bold]Response gate[/]: comprehensiveness checked by {escape(by)}", highlight=False)
@@ -73,10 +73,9 @@ async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, 
         await gate.aclose()
     output_dir.mkdir(parents=True, exist_ok=True)
     out = output_dir / "gate_demo.json"
-    out.write_text(json.dumps([result_json(r) for r in results], indent=2, ensure_ascii=False), encoding="utf-8")
+    out.write_text(json.dumps([r.to_json() for r in results], indent=2, ensure_ascii=False), encoding="utf-8")
     console.print(f"Results written to {escape(str(out))}")
-    skipped = [r.skip_reason or r.error or r.accept_reason for r in results
-               if r.evaluation_skipped or r.accept_reason == "error"]
+    skipped = [r.skip_reason or r.error or str(r.accept_reason) for r in results if r.status != "ok"]
     if skipped:
         console.print(f"[red]Not every answer was judged: {escape('; '.join(skipped))}[/]", highlight=False)
         return 1
@@ -87,7 +86,7 @@ async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, 
     return 0
 
 
-def _show(console: Console, question: str, result: GateResult) -> None:
+def _show(console: Console, question: str, result: GateRecord) -> None:
     verdict = "accepted at once" if len(result.attempts) == 1 else f"regenerated {len(result.attempts) - 1}x"
     console.print(f"\n[bold]Q:[/] {escape(question)}  [dim]({verdict}, {result.accept_reason})[/]")
     table = Table("attempt", "kind", "comprehensive", "reason", "answer")

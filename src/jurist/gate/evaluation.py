@@ -15,8 +15,7 @@ from typing import Any, Coroutine
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import FunctionEvaluator, GateEvaluator
-from jurist.gate.records import ATTEMPT
-from jurist.gate.types import Attempt, Evaluation
+from jurist.gate.records import ATTEMPT, Attempt, CallEntry, Evaluation
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Run:
     messages: list[dict[str, Any]]  # what the generator and evaluator see
     original: list[dict[str, Any]]  # as received (the continue context)
     deadline: float
-    calls: list[dict[str, Any]]
+    calls: list[CallEntry]
     attempts: list[Attempt] = field(default_factory=list)
     gen_s: list[float] = field(default_factory=list)
     eval_s: list[float] = field(default_factory=list)
@@ -35,6 +34,12 @@ class Run:
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic() - policy.BUDGET_MARGIN_S
+
+    def evaluated(self, number: int, evaluation: Evaluation) -> Attempt:
+        """Attempt ``number`` with its evaluation (it replaces the attempt in :attr:`attempts`)."""
+        i = next(i for i, a in enumerate(self.attempts) if a.number == number)
+        self.attempts[i] = attempt = self.attempts[i].model_copy(update={"evaluation": evaluation})
+        return attempt
 
 
 def spawn(coro: Coroutine[Any, Any, Any], attempt: int) -> asyncio.Task[Any]:
@@ -60,12 +65,12 @@ async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Ru
         except Exception as exc:
             ev = skipped(number, f"{type(exc).__name__}: {exc}")
     elapsed = time.monotonic() - started
-    ev.attempt, ev.latency_ms, ev.coverage = number, round(elapsed * 1000.0, 3), coverage
+    ev = ev.model_copy(update={"attempt": number, "latency_ms": round(elapsed * 1000.0, 3), "coverage": coverage})
     run.eval_s.append(elapsed)
     if isinstance(evaluator, FunctionEvaluator):  # a user's function: listed, not a model call
-        run.calls.append({"type": evaluator.call_type, "iteration": number,
-                          "model": evaluator.model_name, "latency_ms": ev.latency_ms,
-                          "status": "ok" if ev.passed is not None else "error", "call_id": None})
+        run.calls.append(CallEntry(type=evaluator.call_type, iteration=number, model=evaluator.model_name,
+                                   latency_ms=ev.latency_ms, status="ok" if ev.passed is not None else "error",
+                                   call_id=None))
     return ev
 
 

@@ -26,7 +26,8 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar, runtime_checkabl
 from pydantic import BaseModel, Field, ValidationError
 
 from jurist.errors import EvaluationFailed
-from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION, Evaluation
+from jurist.gate.records import Evaluation
+from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
@@ -168,7 +169,7 @@ def parse_comprehensive(raw: str) -> ComprehensiveReply:
 
 def coerce(result: Any, threshold: float) -> Evaluation:
     """A user evaluator's return value as an Evaluation with ``passed`` set."""
-    if isinstance(result, BaseModel):
+    if isinstance(result, BaseModel) and not isinstance(result, Evaluation):
         result = result.model_dump()
     if isinstance(result, Evaluation):
         ev = result
@@ -180,22 +181,26 @@ def coerce(result: Any, threshold: float) -> Evaluation:
         score = result.get("quality_score", result.get("score"))
         comp = result.get("comprehensive")
         issues = result.get("issues") or []
-        ev = Evaluation(
-            attempt=0, passed=result.get("passed"),
-            quality_score=None if score is None else float(score),
-            confidence_score=None if result.get("confidence_score") is None else float(result["confidence_score"]),
-            issues=[str(i) for i in (issues if isinstance(issues, list) else [issues])],
-            improvement_hint=result.get("improvement_hint"),
-            comprehensive=None if comp is None else bool(comp),
-            reason=result.get("reason"),
-        )
+        try:
+            ev = Evaluation(
+                attempt=0, passed=result.get("passed"),
+                quality_score=None if score is None else float(score),
+                confidence_score=None if result.get("confidence_score") is None else float(result["confidence_score"]),
+                issues=[str(i) for i in (issues if isinstance(issues, list) else [issues])],
+                improvement_hint=result.get("improvement_hint"),
+                comprehensive=None if comp is None else bool(comp),
+                reason=result.get("reason"),
+            )
+        except ValidationError as exc:
+            raise EvaluationFailed(f"the evaluator's result does not fit an Evaluation: {exc.errors()[0]['msg']} "
+                                   f"({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
     else:
         raise EvaluationFailed(f"the evaluator returned {type(result).__name__}; return an Evaluation, dict, float or bool")
     if ev.passed is None:
         if ev.quality_score is not None:
-            ev.passed = ev.quality_score >= threshold
+            ev = ev.model_copy(update={"passed": ev.quality_score >= threshold})
         elif ev.comprehensive is not None:
-            ev.passed = ev.comprehensive
+            ev = ev.model_copy(update={"passed": ev.comprehensive})
         else:
             raise EvaluationFailed("the evaluator's result has neither quality_score, comprehensive nor passed")
     return ev

@@ -1,7 +1,8 @@
 """The response gate: evaluate an answer before it is final, regenerate on a low score.
 
-``Gate.stream`` yields :class:`GateEvent`s in order; ``Gate.run`` consumes it
-and returns the :class:`GateResult`. For every attempt the sequence is::
+``Gate.stream`` yields :data:`~jurist.gate.events.GateEvent`s in order; ``Gate.run``
+consumes it and returns the :class:`~jurist.gate.records.GateRecord`. For every attempt
+the sequence is::
 
     rejected attempt:  evaluation(accepted=false), thinking(strategy=regenerate, retry_count)
     accepted answer:   delta* (if nothing was shown yet) | revision (if another was shown),
@@ -39,7 +40,6 @@ import inspect
 import logging
 import shlex
 import time
-from dataclasses import asdict
 from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from jurist.config import Settings
@@ -54,16 +54,34 @@ from jurist.gate.evaluators import (
     last_question,
 )
 from jurist.gate.evaluation import Run, evaluate_attempt, skipped, spawn
+from jurist.gate.events import (
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    EvaluationEvent,
+    GateEvent,
+    RevisionEvent,
+    ThinkingEvent,
+)
 from jurist.gate.parallel import Snapshots
-from jurist.gate.records import PURPOSE, CallCollector, evaluation_row, evaluations_list, score_rows
+from jurist.gate.records import (
+    PURPOSE,
+    Attempt,
+    CallCollector,
+    CallEntry,
+    Evaluation,
+    GateRecord,
+    evaluation_row,
+    evaluations_list,
+    score_rows,
+)
 from jurist.gate.types import (
     CALL_GENERATION,
     QUESTION_CHARS,
     REVISION_MESSAGE,
-    Attempt,
-    Evaluation,
-    GateEvent,
-    GateResult,
+    AcceptReason,
+    AttemptKind,
+    ErrorCode,
     Generator,
 )
 from jurist.ids import new_id
@@ -101,8 +119,8 @@ class Gate:
         self._models: dict[str, Model] = {}
         self._owned_models: list[Model] = []
         # feedback off: the evaluations running after done (all of them; and the latest by trace id)
-        self._after_done: set[asyncio.Task[GateResult]] = set()
-        self._after_done_of: dict[str, asyncio.Task[GateResult]] = {}
+        self._after_done: set[asyncio.Task[GateRecord]] = set()
+        self._after_done_of: dict[str, asyncio.Task[GateRecord]] = {}
         self.evaluator = self._build_evaluator(evaluator, judge)
         self._calibration = self._calibration_uses()  # checked against the store before the first judge call
 
@@ -175,19 +193,20 @@ class Gate:
 
     # -- public API ---------------------------------------------------------------------
     async def run(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                  trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateResult:
+                  trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateRecord:
         """Gate one request and return its record (consumes :meth:`stream` up to ``done`` or ``error``).
 
         With feedback off the record is returned at ``done``, its evaluation still
         running (``evaluation_pending``); ``wait_for_evaluation=True`` returns the
         record with the evaluation instead (the one that is stored)."""
-        result: GateResult | None = None
+        result: GateRecord | None = None
         events = self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id)
         async with contextlib.aclosing(events):
             async for ev in events:
                 if ev.result is not None:
                     result = ev.result
-                    if ev.type in ("done", "error") and not (wait_for_evaluation and result.evaluation_pending):
+                    if isinstance(ev, (DoneEvent, ErrorEvent)) and not (wait_for_evaluation
+                                                                        and result.evaluation_pending):
                         break
         assert result is not None
         return result
@@ -232,7 +251,7 @@ class Gate:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None:
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateRecord | None:
         """The record of ``trace_id`` once its evaluation after ``done`` has ended and is stored
         (feedback off); None when none is running for it, or it still runs after ``timeout`` s."""
         task = self._after_done_of.get(trace_id)
@@ -270,10 +289,11 @@ class Gate:
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
         cap = cfg.regenerations() if feedback else 0
-        gen_messages, kind = run.messages, CALL_GENERATION
+        gen_messages: list[dict[str, Any]] = run.messages
+        kind: AttemptKind = CALL_GENERATION
         shown: int | None = None  # the number of the attempt the client has seen
         deltas: list[str] = []
-        reason = "passed"
+        reason: AcceptReason = "passed"
         while True:
             number = len(run.attempts) + 1
             live = strategy != "blocking" and shown is None
@@ -284,7 +304,7 @@ class Gate:
                     text += delta
                     deltas.append(delta)
                     if live:
-                        yield GateEvent("delta", {"text": delta, "attempt": number})
+                        yield DeltaEvent(text=delta, attempt=number)
                     if snaps:
                         snaps.feed(text)
             except Exception as exc:
@@ -296,15 +316,15 @@ class Gate:
                 reason = "budget" if isinstance(exc, _OutOfBudget) else "regeneration_failed"
                 break
             run.gen_s.append(time.monotonic() - started)
-            attempt = Attempt(number, kind, text, round(run.gen_s[-1] * 1000.0, 3))
-            run.attempts.append(attempt)
+            run.attempts.append(Attempt(number=number, kind=kind, text=text,
+                                        latency_ms=round(run.gen_s[-1] * 1000.0, 3)))
             if live:
                 shown = number
             if not feedback:  # note 001: done first, the evaluation after it
                 reason = "feedback_disabled"
                 break
             ev = await (snaps.decide(text) if snaps else evaluate_attempt(self.evaluator, cfg, run, text, number))
-            attempt.evaluation = ev
+            run.evaluated(number, ev)
             if ev.passed is None:
                 reason = "evaluation_skipped"
             elif ev.passed:
@@ -314,10 +334,9 @@ class Gate:
             elif not policy.fits(run.remaining(), run.gen_s, run.eval_s):
                 reason = "budget"
             else:
-                yield GateEvent("evaluation", {**asdict(ev), "accepted": False})
-                yield GateEvent("thinking", {"message": REVISION_MESSAGE, "strategy": "regenerate",
-                                             "retry_count": number, "ts": time.time(),
-                                             "feedback": ev.improvement_hint or ev.reason})
+                yield EvaluationEvent(evaluation=ev, accepted=False)
+                yield ThinkingEvent(message=REVISION_MESSAGE, retry_count=number, ts=time.time(),
+                                    feedback=ev.improvement_hint or ev.reason)
                 gen_messages, kind = policy.regeneration_request(run.messages, text, ev, cfg.previous_chars)
                 continue
             break
@@ -326,9 +345,9 @@ class Gate:
         if shown is None:
             chunks = deltas if accepted is run.attempts[-1] and reason != "regeneration_failed" else [accepted.text]
             for delta in chunks:
-                yield GateEvent("delta", {"text": delta, "attempt": accepted.number})
+                yield DeltaEvent(text=delta, attempt=accepted.number)
         elif shown != accepted.number:
-            yield GateEvent("revision", {"text": accepted.text, "attempt": accepted.number, "replaces": shown})
+            yield RevisionEvent(text=accepted.text, attempt=accepted.number, replaces=shown)
         result = self._result(run, accepted, reason)
         if not feedback:
             async for event in self._done_first(run, accepted, result):
@@ -336,35 +355,30 @@ class Gate:
             return
         last = run.attempts[-1].evaluation
         if last is not None:
-            yield GateEvent("evaluation", {**asdict(last), "accepted": True, "accepted_attempt": accepted.number,
-                                           "accept_reason": reason})
+            yield EvaluationEvent(evaluation=last, accepted=True, accepted_attempt=accepted.number,
+                                  accept_reason=reason)
         await self._save(result)
-        yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
-                                 "accept_reason": reason, "evaluations": evaluations_list(result),
-                                 "llm_calls": result.llm_calls}, result=result)
+        yield DoneEvent(result=result)
 
-    async def _done_first(self, run: Run, accepted: Attempt, result: GateResult) -> AsyncIterator[GateEvent]:
+    async def _done_first(self, run: Run, accepted: Attempt, result: GateRecord) -> AsyncIterator[GateEvent]:
         """``done`` now, the evaluation in a task the gate owns; to a consumer that reads on, its event."""
-        result.evaluation_pending = True
+        assert result.accept_reason is not None
         run.after_done = True
         task = asyncio.create_task(self._evaluate_after_done(run, accepted, result.accept_reason))
         self._after_done.add(task)
         self._after_done_of[run.trace_id] = task
         task.add_done_callback(lambda t: self._forget(run.trace_id, t))
-        yield GateEvent("done", {"trace_id": run.trace_id, "accepted_attempt": accepted.number,
-                                 "accept_reason": result.accept_reason, "evaluations": [],
-                                 "llm_calls": result.llm_calls, "evaluation_pending": True}, result=result)
+        yield DoneEvent(result=result.model_copy(update={"evaluation_pending": True}))
         final = await asyncio.shield(task)  # a consumer that stops waiting does not stop the evaluation
-        ev = final.evaluations[-1]
-        yield GateEvent("evaluation", {**asdict(ev), "accepted": True, "accepted_attempt": accepted.number,
-                                       "accept_reason": final.accept_reason, "after_done": True}, result=final)
+        yield EvaluationEvent(evaluation=final.evaluations[-1], accepted=True, accepted_attempt=accepted.number,
+                              accept_reason=final.accept_reason, after_done=True, result=final)
 
-    def _forget(self, trace_id: str, task: asyncio.Task[GateResult]) -> None:
+    def _forget(self, trace_id: str, task: asyncio.Task[GateRecord]) -> None:
         self._after_done.discard(task)
         if self._after_done_of.get(trace_id) is task:
             del self._after_done_of[trace_id]
 
-    async def _evaluate_after_done(self, run: Run, attempt: Attempt, reason: str) -> GateResult:
+    async def _evaluate_after_done(self, run: Run, attempt: Attempt, reason: AcceptReason) -> GateRecord:
         """Evaluate the answer already sent and store the record. The budget bounded what the user
         waited for; this evaluation gets its own ``judge_timeout_s``. Cancelled (the gate closing),
         it is recorded as skipped: the record is never lost."""
@@ -373,11 +387,11 @@ class Gate:
         started = time.monotonic()
         try:
             try:
-                attempt.evaluation = await evaluate_attempt(self.evaluator, cfg, run, attempt.text, attempt.number)
+                ev = await evaluate_attempt(self.evaluator, cfg, run, attempt.text, attempt.number)
             except asyncio.CancelledError:
-                attempt.evaluation = skipped(attempt.number, "the gate closed before the evaluator answered")
-                attempt.evaluation.latency_ms = round((time.monotonic() - started) * 1000.0, 3)
-            result = self._result(run, attempt, reason)
+                ev = skipped(attempt.number, "the gate closed before the evaluator answered").model_copy(
+                    update={"latency_ms": round((time.monotonic() - started) * 1000.0, 3)})
+            result = self._result(run, run.evaluated(attempt.number, ev), reason)
             try:
                 await self._save(result, committed=True)
             except Exception:  # nobody awaits this task's outcome: say it where it can be read
@@ -416,12 +430,12 @@ class Gate:
                 await asyncio.gather(producer, return_exceptions=True)
             # A function generator is listed as one call, unless it made (and so recorded) its own model call.
             if not isinstance(generate, str) and not any(
-                    c.get("type") == kind and c.get("iteration") == number for c in run.calls):
+                    c.type == kind and c.iteration == number for c in run.calls):
                 failed = failure is not None and not isinstance(failure, GeneratorExit)
-                run.calls.append({"type": kind, "iteration": number, "model": _fn_name(generate),
-                                  "latency_ms": round((time.monotonic() - started) * 1000.0, 3),
-                                  "status": "error" if failed else "ok", "call_id": None,
-                                  "error": f"{type(failure).__name__}: {failure}" if failed else None})
+                run.calls.append(CallEntry(type=kind, iteration=number, model=_fn_name(generate),
+                                           latency_ms=round((time.monotonic() - started) * 1000.0, 3),
+                                           status="error" if failed else "ok", call_id=None,
+                                           error=f"{type(failure).__name__}: {failure}" if failed else None))
 
     async def _produce(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
                        queue: asyncio.Queue[Any]) -> None:
@@ -449,37 +463,34 @@ class Gate:
         except Exception as exc:  # handed to the consumer, which decides
             queue.put_nowait(exc)
 
-    async def _error(self, run: Run, exc: Exception, partial: str) -> GateEvent:
-        code = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
+    async def _error(self, run: Run, exc: Exception, partial: str) -> ErrorEvent:
+        code: ErrorCode = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
             "BUDGET" if isinstance(exc, _OutOfBudget) else "GENERATION_FAILED")
         context = getattr(exc, "messages", None) or run.original
-        message = f"{type(exc).__name__}: {exc}"
-        result = GateResult(answer=partial, accepted_attempt=0, accept_reason="error", attempts=[], evaluations=[],
-                            llm_calls=list(run.calls), trace_id=run.trace_id, error=message,
+        result = GateRecord(answer=partial, accepted_attempt=0, accept_reason="error", llm_calls=list(run.calls),
+                            trace_id=run.trace_id, error=f"{type(exc).__name__}: {exc}",
                             continue_context=[dict(m) for m in context], strategy=self.config.strategy,
                             evaluator=self.evaluator.name, question=_question(run.original))
         await self._save(result)
-        return GateEvent("error", {"error": message, "code": code, "show_continue_button": True,
-                                   "continue_context": result.continue_context, "partial_answer": partial,
-                                   "last_user_message": policy.last_user_message(context),
-                                   "trace_id": run.trace_id}, result=result)
+        return ErrorEvent(code=code, last_user_message=policy.last_user_message(context), result=result)
 
-    def _result(self, run: Run, accepted: Attempt, reason: str) -> GateResult:
+    def _result(self, run: Run, accepted: Attempt, reason: AcceptReason) -> GateRecord:
         evs = [a.evaluation for a in run.attempts if a.evaluation is not None]
         skipped = next((e for e in reversed(evs) if e.passed is None), None)
-        return GateResult(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
+        return GateRecord(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
                           attempts=list(run.attempts), evaluations=evs, llm_calls=list(run.calls),
                           trace_id=run.trace_id, evaluation_skipped=skipped is not None,
                           skip_reason=skipped.skipped_reason if skipped else None,
                           strategy=self.config.strategy, evaluator=self.evaluator.name,
-                          question=_question(run.original))
+                          question=_question(run.original), evaluations_list=evaluations_list(evs))
 
-    async def _save(self, result: GateResult, *, committed: bool = False) -> None:
+    async def _save(self, result: GateRecord, *, committed: bool = False) -> None:
         """Queue the record for the store; ``committed``: return once it is written."""
         if not self.runtime.has_store:
             return
         model = self.evaluator.model_name
         store = await self.runtime.astore()
+        assert result.trace_id is not None  # the gate's records always have one
         row = evaluation_row(result, evaluation_id=new_id(), subject_id=result.trace_id, judge_model=model,
                              strategy=self.config.strategy, evaluator=self.evaluator.name)
         if committed:

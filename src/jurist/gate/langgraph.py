@@ -19,7 +19,6 @@ here only.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any, Literal, TypedDict
 
 from jurist.gate import policy
@@ -50,7 +49,7 @@ def evaluate_node(gate: Gate, *, messages_key: str = "messages", response_key: s
         cfg = gate.config
         regenerate = bool(cfg.evaluate_feedback_enabled and ev.passed is False and count < cfg.regenerations())
         update: dict[str, Any] = {
-            "evaluation": asdict(ev),
+            "evaluation": ev.model_dump(),
             "quality_score": ev.quality_score,
             "evaluation_feedback": ev.improvement_hint or ev.reason,
             "gate_decision": "regenerate" if regenerate else "accept",

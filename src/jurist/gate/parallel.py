@@ -8,7 +8,7 @@ import time
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluation import Run, evaluate_attempt, spawn
 from jurist.gate.evaluators import GateEvaluator
-from jurist.gate.types import Evaluation
+from jurist.gate.records import Evaluation
 
 
 class Snapshots:
@@ -49,11 +49,11 @@ class Snapshots:
             n, ev = best
             cover = n / len(text) if text else 1.0
             if cover >= 1.0 or (ev.passed and cover >= cfg.parallel_min_coverage):
-                ev.attempt, ev.coverage = self.number, None if cover >= 1.0 else round(cover, 4)
-                ev.latency_ms = round((time.monotonic() - self.started) * 1000.0, 3)
                 self.run.eval_s.append(0.0)
                 await self.cancel()
-                return ev
+                return ev.model_copy(update={
+                    "attempt": self.number, "coverage": None if cover >= 1.0 else round(cover, 4),
+                    "latency_ms": round((time.monotonic() - self.started) * 1000.0, 3)})
         await self.cancel()
         return await evaluate_attempt(self.evaluator, self.config, self.run, text, self.number)
 

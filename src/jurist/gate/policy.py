@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jurist.gate.types import (
-    CALL_COMPREHENSIVE_RETRY,
-    CALL_REGENERATION,
-    ENCOURAGEMENT,
-    Attempt,
-    Evaluation,
-)
+from jurist.gate.records import Attempt, Evaluation
+from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_REGENERATION, ENCOURAGEMENT, AttemptKind
 
 #: Seconds kept free at the end of the budget for releasing the answer and the record.
 BUDGET_MARGIN_S = 0.05
@@ -50,7 +45,7 @@ def is_comprehensiveness(ev: Evaluation) -> bool:
 
 def regeneration_request(
     messages: list[dict[str, Any]], previous: str, ev: Evaluation, previous_chars: int = 500
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[dict[str, Any]], AttemptKind]:
     """The messages of the next attempt and its call type.
 
     Comprehensiveness: the previous answer and note 004's encouragement.

@@ -1,21 +1,23 @@
-"""The gate's record: the LLM calls of a request, the result as JSON, store rows.
+"""The gate's record: the LLM calls of a request, the result, store rows.
 
-:class:`GateRecord` is the stored payload of a gated request (kind ``gate``):
-the :class:`~jurist.gate.types.GateResult` with the strategy, the evaluator
-and note 004's ``evaluations`` list.
+:class:`GateRecord` is what the gate returns for a request, what the store
+keeps as the payload of its ``evaluations`` row (kind ``gate``) and what the
+proxy returns as its ``jurist`` field: one frozen model, with its parts
+:class:`Attempt`, :class:`Evaluation` and :class:`CallEntry`. Its JSON
+(:meth:`GateRecord.to_json`) has the documented shape (``docs/gate.md``).
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 from collections import OrderedDict
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, SerializerFunctionWrapHandler, model_serializer
 
-from jurist.gate.types import CALL_GENERATION, GateResult
-from jurist.models.base import CallRecord
+from jurist.gate.types import CALL_GENERATION, AcceptReason, AttemptKind, Strategy
+from jurist.judges.outcome import FAILED, OK, SKIPPED, Status, row_status
+from jurist.models.base import CallRecord, CallStatus
 from jurist.models.model import CallSink
 from jurist.store.rows import EvaluationRow
 
@@ -29,23 +31,56 @@ ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("jurist_gate_attem
 #: model calls records them under this purpose.
 PURPOSE: contextvars.ContextVar[str] = contextvars.ContextVar("jurist_gate_purpose", default=CALL_GENERATION)
 
+# A verdict's numbers and flags: true and false are not scores, "yes" is not true.
+Score = Annotated[float, Strict()]
+Flag = Annotated[bool, Strict()]
 
-def call_entry(record: CallRecord, iteration: int) -> dict[str, Any]:
-    """One entry of ``GateResult.llm_calls`` (note 004's ``llmApiCalls``); the tokens are
-    ``None`` when the endpoint reported none (a stream from a server that sends no usage)."""
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallEntry(_Record):
+    """One LLM call of a request (note 004's ``llmApiCalls`` entry): a view of its call record,
+    or of a user's function (which has no tokens: those keys are absent, not null). The tokens
+    are None when the endpoint reported none (a stream from a server that sends no usage)."""
+
+    type: str  # the call's purpose: generation, regeneration, quality_evaluation ...
+    iteration: int
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    tokens: int | None = None
+    latency_ms: float = 0.0
+    status: CallStatus = "ok"
+    call_id: str | None = None
+    error: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}  # absent stays absent
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+
+def call_entry(record: CallRecord, iteration: int) -> CallEntry:
+    """One entry of :attr:`GateRecord.llm_calls` for a call record."""
     known = record.params.get("usage") != "not reported"
-    return {
-        "type": record.purpose,
-        "iteration": iteration,
-        "model": record.model,
-        "input_tokens": record.input_tokens if known else None,
-        "output_tokens": record.output_tokens if known else None,
-        "tokens": record.input_tokens + record.output_tokens if known else None,
-        "latency_ms": round(record.latency_ms, 3),
-        "status": record.status,
-        "call_id": record.id,
-        "error": record.error,
-    }
+    return CallEntry(
+        type=record.purpose,
+        iteration=iteration,
+        model=record.model,
+        input_tokens=record.input_tokens if known else None,
+        output_tokens=record.output_tokens if known else None,
+        tokens=record.input_tokens + record.output_tokens if known else None,
+        latency_ms=round(record.latency_ms, 3),
+        status=record.status,
+        call_id=record.id,
+        error=record.error,
+    )
 
 
 class CallCollector:
@@ -55,10 +90,10 @@ class CallCollector:
 
     def __init__(self, inner: CallSink | None, *, early_traces: int = EARLY_TRACES) -> None:
         self.inner = inner
-        self.by_trace: dict[str, list[dict[str, Any]]] = {}
+        self.by_trace: dict[str, list[CallEntry]] = {}
         # Calls that ended on a trace before the gate opened it (the proxy's first upstream
         # call, failed before the gate started), kept for the last ``early_traces`` traces.
-        self._early: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._early: OrderedDict[str, list[CallEntry]] = OrderedDict()
         self._early_traces = early_traces
 
     def sharing(self, inner: CallSink | None) -> "CallCollector":
@@ -67,14 +102,14 @@ class CallCollector:
         other.by_trace, other._early = self.by_trace, self._early
         return other
 
-    def open(self, trace_id: str) -> list[dict[str, Any]]:
+    def open(self, trace_id: str) -> list[CallEntry]:
         """Start collecting for ``trace_id`` (with the calls that ended on it before); the
         returned list fills as calls end."""
         calls = self.by_trace.setdefault(trace_id, [])
         calls[:0] = self._early.pop(trace_id, [])
         return calls
 
-    def close(self, trace_id: str) -> list[dict[str, Any]]:
+    def close(self, trace_id: str) -> list[CallEntry]:
         """Stop collecting for ``trace_id``; return what was collected."""
         return self.by_trace.pop(trace_id, [])
 
@@ -94,21 +129,49 @@ class CallCollector:
         return None if self.inner is None else await self.inner.cached_reply(request_hash)
 
 
-def result_json(result: GateResult) -> dict[str, Any]:
-    """The gate's result as plain JSON data."""
-    return dataclasses.asdict(result)
+class Evaluation(_Record):
+    """One evaluation of one attempt (note 004's evaluations list entry); ``passed`` None: the
+    evaluator gave no verdict (``skipped_reason`` says why) and the answer was accepted unjudged."""
+
+    attempt: int
+    passed: Flag | None = None
+    quality_score: Score | None = None
+    confidence_score: Score | None = None
+    issues: list[str] = Field(default_factory=list)
+    improvement_hint: str | None = None
+    comprehensive: Flag | None = None
+    reason: str | None = None
+    latency_ms: float = 0.0
+    skipped_reason: str | None = None  # set when the evaluation was skipped
+    coverage: float | None = None  # parallel strategy: share of the final answer the judge saw (None: all)
+
+    @property
+    def status(self) -> Status:
+        """``ok`` with a verdict, ``skipped`` without one (the documented ``evaluation_skipped``)."""
+        return SKIPPED if self.passed is None else OK
+
+    @property
+    def score(self) -> float | None:
+        """The quality score, else the comprehensiveness verdict as 1.0 or 0.0."""
+        if self.quality_score is not None:
+            return self.quality_score
+        return None if self.comprehensive is None else float(self.comprehensive)
 
 
-def gate_payload(result: GateResult) -> dict[str, Any]:
-    """The record of one gated request: the stored payload, and the ``jurist``
-    field the proxy returns over HTTP (the same dict)."""
-    return GateRecord.of(result, strategy=result.strategy, evaluator=result.evaluator).to_json()
+class Attempt(_Record):
+    """One answer the gate produced: ``number`` 1 is the first, then each regeneration."""
+
+    number: int
+    kind: AttemptKind
+    text: str = ""
+    latency_ms: float | None = None
+    evaluation: Evaluation | None = None
 
 
-def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
+def evaluations_list(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
     """Note 004's ``evaluations``: ``[{attempt, comprehensive|quality_score, reason|issues}]``."""
     out = []
-    for ev in result.evaluations:
+    for ev in evaluations:
         item: dict[str, Any] = {"attempt": ev.attempt, "passed": ev.passed}
         if ev.comprehensive is not None:
             item.update(comprehensive=ev.comprehensive, reason=ev.reason or "")
@@ -120,113 +183,97 @@ def evaluations_list(result: GateResult) -> list[dict[str, Any]]:
     return out
 
 
-class _Part(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class GateRecord(_Record):
+    """The record of one gated request: what :meth:`Gate.run <jurist.gate.Gate.run>` returns,
+    the stored payload and the proxy's ``jurist`` field.
 
-
-class EvaluationEntry(_Part):
-    """One evaluation of one attempt (:class:`~jurist.gate.types.Evaluation`)."""
-
-    attempt: int
-    passed: bool | None = None  # None: evaluation skipped (fail-safe)
-    quality_score: float | None = None
-    confidence_score: float | None = None
-    issues: list[str] = Field(default_factory=list)
-    improvement_hint: str | None = None
-    comprehensive: bool | None = None
-    reason: str | None = None
-    latency_ms: float = 0.0
-    skipped_reason: str | None = None
-    coverage: float | None = None
-
-
-class AttemptEntry(_Part):
-    """One answer the gate produced (:class:`~jurist.gate.types.Attempt`)."""
-
-    number: int
-    kind: str  # generation | regeneration | comprehensive_retry
-    text: str = ""
-    latency_ms: float | None = None
-    evaluation: EvaluationEntry | None = None
-
-
-class GateRecord(_Part):
-    """The stored record of one gated request."""
+    ``accept_reason`` says why this answer was released (:data:`~jurist.gate.types.AcceptReason`);
+    ``evaluation_skipped`` and ``skip_reason``: the evaluator gave no verdict; ``error``: the first
+    generation failed and there is no answer (``continue_context`` resumes it). ``evaluations_list``
+    is note 004's short view of ``evaluations``. ``evaluation_pending``: only at ``done`` with
+    feedback off, while the answer is still being judged (a settled record never has it).
+    """
 
     kind: Literal["gate"] = "gate"
     version: str = GATE_RECORD_VERSION
     answer: str = ""
     accepted_attempt: int = 0
-    accept_reason: str | None = None
-    attempts: list[AttemptEntry] = Field(default_factory=list)
-    evaluations: list[EvaluationEntry] = Field(default_factory=list)
-    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    accept_reason: AcceptReason | None = None  # None: a record stored by hand without one
+    attempts: list[Attempt] = Field(default_factory=list)
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    llm_calls: list[CallEntry] = Field(default_factory=list)
     trace_id: str | None = None
     evaluation_skipped: bool = False
     skip_reason: str | None = None
     error: str | None = None
     continue_context: list[dict[str, Any]] | None = None
-    strategy: str | None = None
+    strategy: Strategy | None = None  # the gate's configured strategy and evaluator
     evaluator: str | None = None
-    question: str | None = None  # the last user message (older records have none)
+    question: str | None = None  # the last user message's text (older records have none)
     evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
+    evaluation_pending: bool = False
 
-    @classmethod
-    def of(cls, result: GateResult, *, strategy: str | None, evaluator: str | None) -> "GateRecord":
-        data = result_json(result)
-        # ``evaluation_pending``: only in the ``jurist`` field at ``done`` with feedback off (the
-        # evaluation comes after it); a settled record is stored as records always were.
-        if not data["evaluation_pending"]:
-            del data["evaluation_pending"]
-        return cls.model_validate({**data, "strategy": strategy, "evaluator": evaluator,
-                                   "evaluations_list": evaluations_list(result)})
+    @property
+    def status(self) -> Status:
+        """``failed`` (no answer), ``skipped`` (released unjudged) or ``ok``."""
+        return FAILED if self.error else SKIPPED if self.evaluation_skipped else OK
 
-    def evaluation_of(self, attempt: AttemptEntry) -> EvaluationEntry | None:
+    @property
+    def accepted(self) -> Attempt | None:
+        """The attempt whose answer was released (None after an error)."""
+        return next((a for a in self.attempts if a.number == self.accepted_attempt), None)
+
+    def evaluation_of(self, attempt: Attempt) -> Evaluation | None:
         """The attempt's evaluation (older records kept it only in ``evaluations``)."""
         if attempt.evaluation is not None:
             return attempt.evaluation
         return next((e for e in self.evaluations if e.attempt == attempt.number), None)
 
     def to_json(self) -> dict[str, Any]:
-        # A record stored before records kept the question reads back as it was stored.
-        return self.model_dump(mode="json", exclude=None if self.question is not None else {"question"})
+        """The record as JSON data: the stored payload, the ``jurist`` field. ``question`` only when
+        known (a record stored before records kept it reads back as it was stored),
+        ``evaluation_pending`` only while true."""
+        exclude = {name for name, absent in (("question", self.question is None),
+                                              ("evaluation_pending", not self.evaluation_pending)) if absent}
+        return self.model_dump(mode="json", exclude=exclude or None)
 
 
-def evaluation_row(result: GateResult, *, evaluation_id: str, subject_id: str, judge_model: str | None,
-                   strategy: str, evaluator: str) -> EvaluationRow:
-    """The ``evaluations`` row (kind ``gate``) for one gated request; its payload is a :class:`GateRecord`."""
-    accepted = next((a for a in result.attempts if a.number == result.accepted_attempt), None)
+def gate_payload(record: GateRecord) -> dict[str, Any]:
+    """The record of one gated request as JSON: the stored payload, and the ``jurist`` field
+    the proxy returns over HTTP (the same dict)."""
+    return record.to_json()
+
+
+def evaluation_row(record: GateRecord, *, evaluation_id: str, subject_id: str, judge_model: str | None,
+                   strategy: Strategy, evaluator: str) -> EvaluationRow:
+    """The ``evaluations`` row (kind ``gate``) for one gated request; its payload is the record."""
+    accepted = record.accepted
     ev = accepted.evaluation if accepted else None
-    score = None if ev is None else (ev.quality_score if ev.quality_score is not None
-                                    else (None if ev.comprehensive is None else float(ev.comprehensive)))
-    status = "failed" if result.error else ("skipped" if result.evaluation_skipped else "scored")
-    if result.strategy is None or result.evaluator is None:
-        result = dataclasses.replace(result, strategy=result.strategy or strategy,
-                                     evaluator=result.evaluator or evaluator)
+    score = None if ev is None else ev.score
+    if record.strategy is None or record.evaluator is None:
+        record = record.model_copy(update={"strategy": record.strategy or strategy,
+                                           "evaluator": record.evaluator or evaluator})
     return EvaluationRow(
-        id=evaluation_id, subject_id=subject_id, trace_id=result.trace_id, status=status, score=score,
-        max_score=1.0 if score is not None else None,
+        id=evaluation_id, subject_id=subject_id, trace_id=record.trace_id, status=row_status(record.status),
+        score=score, max_score=1.0 if score is not None else None,
         percentage=None if score is None else round(score * 100.0, 2), judge_model=judge_model,
-        payload=GateRecord.of(result, strategy=result.strategy, evaluator=result.evaluator),
-        passed=None if ev is None or ev.passed is None else bool(ev.passed), escalated=False,
-        iterations=max(1, len(result.attempts)),
-        max_attempts_hit=result.accept_reason == "max_regenerations" and len(result.attempts) > 1,
-        failure=("error" if result.error else "evaluation_skipped" if result.evaluation_skipped
+        payload=record, passed=None if ev is None or ev.passed is None else bool(ev.passed), escalated=False,
+        iterations=max(1, len(record.attempts)),
+        max_attempts_hit=record.accept_reason == "max_regenerations" and len(record.attempts) > 1,
+        failure=("error" if record.error else "evaluation_skipped" if record.evaluation_skipped
                  else None if ev is not None and ev.passed else "below_threshold"),
     )
 
 
-def score_rows(result: GateResult, *, judge_model: str | None) -> list[dict[str, Any]]:
+def score_rows(record: GateRecord, *, judge_model: str | None) -> list[dict[str, Any]]:
     """One ``scores`` row per evaluated attempt (key ``attempt.<n>``)."""
     rows = []
-    for a in result.attempts:
+    for a in record.attempts:
         ev = a.evaluation
         if ev is None:
             continue
-        score = ev.quality_score if ev.quality_score is not None else (
-            None if ev.comprehensive is None else float(ev.comprehensive))
         rows.append({
-            "key": f"attempt.{a.number}", "name": a.kind, "score": score, "max_score": 1.0, "weight": None,
+            "key": f"attempt.{a.number}", "name": a.kind, "score": ev.score, "max_score": 1.0, "weight": None,
             "status": "evaluation_failed" if ev.passed is None else "scored",
             "reason": ev.skipped_reason or ev.reason or ("; ".join(ev.issues) or None),
             "judge_model": judge_model, "template_hash": None, "input_tokens": 0, "output_tokens": 0,

@@ -47,17 +47,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from jurist.config import Settings
 from jurist.errors import JuristError, ModelError, ModelTimeout
 from jurist.gate.policy import current_cycle, last_user_message
-from jurist.gate.records import PURPOSE
-from jurist.gate.types import (
-    CALL_COMPREHENSIVE_RETRY,
-    CALL_GENERATION,
-    CALL_REGENERATION,
-    REVISION_MESSAGE,
-    GateEvent,
-    GateResult,
-)
+from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, RevisionEvent
+from jurist.gate.records import PURPOSE, CallCollector, CallEntry, GateRecord
+from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
-from jurist.gate.records import CallCollector
 from jurist.models.base import ChatRequest, StreamItem, ToolCallDelta, add_tool_call, message_tool_calls
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
@@ -65,7 +58,7 @@ from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.runtime import Runtime
 from jurist.server.auth import bearer
-from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error
+from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error, tool_round_field
 
 log = logging.getLogger("jurist.server.proxy")
 
@@ -89,14 +82,14 @@ class GateLike(Protocol):
     """What the proxy needs of a gate (``jurist.gate.Gate``)."""
 
     async def run(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
-                  trace_id: str | None = None) -> GateResult: ...
+                  trace_id: str | None = None) -> GateRecord: ...
 
     def stream(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
                trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]: ...
 
     def wrap(self, model: Model) -> Model: ...
 
-    async def settle(self, trace_id: str, timeout: float | None = None) -> GateResult | None: ...
+    async def settle(self, trace_id: str, timeout: float | None = None) -> GateRecord | None: ...
 
     async def aclose(self) -> None: ...
 
@@ -393,20 +386,22 @@ def _error_data(exc: BaseException, messages: list[dict[str, Any]], model: str |
             "status": getattr(exc, "status", None) or 502, **continuation(messages, model)}
 
 
-def _code(jurist: dict[str, Any]) -> str:
+def _code(record: GateRecord) -> str:
     """The note's error code of a failed gated request (its record says why it failed)."""
-    error = str(jurist.get("error") or "")
-    return MAX_ITERATIONS if error.startswith("IterationLimit") else GENERATION_FAILED
+    return MAX_ITERATIONS if (record.error or "").startswith("IterationLimit") else GENERATION_FAILED
 
 
-def _usage(jurist: dict[str, Any]) -> dict[str, Any] | None:
+def _openai_usage(call: CallEntry) -> dict[str, Any]:
+    return {"prompt_tokens": call.input_tokens or 0, "completion_tokens": call.output_tokens or 0,
+            "total_tokens": call.tokens}
+
+
+def _usage(record: GateRecord) -> dict[str, Any] | None:
     """The upstream's usage for the accepted attempt, from its call record."""
-    attempt = jurist.get("accepted_attempt")
-    for call in jurist.get("llm_calls") or ():
-        if (call.get("type") in GENERATION_TYPES and call.get("iteration") == attempt and call.get("status") == "ok"
-                and call.get("tokens")):
-            return {"prompt_tokens": call.get("input_tokens") or 0, "completion_tokens": call.get("output_tokens") or 0,
-                    "total_tokens": call["tokens"]}
+    for call in record.llm_calls:
+        if (call.type in GENERATION_TYPES and call.iteration == record.accepted_attempt and call.status == "ok"
+                and call.tokens):
+            return _openai_usage(call)
     return None
 
 
@@ -471,13 +466,10 @@ def build_router(proxy: ProxyState) -> APIRouter:
     return router
 
 
-def _tool_round(proxy: ProxyState, trace_id: str) -> dict[str, Any]:
-    """The ``jurist`` field of a tool-call answer: its call record, and why it was not judged
-    (the gate judges the final text answer of the tool loop, in the request that carries the results)."""
+def _tool_round(proxy: ProxyState, trace_id: str) -> list[CallEntry]:
+    """The call records of a tool-call answer (relayed unjudged: :func:`tool_round_field`)."""
     proxy.calls.open(trace_id)
-    calls = proxy.calls.close(trace_id)
-    return {"trace_id": trace_id, "evaluations": [], "llm_calls": calls, "attempts": [],
-            "accept_reason": "tool_calls", "evaluation_skipped": True, "skip_reason": "tool_calls"}
+    return proxy.calls.close(trace_id)
 
 
 def _iteration_limit(proxy: ProxyState, body: ChatBody, trace_id: str) -> JSONResponse:
@@ -487,16 +479,13 @@ def _iteration_limit(proxy: ProxyState, body: ChatBody, trace_id: str) -> JSONRe
                                 "since the last user message); resend continueContext.messages with "
                                 "\"isContinuation\": true to go on", code=MAX_ITERATIONS,
                            **continuation(body.messages, body.model))
-    payload["jurist"] = {**_tool_round(proxy, trace_id), "error": "MAX_ITERATIONS"}
+    payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id), error=MAX_ITERATIONS)
     return JSONResponse(payload, status_code=422)
 
 
-def _call_usage(jurist: dict[str, Any]) -> dict[str, Any] | None:
-    call = next((c for c in jurist["llm_calls"] if c.get("status") == "ok" and c.get("tokens")), None)
-    if call is None:
-        return None
-    return {"prompt_tokens": call.get("input_tokens") or 0, "completion_tokens": call.get("output_tokens") or 0,
-            "total_tokens": call["tokens"]}
+def _call_usage(calls: list[CallEntry]) -> dict[str, Any] | None:
+    call = next((c for c in calls if c.status == "ok" and c.tokens), None)
+    return None if call is None else _openai_usage(call)
 
 
 async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -512,11 +501,11 @@ async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream,
     except ModelError as exc:
         data = _error_data(exc, body.messages, body.model)
         payload = openai_error(data.pop("status"), data.pop("error"), **data)
-        payload["jurist"] = _tool_round(proxy, trace_id)
+        payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id))
         return JSONResponse(payload, status_code=data["status"])
-    jurist = _tool_round(proxy, trace_id)
-    return JSONResponse(completion_body(completion_id, body.model, "".join(text), jurist, _call_usage(jurist),
-                                        tool_calls=message_tool_calls(calls)))
+    entries = _tool_round(proxy, trace_id)
+    return JSONResponse(completion_body(completion_id, body.model, "".join(text), tool_round_field(trace_id, entries),
+                                        _call_usage(entries), tool_calls=message_tool_calls(calls)))
 
 
 async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -531,9 +520,10 @@ async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, t
         yield out.event("error", {**_error_data(exc, body.messages, body.model), "trace_id": trace_id})
         yield out.done()
         return
-    jurist = _tool_round(proxy, trace_id)
+    entries = _tool_round(proxy, trace_id)
+    jurist = tool_round_field(trace_id, entries)
     yield out.event("done", jurist)
-    yield out.finish(jurist, _call_usage(jurist))
+    yield out.finish(jurist, _call_usage(entries))
     yield out.done()
 
 
@@ -552,10 +542,10 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
     if result.error is not None:
         status = _status(upstream)
         context = result.continue_context if result.continue_context is not None else body.messages
-        payload = openai_error(status, result.error, code=_code(jurist), **continuation(context, body.model))
+        payload = openai_error(status, result.error, code=_code(result), **continuation(context, body.model))
         payload["jurist"] = jurist
         return JSONResponse(payload, status_code=status)
-    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(jurist)))
+    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(result)))
 
 
 async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -567,35 +557,31 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
     try:
         async with contextlib.aclosing(events):
             async for ev in events:
-                data = ev.data if isinstance(ev.data, dict) else {"value": ev.data}
-                if ev.type == "delta":
-                    yield out.delta(str(data.get("text") or data.get("delta") or data.get("content") or ""))
-                elif ev.type == "revision":
-                    # The gate replaces an answer already shown. A stock client cannot unprint it, so
-                    # it gets the revision note and then the accepted text (data["text"]) as more deltas.
-                    yield out.event("revision", data)
-                    text = str(data.get("text") or "")
-                    if text:
-                        if out.sent_text:
-                            yield out.delta(f"\n\n{data.get('message') or REVISION_MESSAGE}\n\n")
-                        yield out.delta(text)
-                elif ev.type == "done":
-                    result = getattr(ev, "result", None)
-                    jurist = jurist_field(result if result is not None else data, trace_id)
-                    yield out.event("done", jurist)
-                    yield out.finish(jurist, _usage(jurist))
-                    yield out.done()
-                    return
-                elif ev.type == "error":
-                    err = {**continuation(data.get("continue_context") or body.messages, body.model), **data}
-                    if err.get("status") is None:
-                        err["status"] = _status(upstream)
-                    err.setdefault("code", GENERATION_FAILED)
-                    yield out.event("error", err)
-                    yield out.done()
-                    return
-                else:
-                    yield out.event(ev.type, data)
+                match ev:
+                    case DeltaEvent():
+                        yield out.delta(ev.text)
+                    case RevisionEvent():
+                        # The gate replaces an answer already shown. A stock client cannot unprint it, so
+                        # it gets the revision note and then the accepted text as more deltas.
+                        yield out.event("revision", ev.data)
+                        if ev.text:
+                            if out.sent_text:
+                                yield out.delta(f"\n\n{REVISION_MESSAGE}\n\n")
+                            yield out.delta(ev.text)
+                    case DoneEvent():
+                        jurist = jurist_field(ev.result, trace_id)
+                        yield out.event("done", jurist)
+                        yield out.finish(jurist, _usage(ev.result))
+                        yield out.done()
+                        return
+                    case ErrorEvent():
+                        context = ev.result.continue_context or body.messages
+                        yield out.event("error", {**continuation(context, body.model), **ev.data,
+                                                  "status": _status(upstream)})
+                        yield out.done()
+                        return
+                    case _:
+                        yield out.event(ev.type, ev.data)
     except Exception as exc:  # the gate itself raised (an upstream failure it did not turn into an event)
         log.warning("gate stream failed: %s", exc)
         yield out.event("error", _error_data(exc, body.messages, body.model))

@@ -13,13 +13,11 @@ of silently ending with half an answer.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from typing import Any
 
-from jurist.gate.records import gate_payload
-from jurist.gate.types import GateResult
+from jurist.gate.records import CallEntry, GateRecord
 from jurist.models.base import ToolCallDelta
 from jurist.models.error_types import OPENAI_ERROR_TYPES
 
@@ -34,35 +32,24 @@ def openai_error(status: int, message: str, *, param: str | None = None, code: s
     return {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
 
 
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    return value
+def jurist_field(result: GateRecord | None, trace_id: str) -> dict[str, Any]:
+    """The extra top-level ``jurist`` field: what the gate did for this answer, its record
+    (:meth:`GateRecord.to_json <jurist.gate.records.GateRecord.to_json>`, what the store keeps as
+    the evaluation's payload); None (the gate ended with no record): the trace id and nothing done."""
+    if result is not None:
+        return result.to_json()
+    return {"trace_id": trace_id, "evaluations": [], "llm_calls": [], "attempts": [], "accept_reason": None,
+            "evaluation_skipped": False}
 
 
-def jurist_field(result: GateResult | dict[str, Any] | None, trace_id: str) -> dict[str, Any]:
-    """The extra top-level ``jurist`` field: what the gate did for this answer. For
-    a :class:`GateResult`, the gate's record (:func:`jurist.gate.records.gate_payload`,
-    what the store keeps as the evaluation's payload); else the known keys of a dict."""
-    if isinstance(result, GateResult):
-        return gate_payload(result)
-    data = _plain(result) if result is not None else {}
-    if not isinstance(data, dict):
-        data = {}
-    data = data.get("result", data) if isinstance(data.get("result"), dict) else data
-    out: dict[str, Any] = {
-        "trace_id": data.get("trace_id") or trace_id,
-        "evaluations": [_plain(e) for e in data.get("evaluations") or []],
-        "llm_calls": [_plain(c) for c in data.get("llm_calls") or []],
-        "attempts": [_plain(a) for a in data.get("attempts") or []],
-        "accept_reason": data.get("accept_reason"),
-        "evaluation_skipped": bool(data.get("evaluation_skipped", False)),
-    }
-    for key in ("accepted_attempt", "skip_reason", "error", "continue_context"):
-        if data.get(key) is not None:
-            out[key] = data[key]
+def tool_round_field(trace_id: str, calls: list[CallEntry], *, error: str | None = None) -> dict[str, Any]:
+    """The ``jurist`` field of an answer that calls tools, relayed unjudged (accept and skip reason
+    ``tool_calls``: the gate judges the final text answer of the tool loop): its call records."""
+    out: dict[str, Any] = {"trace_id": trace_id, "evaluations": [], "llm_calls": [c.model_dump() for c in calls],
+                           "attempts": [], "accept_reason": "tool_calls", "evaluation_skipped": True,
+                           "skip_reason": "tool_calls"}
+    if error is not None:
+        out["error"] = error
     return out
 
 
