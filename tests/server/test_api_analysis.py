@@ -150,6 +150,9 @@ def test_diff_and_compare(client, store):
                                          "openai/judge-a)")
     assert [(j["judge_model"], j["n_a"], j["n_b"], j["compared"]) for j in refused["judges"]] == [
         ("local/minilm", 8, 8, False), ("openai/judge-a", 8, 8, False)]
+    page = client.get("/evaluation/prompts/rubric_judge", params={"a": 1, "b": 2}).text
+    assert 'class="verdict refused" id="verdict">not compared: 2 judge models scored both versions' in page
+    assert page.count('<tr><td class="mono">') == 2 and "local/minilm" in page  # both judges, neither compared
     one = client.get("/api/prompts/rubric_judge/compare", params={"a": 1, "b": 2, "judge": "local/minilm"}).json()
     assert one["judge_model"] == "local/minilm" and one["difference"] == -2.0 and one["verdict"].startswith(
         "A is better by 2 points")
