@@ -42,7 +42,7 @@ def make_points(n: int) -> list[ChecklistPoint]:
 
 
 def prompt_tokens(requests: list[ChatRequest]) -> int:
-    return sum(sum(len(m.get("content") or "") for m in r.messages) // 4 for r in requests)
+    return sum(sum(len(m.text) for m in r.messages) // 4 for r in requests)
 
 
 def judge_reply(schedule: dict[int, str], turn: list[int]):
@@ -50,7 +50,7 @@ def judge_reply(schedule: dict[int, str], turn: list[int]):
 
     def reply(request: ChatRequest) -> str:
         pid = schedule.get(turn[0])
-        asked = pid is not None and f'id="{pid}"' in "\n".join(m["content"] for m in request.messages)
+        asked = pid is not None and f'id="{pid}"' in "\n".join(m.text for m in request.messages)
         points = [{"id": pid, "confidence": 0.9, "observation": "explained it"}] if asked else []
         return json.dumps({"recalledPoints": points, "feedback": f"Point {pid} was recalled." if asked else ""})
 

@@ -33,7 +33,7 @@ BAD = json.dumps({"quality_score": 0.2, "confidence_score": 0.9, "issues": ["too
 
 def verdict(request: ChatRequest) -> str:
     """Pass an answer made of "final" words, fail one made of "draft" words."""
-    prompt = request.messages[-1]["content"]
+    prompt = request.messages[-1].text
     return GOOD if "final" in prompt.split("<response>")[-1] else BAD
 
 

@@ -109,7 +109,7 @@ def responder(judge: SimJudge, items: list[dict[str, float]], seed: int, correla
     """A scripted reply (a callable taking the ChatRequest) for this simulated judge."""
 
     def reply(request: ChatRequest) -> str:
-        index = int(_ITEM.search("\n".join(m["content"] for m in request.messages)).group(1))
+        index = int(_ITEM.search("\n".join(m.text for m in request.messages)).group(1))
         props = request.response_schema["properties"]
         dims = props["scores"]["required"]
         common = random.Random(f"{seed}:common:{index}").gauss(0, 1)

@@ -34,7 +34,8 @@ def assert_inside(prompt: str, tag: str, item_id: str | None = None, payload: st
     assert rest[closes[0]:].startswith(f"</{tag}>")
 
 
-def prompt_text(messages: list[dict]) -> str:
+def prompt_text(messages) -> str:
     """Everything a judge was sent, its messages' texts in order (the instructions
-    go as a system message, the data as the user message)."""
-    return "\n\n".join(str(m.get("content") or "") for m in messages)
+    go as a system message, the data as the user message): typed messages, or the
+    dicts a provider server received."""
+    return "\n\n".join(str(m.get("content") or "") if isinstance(m, dict) else m.text for m in messages)

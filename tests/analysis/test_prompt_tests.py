@@ -19,8 +19,8 @@ from tests.gate.helpers import QUESTION, good
 MARK_B = "VERSION-B-MARKER: judge strictly."
 
 
-def _text(messages: list[dict]) -> str:
-    return "\n".join(m["content"] for m in messages)
+def _text(messages) -> str:
+    return "\n".join(m.text for m in messages)
 
 
 async def _version_b(store, name: str) -> dict:

@@ -67,7 +67,7 @@ async def test_imprecise_answer_is_not_counted(checklist, store, settings):
     s = await new_session(checklist, store, settings)
     r = await s.process_user_message("Your body adjusts to it over time.")
     assert r.recalled_count == 0
-    assert tutor.requests[0].messages[1] == {"role": "system", "content": OBSERVATION_PREFIX + fb}
+    assert tutor.requests[0].messages[1].openai() == {"role": "system", "content": OBSERVATION_PREFIX + fb}
 
 
 async def test_feedback_reaches_the_tutor_but_not_the_stored_messages(checklist, store, settings):
@@ -81,8 +81,8 @@ async def test_feedback_reaches_the_tutor_but_not_the_stored_messages(checklist,
     script("tutor", tutor_reply)
     s = await new_session(checklist, store, settings)
     await s.process_user_message("It blocks adenosine receptors.")
-    assert any("SECRET-FEEDBACK" in m["content"] and m["role"] == "system" for m in seen[0])
-    assert seen[0][-1] == {"role": "user", "content": "It blocks adenosine receptors."}
+    assert any("SECRET-FEEDBACK" in m.text and m.role == "system" for m in seen[0])
+    assert seen[0][-1].openai() == {"role": "user", "content": "It blocks adenosine receptors."}
     stored = await store.checklist_messages(s.session_id)
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert not any("SECRET-FEEDBACK" in m["content"] for m in stored)
@@ -96,7 +96,7 @@ async def test_rabbithole_feedback_is_minimal(checklist, store, settings):
     await s.process_user_message("Quitting gives headaches for days.")
     prompt = prompt_text(judge.requests[0].messages)
     assert "minimal" in prompt and "Be specific and actionable" not in prompt
-    assert tutor.requests[0].messages[1]["content"] == OBSERVATION_PREFIX + "Point withdrawal was recalled."
+    assert tutor.requests[0].messages[1].text == OBSERVATION_PREFIX + "Point withdrawal was recalled."
 
 
 async def test_malformed_judge_output_gives_an_empty_result(checklist, store, settings):
@@ -221,7 +221,7 @@ async def test_a_failed_tutor_reply_is_asked_again_without_resaving_the_message(
     r = await s.reply_again()
     assert r.response == "Good. And the half-life?" and not s.awaiting_reply
     assert [m.role for m in s.visible_messages()] == ["user", "assistant"]
-    assert "HIDDEN-F" in tutor.requests[-1].messages[0]["content"] + str(tutor.requests[-1].messages)
+    assert "HIDDEN-F" in tutor.requests[-1].messages[0].text + str(tutor.requests[-1].messages)
     with pytest.raises(UsageError):
         await s.reply_again()
     await s.aclose()

@@ -24,8 +24,8 @@ async def test_reask_shows_the_parse_error_then_succeeds():
     v = await make_judge("j").verdict(VARS, parse)
     assert v.status == OK and v.value.score == 4 and v.reasked
     reask = adapter.requests[1].messages
-    assert reask[1] == {"role": "assistant", "content": "SCORE: 9"}
-    assert "outside the scale 1-5" in reask[2]["content"] and "SCORE: <n>" in reask[2]["content"]
+    assert reask[1].openai() == {"role": "assistant", "content": "SCORE: 9"}
+    assert "outside the scale 1-5" in reask[2].text and "SCORE: <n>" in reask[2].text
 
 
 async def test_two_bad_replies_give_evaluation_failed_with_reason():

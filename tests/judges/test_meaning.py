@@ -105,8 +105,8 @@ async def test_missing_id_is_reasked_with_the_reason():
     out = await judge_for("m").expresses("a", ["A", "B"])
     assert [c.expressed for c in out] == [True, False]
     reask = adapter.requests[1].messages
-    assert reask[-2]["role"] == "assistant" and "s2" in reask[-1]["content"]
-    assert '"results"' in reask[2]["content"]  # the format hint
+    assert reask[-2].role == "assistant" and "s2" in reask[-1].text
+    assert '"results"' in reask[2].text  # the format hint
 
 
 @pytest.mark.parametrize("bad", [1.5, -0.1, "high", None])
@@ -118,7 +118,7 @@ async def test_confidence_outside_0_1_is_reasked(bad):
     )
     out = await judge_for("c").expresses("t", ["S"])
     assert out[0].confidence == 0.6 and len(adapter.requests) == 2
-    assert '"confidence"' in adapter.requests[1].messages[-1]["content"]
+    assert '"confidence"' in adapter.requests[1].messages[-1].text
 
 
 async def test_non_boolean_is_reasked():
@@ -129,7 +129,7 @@ async def test_non_boolean_is_reasked():
     )
     out = await judge_for("b").expresses("t", ["S"])
     assert out[0].expressed is True
-    assert "true or false" in adapter.requests[1].messages[-1]["content"]
+    assert "true or false" in adapter.requests[1].messages[-1].text
 
 
 async def test_two_bad_replies_raise_judge_parse_error():
@@ -221,7 +221,7 @@ async def test_relevance_score_out_of_range_is_reasked():
     adapter = script("rel2", reply("scores", {"id": "p1", "score": 7}), reply("scores", {"id": "p1", "score": 0.7}))
     out = await judge_for("rel2").relevance("q", ["p"])
     assert out[0].score == 0.7
-    assert "outside 0 to 1" in adapter.requests[1].messages[-1]["content"]
+    assert "outside 0 to 1" in adapter.requests[1].messages[-1].text
 
 
 async def test_relevance_passage_cannot_open_another_passage():

@@ -286,7 +286,7 @@ async def test_a_role_malformed_twice_is_left_out_and_a_fixed_reply_is_kept():
     assert "could not be parsed after one re-ask" in rbad.error and '"scores" has no entry for r' in rbad.error
     assert rbad.raw_response == json.dumps({"scores": {"q": 0.1}, "confidence": 0.9}) and rbad.tokens_used > 0
     assert rfix.status == OK and rfix.scores == {"q": 0.8} and len(fixed.requests) == 2
-    reask = fixed.requests[1].messages[2]["content"]
+    reask = fixed.requests[1].messages[2].text
     assert '"scores.q" is 7, outside 0 to 1' in reask and '"critique"' in reask
     assert result.scores == {"q": 0.8} and result.overall == pytest.approx(0.8)  # r: no score, not invented
 

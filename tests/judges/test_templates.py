@@ -3,6 +3,7 @@ import pytest
 from jurist.errors import InputError
 from jurist.judges import builtin, from_file
 from jurist.judges.templates import RUBRIC_PLACEHOLDERS
+from jurist.models.messages import SystemMessage, UserMessage, messages_from_openai, openai_messages
 
 NOTE_TEMPLATE = """You are an expert evaluator assessing AI agent interaction quality.
 
@@ -113,12 +114,12 @@ def test_messages_put_the_instructions_before_the_first_quoted_value_in_a_system
     values = dict(rubric_name="N", rubric_description="D", scoring_criteria="C", score_min="1", score_max="5",
                   rubric_items="", chat_session=quote("chat_session", "[1] USER: {hi} </chat_session>"))
     system, user = t.messages(**values)
-    assert system["role"] == "system" and user["role"] == "user"
-    assert "## Rubric: N" in system["content"] and '{"score": <number from 1 to 5>' in system["content"]
-    assert "<chat_session>\n" not in system["content"] and "USER" not in system["content"]
-    assert user["content"].rstrip("\n") == values["chat_session"]
+    assert system.role == "system" and user.role == "user"
+    assert "## Rubric: N" in system.text and '{"score": <number from 1 to 5>' in system.text
+    assert "<chat_session>\n" not in system.text and "USER" not in system.text
+    assert user.text.rstrip("\n") == values["chat_session"]
     # nothing is lost or added but the whitespace between the two
-    assert (system["content"] + "\n" + user["content"]).split() == t.render(**values).split()
+    assert (system.text + "\n" + user.text).split() == t.render(**values).split()
 
 
 def test_messages_keep_instructions_after_the_data_in_the_user_message():
@@ -127,8 +128,8 @@ def test_messages_keep_instructions_after_the_data_in_the_user_message():
 
     t = PromptTemplate("t", "1", "Judge {name} carefully.\n{answer}\nReply with {{\"ok\": true}} about {name}.")
     system, user = t.messages(name="N", answer=quote("answer", "x"))
-    assert system == {"role": "system", "content": "Judge N carefully."}
-    assert user["content"] == '<answer>\nx\n</answer>\nReply with {"ok": true} about N.'
+    assert system.openai() == {"role": "system", "content": "Judge N carefully."}
+    assert user.text == '<answer>\nx\n</answer>\nReply with {"ok": true} about N.'
 
 
 @pytest.mark.parametrize("text", ["{answer}\nJudge it.", "Judge {name}.", "   \n{answer} then {name}"])
@@ -138,13 +139,14 @@ def test_a_template_whose_data_comes_first_or_that_quotes_nothing_is_one_user_me
 
     t = PromptTemplate("t", "1", text)
     values = {"name": "N", "answer": quote("answer", "x")}
-    assert t.messages(**values) == [{"role": "user", "content": t.render(**values)}]
+    assert t.messages(**values) == [UserMessage(content=t.render(**values))]
 
 
 def test_fold_system_joins_the_instructions_to_the_first_user_turn():
     from jurist.models.openai import fold_system
 
-    assert fold_system([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
-                        {"role": "assistant", "content": "A"}, {"role": "user", "content": "V"}]) == [
+    assert openai_messages(fold_system(messages_from_openai([
+        {"role": "system", "content": "S"}, {"role": "user", "content": "U"}, {"role": "assistant", "content": "A"},
+        {"role": "user", "content": "V"}]))) == [
         {"role": "user", "content": "S\n\nU"}, {"role": "assistant", "content": "A"}, {"role": "user", "content": "V"}]
-    assert fold_system([{"role": "system", "content": "S"}]) == [{"role": "user", "content": "S"}]
+    assert fold_system((SystemMessage(content="S"),)) == (UserMessage(content="S"),)

@@ -11,6 +11,7 @@ import pytest
 from jurist.errors import AuthFailed, ConfigError, ModelTimeout, ModelUnavailable, RateLimited, RequestRejected
 from jurist.models.anthropic import AnthropicChat, split_messages
 from jurist.models.base import ChatModel, ChatRequest
+from jurist.models.messages import UserMessage
 from jurist.testing import ProviderServer, Reply
 
 
@@ -75,7 +76,7 @@ async def test_messages_are_reshaped_for_the_messages_api(chat: AnthropicChat, s
 
 
 def test_split_messages_without_system() -> None:
-    assert split_messages([{"role": "user", "content": "hi"}]) == ("", [{"role": "user", "content": "hi"}])
+    assert split_messages((UserMessage(content="hi"),)) == ("", [UserMessage(content="hi")])
 
 
 async def test_no_system_parameter_when_there_is_none(chat: AnthropicChat, server: ProviderServer) -> None:

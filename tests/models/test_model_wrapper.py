@@ -9,6 +9,7 @@ from jurist.config import Settings
 from jurist.errors import AuthFailed, ModelTimeout, ModelUnavailable, RateLimited
 from jurist.models import ChatRequest, Limiter, resolve_model, script
 from jurist.models.model import Model, RetryPolicy
+from jurist.models.messages import openai_messages
 from jurist.store import Store
 from tests.quoting import prompt_text
 
@@ -193,7 +194,7 @@ def test_cache_key_is_the_hash_of_the_sorted_request_json() -> None:
                     temperature=None, max_tokens=None, seed=7,
                     response_schema={"type": "object", "properties": {"score": {"type": "number"}}}),
     ):
-        blob = json.dumps({"endpoint": "http://e/v1", "model": "m/x", "messages": req.messages,
+        blob = json.dumps({"endpoint": "http://e/v1", "model": "m/x", "messages": openai_messages(req.messages),
                            "temperature": req.temperature,
                            "max_tokens": req.max_tokens, "seed": req.seed, "schema": req.response_schema},
                           sort_keys=True, ensure_ascii=False)

@@ -19,6 +19,7 @@ from jurist.errors import (
 )
 from jurist.models.base import ChatModel, ChatRequest
 from jurist.models.openai import OpenAIChat, retry_after_seconds
+from jurist.models.messages import openai_messages
 from jurist.testing import ProviderServer, Reply
 from jurist.testing.replies import token_logprobs
 
@@ -47,7 +48,7 @@ async def test_complete_returns_text_usage_and_sends_params(chat: OpenAIChat, se
     assert req["headers"]["authorization"] == "Bearer test-key"
     body = req["json"]
     assert body["model"] == "gpt-test"
-    assert body["messages"] == ask().messages
+    assert body["messages"] == openai_messages(ask().messages)
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.2, 50, 7)
     assert "response_format" not in body and "stream" not in body
 

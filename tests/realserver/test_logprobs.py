@@ -12,6 +12,7 @@ import pytest
 from jurist.config import Settings
 from jurist.judges.parsing import parse_score
 from jurist.judges.weighting import weighted_score
+from jurist.models.messages import openai_messages
 from jurist.models.base import ChatRequest
 from jurist.models.openai import OpenAIChat
 from jurist.rubrics import evaluate
@@ -73,7 +74,7 @@ async def test_the_adapter_reads_the_servers_logprobs_and_the_weighting_matches_
     assert unavailable is None and 1.0 <= value <= 5.0
 
     raw = _raw(llama_server, {
-        "model": MODEL_ALIAS, "messages": request.messages, "temperature": 0.0, "max_tokens": 60, "seed": 0,
+        "model": MODEL_ALIAS, "messages": openai_messages(request.messages), "temperature": 0.0, "max_tokens": 60, "seed": 0,
         "response_format": {"type": "json_object", "schema": SCORE_SCHEMA}, "logprobs": True, "top_logprobs": 20})
     assert raw["choices"][0]["message"]["content"] == completion.text  # the same reply, greedy and seeded
     assert value == round(_expectation_by_hand(raw["choices"][0]["logprobs"]["content"]), 4)

@@ -70,7 +70,7 @@ def check_records(jurist_field: dict, tmp_path: Path) -> None:
     rows = {r["id"]: r for r in logged(tmp_path, jurist_field["trace_id"])}
     assert set(rows) == {generation["call_id"], judged["call_id"]}
     upstream = rows[generation["call_id"]]
-    assert upstream["params"]["stream"] is True and upstream["params"]["usage"] == "not reported"
+    assert upstream["params"]["stream"] is True and upstream["usage_known"] is False
     if judged["status"] == "ok":  # the judge answered within the gate's default time limits
         assert judged["input_tokens"] > 50 and judged["output_tokens"] > 5
         assert rows[judged["call_id"]]["params"]["structured_output"] == "json_object_schema"

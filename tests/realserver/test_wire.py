@@ -78,4 +78,4 @@ async def test_the_llamacpp_preset_asks_in_its_own_mode_and_records_usage(llama)
     assert call.params["structured_output"] == "json_object_schema"
     assert call.input_tokens > 10 and call.output_tokens > 0 and call.status == "ok"
     # the server sends no usage in a stream, even with stream_options.include_usage: on record as unknown
-    assert stream.response_text == streamed and streamed and stream.params["usage"] == "not reported"
+    assert stream.response_text == streamed and streamed and not stream.usage_known

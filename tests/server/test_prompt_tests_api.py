@@ -38,7 +38,7 @@ def client(store):
 def _gate_calls(store: Store, n: int) -> None:
     """``n`` gated answers judged by scripted/judge, which scores version B's prompt lower."""
     script("gen", default="An answer.")
-    script("judge", default=lambda req: good(0.3 if any(MARK_B in m["content"] for m in req.messages) else 0.9))
+    script("judge", default=lambda req: good(0.3 if any(MARK_B in m.text for m in req.messages) else 0.9))
 
     async def run() -> None:
         g = Gate(GateConfig(strategy="blocking"), runtime=Runtime(store=store), judge="scripted/judge")

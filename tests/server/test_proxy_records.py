@@ -157,6 +157,6 @@ def test_a_stream_without_usage_is_recorded_as_not_reported_not_as_zero(proxy, p
     [entry] = [c for c in out["jurist"]["llm_calls"] if c["type"] == "generation"]
     assert (entry["input_tokens"], entry["output_tokens"], entry["tokens"], entry["status"]) == (None, None, None, "ok")
     [call] = [c for c in stored_calls(app, f"nousage-{stream}") if c["purpose"] == "generation"]
-    assert call["params"]["usage"] == "not reported" and call["response_text"] == "Paris."
+    assert call["usage_known"] is False and "usage" not in call["params"] and call["response_text"] == "Paris."
     if not stream:
         assert "usage" not in out["body"] or out["body"]["usage"] is None  # no made-up usage for the caller

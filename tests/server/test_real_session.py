@@ -64,7 +64,7 @@ def test_real_session_turns_resume_and_hidden_feedback(checklist_dir, store):
         page = client.get("/tutor", params={"points": "caffeine", "learner": "ada",
                                             "session_id": session["session_id"]}).text
     # the tutor model saw the judge's feedback; the learner never does
-    assert any(SECRET in m["content"] for r in tutor.requests for m in r.messages)
+    assert any(SECRET in m.text for r in tutor.requests for m in r.messages)
     for blob in [*frames, page]:
         for secret in (SECRET, "JUDGE-SECRET", OBSERVATION, "0.37", "EVALUATOR OBSERVATION"):
             assert secret not in blob

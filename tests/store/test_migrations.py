@@ -206,7 +206,7 @@ def test_0007_upgrades_a_0006_store_keeping_its_rows(new_url):
         engine.dispose()
     store = Store(new_url)
     try:
-        assert schema_version(store.engine) == SCHEMA_HEAD == "0007"
+        assert schema_version(store.engine) == SCHEMA_HEAD
         assert [r["item"] for r in store.read(lambda conn: [dict(x._mapping) for x in conn.execute(
             labels.select())])] == ["s1"]
         row = dict(id="c1", kind="gate", judge_model="openai/m", template_name="gate_quality", template_hash="abc",
@@ -235,3 +235,33 @@ def test_the_0007_upgrade_killed_halfway_leaves_the_store_at_0006(new_url):
         engine.dispose()
     Store(new_url).close()
     assert "calibrations" in tables(new_url)
+
+
+def test_0008_reads_the_old_usage_word_into_usage_known(new_url):
+    """A call stored before the column, its usage "not reported" in its params, reads back unknown."""
+    import sqlalchemy as sa
+
+    _at_revision(new_url, "0007")
+    old = sa.table("llm_calls", *(sa.column(c) for c in ("id", "purpose", "model", "endpoint", "request_hash",
+                                                          "status", "input_tokens", "output_tokens", "latency_ms",
+                                                          "attempts", "cached")),
+                   sa.column("messages", sa.JSON), sa.column("params", sa.JSON), sa.column("created_at", sa.DateTime))
+    engine = create_engine(new_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(old), [
+                dict(id=cid, purpose="generation", model="openai/m", endpoint="http://e/v1", request_hash="h",
+                     status="ok", input_tokens=0, output_tokens=0, latency_ms=1.0, attempts=1, cached=False,
+                     messages=[{"role": "user", "content": "hi"}], params=params,
+                     created_at=datetime.now(timezone.utc))
+                for cid, params in (("streamed", {"stream": True, "usage": "not reported"}),
+                                    ("plain", {"temperature": 0.0}))])
+    finally:
+        engine.dispose()
+    store = Store(new_url)
+    try:
+        got = {r["id"]: (r["usage_known"], r["params"]) for r in store.calls(limit=None)}
+    finally:
+        store.close()
+    assert got == {"streamed": (False, {"stream": True, "usage": "not reported"}),
+                   "plain": (True, {"temperature": 0.0})}

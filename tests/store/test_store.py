@@ -5,6 +5,7 @@ import time
 import uuid
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import inspect
 
 from jurist.errors import ConfigError, StoreError
@@ -52,6 +53,27 @@ def test_calls_round_trip_and_filters(store):
     [row] = store.calls(status="ok")
     assert row["messages"] == [{"role": "user", "content": "héllo"}]
     assert store.calls(trace_id="nope") == []
+
+
+def test_whether_usage_was_reported_is_stored_with_each_call(store):
+    store.record_call(call(id="known"))
+    store.record_call(call(id="unknown", usage_known=False, input_tokens=0, output_tokens=0))
+    store.flush()
+    rows = {r["id"]: r for r in store.calls(limit=None)}
+    assert rows["known"]["usage_known"] is True and rows["unknown"]["usage_known"] is False
+    assert "usage" not in rows["unknown"]["params"]  # a field of its own, not a word in the params
+
+
+def test_a_call_record_is_typed_and_frozen():
+    record = call(messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])
+    assert [m.role for m in record.messages] == ["system", "user"] and not record.failed
+    assert call(status="parse_error").failed and call(status="error").failed
+    with pytest.raises(ValidationError):
+        call(status="failed")  # not a status
+    with pytest.raises(ValidationError, match="did you mean 'content'"):
+        call(messages=[{"role": "user", "contnet": "x"}])
+    with pytest.raises(ValidationError):
+        record.status = "error"
 
 
 def test_cached_reply_is_the_latest_ok_answer(store):

@@ -38,6 +38,7 @@ from jurist.ids import new_id
 from jurist.judges.prompting import quote
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin
 from jurist.models.base import ChatRequest, MeaningJudge
+from jurist.models.messages import messages_from_openai
 from jurist.models.model import Model, Template
 from jurist.models.registry import resolve_ref, writes_text
 from jurist.runtime import Runtime, runtime_for
@@ -334,7 +335,8 @@ class ChecklistSession:
     async def _tutor_reply(self, feedback: str) -> str:
         template = (self._template if self.prompts is None
                     else await self.prompts.resolve(self._template, lambda: self.session_id))  # one arm per session
-        request = ChatRequest(messages=self.tutor_messages(feedback, template), temperature=TUTOR_TEMPERATURE,
+        request = ChatRequest(messages=messages_from_openai(self.tutor_messages(feedback, template)),
+                              temperature=TUTOR_TEMPERATURE,
                               max_tokens=1024)
         completion = await self.tutor.complete(request, purpose=PURPOSE_TUTOR, trace_id=self.session_id,
                                                template=Template(template.name, template.hash),

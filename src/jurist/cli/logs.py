@@ -23,7 +23,7 @@ def _row_json(row: dict[str, Any]) -> dict[str, Any]:
 
 def _tokens(row: dict[str, Any]) -> str:
     """Tokens in/out; "n/a" for a stream whose endpoint reported no usage."""
-    if (row.get("params") or {}).get("usage") == "not reported":
+    if row.get("usage_known") is False:
         return "n/a"
     return f"{row['input_tokens']}/{row['output_tokens']}"
 

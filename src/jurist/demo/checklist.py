@@ -35,8 +35,8 @@ def demo_tutor(session_ref: list[ChecklistSession]) -> Any:
 
     def reply(request: ChatRequest) -> str:
         session = session_ref[0]
-        observed = " ".join(m["content"] for m in request.messages
-                            if m["role"] == "system" and m["content"].startswith(OBSERVATION_PREFIX))
+        observed = " ".join(m.text for m in request.messages
+                            if m.role == "system" and m.text.startswith(OBSERVATION_PREFIX))
         ack = "Yes, exactly." if "was recalled" in observed else "Okay, let's dig a little deeper."
         remaining = session.unchecked_points()
         if not remaining:

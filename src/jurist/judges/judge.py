@@ -28,6 +28,7 @@ from jurist.judges.templates import PromptSource, PromptTemplate, variables_key
 from jurist.models.base import ChatRequest, Completion, MeaningJudge
 from jurist.models.images import Image
 from jurist.models.model import Model, Template, cut_reply
+from jurist.models.messages import AssistantMessage, Message, UserMessage
 
 T = TypeVar("T")
 
@@ -92,14 +93,14 @@ class Judge:
         self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
         self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
-    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any] | None,
+    def _request(self, messages: list[Message], schema: dict[str, Any] | None,
                  sample: int | None = None, images: tuple[Image, ...] = ()) -> ChatRequest:
         """The request; sample ``i`` > 0 of it (``jurist probe --samples``) carries its index (a call,
         and a cache entry, of its own) and, with a seed, the seed plus ``i`` (so a seeded endpoint
         samples anew); sample 0 is the ordinary request."""
         sample = sample or None
         return ChatRequest(
-            messages=messages,
+            messages=tuple(messages),
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed + sample if self.seed is not None and sample else self.seed,
@@ -155,14 +156,9 @@ class Judge:
             err.completions = [first]
             raise err
         reask = messages + [
-            {"role": "assistant", "content": cut_reply(first.text, REASK_QUOTE_CHARS)},
-            {
-                "role": "user",
-                "content": (
-                    f"Your reply could not be read: {first.parse_error}.\n"
-                    f"Answer again, following exactly this format:\n{format_hint or self.format_hint}"
-                ),
-            },
+            AssistantMessage(content=cut_reply(first.text, REASK_QUOTE_CHARS)),
+            UserMessage(content=f"Your reply could not be read: {first.parse_error}.\n"
+                                f"Answer again, following exactly this format:\n{format_hint or self.format_hint}"),
         ]
         second = await self.model.complete(
             self._request(reask, schema, sample, images), purpose=self.purpose, trace_id=trace_id, template=tmpl,

@@ -32,6 +32,7 @@ from typing import Callable, Protocol
 from jurist.errors import InputError
 from jurist.jsonfiles import unknown_name
 from jurist.judges.prompting import Quoted
+from jurist.models.messages import Message, SystemMessage, UserMessage
 
 RUBRIC_PLACEHOLDERS = frozenset(
     {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items"}
@@ -85,7 +86,7 @@ class PromptTemplate:
     def render(self, **values: object) -> str:
         return self.text.format(**values)
 
-    def messages(self, **values: object) -> list[dict[str, str]]:
+    def messages(self, **values: object) -> list[Message]:
         """The prompt as chat messages: the instructions before the first quoted
         value as a system message, the rest as the user message. A template whose
         data comes first (or that quotes nothing) is one user message."""
@@ -98,9 +99,9 @@ class PromptTemplate:
                 user = str(values[field]) + rest
                 if not system.strip():
                     break
-                return [{"role": "system", "content": system.rstrip()}, {"role": "user", "content": user}]
+                return [SystemMessage(content=system.rstrip()), UserMessage(content=user)]
             head.append(literal + ("" if field is None else str(values[field])))
-        return [{"role": "user", "content": self.render(**values)}]
+        return [UserMessage(content=self.render(**values))]
 
 
 def variables_key(variables: dict[str, object]) -> str:

@@ -2,7 +2,7 @@
 
 System messages go into the ``system`` parameter, consecutive turns of the same
 role are merged, and ``tool`` turns become user text prefixed ``[tool result]``.
-A request's images become image blocks of its first user turn (:func:`image_block`).
+A request's images become image blocks of its first user turn (:func:`anthropic_turn`).
 There is no native schema mode here: the judge prompt asks for JSON and the
 parser reads it. Errors are mapped in :func:`map_anthropic_error`. The adapter
 never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
@@ -11,14 +11,16 @@ never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches
 from __future__ import annotations
 
 import os
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Sequence, Union
 
 import anthropic
-from anthropic.types import Message
+from anthropic.types import Message as AnthropicMessage
 
-from jurist.errors import ConfigError, ModelUnavailable
+from jurist.errors import ConfigError, ModelUnavailable, Unsupported
 from jurist.models.base import ChatRequest, Completion
-from jurist.models.images import Image, attach
+from jurist.models.images import attach
+from jurist.models.messages import (AssistantMessage, ImagePart, Message, SystemMessage, TextPart, UserMessage,
+                                    UserPart)
 from jurist.models.sdk_errors import map_sdk_error
 
 __all__ = ["AnthropicChat", "map_anthropic_error"]
@@ -88,7 +90,7 @@ class AnthropicChat:
         system, turns = split_messages(request.messages)
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": attach(turns, request.images, image_block) if request.images else turns,
+            "messages": [anthropic_turn(m) for m in (attach(turns, request.images) if request.images else turns)],
             "max_tokens": request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS,
         }
         if system:
@@ -96,7 +98,7 @@ class AnthropicChat:
         return params
 
     def _completion(self, response: Any) -> Completion:
-        if not isinstance(response, Message) or not isinstance(getattr(response, "content", None), list):
+        if not isinstance(response, AnthropicMessage) or not isinstance(getattr(response, "content", None), list):
             raise ModelUnavailable(
                 f"{self.name} at {self.endpoint} answered with something that is not a message; "
                 "check that base_url points at an Anthropic-compatible endpoint (without /v1)",
@@ -120,33 +122,64 @@ class AnthropicChat:
             ) from exc
 
 
-def split_messages(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
-    """Pull system text out; merge consecutive same-role turns; tool turns become user text."""
+Turn = Union[UserMessage, AssistantMessage]
+
+
+def split_messages(messages: Sequence[Message]) -> tuple[str, list[Turn]]:
+    """Pull system text out; merge consecutive same-role turns; tool turns become user text
+    (an assistant turn's tool calls are not sent: the messages API takes them only with tools)."""
     system: list[str] = []
-    turns: list[dict[str, str]] = []
+    turns: list[Turn] = []
     for m in messages:
-        role, content = m.get("role", "user"), m.get("content") or ""
-        if role == "system":
-            system.append(content)
+        if isinstance(m, SystemMessage):
+            system.append(m.text)
             continue
-        if role == "tool":
-            role, content = "user", f"[tool result] {content}"
-        elif role != "assistant":
-            role = "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + content
-        else:
-            turns.append({"role": role, "content": content})
+        turn: Turn
+        if isinstance(m, AssistantMessage):
+            turn = AssistantMessage(content=m.text)
+        elif isinstance(m, UserMessage):
+            turn = UserMessage(content=m.content)
+        else:  # a tool's (or function's) result
+            turn = UserMessage(content=f"[tool result] {m.text}")
+        if turns and turns[-1].role == turn.role:
+            turn = _merged(turns.pop(), turn)
+        turns.append(turn)
     return "\n\n".join(system), turns
 
 
-def image_block(image: Image) -> dict[str, Any]:
-    """An image as Anthropic's content block: a ``base64`` source for its bytes, a ``url``
-    source for an http(s) URL (the API fetches it)."""
-    if image.remote:
-        return {"type": "image", "source": {"type": "url", "url": image.url}}
-    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
-                                        "data": image.base64_data}}
+def _merged(first: Turn, second: Turn) -> Turn:
+    """Two turns of one role as one: texts joined by a blank line, parts one after the other."""
+    if isinstance(first.content, str) and isinstance(second.content, str):
+        return first.model_copy(update={"content": f"{first.content}\n\n{second.content}"})
+    assert isinstance(first, UserMessage) and isinstance(second, UserMessage)  # assistant turns are text here
+    return first.model_copy(update={"content": (*_parts(first.content), *_parts(second.content))})
+
+
+def _parts(content: str | tuple[UserPart, ...]) -> tuple[UserPart, ...]:
+    return (TextPart(text=content),) if isinstance(content, str) else content
+
+
+def anthropic_turn(message: Message) -> dict[str, Any]:
+    """A turn in the messages API's form: its text, or its parts as text and image blocks."""
+    content = message.content
+    if content is None or isinstance(content, str):
+        return {"role": message.role, "content": content or ""}
+    return {"role": message.role, "content": [anthropic_block(part) for part in content]}
+
+
+def anthropic_block(part: Any) -> dict[str, Any]:
+    """A content part as Anthropic's block: text, or an image (a data URL as a ``base64``
+    source, an http(s) URL as a ``url`` source, which the API fetches)."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        url = part.image_url.url
+        if not url.startswith("data:"):
+            return {"type": "image", "source": {"type": "url", "url": url}}
+        head, _, data = url.partition(",")
+        return {"type": "image", "source": {"type": "base64", "media_type": head[5:].partition(";")[0],
+                                            "data": data}}
+    raise Unsupported(f"a {part.type} part cannot be sent to the Anthropic messages API (text and images only)")
 
 
 def map_anthropic_error(exc: Exception, *, model: str, endpoint: str) -> Exception:

@@ -12,9 +12,13 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict
+
 from jurist.models.images import Image
+from jurist.models.messages import BaseMessage, Message, messages_from_openai
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -27,9 +31,13 @@ IMAGE_TOKENS = 1_000
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One chat completion request, independent of the provider."""
+    """One chat completion request, independent of the provider. ``messages`` are typed
+    (:data:`~jurist.models.messages.Message`); OpenAI-style dicts given instead are read
+    strictly (:func:`~jurist.models.messages.messages_from_openai`: an InputError names a bad
+    one; a tool turn without a call id is a transcript's tool output, sent as user text
+    ``[tool result] ...``), and a list is kept as a tuple."""
 
-    messages: list[dict[str, str]]
+    messages: tuple[Message, ...]
     temperature: float | None = 0.0
     max_tokens: int | None = 1024
     seed: int | None = None
@@ -58,6 +66,15 @@ class ChatRequest:
     # the bytes; their hashes are in the cache key. Empty: a text request, as always.
     images: tuple[Image, ...] = ()
 
+    def __post_init__(self) -> None:
+        messages = self.messages
+        if not all(isinstance(m, BaseMessage) for m in messages):
+            messages = messages_from_openai(messages, tool_text=True)  # OpenAI-style dicts, read strictly
+        if not isinstance(messages, tuple):
+            messages = tuple(messages)
+        if messages is not self.messages:
+            object.__setattr__(self, "messages", messages)
+
     def params(self) -> dict[str, Any]:
         """Sampling parameters, as recorded with each call."""
         out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
@@ -78,9 +95,9 @@ class ChatRequest:
 
     @functools.cached_property
     def messages_json(self) -> str:
-        """The messages as JSON text (keys sorted), made once: the cache key and
-        an adapter's request body both use it (a prompt is the bulk of both)."""
-        return json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
+        """The messages as JSON text (their OpenAI wire dicts, keys sorted), made once: the cache
+        key and an adapter's request body both use it (a prompt is the bulk of both)."""
+        return json.dumps([m.openai() for m in self.messages], sort_keys=True, ensure_ascii=False)
 
     def cache_key(self, model: str, endpoint: str) -> str:
         """Stable hash of everything that determines the answer: the SHA-256 of
@@ -111,7 +128,7 @@ class ChatRequest:
     def estimated_tokens(self) -> int:
         """Rough token estimate for tokens-per-minute limits (4 chars a token, an image
         :data:`IMAGE_TOKENS`)."""
-        chars = sum(len(m.get("content") or "") for m in self.messages)
+        chars = sum(len(m.text) for m in self.messages)
         return chars // 4 + (self.max_tokens or 0) + IMAGE_TOKENS * len(self.images)
 
 
@@ -240,19 +257,26 @@ class ChatModel(Protocol):
         ...
 
 
-CallStatus = Literal["ok", "error", "parse_error"]  # parse_error: the reply came but could not be read
+#: A call's status, one vocabulary: ``ok``; ``error``, the call failed (no answer: the endpoint's
+#: error, a timeout, a cancelled or broken stream); ``parse_error``, the reply came but could not be read.
+CallStatus = Literal["ok", "error", "parse_error"]
+#: The statuses of a failed call, whatever the kind of failure.
+FAILED_CALL_STATUSES: frozenset[CallStatus] = frozenset({"error", "parse_error"})
 
 
-@dataclass
-class CallRecord:
-    """One LLM call as stored in ``llm_calls``."""
+class CallRecord(BaseModel):
+    """One LLM call as stored in ``llm_calls``. ``usage_known`` is False when the endpoint
+    reported no token usage (a stream from a server that sends none): the tokens are then
+    unknown, not 0."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     trace_id: str | None
     purpose: str
     model: str
     endpoint: str
-    messages: list[dict[str, str]]
+    messages: tuple[Message, ...]
     params: dict[str, Any]
     request_hash: str
     response_text: str | None
@@ -266,8 +290,13 @@ class CallRecord:
     template_name: str | None = None
     template_hash: str | None = None
     parsed: Any = None
-    created_at: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    usage_known: bool = True
+
+    @property
+    def failed(self) -> bool:
+        """Whether the call failed, whatever the kind of failure (:data:`FAILED_CALL_STATUSES`)."""
+        return self.status in FAILED_CALL_STATUSES
 
 
 # --- Meaning questions -------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 from jurist.config import Settings
 from jurist.errors import AuthFailed, ConfigError, ModelError, ModelTimeout, ModelUnavailable, RateLimited
 from jurist.models.base import TOP_LOGPROBS, ChatModel, ChatRequest, Completion
+from jurist.models.messages import UserMessage
 from jurist.models.openai import STRUCTURED_OUTPUT_MODES, OpenAIChat
 from jurist.models.sdk_errors import error_detail
 from jurist.models.registry import HOW_TO_CONFIGURE, LOCAL_JUDGE, build_adapter, judge_ref, provider_settings
@@ -55,7 +56,7 @@ PROBE_SCHEMA: dict[str, Any] = {
 
 
 def _ask(content: str, max_tokens: int, **kw: Any) -> ChatRequest:
-    return ChatRequest(messages=[{"role": "user", "content": content}], temperature=0.0, max_tokens=max_tokens,
+    return ChatRequest(messages=(UserMessage(content=content),), temperature=0.0, max_tokens=max_tokens,
                        seed=0, **kw)
 
 

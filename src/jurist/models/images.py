@@ -24,12 +24,13 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Sequence
 
 from jurist.errors import InputError
+from jurist.models.messages import ImagePart, ImageURL, Message, TextPart, UserMessage, UserPart
 
 __all__ = ["IMAGE_TYPES", "MAX_IMAGE_BYTES", "MAX_URL_CHARS", "Image", "attach", "from_base64", "from_data_url",
-           "from_file", "from_url", "image_type", "resolve_image", "with_images"]
+           "from_file", "from_url", "image_parts", "image_type", "resolve_image"]
 
 #: The most bytes one image may have (Anthropic's limit per image; OpenAI takes more).
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
@@ -186,23 +187,23 @@ def resolve_image(ref: str, root: Path | None, what: str = "the image", *, file:
     return from_file(ref, root, what, file=file, line=line)
 
 
-def with_images(text: str, images: tuple[Image, ...] | list[Image],
-                part: Callable[[Image], dict[str, Any]]) -> list[dict[str, Any]]:
-    """A message's content as parts: its text, then each image after a text part naming it
-    ``[image i]`` (i from 1, as sessions number them), in the wire form ``part`` makes."""
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+def image_parts(content: str | tuple[UserPart, ...], images: tuple[Image, ...] | list[Image]) -> tuple[UserPart, ...]:
+    """A user message's content as parts: its text (or parts), then each image after a text part
+    naming it ``[image i]`` (i from 1, as sessions number them)."""
+    parts: list[UserPart] = list(content) if not isinstance(content, str) else \
+        [TextPart(text=content)] if content else []
     for i, image in enumerate(images, start=1):
-        parts.append({"type": "text", "text": f"[image {i}]"})
-        parts.append(part(image))
-    return parts
+        parts.append(TextPart(text=f"[image {i}]"))
+        parts.append(ImagePart(image_url=ImageURL(url=image.url)))
+    return tuple(parts)
 
 
-def attach(messages: list[dict[str, Any]], images: tuple[Image, ...] | list[Image],
-           part: Callable[[Image], dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with the images after the text of the first user message (a user message
-    of its own at the end when there is none); the other messages as they are."""
+def attach(messages: Sequence[Message], images: tuple[Image, ...] | list[Image]) -> tuple[Message, ...]:
+    """``messages`` with the images after the content of the first user message (a user message
+    of its own at the end when there is none); the other messages as they are. Each adapter
+    sends the image parts in its own form."""
     for i, m in enumerate(messages):
-        if m.get("role") == "user":
-            return [*messages[:i], {**m, "content": with_images(m.get("content") or "", images, part)},
-                    *messages[i + 1:]]
-    return [*messages, {"role": "user", "content": with_images("", images, part)}]
+        if isinstance(m, UserMessage):
+            return (*messages[:i], m.model_copy(update={"content": image_parts(m.content, images)}),
+                    *messages[i + 1:])
+    return (*messages, UserMessage(content=image_parts("", images)))

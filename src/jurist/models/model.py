@@ -22,6 +22,7 @@ from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, 
                                 MeaningJudge, RelevanceScore, StatementCheck, StreamItem, SupportResult)
 from jurist.models.breaker import CircuitBreaker
 from jurist.models.limiter import RequestLimiter
+from jurist.models.messages import UserMessage
 
 
 T = TypeVar("T")
@@ -232,8 +233,8 @@ class Model:
             if self.sink is not None:
                 self.sink.record_call(CallRecord(
                     id=call_id, trace_id=trace_id, purpose=purpose, model=self.name, endpoint=self.endpoint,
-                    messages=[{"role": "user", "content": json.dumps({"question": question, **request},
-                                                                     ensure_ascii=False, default=str)}],
+                    messages=(UserMessage(content=json.dumps({"question": question, **request},
+                                                             ensure_ascii=False, default=str)),),
                     params={"question": question}, request_hash="",
                     response_text=None if error is not None else json.dumps(_jsonable(answer), ensure_ascii=False,
                                                                              default=str),
@@ -339,8 +340,6 @@ class Model:
         params = {**request.params(), **(params or {})}
         if completion is not None and completion.structured_output:
             params["structured_output"] = completion.structured_output
-        if completion is not None and not completion.usage_reported:
-            params["usage"] = "not reported"  # the endpoint's stream had none: the tokens are unknown, not 0
         self.sink.record_call(
             CallRecord(
                 id=call_id,
@@ -362,6 +361,8 @@ class Model:
                 template_name=template.name if template else None,
                 template_hash=template.hash if template else None,
                 parsed=_recorded_value(completion),
+                # the endpoint's stream had none: the tokens are unknown, not 0
+                usage_known=completion is None or completion.usage_reported,
             )
         )
 

@@ -33,7 +33,8 @@ from jurist.version import __version__
 from jurist.errors import ConfigError, ModelError, ModelUnavailable, RequestRejected
 from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
                                 holds_digit, message_tool_calls)
-from jurist.models.images import Image, attach
+from jurist.models.images import attach
+from jurist.models.messages import Message, SystemMessage, UserMessage, openai_messages, prepend_text
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
 from jurist.models.structured import (CONSTRAINED, STRUCTURED_OUTPUT_MODES, ModeMemory,
                                       detect_structured_output, next_mode, refuses, request_fields)
@@ -308,23 +309,15 @@ class OpenAIChat:
         if stream:
             params["stream"] = True
             params["stream_options"] = {**(params.get("stream_options") or {}), "include_usage": True}
-        if not self.system_role and any(m.get("role") == "system" for m in request.messages):
-            messages = self._messages_json(_messages(fold_system(request.messages)), request)
-        elif any(_bare_tool_turn(m) for m in request.messages):
-            messages = self._messages_json(_messages(request.messages), request)
-        elif request.images:
-            messages = self._messages_json(request.messages, request)
-        else:
-            messages = request.messages_json
+        sent = request.messages
+        if not self.system_role and any(isinstance(m, SystemMessage) for m in sent):
+            sent = fold_system(sent)
+        if request.images:
+            sent = attach(sent, request.images)
+        messages = request.messages_json if sent is request.messages else json.dumps(openai_messages(sent),
+                                                                                   ensure_ascii=False)
         rest = json.dumps(params, ensure_ascii=False)  # an object with at least "model"
         return ('{"messages": ' + messages + ", " + rest[1:]).encode()
-
-    @staticmethod
-    def _messages_json(messages: list[dict[str, Any]], request: ChatRequest) -> str:
-        """Messages as JSON text, the request's images as ``image_url`` parts of its first user message."""
-        if request.images:
-            messages = attach(messages, request.images, image_url_part)
-        return json.dumps(messages, ensure_ascii=False)
 
     def _http(self) -> aiohttp.ClientSession:
         """The given session, else the adapter's own one for the running event loop."""
@@ -428,30 +421,15 @@ def tls_context() -> Any:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def _bare_tool_turn(message: dict[str, str]) -> bool:
-    return message.get("role") == "tool" and "tool_call_id" not in message
-
-
-def fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+def fold_system(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """For a server that takes no system role: the system messages' text leads the
     first user turn (or becomes one), separated by a blank line."""
-    system = "\n\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
-    rest = [m for m in messages if m.get("role") != "system"]
+    system = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage))
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
     for i, m in enumerate(rest):
-        if m.get("role") == "user":
-            return [*rest[:i], {**m, "content": f"{system}\n\n{m.get('content') or ''}"}, *rest[i + 1:]]
-    return [{"role": "user", "content": system}, *rest]
-
-
-def _messages(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Our messages in OpenAI form; a ``tool`` turn without a call id becomes user text."""
-    return [{"role": "user", "content": f"[tool result] {m.get('content') or ''}"} if _bare_tool_turn(m) else dict(m)
-            for m in messages]
-
-
-def image_url_part(image: Image) -> dict[str, Any]:
-    """An image as OpenAI's content part: its data URL, or its http(s) URL for the endpoint to fetch."""
-    return {"type": "image_url", "image_url": {"url": image.url}}
+        if isinstance(m, UserMessage):
+            return (*rest[:i], prepend_text(m, system), *rest[i + 1:])
+    return (UserMessage(content=system), *rest)
 
 
 def map_openai_error(exc: Exception, *, model: str, endpoint: str) -> Exception:

@@ -47,7 +47,7 @@ class ScriptedChat:
         if self.delay:
             await asyncio.sleep(self.delay)
         text = self._next(request)
-        chars = sum(len(m.get("content") or "") for m in request.messages)
+        chars = sum(len(m.text) for m in request.messages)
         return Completion(text=text, model=self.name, input_tokens=chars // 4, output_tokens=len(text) // 4)
 
     async def stream(self, request: ChatRequest, *, timeout: float | None = None,

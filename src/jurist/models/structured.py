@@ -36,6 +36,7 @@ from typing import Any, Protocol, Sequence, get_args
 from jurist.config import StructuredOutput
 from jurist.errors import ModelError
 from jurist.models.base import ChatRequest, Completion
+from jurist.models.messages import UserMessage
 
 __all__ = ["CONSTRAINED", "STRUCTURED_OUTPUT_MODES", "ModeMemory", "ProbeResult",
            "detect_structured_output", "names_field", "next_mode", "probe_mode", "refuses", "request_fields"]
@@ -166,7 +167,7 @@ class ProbeResult:
 
 def probe_request() -> ChatRequest:
     """A request whose schema admits one answer the prompt never mentions."""
-    return ChatRequest(messages=[{"role": "user", "content": "Reply with a JSON object."}],
+    return ChatRequest(messages=(UserMessage(content="Reply with a JSON object."),),
                        temperature=0.0, max_tokens=PROBE_MAX_TOKENS, seed=0,
                        response_schema=PROBE_SCHEMA, schema_name="probe")
 

@@ -29,7 +29,7 @@ from jurist.store.locks import FileLock, pg_transaction_lock
 from jurist.store.tables import metadata
 
 # The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0008"
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _PG_LOCK_KEY = 0x6A75726973740001  # "jurist" + 1: the advisory lock that serialises migrations

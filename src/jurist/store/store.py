@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
+from jurist.models.messages import openai_messages
 from jurist.store import queries
 from jurist.store.migrate import migrate
 from jurist.store.rows import EvaluationRow, evaluation_values
@@ -91,8 +92,8 @@ class Store:
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
         """Queue one LLM call for writing; returns at once."""
-        row = dict(vars(record))  # shallow: the messages are not copied
-        row.pop("extra", None)
+        row = dict(vars(record))  # shallow: the params are not copied
+        row["messages"] = openai_messages(record.messages)
         row["created_at"] = row["created_at"] or _utcnow()
         self._queue.put(("call", row))
 

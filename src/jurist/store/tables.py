@@ -20,6 +20,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.engine import Dialect
 
@@ -80,6 +81,8 @@ llm_calls = Table(
     Column("error", Text),
     Column("cached", Boolean, nullable=False, default=False),
     Column("created_at", UtcDateTime(), nullable=False, index=True),
+    # False: the endpoint reported no token usage (a stream without it); the tokens are unknown (migration 0008)
+    Column("usage_known", Boolean, nullable=False, default=True, server_default=true()),
     Index("ix_llm_calls_usage", "created_at", "input_tokens", "output_tokens", "latency_ms", "status"),
     Index("ix_llm_calls_request_hash_status", "request_hash", "status"),  # cached-reply lookups
 )
