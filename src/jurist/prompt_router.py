@@ -148,7 +148,7 @@ class PromptRouter:
         if key not in self._texts:
             row = await (await self.store()).aread(get_prompt_version, shipped.name, version)
             self._texts[key] = None if row is None else PromptTemplate(
-                name=shipped.name, version=str(version), text=row["text"], source=BUILTIN_SOURCE)
+                name=shipped.name, version=str(version), text=row.text, source=BUILTIN_SOURCE)
         stored = self._texts[key]
         if stored is None:  # version 1 not stored: the shipped text
             return shipped

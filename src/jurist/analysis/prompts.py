@@ -40,18 +40,18 @@ def _shipped_entry(tmpl: PromptTemplate) -> dict[str, Any]:
     return {"version": 1, "hash": tmpl.hash, "created_at": None, "note": "shipped with jurist", "source": "shipped"}
 
 
-def _stored_entry(row: dict[str, Any]) -> dict[str, Any]:
-    return {"version": row["version"], "hash": row["hash"], "created_at": row["created_at"], "note": row["note"],
+def _stored_entry(row: q.PromptVersion) -> dict[str, Any]:
+    return {"version": row.version, "hash": row.hash, "created_at": row.created_at, "note": row.note,
             "source": "stored"}
 
 
-def _merge(shipped: dict[str, PromptTemplate], rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _merge(shipped: dict[str, PromptTemplate], rows: list[q.PromptVersion]) -> dict[str, list[dict[str, Any]]]:
     by_name: dict[str, list[dict[str, Any]]] = {}
     for name, tmpl in shipped.items():
         by_name[name] = [_shipped_entry(tmpl)]
     for row in rows:
-        versions = by_name.setdefault(row["name"], [])
-        if row["version"] == 1:  # a stored version 1 replaces the shipped file
+        versions = by_name.setdefault(row.name, [])
+        if row.version == 1:  # a stored version 1 replaces the shipped file
             versions[:] = [v for v in versions if v["version"] != 1]
         versions.append(_stored_entry(row))
     for versions in by_name.values():
@@ -82,7 +82,7 @@ async def prompt_version(store: Store, name: str, version: int) -> dict[str, Any
     """One version with its text: ``{"name", "version", "hash", "text", "created_at", "note", "source"}``."""
     row = await store.aread(q.get_prompt_version, name, version)
     if row is not None:
-        return {**_stored_entry(row), "name": name, "text": row["text"]}
+        return {**_stored_entry(row), "name": name, "text": row.text}
     if version == 1:
         shipped = await asyncio.to_thread(shipped_prompts)
         if name in shipped:
@@ -129,8 +129,8 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
     def insert_next(conn: Any) -> int:
         latest = q.latest_prompt_version(conn, name) or 0
         version = max(latest, 1 if shipped_has else 0) + 1
-        q.insert_prompt_version(conn, {"name": name, "version": version, "text": text, "hash": tmpl.hash,
-                                       "note": note, "created_at": datetime.now(timezone.utc)})
+        q.insert_prompt_version(conn, q.PromptText(name=name, version=version, text=text, hash=tmpl.hash, note=note,
+                                                   created_at=datetime.now(timezone.utc)))
         return version
 
     for attempt in range(_ATTEMPTS):

@@ -50,7 +50,7 @@ def load_template(template: str | Path | PromptTemplate | None, store: Store | N
     name, version = match["name"], int(match["version"])
     row = store.read(get_prompt_version, name, version) if store is not None else None
     if row is not None:
-        return PromptTemplate(name=name, version=str(version), text=row["text"], source=f"prompt {name}@{version}")
+        return PromptTemplate(name=name, version=str(version), text=row.text, source=f"prompt {name}@{version}")
     if version == 1 and (files("jurist") / "templates" / f"{name}.txt").is_file():
         # the shipped text, as asked for: not the route's (an active version, an A/B test's arm)
         return PromptTemplate(name=name, version="1", text=builtin(name).text, source=f"prompt {name}@1")

@@ -38,29 +38,45 @@ def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
 # -- prompts -----------------------------------------------------------------------
 
 
-def list_prompt_versions(conn: Connection, name: str | None = None) -> list[dict[str, Any]]:
+class PromptVersion(StoredRow):
+    """A stored version of a prompt (a ``prompts`` row), without its text."""
+
+    name: str
+    version: int
+    hash: str
+    note: str | None
+    created_at: datetime
+
+
+class PromptText(PromptVersion):
+    """A stored version of a prompt with its text."""
+
+    text: str
+
+
+def list_prompt_versions(conn: Connection, name: str | None = None) -> list[PromptVersion]:
     """Stored prompt versions (without their text), by name then version."""
     stmt = select(prompts.c.name, prompts.c.version, prompts.c.hash, prompts.c.note, prompts.c.created_at).order_by(
         prompts.c.name, prompts.c.version
     )
     if name is not None:
         stmt = stmt.where(prompts.c.name == name)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [PromptVersion.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def get_prompt_version(conn: Connection, name: str, version: int) -> dict[str, Any] | None:
+def get_prompt_version(conn: Connection, name: str, version: int) -> PromptText | None:
     stmt = select(prompts.c.name, prompts.c.version, prompts.c.text, prompts.c.hash, prompts.c.note,
                   prompts.c.created_at).where(prompts.c.name == name, prompts.c.version == version)
     row = conn.execute(stmt).first()
-    return dict(row._mapping) if row is not None else None
+    return PromptText.of(row._mapping) if row is not None else None
 
 
 def latest_prompt_version(conn: Connection, name: str) -> int | None:
     return conn.execute(select(func.max(prompts.c.version)).where(prompts.c.name == name)).scalar()
 
 
-def insert_prompt_version(conn: Connection, row: dict[str, Any]) -> None:
-    conn.execute(insert(prompts), [row])
+def insert_prompt_version(conn: Connection, row: PromptText) -> None:
+    conn.execute(insert(prompts), [row.model_dump()])
 
 
 def prompt_hash_labels(conn: Connection) -> dict[str, tuple[str, int]]:
