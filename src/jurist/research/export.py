@@ -207,9 +207,9 @@ def write_export(record: EvaluationRecord | Mapping[str, Any], output_dir: str |
     if ret is not None:
         add_results(st.RETRIEVAL, None, ret.evaluator_results)
         add("escalation", st.RETRIEVAL, None, ret.escalation)
-    for a in rec.answer_evaluation.attempts if rec.answer_evaluation is not None else []:
-        add_results(st.ANSWER, a.attempt_number, a.evaluator_results)
-        add("escalation", st.ANSWER, a.attempt_number, a.escalation)
+    for answer in rec.answer_evaluation.attempts if rec.answer_evaluation is not None else []:
+        add_results(st.ANSWER, answer.attempt_number, answer.evaluator_results)
+        add("escalation", st.ANSWER, answer.attempt_number, answer.escalation)
     for name, entries in responses.items():
         write_json(folder / "evaluator_responses" / f"{name}.json", entries)
     return folder

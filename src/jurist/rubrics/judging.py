@@ -222,8 +222,8 @@ class RubricJudge:
             if isinstance(reply, ScoreReply):
                 score, reasoning = reply.score, reply.reasoning
                 if self.score_mode != PLAIN:
-                    weighted = reply.weighted_score if isinstance(reply, WeightedReply) else None
-                    given["weighted_score"] = None if weighted is None else round(weighted, 4)
+                    expected = reply.weighted_score if isinstance(reply, WeightedReply) else None
+                    given["weighted_score"] = None if expected is None else round(expected, 4)
                     if isinstance(reply, WeightedReply) and reply.logprobs_unavailable is not None:
                         given["logprobs_unavailable"] = reply.logprobs_unavailable
             else:  # an item-based rubric: a reply per item
