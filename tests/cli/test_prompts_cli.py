@@ -80,3 +80,28 @@ def test_bad_input_is_exit_2_with_the_reason(tmp_path):
         r = run_cli(*args, env=env, cwd=tmp_path)
         assert r.returncode == 2 and message in " ".join(r.stderr.split()), (args, r.stdout, r.stderr)
     assert _routes(tmp_path) == ({}, [])  # nothing was written
+
+
+def test_a_tests_calls_and_verdicts_are_shown_per_judge(capsys):
+    from datetime import datetime, timezone
+
+    from jurist.analysis.comparison import ABComparison, JudgePool
+    from jurist.analysis.prompt_tests import ArmJudge, PromptTest
+    from jurist.cli.prompts import show_test
+
+    refused = "not compared: 2 judge models scored both versions (a/x, b/y); verdicts of different judges are not pooled"
+    comparison = ABComparison(
+        prompt="gate_quality", a=1, b=2, hash_a="h1", hash_b="h2", unit="points", mean_a=None, mean_b=None, n_a=0,
+        n_b=0, difference=None, ci_low=None, ci_high=None, p_value=None, test=None, paired=False, significant=False,
+        verdict=refused, refused=refused, design="randomized",
+        judges=[JudgePool(judge_model="a/x", n_a=4, n_b=5, common=0, compared=False),
+                JudgePool(judge_model="b/y", n_a=6, n_b=3, common=0, compared=False)])
+    test = PromptTest(id="t1", prompt="gate_quality", a=1, b=2, hash_a="h1", hash_b="h2", share=0.5, calls=None,
+                      alpha=0.05, better="higher", running=True, created_at=datetime.now(timezone.utc), calls_a=10,
+                      calls_b=8, calls_by_judge=[ArmJudge(judge_model="a/x", calls_a=4, calls_b=5),
+                                                 ArmJudge(judge_model="b/y", calls_a=6, calls_b=3)],
+                      comparison=comparison)
+    show_test(test)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "by judge: a/x A 4, B 5; b/y A 6, B 3" in out
+    assert f"comparison: {refused}" in out and "verdicts by judge: a/x (A 4, B 5); b/y (A 6, B 3)" in out
