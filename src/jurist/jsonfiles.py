@@ -133,6 +133,14 @@ def where(loc: Sequence[int | str]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
+def unknown_field(err: ErrorDetails, model: Any, skip: int = 0) -> str:
+    """An unknown field's error (``extra_forbidden``) in words: ``unknown field 'contnet' (did you
+    mean 'content'?)``, the names compared with being those of the model at the error's place in
+    ``model`` (``skip``: leading location parts that are not fields, FastAPI's ``body``)."""
+    loc = list(err["loc"])
+    return unknown_name(str(loc[-1]), known_fields(model, loc[skip:-1]))
+
+
 def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None = None) -> str:
     """One pydantic error in a sentence: ``unknown field 'contnet' (did you mean 'content'?)``,
     ``missing field 'role'``, ``weight: expected a number, ...``; a nested field is named with
@@ -141,8 +149,7 @@ def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None
     ``loc``: the location to show (default the error's own)."""
     shown = list(err["loc"] if loc is None else loc)
     if err["type"] == "extra_forbidden" and shown:
-        known = known_fields(model, list(err["loc"])[:-1])
-        problem = unknown_name(str(shown[-1]), known)
+        problem = unknown_field(err, model)
         return f"{where(shown[:-1])}: {problem}" if len(shown) > 1 else problem
     if err["type"] == "missing" and shown:
         problem = f"missing field {str(shown[-1])!r}"
@@ -151,18 +158,23 @@ def error_problem(err: ErrorDetails, model: Any, loc: Sequence[int | str] | None
     return f"{where(shown)}: {msg}" if shown else msg
 
 
-def validation_problems(exc: ValidationError, model: Any, prefix: Sequence[int | str] = ()) -> list[str]:
-    """Every error of a pydantic ValidationError as :func:`error_problem` words it (each location
-    after ``prefix``, the place of the data validated), unknown fields first; a missing field that
-    an unknown one is a typo of is said once (``unknown field 'txt' (did you mean 'text'?)``, not
-    also ``missing field 'text'``)."""
-    errors = exc.errors()
-    extras = [e for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
-    meant = {(tuple(e["loc"][:-1]), did_you_mean(str(e["loc"][-1]), known_fields(model, list(e["loc"])[:-1])))
+def reported_errors(errors: Sequence[ErrorDetails], model: Any, skip: int = 0) -> list[ErrorDetails]:
+    """The errors to report, unknown fields first, less each missing field that an unknown one is
+    a typo of (``txt`` for ``text``: the typo is the one problem). ``skip``: as for
+    :func:`unknown_field`."""
+    extras = [e for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) > skip]
+    meant = {(*e["loc"][:-1], did_you_mean(str(e["loc"][-1]), known_fields(model, list(e["loc"])[skip:-1])))
              for e in extras}
-    rest = [e for e in errors if e["type"] != "extra_forbidden"
-            and not (e["type"] == "missing" and e["loc"] and (tuple(e["loc"][:-1]), e["loc"][-1]) in meant)]
-    return [error_problem(e, model, [*prefix, *e["loc"]]) for e in [*extras, *rest]]
+    rest = [e for e in errors if e["type"] != "extra_forbidden" and not (e["type"] == "missing" and e["loc"]
+                                                                          and tuple(e["loc"]) in meant)]
+    return [*extras, *rest]
+
+
+def validation_problems(exc: ValidationError, model: Any, prefix: Sequence[int | str] = ()) -> list[str]:
+    """Every error of a pydantic ValidationError to report (:func:`reported_errors`) as
+    :func:`error_problem` words it, each location after ``prefix`` (the place of the data
+    validated)."""
+    return [error_problem(e, model, [*prefix, *e["loc"]]) for e in reported_errors(exc.errors(), model)]
 
 
 def first_error(exc: ValidationError) -> ErrorDetails:
