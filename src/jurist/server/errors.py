@@ -12,10 +12,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, BeforeValidator
+from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, MissingExtra, ModelError, NotFound, UsageError
-from jurist.jsonfiles import did_you_mean, known_fields, unknown_name
+from jurist.jsonfiles import reported_errors, unknown_field
 from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
@@ -66,27 +67,18 @@ def _body_model(request: Request) -> Any:
     return field.field_info.annotation if field is not None else None
 
 
-def request_problems(errors: Sequence[Mapping[str, Any]], body_model: Any) -> list[dict[str, Any]]:
+def request_problems(errors: Sequence[ErrorDetails], body_model: Any) -> list[dict[str, Any]]:
     """A request's validation errors as ``{"loc", "msg", "type"}``, unknown fields first: an unknown
     body field's message names the field meant (``unknown field 'contnet' (did you mean
     'content'?)``), and a missing field that such a typo explains is left out (the typo is the one
     problem). pydantic's "Value error, " before a validator's own message is dropped."""
-    meant: set[tuple[str, ...]] = set()
-    for e in errors:
-        loc = tuple(e.get("loc", ()))
-        if e.get("type") == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
-            match = did_you_mean(str(loc[-1]), known_fields(body_model, list(loc[1:-1])))
-            if match is not None:
-                meant.add(tuple(str(p) for p in (*loc[:-1], match)))
     out: list[dict[str, Any]] = []
-    for e in sorted(errors, key=lambda e: e.get("type") != "extra_forbidden"):
-        loc = tuple(e.get("loc", ()))
-        if e.get("type") == "missing" and tuple(str(p) for p in loc) in meant:
-            continue
-        msg = str(e.get("msg", "")).removeprefix("Value error, ")
-        if e.get("type") == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
-            msg = unknown_name(str(loc[-1]), known_fields(body_model, list(loc[1:-1])))
-        out.append({"loc": [str(p) for p in loc], "msg": msg, "type": str(e.get("type", ""))})
+    for e in reported_errors(errors, body_model, skip=1):  # skip: the location's "body"
+        loc = list(e["loc"])
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
+            msg = unknown_field(e, body_model, skip=1)
+        out.append({"loc": [str(p) for p in loc], "msg": msg, "type": e["type"]})
     return out
 
 
