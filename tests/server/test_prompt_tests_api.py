@@ -97,8 +97,12 @@ def test_a_running_test_shows_its_comparison_and_ends_when_significant(client, s
     running = client.get(f"/api/prompt-tests/{test['id']}").json()
     assert running["running"] and running["calls_a"] + running["calls_b"] == 6
     assert running["comparison"]["n_a"] + running["comparison"]["n_b"] == 6
+    assert running["calls_by_judge"] == [{"judge_model": "scripted/judge", "calls_a": running["calls_a"],
+                                          "calls_b": running["calls_b"]}]
+    assert running["comparison"]["judge_model"] == "scripted/judge" and running["comparison"]["design"] == "randomized"
     page = client.get(f"/evaluation/prompts/gate_quality/tests/{test['id']}")
     assert page.status_code == 200 and 'id="verdict"' in page.text and "running" in page.text
+    assert "by scripted/judge" in page.text and 'id="ab-judges"' in page.text
     _gate_calls(store, 40)
     done = client.get(f"/api/prompt-tests/{test['id']}").json()
     assert not done["running"] and done["comparison"]["significant"]
