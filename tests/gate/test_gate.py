@@ -18,6 +18,7 @@ from jurist.gate import (
 )
 from jurist.config import Settings
 from jurist.models import script
+from jurist.models.messages import openai_messages
 from jurist.runtime import Runtime
 from tests.gate.helpers import QUESTION, bad, collect, comp, gate, good, kinds, slow_words
 from tests.quoting import prompt_text
@@ -47,7 +48,7 @@ async def test_regenerates_once_with_feedback_and_accepts():
     thinking = next(e for e in events if e.type == "thinking")
     assert thinking.data["message"] == REVISION_MESSAGE
     assert thinking.data["strategy"] == "regenerate" and thinking.data["retry_count"] == 1
-    regen = gen.requests[1].messages[-1]["content"]
+    regen = gen.requests[1].messages[-1].text
     assert "Feedback: Give the height too." in regen and "misses the height" in regen
     assert "DO NOT repeat this" in regen and "x" * 600 not in regen  # only the first 500 characters
     assert [(c.type, c.iteration) for c in result.llm_calls] == [
@@ -73,7 +74,7 @@ async def test_comprehensiveness_retries_twice_with_encouragement():
     result = await g.run(QUESTION + [{"role": "tool", "content": "SECRET TOOL OUTPUT"}], "scripted/gen")
     await g.aclose()
     assert len(result.attempts) == 3 and result.accept_reason == "max_regenerations"
-    assert gen.requests[1].messages[-2:] == [{"role": "assistant", "content": "a1 "},
+    assert openai_messages(gen.requests[1].messages[-2:]) == [{"role": "assistant", "content": "a1 "},
                                              {"role": "user", "content": ENCOURAGEMENT}]
     assert [c.type for c in result.llm_calls] == [
         CALL_GENERATION, CALL_SELF_EVALUATION, CALL_COMPREHENSIVE_RETRY, CALL_SELF_EVALUATION,

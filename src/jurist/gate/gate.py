@@ -88,6 +88,7 @@ from jurist.ids import new_id
 from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, identity_of, require_calibrated
 from jurist.judges.judge import Judge
 from jurist.models.base import ChatRequest, MeaningJudge
+from jurist.models.messages import messages_from_openai
 from jurist.models.model import Model
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
@@ -443,7 +444,8 @@ class Gate:
         try:
             if isinstance(generate, str):
                 s = self.settings
-                request = ChatRequest(messages=messages, temperature=self.config.temperature if
+                request = ChatRequest(messages=messages_from_openai(messages, tool_text=True),
+                                      temperature=self.config.temperature if
                                       self.config.temperature is not None else s.temperature,
                                       max_tokens=self.config.max_tokens or s.max_tokens)
                 async for delta in self._generator_model(generate).stream(request, purpose=kind,

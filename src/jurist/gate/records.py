@@ -68,7 +68,7 @@ class CallEntry(_Record):
 
 def call_entry(record: CallRecord, iteration: int) -> CallEntry:
     """One entry of :attr:`GateRecord.llm_calls` for a call record."""
-    known = record.params.get("usage") != "not reported"
+    known = record.usage_known
     return CallEntry(
         type=record.purpose,
         iteration=iteration,

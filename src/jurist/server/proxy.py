@@ -45,13 +45,14 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.config import Settings
-from jurist.errors import JuristError, ModelError, ModelTimeout
+from jurist.errors import InputError, JuristError, ModelError, ModelTimeout
 from jurist.gate.policy import current_cycle, last_user_message
 from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, RevisionEvent
 from jurist.gate.records import PURPOSE, CallCollector, CallEntry, GateRecord
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest, StreamItem, ToolCallDelta, add_tool_call, message_tool_calls
+from jurist.models.messages import messages_from_openai
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
@@ -62,7 +63,6 @@ from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, 
 
 log = logging.getLogger("jurist.server.proxy")
 
-ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 # Body fields that are the proxy's own business, never forwarded upstream.
 OWN_FIELDS = {"model", "messages", "stream", "is_continuation", "isContinuation", "jurist"}
 #: Error codes (note 004's names): the answer failed / the caller's tool loop hit its limit / the time budget ran out.
@@ -233,7 +233,7 @@ class Upstream:
         if self.tools and purpose != CALL_GENERATION:
             # The gate asks for a better answer, not for another round of tools (the caller runs those).
             params["tool_choice"] = "none"
-        request = ChatRequest(messages=messages, temperature=params.pop("temperature", None),
+        request = ChatRequest(messages=messages_from_openai(messages), temperature=params.pop("temperature", None),
                               max_tokens=params.pop("max_tokens", None), seed=params.pop("seed", None),
                               extra_body=params or None, api_key=self.api_key)
         return self.model.stream(request, purpose=purpose, trace_id=self.trace_id)
@@ -362,10 +362,10 @@ async def _parse(request: Request) -> ChatBody | JSONResponse:
         param = ".".join(str(p) for p in first.get("loc", ()))
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return _error(422, f"invalid request: {detail}", param=param or None)
-    for i, message in enumerate(body.messages):
-        if message.get("role") not in ROLES:
-            return _error(422, f"invalid request: messages.{i}.role must be one of {', '.join(sorted(ROLES))}",
-                          param=f"messages.{i}.role")
+    try:
+        messages_from_openai(body.messages)  # strictly: an unknown field is named, with the closest known one
+    except InputError as exc:
+        return _error(422, f"invalid request: {exc}", param=str(exc).partition(":")[0])
     return body
 
 
