@@ -102,3 +102,17 @@ async def test_regenerated_answer_that_cannot_be_evaluated():
     sec = out.evaluation
     assert out.answer == "answer 2" and sec.final_attempt == 2 and sec.attempts[1].evaluation_skipped
     assert sec.final_scores == BAD_ANSWER and "could not be evaluated" in sec.scoring_note
+
+
+async def test_source_relevance_reported_by_an_evaluator_is_read_and_booleans_are_not_numbers():
+    import json
+
+    from tests.research.fakes import panel_result
+
+    result = panel_result(GOOD_RETRIEVAL, st.RETRIEVAL)
+    raw = json.dumps({"sources": [{"id": "a", "relevance": 0.75}, {"id": "s2", "relevance": True}, "junk"]})
+    result = result.model_copy(update={"role_results": [result.role_results[0].model_copy(
+        update={"raw_response": raw})]})
+    section = await evaluate_retrieval("q", {"objective": "x"}, SOURCES,
+                                       evaluator=FakeEvaluator(st.RETRIEVAL, result), config=ResearchConfig())
+    assert [(d.source_id, d.relevance) for d in section.source_details] == [("a", 0.75), ("s2", None)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
+
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.events import (
@@ -51,18 +53,35 @@ def sources_text(sources: list[Any]) -> str:
     return json.dumps(keep, indent=2, ensure_ascii=False, default=str)
 
 
+class _Reported(BaseModel):
+    """What an evaluator may report of each source in its raw response."""
+
+    model_config = ConfigDict(extra="ignore")
+    sources: list[Any] = Field(default_factory=list)
+
+
+class _SourceRelevance(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: StrictStr | StrictInt
+    relevance: StrictFloat | StrictInt  # a number; true and false are not
+
+
 def _source_relevance(section: RetrievalEvaluation) -> dict[str, float]:
     """Per-source relevance, when an evaluator reported it in its raw response
-    (``{"sources": [{"id": ..., "relevance": ...}]}``, as the local judge does)."""
+    (``{"sources": [{"id": ..., "relevance": ...}]}``, as the local judge does); an entry
+    without an id or a number is left out."""
     found: dict[str, float] = {}
     for r in section.evaluator_results:
         try:
-            data = json.loads(r.raw_response)
-        except (ValueError, TypeError):
+            reported = _Reported.model_validate_json(r.raw_response)
+        except ValidationError:
             continue
-        for s in data.get("sources", []) if isinstance(data, dict) else []:
-            if isinstance(s, dict) and isinstance(s.get("relevance"), (int, float)):
-                found.setdefault(str(s.get("id")), float(s["relevance"]))
+        for entry in reported.sources:
+            try:
+                source = _SourceRelevance.model_validate(entry)
+            except ValidationError:
+                continue
+            found.setdefault(str(source.id), float(source.relevance))
     return found
 
 
