@@ -41,7 +41,7 @@ async def test_sessions_and_cards_on_postgresql(pg_url, checklist):
         cards = await r.scheduler.all_points(learner)
         assert len(cards) == 5 and {c.last_rating for c in cards} == {"Easy", "Good", "Again"}
         [ev] = await again.checklist_evaluations(s.session_id)
-        assert ev["recalled"] == {"adenosine": 0.95, "tolerance": 0.75}
+        assert ev.recalled == {"adenosine": 0.95, "tolerance": 0.75}
     finally:
         again.close()
 
@@ -135,4 +135,4 @@ def test_tutor_cli_without_a_tutor_says_how(tmp_path):
 def test_tutor_cli_bad_points_file(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps({"title": "x", "points": [{"id": "a"}]}))
     out = _tutor_cli("--points", str(tmp_path / "p.json"), "--tutor", "scripted/t", cwd=tmp_path, input="")
-    assert out.returncode == 2 and "p.json" in out.stderr and "points[0].text" in out.stderr
+    assert out.returncode == 2 and "p.json" in out.stderr and "points[0]: missing field 'text'" in out.stderr
