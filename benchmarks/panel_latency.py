@@ -60,7 +60,7 @@ async def run(base_url: str, latency: float, reps: int, warmup: int) -> None:
                 started = time.perf_counter()
                 result = await p.evaluate(subject, task="Judge the answer.")
                 elapsed = (time.perf_counter() - started) * 1000.0
-                assert result.status == "scored" and result.escalation is None and not result.triggers, result
+                assert result.status == "ok" and result.escalation is None and not result.triggers, result
                 assert all(r.status == "ok" for r in result.role_results)
                 if i >= warmup:
                     times[name].append(elapsed)

@@ -112,7 +112,7 @@ async def run_mode(base_url: str, mode: str, max_tokens: int, tallies: dict[tupl
                 for rubric in rubric_set.rubrics:
                     out = await judge.score(rubric, rubric_set.scale_of(rubric), session, formatted,
                                             trace_id=new_id(), timeout=settings.timeout * 2)
-                    tallies[(kind, mode)].add(out.status == "scored", out.call_ids, calls, out.reasoning)
+                    tallies[(kind, mode)].add(out.status == "ok", out.call_ids, calls, out.reasoning)
                     print(".", end="", flush=True)
         checklist = load_checklist(EXAMPLES / "checklists" / "caffeine.json")
         learner = json.loads((EXAMPLES / "checklists" / "caffeine_learner.json").read_text())["messages"]
