@@ -41,7 +41,7 @@ async def test_sessions_and_cards_on_postgresql(pg_url, checklist):
         cards = await r.scheduler.all_points(learner)
         assert len(cards) == 5 and {c.last_rating for c in cards} == {"Easy", "Good", "Again"}
         [ev] = await again.checklist_evaluations(s.session_id)
-        assert ev["recalled"] == {"adenosine": 0.95, "tolerance": 0.75}
+        assert ev.recalled == {"adenosine": 0.95, "tolerance": 0.75}
     finally:
         again.close()
 

@@ -38,9 +38,9 @@ async def test_three_points_in_one_message_are_checked_off_in_that_turn(checklis
     req = judge.requests[0]
     assert req.temperature == 0.3 and req.max_tokens == 1024
     assert all(f'id="{p.id}"' in prompt_text(req.messages) for p in checklist.points)
-    states = {r["point_id"]: r for r in await store.checklist_points(s.session_id)}
-    assert states["tolerance"]["status"] == "recalled" and states["tolerance"]["confidence"] == 0.6
-    assert states["withdrawal"]["status"] == "pending"
+    states = {r.point_id: r for r in await store.checklist_points(s.session_id)}
+    assert states["tolerance"].status == "recalled" and states["tolerance"].confidence == 0.6
+    assert states["withdrawal"].status == "pending"
     # a recalled point is never evaluated again
     script("judge", judge_reply(feedback="nothing new"))
     script("tutor", "ok")
@@ -57,7 +57,7 @@ async def test_zero_recalled(checklist, store, settings):
     assert r.points_recalled_this_turn == [] and r.recalled_count == 0
     assert s.last_evaluation.feedback.startswith("No recall points")
     [ev] = await store.checklist_evaluations(s.session_id)
-    assert ev["status"] == "ok" and ev["recalled"] == {} and len(ev["unchecked"]) == 5
+    assert ev.status == "ok" and ev.recalled == {} and len(ev.unchecked) == 5
 
 
 async def test_imprecise_answer_is_not_counted(checklist, store, settings):
@@ -84,8 +84,8 @@ async def test_feedback_reaches_the_tutor_but_not_the_stored_messages(checklist,
     assert any("SECRET-FEEDBACK" in m.text and m.role == "system" for m in seen[0])
     assert seen[0][-1].openai() == {"role": "user", "content": "It blocks adenosine receptors."}
     stored = await store.checklist_messages(s.session_id)
-    assert [m["role"] for m in stored] == ["user", "assistant"]
-    assert not any("SECRET-FEEDBACK" in m["content"] for m in stored)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert not any("SECRET-FEEDBACK" in m.content for m in stored)
     assert not any("SECRET-FEEDBACK" in m.content for m in s.visible_messages())
 
 
@@ -106,7 +106,7 @@ async def test_malformed_judge_output_gives_an_empty_result(checklist, store, se
     r = await s.process_user_message("Caffeine blocks adenosine.")
     assert r.points_recalled_this_turn == [] and r.response == "Go on."
     [ev] = await store.checklist_evaluations(s.session_id)
-    assert ev["status"] == "evaluation_failed" and ev["feedback"] == "" and ev["reason"]
+    assert ev.status == "evaluation_failed" and ev.feedback == "" and ev.reason
     store.flush()
     calls = store.calls(purpose="checklist_batch", limit=None)
     assert len(calls) == 2 and all(c["status"] == "parse_error" and c["error"] for c in calls)
@@ -121,7 +121,7 @@ async def test_invented_ids_are_dropped_and_counted(checklist, store, settings):
     assert r.points_recalled_this_turn == ["adenosine"]
     assert s.last_evaluation.dropped_ids == ["made_up", "rp_999"]
     [ev] = await store.checklist_evaluations(s.session_id)
-    assert ev["dropped_count"] == 2 and ev["dropped_ids"] == ["made_up", "rp_999"]
+    assert ev.dropped_count == 2 and ev.dropped_ids == ["made_up", "rp_999"]
 
 
 async def test_fsrs_due_dates_follow_the_library(checklist, store, settings):
@@ -170,7 +170,7 @@ async def test_completion_and_closed_session(checklist, store, settings):
     assert not (await s.process_user_message("a lot")).completed
     r = await s.process_user_message("the last one")
     assert r.completed and r.recalled_count == 5 and done and done[0]["all_recalled"]
-    assert (await store.checklist_session(s.session_id))["status"] == "completed"
+    assert (await store.checklist_session(s.session_id)).status == "completed"
     with pytest.raises(UsageError):
         await s.process_user_message("more?")
 
@@ -195,7 +195,7 @@ async def test_resume_in_a_new_process_continues_where_it_stopped(checklist, tmp
         assert out.recalled_count == 2 and out.points_recalled_this_turn == ["half_life"]
         prompt = prompt_text(judge.requests[-1].messages)
         assert "adenosine is blocked" in prompt  # the excerpt holds the earlier turn
-        assert [m["seq"] for m in await second.checklist_messages(sid)] == [1, 2, 3, 4]
+        assert [m.seq for m in await second.checklist_messages(sid)] == [1, 2, 3, 4]
     finally:
         second.close()
 

@@ -25,6 +25,6 @@ async def test_demo_runs_offline_and_completes(tmp_path):
     store = Store(settings.database)
     try:
         [session] = await store.checklist_sessions(learner="demo-learner")
-        assert session["status"] == "completed"
+        assert session.status == "completed"
     finally:
         store.close()

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from fsrs import Card, Rating, Scheduler
+from fsrs.card import CardDict
 
 from jurist.store import Store
+from jurist.store.checklist_rows import FsrsCardRow
 
 EASY_AT = 0.9
 GOOD_AT = 0.7
@@ -75,7 +77,7 @@ class PointScheduler:
 
     async def card(self, learner: str, deck: str, point_id: str) -> Card | None:
         row = await self.store.fsrs_card(learner, deck, point_id)
-        return Card.from_dict(row["card"]) if row else None
+        return _card(row.card) if row else None
 
     async def review(
         self, learner: str, deck: str, point_id: str, text: str, rating: Rating, now: datetime | None = None
@@ -83,8 +85,8 @@ class PointScheduler:
         """Review one point's card (a new card on first sight) and store it."""
         now = _aware(now or datetime.now(timezone.utc))
         row = await self.store.fsrs_card(learner, deck, point_id)
-        card = Card.from_dict(row["card"]) if row else Card(due=now)
-        reviews = (row["reviews"] if row else 0) + 1
+        card = _card(row.card) if row else Card(due=now)
+        reviews = (row.reviews if row else 0) + 1
         card, _log = self.scheduler.review_card(card, rating, review_datetime=now)
         await self.store.save_fsrs_card(
             learner=learner, deck=deck, point_id=point_id, text=text, card=card.to_dict(),
@@ -104,9 +106,14 @@ class PointScheduler:
         return [_due(r) for r in await self.store.fsrs_cards(learner, deck=deck)]
 
 
-def _due(r: dict[str, Any]) -> DuePoint:
-    return DuePoint(learner=r["learner"], deck=r["deck"], point_id=r["point_id"], text=r["text"],
-                    due=_aware(r["due"]), state=r["state"], reviews=r["reviews"], last_rating=r["last_rating"])
+def _card(stored: dict[str, Any]) -> Card:
+    """A card from its JSON column, which holds what ``Card.to_dict()`` gave (fsrs's own format)."""
+    return Card.from_dict(cast(CardDict, stored))
+
+
+def _due(r: FsrsCardRow) -> DuePoint:
+    return DuePoint(learner=r.learner, deck=r.deck, point_id=r.point_id, text=r.text, due=_aware(r.due),
+                    state=r.state, reviews=r.reviews, last_rating=r.last_rating)
 
 
 async def due_points(store: Store, learner: str, now: datetime | None = None) -> list[DuePoint]:

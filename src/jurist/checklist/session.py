@@ -43,6 +43,8 @@ from jurist.models.model import Model, Template
 from jurist.models.registry import resolve_ref, writes_text
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import EvaluationRow, Store
+from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
+                                         ChecklistSessionRow)
 
 log = logging.getLogger("jurist.checklist")
 
@@ -144,10 +146,12 @@ class ChecklistSession:
         sid = session_id or new_id()
         at = clock()
         await store.create_checklist_session(
-            dict(id=sid, learner=learner, title=checklist.title, points=[p.model_dump() for p in checklist.points],
-                 mode=mode, tutor_model=tutor_model.name, judge_model=evaluator.judge_model, status="active",
-                 created_at=at, updated_at=at, completed_at=None),
-            [dict(session_id=sid, point_id=p.id, position=i, status="pending") for i, p in enumerate(checklist.points)],
+            ChecklistSessionRow(
+                id=sid, learner=learner, title=checklist.title, points=[p.model_dump() for p in checklist.points],
+                mode=mode, tutor_model=tutor_model.name, judge_model=evaluator.judge_model, status="active",
+                created_at=at, updated_at=at),
+            [ChecklistPointRow(session_id=sid, point_id=p.id, position=i, status="pending")
+             for i, p in enumerate(checklist.points)],
         )
         return cls(session_id=sid, checklist=checklist, learner=learner, mode=mode, store=store, evaluator=evaluator,
                    tutor=tutor_model, scheduler=PointScheduler(store, scheduler),
@@ -166,20 +170,21 @@ class ChecklistSession:
         row = await store.checklist_session(session_id)
         if row is None:
             raise InputError(f"no checklist session {session_id!r} in the store; start a new one")
-        checklist = parse_checklist({"title": row["title"], "points": row["points"]}, f"session {session_id}")
-        tutor_model = _tutor(tutor or row["tutor_model"], runtime)
-        evaluator = ChecklistEvaluator(judge or row["judge_model"], runtime=runtime)
-        by_id = {r["point_id"]: r for r in await store.checklist_points(session_id)}
+        checklist = parse_checklist({"title": row.title, "points": row.points}, f"session {session_id}")
+        tutor_model = _tutor(tutor or row.tutor_model, runtime)
+        evaluator = ChecklistEvaluator(judge or row.judge_model, runtime=runtime)
+        by_id = {r.point_id: r for r in await store.checklist_points(session_id)}
         states = []
         for p in checklist.points:
-            r = by_id.get(p.id, {})
-            states.append(PointState(p, recalled=r.get("status") == "recalled", confidence=r.get("confidence"),
-                                     message_seq=r.get("message_seq")))
-        messages = [ChecklistMessage(role=m["role"], content=m["content"], seq=m["seq"], id=m["id"])
+            r = by_id.get(p.id)
+            states.append(PointState(p) if r is None else
+                          PointState(p, recalled=r.status == "recalled", confidence=r.confidence,
+                                     message_seq=r.message_seq))
+        messages = [ChecklistMessage(role=m.role, content=m.content, seq=m.seq, id=m.id)
                     for m in await store.checklist_messages(session_id)]
-        return cls(session_id=session_id, checklist=checklist, learner=row["learner"], mode=row["mode"],
+        return cls(session_id=session_id, checklist=checklist, learner=row.learner, mode=row.mode,
                    store=store, evaluator=evaluator, tutor=tutor_model, scheduler=PointScheduler(store, scheduler),
-                   states=states, messages=messages, status=row["status"], clock=clock, prompts=runtime.prompts)
+                   states=states, messages=messages, status=row.status, clock=clock, prompts=runtime.prompts)
 
     # -- what a page can read -------------------------------------------------
     @property
@@ -313,8 +318,9 @@ class ChecklistSession:
     async def _save(self, role: str, content: str) -> ChecklistMessage:
         seq = (self.messages[-1].seq if self.messages else 0) + 1
         msg = ChecklistMessage(role=role, content=content, seq=seq, id=new_id())
-        await self.store.add_checklist_message(dict(id=msg.id, session_id=self.session_id, seq=seq, role=role,
-                                                     content=content, created_at=self.clock()))
+        await self.store.add_checklist_message(ChecklistMessageRow(id=msg.id, session_id=self.session_id, seq=seq,
+                                                                   role=role, content=content,
+                                                                   created_at=self.clock()))
         self.messages.append(msg)
         return msg
 
@@ -366,8 +372,8 @@ def _tutor(tutor: str | Model | None, runtime: Runtime) -> Model:
 
 
 def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[ChecklistPoint], ev: BatchEvaluation,
-                    at: datetime) -> dict[str, Any]:
-    return dict(
+                    at: datetime) -> ChecklistEvaluationRow:
+    return ChecklistEvaluationRow(
         id=new_id(), session_id=session.session_id, message_seq=seq, mode=session.mode, status=ev.status,
         judge_model=ev.judge_model, unchecked=[p.id for p in unchecked], recalled=dict(ev.confidence_per_point),
         observations=dict(ev.observations), feedback=ev.feedback, dropped_ids=list(ev.dropped_ids),
@@ -376,20 +382,20 @@ def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[Checkli
     )
 
 
-def _summary_row(session: ChecklistSession, row: dict[str, Any], newly_recalled: int) -> EvaluationRow:
+def _summary_row(session: ChecklistSession, row: ChecklistEvaluationRow, newly_recalled: int) -> EvaluationRow:
     """The turn's ``evaluations`` row (kind ``checklist``, payload a :class:`ChecklistTurn`): its score
     is the share of the checklist recalled after this message; a checklist turn has no pass rule."""
     total = session.total_points or 1
     recalled_count = session.recalled_count + newly_recalled
     progress = recalled_count / total
-    failed = row["status"] != "ok"
-    status = {"ok": "scored", "skipped": "skipped"}.get(row["status"], "failed")
-    turn = ChecklistTurn.model_validate({k: v for k, v in row.items() if k != "created_at"} | {
+    failed = row.status != "ok"
+    status = {"ok": "scored", "skipped": "skipped"}.get(row.status, "failed")
+    turn = ChecklistTurn.model_validate(row.model_dump(exclude={"created_at"}) | {
         "learner": session.learner, "title": session.title, "recalled_count": recalled_count,
         "total_points": session.total_points})
     return EvaluationRow(
-        id=row["id"], subject_id=session.session_id, trace_id=session.session_id, status=status,
+        id=row.id, subject_id=session.session_id, trace_id=session.session_id, status=status,
         score=round(progress, 4), max_score=1.0, percentage=round(progress * 100.0, 2),
-        judge_model=row["judge_model"], source=session.title, created_at=row["created_at"], payload=turn,
-        passed=None, failure=row["status"] if failed else None,
+        judge_model=row.judge_model, source=session.title, created_at=row.created_at, payload=turn,
+        passed=None, failure=row.status if failed else None,
     )
