@@ -21,6 +21,7 @@ from jurist.gate import Gate, GateConfig
 from jurist.gate.langgraph import GateState, add_gate
 from jurist.models import script
 from jurist.models.base import ChatRequest
+from jurist.models.messages import messages_from_openai
 from jurist.models.registry import resolve_model
 
 
@@ -38,7 +39,7 @@ def build(settings: Settings, gate: Gate) -> Any:
         messages = list(state["messages"])
         if state.get("regeneration_instruction"):
             messages.append({"role": "user", "content": state["regeneration_instruction"]})
-        reply = await model.complete(ChatRequest(messages=messages), purpose="generation")
+        reply = await model.complete(ChatRequest(messages=messages_from_openai(messages)), purpose="generation")
         return {"response_text": reply.text}
 
     builder = StateGraph(AssistantState)
