@@ -6,16 +6,19 @@ package (swagger-ui-dist 5: ``swagger-ui-bundle.js``, ``swagger-ui.css``;
 redoc 2: ``redoc.standalone.js``), served by jurist at ``/docs/assets/``; the
 pages are jurist's templates, and Swagger UI starts from ``static/api_docs.js``,
 so no script runs but this server's files. ReDoc starts itself on the page's
-``<redoc spec-url>`` element.
+``<redoc spec-url>`` element. Its footer would show Redocly's logo from
+``cdn.redoc.ly``, which the CSP refuses: the script is served with a blank
+``data:`` image in its place, so the page asks nothing of another host.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/docs/assets"
@@ -25,12 +28,24 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; "
        "form-action 'self'; frame-ancestors 'none'")
 
+REDOC_SCRIPT = f"{ASSETS}/redoc.standalone.js"
+REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"  # the footer's "API docs by Redocly" logo
+BLANK_IMAGE = "data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"  # 1×1, transparent
+
 router = APIRouter(include_in_schema=False)
 
 
 def assets_dir() -> Path:
     """The folder of swagger-ui's and redoc's files inside the installed fastapi-offline package."""
     return Path(str(files("fastapi_offline") / "static"))
+
+
+@lru_cache(maxsize=1)
+def redoc_script() -> bytes:
+    """``redoc.standalone.js`` with its footer's logo, fetched from Redocly's CDN, replaced by a
+    blank ``data:`` image."""
+    text = (assets_dir() / "redoc.standalone.js").read_text(encoding="utf-8")
+    return text.replace(REDOC_LOGO, BLANK_IMAGE).encode("utf-8")
 
 
 def _page(request: Request, viewer: str) -> HTMLResponse:
@@ -56,10 +71,17 @@ async def redoc(request: Request) -> HTMLResponse:
     return _page(request, "redoc")
 
 
+@router.get(REDOC_SCRIPT)
+async def redoc_standalone() -> Response:
+    """ReDoc's script, asking no other host for its logo (before the assets' mount, which has the original)."""
+    return Response(redoc_script(), media_type="text/javascript; charset=utf-8",
+                    headers={"Cache-Control": "public, max-age=3600"})
+
+
 def install(app: FastAPI) -> None:
     """Serve the two pages and their assets (the app is made with ``docs_url=None, redoc_url=None``)."""
+    app.include_router(router)  # first: its REDOC_SCRIPT wins over the mount's file of that name
     app.mount(ASSETS, StaticFiles(directory=str(assets_dir())), name="api_docs_assets")
-    app.include_router(router)
 
 
 __all__ = ["install"]

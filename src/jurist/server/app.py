@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
@@ -107,6 +108,13 @@ def create_app(
     app.state.jurist = state
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        """The tab's icon: browsers ask for it on every page."""
+        return FileResponse(HERE / "static" / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "public, max-age=86400"})
+
     install_error_handlers(app)
     app.add_middleware(Guard, settings=state.settings, router=app.router)
     app.include_router(health.router)
