@@ -38,10 +38,7 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
-if TYPE_CHECKING:  # pragma: no cover
-    from jurist.models.base import Completion
+from typing import Any, Mapping
 
 
 class JuristError(Exception):
@@ -159,7 +156,9 @@ class JudgeParseError(JuristError):
 
     def __init__(self, message: str, *, raw: str | None = None):
         self.raw = raw
-        self.completions: list[Completion] = []  # the judge's replies that failed to parse (set by Judge.run)
+        # the judge's replies that failed to parse, jurist.models.Completion (set by Judge.run; this
+        # module sits below the models and imports none of them)
+        self.completions: list[Any] = []
         super().__init__(message)
 
 
