@@ -5,8 +5,9 @@
   in memory alike); for evaluations stored before transcripts were kept, from
   the session's JSONL file (the evaluation's ``source``) when it is still there;
 * research: the record's ``userQuery``;
-* gate: the last user message of the request (the payload's messages or
-  ``continue_context``, else the recorded generation call's messages);
+* gate: the last user message of the request (the record's ``continue_context``,
+  read through :class:`~jurist.gate.records.GateRecord`, else the recorded
+  generation call's messages);
 * checklist: the checklist's title.
 
 Evaluations without a text still count for the judge-model and prompt-version
@@ -19,7 +20,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from jurist.errors import InputError
+from jurist.errors import InputError, PayloadError
+from jurist.gate.records import GateRecord
+from jurist.payloads import read_payload
 from jurist.rubrics.sessions import load_session
 from jurist.store import Store
 from jurist.store import analysis as q
@@ -62,7 +65,11 @@ def _payload_text(kind: str, payload: Any) -> str | None:
         query = payload.get("userQuery") or payload.get("user_query")
         return query if isinstance(query, str) else None
     if kind == "gate":
-        return last_user_message(payload.get("messages")) or last_user_message(payload.get("continue_context"))
+        try:
+            record = read_payload("gate", payload)
+        except PayloadError:
+            return None
+        return last_user_message(record.continue_context) if isinstance(record, GateRecord) else None
     return None
 
 
