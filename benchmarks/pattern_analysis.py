@@ -24,6 +24,7 @@ from pathlib import Path
 from jurist.analysis import run_analysis
 from jurist.config import Settings
 from jurist.store import Store
+from jurist.store.analysis import PatternReport
 from jurist.store.queries import insert_history
 
 TOPICS = ("latest release notes", "caffeine and sleep", "tax deadline", "python packaging", "recent outage",
@@ -68,7 +69,7 @@ def seed(store: Store, n: int, repeats: int, keys: int, rng: random.Random) -> N
         store.write(insert_history, evals, score_rows, [])
 
 
-async def timed(store: Store, limit: int) -> tuple[float, float, dict]:
+async def timed(store: Store, limit: int) -> tuple[float, float, PatternReport]:
     """Wall-clock and CPU seconds (this process, all threads) of one run."""
     t0, c0 = time.perf_counter(), time.process_time()
     result = await run_analysis(store, Settings(judge=None), limit=limit)
@@ -88,13 +89,14 @@ def main() -> None:
             seconds, cpu, result = asyncio.run(timed(store, args.evaluations))
         finally:
             store.close()
-    run, patterns = result["run"], result["patterns"]
+    run, patterns = result.run, result.patterns
+    assert run is not None
     subjects = -(-args.evaluations // args.repeats)
-    print(f"run_analysis: {run['evaluations']:,} evaluations of {subjects:,} sessions ({args.repeats} each), "
+    print(f"run_analysis: {run.evaluations:,} evaluations of {subjects:,} sessions ({args.repeats} each), "
           f"{args.keys} score keys, SQLite: {seconds:.1f} s ({cpu:.1f} s of CPU)")
     for p in patterns[:5]:
-        print(f"  {p['impact']:6} {p['feature_type']}: {p['feature']} on {p['dimension']}: "
-              f"{p['affected_count']:,} sessions, Cliff's delta {p['effect_size']:.2f}")
+        print(f"  {p.impact:6} {p.feature_type}: {p.feature} on {p.dimension}: "
+              f"{p.affected_count:,} sessions, Cliff's delta {p.effect_size:.2f}")
     print(f"  {len(patterns)} patterns")
 
 
