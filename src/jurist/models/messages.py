@@ -19,7 +19,7 @@ messages as its own blocks (:mod:`jurist.models.anthropic`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterable, Literal, Mapping, Union
+from typing import Annotated, Any, ClassVar, Iterable, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -36,22 +36,28 @@ class _Strict(BaseModel):
     """Frozen; an unknown field is refused with the closest known name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    _fields: ClassVar[frozenset[str]] = frozenset()
+    _tags: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._fields = frozenset(cls.model_fields)  # looked up once: model_fields is slow to read
+        cls._tags = tuple(tag for tag in ("role", "type") if tag in cls._fields)
 
     @model_validator(mode="before")
     @classmethod
     def _known_fields(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
+        if isinstance(data, dict):
             for key in data:
-                if key not in cls.model_fields:
+                if key not in cls._fields:
                     raise ValueError(unknown_name(str(key), cls.model_fields))
         return data
 
     @model_validator(mode="after")
     def _tag_given(self) -> Any:
         """The tag (``role``, a part's ``type``) is written out even where it was left to its default."""
-        for tag in ("role", "type"):
-            if tag in type(self).model_fields:
-                self.__pydantic_fields_set__.add(tag)
+        self.__pydantic_fields_set__.update(self._tags)
         return self
 
     def openai(self) -> dict[str, Any]:
@@ -128,7 +134,7 @@ class BaseMessage(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _known_parts(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and isinstance(data.get("content"), (list, tuple)):
+        if isinstance(data, dict) and isinstance(data.get("content"), (list, tuple)):
             known = _PART_TYPES.get(str(data.get("role", "")), ())
             for i, part in enumerate(data["content"]):
                 kind = part.get("type") if isinstance(part, Mapping) else None
