@@ -35,7 +35,7 @@ from jurist.config import Settings
 from jurist.errors import UsageError
 from jurist.models.base import CallRecord, MeaningJudge
 from jurist.models.limiter_pool import LimiterPool
-from jurist.models.model import CallSink, MeaningBackend, Model
+from jurist.models.model import CachedReply, CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, judge_ref, model_for, resolve_model
 from jurist.models.structured import ModeMemory
 from jurist.prompt_router import PromptRouter
@@ -120,7 +120,7 @@ class Runtime:
     def record_call(self, record: CallRecord) -> None:
         self.store.record_call(record)
 
-    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+    async def cached_reply(self, request_hash: str) -> CachedReply | None:
         return await (await self.astore()).cached_reply(request_hash)
 
     @property

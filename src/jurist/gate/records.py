@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, SerializerFunctionWra
 from jurist.gate.types import CALL_GENERATION, AcceptReason, AttemptKind, Strategy
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Status, row_status
 from jurist.models.base import CallRecord, CallStatus
-from jurist.models.model import CallSink
+from jurist.models.model import CachedReply, CallSink
 from jurist.store.rows import EvaluationRow
 
 GATE_RECORD_VERSION = "1.0"
@@ -125,7 +125,7 @@ class CallCollector:
         if self.inner is not None:
             self.inner.record_call(record)
 
-    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+    async def cached_reply(self, request_hash: str) -> CachedReply | None:
         return None if self.inner is None else await self.inner.cached_reply(request_hash)
 
 

@@ -15,7 +15,7 @@ import random
 import time
 from jurist.ids import new_id
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypeVar, cast
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypedDict, TypeVar, cast
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, Completion, CoverageResult,
@@ -28,13 +28,21 @@ from jurist.models.messages import UserMessage
 T = TypeVar("T")
 
 
+class CachedReply(TypedDict):
+    """The latest successful answer to an identical request, as the call cache keeps it."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
 class CallSink(Protocol):
     """Where calls are recorded and cached answers looked up (the store)."""
 
     def record_call(self, record: CallRecord) -> None:
         ...
 
-    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+    async def cached_reply(self, request_hash: str) -> CachedReply | None:
         ...
 
 

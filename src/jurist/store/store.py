@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
+from jurist.models.model import CachedReply
 from jurist.models.messages import openai_messages
 from jurist.store import queries
 from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
@@ -205,14 +206,14 @@ class Store:
                 queries.insert_evaluations_once(conn, once)
 
     # -- reads -------------------------------------------------------------
-    async def cached_reply(self, request_hash: str) -> dict[str, Any] | None:
+    async def cached_reply(self, request_hash: str) -> CachedReply | None:
         """The latest successful answer to an identical request, if any.
 
         Lookups are answered by one reader thread, many per query, so a batch
         with thousands of calls in flight pays one round trip per group.
         """
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        fut: asyncio.Future[CachedReply | None] = loop.create_future()
         self._lookups.put((request_hash, fut, loop))
         return await fut
 
@@ -229,8 +230,9 @@ class Store:
                 print(f"jurist: cache lookup failed, calling the model instead: {exc}", file=sys.stderr)
             _answer_all(batch, found)
 
-    def _cached_replies(self, hashes: set[str]) -> dict[str, dict[str, Any]]:
-        return self.read(queries.cached_replies, hashes)
+    def _cached_replies(self, hashes: set[str]) -> dict[str, CachedReply]:
+        return {h: CachedReply(text=r["text"], input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])
+                for h, r in self.read(queries.cached_replies, hashes).items()}
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
@@ -386,7 +388,7 @@ def _strict_json(value: Any) -> str:
     return json.dumps(value, allow_nan=False)
 
 
-def _answer_all(batch: list[Any], found: dict[str, Any]) -> None:
+def _answer_all(batch: list[Any], found: Mapping[str, CachedReply]) -> None:
     """Resolve every waiting lookup of a batch with one wake-up per event loop."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
     for h, fut, loop in batch:
