@@ -48,6 +48,7 @@ def test_messages_are_frozen_and_typed_ones_pass_as_they_are():
     with pytest.raises(Exception):
         message.content = "changed"  # type: ignore[misc]
     assert message_from_openai(message) is message
+    assert UserMessage(content=[{"type": "text", "text": "hi"}]).text == "hi"  # parts checked for the class's role
     assert message.openai() == {"role": "user", "content": "hi"}
     assert AssistantMessage(tool_calls=({"id": "c", "function": {"name": "f", "arguments": "{}"}},)).openai() == {
         "role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f",

@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from jurist.errors import InputError
 from jurist.jsonfiles import unknown_name
 
-__all__ = ["PASSED_THROUGH", "ROLES", "AssistantMessage", "BaseMessage", "AudioPart", "FilePart", "FunctionCall",
-           "FunctionMessage", "ImagePart", "ImageURL", "Message", "RefusalPart", "SystemMessage", "TextPart",
-           "ToolCall", "ToolMessage", "UserMessage", "UserPart", "AssistantPart", "message_from_openai", "message_text", "messages_from_openai",
-           "openai_messages", "prepend_text"]
+__all__ = ["PASSED_THROUGH", "ROLES", "AssistantMessage", "AssistantPart", "AudioPart", "BaseMessage", "FilePart",
+           "FunctionCall", "FunctionMessage", "ImagePart", "ImageURL", "Message", "RefusalPart", "SystemMessage",
+           "TextPart", "ToolCall", "ToolMessage", "UserMessage", "UserPart", "message_from_openai", "message_text",
+           "messages_from_openai", "openai_messages", "prepend_text"]
 
 
 class _Strict(BaseModel):
@@ -135,7 +135,8 @@ class BaseMessage(_Strict):
     @classmethod
     def _known_parts(cls, data: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("content"), (list, tuple)):
-            known = _PART_TYPES.get(str(data.get("role", "")), ())
+            role = data.get("role", cls.model_fields["role"].default if "role" in cls._fields else None)
+            known = _PART_TYPES.get(str(role), ())
             for i, part in enumerate(data["content"]):
                 kind = part.get("type") if isinstance(part, Mapping) else None
                 if isinstance(kind, str) and kind not in known:
