@@ -33,7 +33,7 @@ async def test_a_panel_given_a_runtime_resolves_through_it_and_records_in_its_st
         panel = Panel([Role("expert", ["accuracy"], instructions="Check the facts.")], {"accuracy": 1.0}, runtime=rt,
                       model="scripted/role")
         result = await panel.evaluate({"answer": "Paris."}, task="Judge it.", trace_id="t-panel")
-        assert result.status == "scored"
+        assert result.status == "ok"
         [(_, judge)] = panel._judges
         assert judge.model.limiter is pool.get("scripted:role")
         await rt.aflush()
