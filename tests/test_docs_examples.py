@@ -10,7 +10,9 @@ program, or that needs an LLM provider, says so on the line before its fence::
 
 and is listed as skipped with that reason. Such a block must still parse.
 Whatever a block leaves in the working folder besides ``examples`` fails it: the
-docs promise that their examples clean up after themselves.
+docs promise that their examples clean up after themselves. So does anything it
+writes to the per-user data folder: an example uses a temporary store, never the
+reader's own.
 """
 
 from __future__ import annotations
@@ -79,3 +81,7 @@ def test_python_example_runs(page: Path, line: int, source: str, reason: str | N
                                   f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
     left = sorted(p.name for p in work.iterdir() if p.name != "examples")
     assert left == [], f"{page.relative_to(REPO)}:{line} left {left} in the working folder"
+    # nor in the reader's own store: the per-user data folder (and the old ~/.jurist) stay untouched
+    mine = sorted(str(p.relative_to(tmp_path)) for folder in (tmp_path / "data", tmp_path / "home")
+                  if folder.exists() for p in folder.rglob("*jurist*"))
+    assert mine == [], f"{page.relative_to(REPO)}:{line} wrote {mine} in the per-user data folder"
