@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection
 
 from jurist.errors import InputError, NotFound, PayloadError
+from jurist.models.base import CallStatus
 from jurist.payloads import read_payload
 from jurist.server.auth import require_write
 from jurist.server.errors import IsoDateTime, error_responses
@@ -174,7 +175,7 @@ async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation
 async def list_calls(
     request: Request,
     purpose: str | None = Query(None, max_length=64),
-    status: Literal["ok", "error", "parse_error"] | None = Query(None),
+    status: CallStatus | None = Query(None),
     model: str | None = Query(None, max_length=200),
     trace_id: str | None = Query(None, max_length=64),
     since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),
