@@ -136,7 +136,8 @@ async def test_ab_different_subjects_are_not_compared(store):
                                     "template_hash": v2["hash"]}])
     store.flush()
     ab = await compare_versions(store, "rubric_judge", 1, 2)
-    assert ab.test is None and ab.p_value is None and not ab.significant and ab.judge_model is None
+    assert ab.test is None and ab.p_value is None and not ab.significant and ab.judge_model == "openai/judge-a"
+    assert ab.n_a == ab.n_b == 10  # each version's subjects, none shared
     assert ab.refused is not None and ab.refused.startswith("not compared: the versions were scored on different "
                                                             "subjects") and ab.verdict == ab.refused
     assert [(j.judge_model, j.n_a, j.n_b, j.common) for j in ab.judges] == [("openai/judge-a", 10, 10, 0)]
@@ -220,3 +221,17 @@ def test_a_randomized_test_compares_subjects_unpaired_within_one_judge():
     unrecorded = [{**r, "judge_model": None} for r in rows]
     refused = compare_rows(unrecorded, "a", "b", design="randomized")
     assert refused.test is None and "no judge model scored both versions" in (refused.refused or "")
+
+
+def test_counts_per_version_are_kept_where_no_test_runs():
+    one_arm = [_row("a", "k", 3, 5, f"s{i}") for i in range(6)]
+    result = compare_rows(one_arm, "a", "b", design="randomized")
+    assert result.test is None and result.judge_model == "j" and (result.n_a, result.n_b) == (6, 0)
+    assert result.refused == ("not enough data: judge j scored 6 subject(s) with version A and 0 with B; a "
+                              "comparison needs at least 2 per version")
+    paired = compare_rows(one_arm + [_row("b", "k", 3, 5, "s0")], "a", "b")
+    assert (paired.n_a, paired.n_b) == (6, 1) and paired.refused.startswith("not enough data: judge j scored 1 ")
+    two_judges = one_arm + [_row("b", "k", 3, 5, f"s{i}", judge="other") for i in range(4)]
+    refused = compare_rows(two_judges, "a", "b")
+    assert refused.judge_model is None and (refused.n_a, refused.n_b) == (6, 4)
+    assert refused.refused.startswith("not compared: no judge model scored both versions (A: j; B: other)")

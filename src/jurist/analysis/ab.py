@@ -84,30 +84,38 @@ def _names(judges: Iterable[str | None]) -> str:
     return ", ".join(j or "a judge not recorded" for j in judges) or "none"
 
 
+DIFFERENT_SUBJECTS = ("not compared: the versions were scored on different subjects (no subject scored by both with "
+                      "the same judge, rubric and scale); the prompt lab compares versions only on the subjects both "
+                      "scored: score the same sessions with both versions, or run an A/B test")
+
+
 def _choose(a: Verdicts, b: Verdicts, judge: str | None, design: Design) -> tuple[str | None, str | None]:
     """(the judge whose verdicts are compared, or None with the reason no test is run)."""
-    n_a, n_b = sum(map(len, a.values())), sum(map(len, b.values()))
     if judge is not None:
         if judge not in a and judge not in b:
             return None, f"not compared: judge {judge} scored neither version (judges: {_names({*a, *b})})"
         return judge, None
-    if not n_a or not n_b:
-        return None, (f"not enough data: version A has {n_a} and version B {n_b} verdicts; a comparison needs "
-                      "verdicts of both versions by the same judge")
     both = sorted(j for j in set(a) & set(b) if j is not None)
-    if design == "paired":
-        both = [j for j in both if set(a[j]) & set(b[j])]
-    if len(both) == 1:
-        return both[0], None
+    if design == "paired" and len(both) > 1:  # the judges that scored a subject with both versions
+        both = [j for j in both if set(a[j]) & set(b[j])] or both
     if len(both) > 1:
         return None, (f"not compared: {len(both)} judge models scored both versions ({', '.join(both)}); "
                       "verdicts of different judges are not pooled: choose one judge")
+    recorded = sorted({*a, *b} - {None}, key=str)
+    if both or (len(recorded) == 1 and None not in {*a, *b}):  # the one judge (one version may have no verdict)
+        return (both or recorded)[0], None
+    n_a, n_b = sum(map(len, a.values())), sum(map(len, b.values()))
+    if not n_a or not n_b:
+        return None, (f"not enough data: version A has {n_a} and version B {n_b} verdicts; a comparison needs "
+                      "verdicts of both versions by the same judge")
     if not set(a) & set(b) - {None}:
         return None, (f"not compared: no judge model scored both versions (A: {_names(sorted(a, key=str))}; "
                       f"B: {_names(sorted(b, key=str))}); verdicts of different judges are not compared")
-    return None, ("not compared: the versions were scored on different subjects (no subject scored by both with "
-                  "the same judge, rubric and scale); the prompt lab compares versions only on the subjects both "
-                  "scored: score the same sessions with both versions, or run an A/B test")
+    return None, DIFFERENT_SUBJECTS
+
+
+def _subjects(verdicts: Verdicts) -> int:
+    return len({cell[0] for cells in verdicts.values() for cell in cells})
 
 
 def compare_rows(rows: Sequence[Mapping[str, Any]], hash_a: str, hash_b: str, *, judge: str | None = None,
@@ -120,11 +128,17 @@ def compare_rows(rows: Sequence[Mapping[str, Any]], hash_a: str, hash_b: str, *,
                        common=len(set(a.get(j, {})) & set(b.get(j, {}))), compared=j == chosen and chosen is not None)
              for j in sorted({*a, *b}, key=lambda j: (j is None, j or ""))]
     out = ComparisonStats(judges=pools, design=design, paired=design == "paired", judge_model=chosen)
-    if chosen is None:
-        return out.model_copy(update={"refused": refused})
+    if chosen is None:  # n per version: the subjects each scored, whatever the judge
+        return out.model_copy(update={"refused": refused, "n_a": _subjects(a), "n_b": _subjects(b)})
     ca, cb = a.get(chosen, {}), b.get(chosen, {})
+    shared = set(ca) & set(cb)
+    if design == "paired" and len({c[0] for c in shared}) < MIN_N:
+        reason = DIFFERENT_SUBJECTS if ca and cb and not shared else (
+            f"not enough data: judge {chosen} scored {len({c[0] for c in shared})} subject(s) with both versions "
+            f"(on the same rubric and scale); a paired comparison needs at least {MIN_N}")
+        return out.model_copy(update={"refused": reason, "n_a": len({c[0] for c in ca}),
+                                      "n_b": len({c[0] for c in cb})})
     if design == "paired":
-        shared = set(ca) & set(cb)
         ca, cb = {c: ca[c] for c in shared}, {c: cb[c] for c in shared}
     scales = {c[2] for c in (*ca, *cb)}
     unit = "points" if len(scales) <= 1 else "share"
@@ -133,10 +147,6 @@ def compare_rows(rows: Sequence[Mapping[str, Any]], hash_a: str, hash_b: str, *,
                                  "mean_a": float(np.mean(list(xa.values()))) if xa else None,
                                  "mean_b": float(np.mean(list(xb.values()))) if xb else None})
     if design == "paired":
-        if len(xa) < MIN_N:
-            return out.model_copy(update={"refused": (
-                f"not enough data: judge {chosen} scored {len(xa)} subject(s) with both versions (on the same rubric "
-                f"and scale); a paired comparison needs at least {MIN_N}")})
         return out.model_copy(update=_paired(np.array([xa[s] for s in sorted(xa)]),
                                              np.array([xb[s] for s in sorted(xa)])))
     if len(xa) < MIN_N or len(xb) < MIN_N:

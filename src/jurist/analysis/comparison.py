@@ -23,7 +23,7 @@ class JudgePool(BaseModel):
     n_a: int = Field(description="verdicts with version A")
     n_b: int = Field(description="verdicts with version B")
     common: int = Field(description="of them, on a subject, rubric and scale both versions scored")
-    compared: bool = Field(description="whether the test ran on this judge's verdicts")
+    compared: bool = Field(description="whether the comparison is on this judge's verdicts")
 
 
 class ABComparison(BaseModel):
@@ -39,7 +39,8 @@ class ABComparison(BaseModel):
     unit: Literal["points", "share"] = Field(description="points on the rubric's scale, or a 0-1 share")
     mean_a: float | None
     mean_b: float | None
-    n_a: int = Field(description="subjects of version A in the test (paired: the subjects both versions scored)")
+    n_a: int = Field(description="subjects of version A in the test (paired: the subjects both versions scored); "
+                     "where no test was run, the subjects version A scored (with the judge, if one was chosen)")
     n_b: int
     difference: float | None = Field(description="mean of B minus mean of A")
     ci_low: float | None
@@ -50,7 +51,8 @@ class ABComparison(BaseModel):
     paired: bool
     significant: bool
     verdict: str
-    judge_model: str | None = Field(None, description="the one judge model whose verdicts were compared")
+    judge_model: str | None = Field(None, description="the one judge model whose verdicts the comparison is on "
+                                    "(None: no judge could be chosen, see refused)")
     judges: list[JudgePool] = Field(default_factory=list, description="every judge model that scored either "
                                     "version, with its verdicts per version")
     design: Design = Field("paired", description="paired: versions compared on the subjects both scored (the "
