@@ -20,6 +20,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from jurist.errors import InputError, PayloadError
 from jurist.gate.records import GateRecord
 from jurist.payloads import read_payload
@@ -82,8 +84,8 @@ def transcript_user_text(transcript: Any) -> str | None:
     return "\n".join(users) or None
 
 
-def _texts_sync(rows: list[AnalysedEvaluation], payloads: dict[str, Any], generations: dict[str, Any],
-                transcripts: dict[str, Any]) -> dict[str, str]:
+def _texts_sync(rows: list[AnalysedEvaluation], payloads: dict[str, JsonValue], generations: dict[str, JsonValue],
+                transcripts: dict[str, JsonValue]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in rows:
         kind = r.kind

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
@@ -138,19 +138,19 @@ def evaluations_for_analysis(
     return [AnalysedEvaluation.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def payloads_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, Any]:
+def payloads_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, JsonValue]:
     """evaluation id -> payload, for the few kinds whose text lives there."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for part in _chunks(list(evaluation_ids)):
         for r in conn.execute(select(evaluations.c.id, evaluations.c.payload).where(evaluations.c.id.in_(part))):
             out[r.id] = r.payload
     return out
 
 
-def transcripts_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, Any]:
+def transcripts_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str, JsonValue]:
     """evaluation id -> the ``transcript`` its payload keeps (rubric evaluations), reading only
     that part of the payload; evaluations without one are left out."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     transcript = evaluations.c.payload["transcript"]
     for part in _chunks(list(evaluation_ids)):
         for r in conn.execute(select(evaluations.c.id, transcript.label("transcript"))
@@ -160,9 +160,9 @@ def transcripts_of(conn: Connection, evaluation_ids: Sequence[str]) -> dict[str,
     return out
 
 
-def generation_messages(conn: Connection, trace_ids: Sequence[str]) -> dict[str, Any]:
+def generation_messages(conn: Connection, trace_ids: Sequence[str]) -> dict[str, JsonValue]:
     """trace id -> the messages of its first generation call (the gate's input)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for part in _chunks(list(trace_ids)):
         stmt = (
             select(llm_calls.c.trace_id, llm_calls.c.messages)
