@@ -10,7 +10,7 @@ import pytest
 from jurist.config import Settings
 from jurist.models.doctor import FAIL, OK, SKIP, WARN, Diagnosis, diagnose
 from jurist.testing import ProviderServer, Reply
-from jurist.testing.replies import token_logprobs
+from jurist.testing.replies import TokenLogprob, token_logprobs
 
 from tests.conftest import run_cli
 
@@ -176,7 +176,7 @@ async def test_missing_logprobs_fail_only_when_the_score_mode_needs_them(provide
 
 
 async def test_logprobs_without_alternatives(provider):
-    provider.default = Reply(text="4", logprobs=[{"token": "4", "logprob": -0.1, "top_logprobs": []}])
+    provider.default = Reply(text="4", logprobs=[TokenLogprob("4", -0.1, bytes=False)])
     detail = by_name(await diagnose(settings_for(provider, structured_output="prompt"), "fake/j",
                                     score_mode="logprobs"))["logprobs"]
     assert detail[:2] == (FAIL, "returned, but no top_logprobs alternatives; score_mode: logprobs needs them")

@@ -20,6 +20,7 @@ WEATHER = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 CALL = tool_call("weather", {"city": "Paris"}, "call_abc123")
+CALL_JSON = CALL.wire()  # as the wire carries it
 FINAL = "It is 18C and sunny in Paris."
 
 
@@ -41,7 +42,7 @@ def client(proxy):
 
 def follow_up(message: dict, result: str = "18C, sunny") -> list[dict]:
     """The next request of the tool loop: the question, the tool-call turn, the tool's result."""
-    return [*ASK, message, {"role": "tool", "tool_call_id": CALL["id"], "content": result}]
+    return [*ASK, message, {"role": "tool", "tool_call_id": CALL.id, "content": result}]
 
 
 def stored(app, trace_id: str):
@@ -64,7 +65,7 @@ def test_a_tool_call_answer_reaches_a_stock_client_unchanged_and_is_not_judged(c
     assert r.usage.total_tokens == 42
     assert len(provider.requests) == 1 and provider.requests[0]["json"]["tools"] == [WEATHER]  # no judge call upstream
     [row] = stored(proxy[1], jurist["trace_id"])
-    assert row["parsed"] == {"tool_calls": [CALL]} and row["response_text"] == ""  # the call is on record
+    assert row["parsed"] == {"tool_calls": [CALL_JSON]} and row["response_text"] == ""  # the call is on record
 
     # The follow-up carries the result; its text answer is judged.
     provider.script(Reply(text=FINAL))
@@ -100,14 +101,14 @@ def test_text_before_a_tool_call_is_relayed_with_it(proxy, provider):
     r = httpx.post(f"{proxy[0]}/v1/chat/completions",
                    json={"model": "gpt-test", "messages": ASK, "tools": [WEATHER]})
     message = r.json()["choices"][0]["message"]
-    assert message["content"] == "Let me look that up." and message["tool_calls"] == [CALL]
+    assert message["content"] == "Let me look that up." and message["tool_calls"] == [CALL_JSON]
     assert r.json()["choices"][0]["finish_reason"] == "tool_calls"
 
 
 def test_a_rejected_final_answer_is_regenerated_without_another_round_of_tools(proxy, provider):
     script("judge", FAIL, PASS)
     provider.script(Reply(text="Sunny."), Reply(text=FINAL))
-    assistant = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+    assistant = {"role": "assistant", "content": None, "tool_calls": [CALL_JSON]}
     r = httpx.post(f"{proxy[0]}/v1/chat/completions",
                    json={"model": "gpt-test", "messages": follow_up(assistant), "tools": [WEATHER]}, timeout=30)
     assert r.json()["choices"][0]["message"]["content"] == FINAL
@@ -163,8 +164,8 @@ def rounds(n: int) -> list[dict]:
     out = list(ASK)
     for i in range(n):
         call = tool_call("weather", {"city": f"City {i}"}, f"call_{i}")
-        out += [{"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}]
+        out += [{"role": "assistant", "content": None, "tool_calls": [call.wire()]},
+                {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
     return out
 
 

@@ -18,7 +18,8 @@ import asyncio
 import json
 from typing import Any, Callable
 
-from jurist.testing.replies import Reply, anthropic_events, anthropic_message, openai_chunks, openai_completion
+from jurist.testing.replies import (Reply, WireRequest, anthropic_events, anthropic_message, openai_chunks,
+                                    openai_completion)
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
@@ -49,10 +50,11 @@ def reply_for(reply: Reply, path: str, raw: bytes) -> bytes:
         payload = None
     if not isinstance(payload, dict):
         return _error(400, "Bad Request", "request body is not a JSON object")
+    req = WireRequest.of(payload)
     if payload.get("stream"):
-        events = anthropic_events(reply, payload) if anthropic else openai_chunks(reply, payload)
+        events = anthropic_events(reply, req) if anthropic else openai_chunks(reply, req)
         return _response(200, "OK", "".join(events).encode(), "text/event-stream", False)
-    data = anthropic_message(reply, payload) if anthropic else openai_completion(reply, payload)
+    data = anthropic_message(reply, req) if anthropic else openai_completion(reply, req)
     return _response(200, "OK", json.dumps(data).encode(), "application/json", False)
 
 

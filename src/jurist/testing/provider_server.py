@@ -41,8 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
-from jurist.testing.replies import (DEFAULT_TEXT, Reply, anthropic_events, anthropic_message, openai_chunks,
-                                    openai_completion)
+from jurist.testing.replies import (DEFAULT_TEXT, Reply, WireRequest, anthropic_events, anthropic_message,
+                                    openai_chunks, openai_completion)
 
 __all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
 
@@ -267,10 +267,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.status >= 400:
             self._send_error_json(reply.status, reply.message, anthropic=anthropic, headers=reply.headers)
         elif payload.get("stream"):
-            events = anthropic_events(reply, payload) if anthropic else openai_chunks(reply, payload)
+            req = WireRequest.of(payload)
+            events = anthropic_events(reply, req) if anthropic else openai_chunks(reply, req)
             self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
         else:
-            data = anthropic_message(reply, payload) if anthropic else openai_completion(reply, payload)
+            req = WireRequest.of(payload)
+            data = anthropic_message(reply, req) if anthropic else openai_completion(reply, req)
             self._send(reply.status, json.dumps(data).encode(), "application/json", reply.headers)
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:

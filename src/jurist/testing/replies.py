@@ -16,6 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+#: A wire body as sent: built here and written with ``json.dumps``, never read back.
+Body = dict[str, object]
+
 DEFAULT_TEXT = '{"score": 4, "reasoning": "ok"}'
 
 
@@ -36,37 +39,84 @@ class Reply:
     # The reply's tokens with their log probabilities in the OpenAI form (the
     # entries of ``logprobs.content``, see :func:`token_logprobs`): sent when the
     # request asks for ``logprobs``, each cut to the request's ``top_logprobs``.
-    logprobs: list[dict[str, Any]] | None = None
-    # An answer that calls tools: OpenAI's message form, ``{"id", "type": "function",
-    # "function": {"name", "arguments"}}`` each (see :func:`tool_reply`); streamed as
+    logprobs: list[TokenLogprob] | None = None
+    # An answer that calls tools (see :func:`tool_reply`): sent in OpenAI's message form,
+    # ``{"id", "type": "function", "function": {"name", "arguments"}}`` each; streamed as
     # OpenAI streams them (the id and name first, then the arguments in pieces).
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
     message: str | None = None  # an error status's message (default: a scripted-by-the-test note)
     usage: bool = True  # a stream's usage chunk when asked for (some servers never send one)
 
 
-def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1") -> dict[str, Any]:
-    """One tool call in OpenAI's message form (``arguments`` as the JSON text the model writes)."""
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a scripted answer; ``arguments`` is the JSON text the model writes."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def wire(self) -> Body:
+        """The call in OpenAI's message form."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
-def tool_reply(*calls: dict[str, Any], text: str | None = None, **more: Any) -> Reply:
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token of a reply with its log probability and its alternatives (token, logprob), most likely first.
+
+    ``bytes`` false leaves the ``bytes`` fields out, as some servers do."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+    bytes: bool = True
+
+    def wire(self, k: int) -> Body:
+        """The entry of ``logprobs.content``, its alternatives cut to the first ``k``."""
+        def entry(token: str, logprob: float) -> Body:
+            return {"token": token, "logprob": logprob, **({"bytes": list(token.encode())} if self.bytes else {})}
+
+        return {**entry(self.token, self.logprob), "top_logprobs": [entry(t, lp) for t, lp in self.top[:k]]}
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """What a reply depends on in a request's JSON body (read once, where the body is parsed)."""
+
+    model: object = "test-model"
+    logprobs: bool = False
+    top_logprobs: int = 0
+    include_usage: bool = False
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> "WireRequest":
+        """Read a parsed request body (a JSON object)."""
+        options = body.get("stream_options")
+        return cls(model=body.get("model", "test-model"), logprobs=bool(body.get("logprobs")),
+                   top_logprobs=int(body.get("top_logprobs") or 0),
+                   include_usage=bool(isinstance(options, dict) and options.get("include_usage")))
+
+
+def tool_call(name: str, arguments: dict[str, object] | str, call_id: str = "call_1") -> ToolCall:
+    """One tool call (``arguments`` as the JSON text the model writes, or an object written as such)."""
+    return ToolCall(call_id, name, arguments if isinstance(arguments, str) else json.dumps(arguments))
+
+
+def tool_reply(*calls: ToolCall, text: str | None = None, **more: Any) -> Reply:
     """An answer that calls ``calls`` (:func:`tool_call`), with no text unless given: finish reason ``tool_calls``."""
     return Reply(text=text, tool_calls=list(calls), finish_reason="tool_calls", **more)
 
 
 def token_logprobs(tokens: list[str], top: dict[int, dict[str, float]] | None = None, *,
-                   logprob: float = 0.0) -> list[dict[str, Any]]:
-    """``logprobs.content`` for a reply made of ``tokens``: at position ``i`` the
+                   logprob: float = 0.0) -> list[TokenLogprob]:
+    """The logprobs of a reply made of ``tokens``: at position ``i`` the
     alternatives are ``top[i]`` (token -> logprob, most likely first), elsewhere the
     token alone; a token's own logprob is its entry in ``top[i]``, else ``logprob``."""
     out = []
     for i, token in enumerate(tokens):
         alternatives = (top or {}).get(i) or {token: logprob}
-        out.append({"token": token, "logprob": alternatives.get(token, logprob), "bytes": list(token.encode()),
-                    "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
-                                     for t, lp in alternatives.items()]})
+        out.append(TokenLogprob(token, alternatives.get(token, logprob), tuple(alternatives.items())))
     return out
 
 
@@ -79,12 +129,12 @@ def _pieces(text: str | None) -> list[str]:
     return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 
 
-def openai_completion(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
+def openai_completion(reply: Reply, req: WireRequest) -> Body:
     return {
         "id": f"chatcmpl-{next(_counter)}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": req.get("model", "test-model"),
+        "model": req.model,
         "choices": [
             {
                 "index": 0,
@@ -101,44 +151,41 @@ def openai_completion(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _message(reply: Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+def _message(reply: Reply) -> Body:
+    message: Body = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
-        message["tool_calls"] = reply.tool_calls
+        message["tool_calls"] = [call.wire() for call in reply.tool_calls]
     return message
 
 
-def _tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_call_deltas(calls: list[ToolCall]) -> list[Body]:
     """The ``delta.tool_calls`` entries a stream sends for ``calls``: the head of each call, then its
     arguments in pieces of at most 8 characters."""
-    out = []
+    out: list[Body] = []
     for index, call in enumerate(calls):
-        function = call.get("function") or {}
-        out.append({"index": index, "id": call.get("id"), "type": call.get("type", "function"),
-                    "function": {"name": function.get("name"), "arguments": ""}})
-        arguments = function.get("arguments") or ""
+        out.append({"index": index, "id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": ""}})
+        arguments = call.arguments
         out += [{"index": index, "function": {"arguments": arguments[i:i + 8]}} for i in range(0, len(arguments), 8)]
     return out
 
 
-def _logprobs(reply: Reply, req: dict[str, Any]) -> dict[str, Any] | None:
+def _logprobs(reply: Reply, req: WireRequest) -> Body | None:
     """The choice's ``logprobs``: the reply's tokens, when asked for, with ``top_logprobs`` alternatives each."""
-    if reply.logprobs is None or not req.get("logprobs"):
+    if reply.logprobs is None or not req.logprobs:
         return None
-    k = int(req.get("top_logprobs") or 0)
-    return {"content": [{**entry, "top_logprobs": entry["top_logprobs"][:k]} for entry in reply.logprobs],
-            "refusal": None}
+    return {"content": [entry.wire(req.top_logprobs) for entry in reply.logprobs], "refusal": None}
 
 
-def openai_chunks(reply: Reply, req: dict[str, Any]) -> list[str]:
+def openai_chunks(reply: Reply, req: WireRequest) -> list[str]:
     base = {
         "id": f"chatcmpl-{next(_counter)}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": req.get("model", "test-model"),
+        "model": req.model,
     }
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    def chunk(delta: Body, finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
@@ -146,7 +193,7 @@ def openai_chunks(reply: Reply, req: dict[str, Any]) -> list[str]:
     out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
     out += [chunk({"tool_calls": [entry]}) for entry in _tool_call_deltas(reply.tool_calls or [])]
     out.append(chunk({}, reply.finish_reason))
-    if reply.usage and (req.get("stream_options") or {}).get("include_usage"):
+    if reply.usage and req.include_usage:
         usage = {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
@@ -157,12 +204,12 @@ def openai_chunks(reply: Reply, req: dict[str, Any]) -> list[str]:
     return out
 
 
-def anthropic_message(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
+def anthropic_message(reply: Reply, req: WireRequest) -> Body:
     return {
         "id": f"msg_{next(_counter)}",
         "type": "message",
         "role": "assistant",
-        "model": req.get("model", "test-model"),
+        "model": req.model,
         "content": [{"type": "text", "text": reply.text}] if reply.text is not None else [],
         "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
         "stop_sequence": None,
@@ -170,8 +217,8 @@ def anthropic_message(reply: Reply, req: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def anthropic_events(reply: Reply, req: dict[str, Any]) -> list[str]:
-    def event(name: str, data: dict[str, Any]) -> str:
+def anthropic_events(reply: Reply, req: WireRequest) -> list[str]:
+    def event(name: str, data: Body) -> str:
         return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
 
     message = anthropic_message(reply, req)
