@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import plotly.graph_objects as go
+from pydantic import JsonValue
 
 from jurist.store.dashboard import Overview
 
@@ -31,12 +32,12 @@ def _layout(**extra: Any) -> dict[str, Any]:
     return base
 
 
-def _plain(fig: go.Figure) -> dict[str, Any]:
-    figure: dict[str, Any] = json.loads(fig.to_json())
+def _plain(fig: go.Figure) -> dict[str, JsonValue]:
+    figure: dict[str, JsonValue] = json.loads(fig.to_json())
     return figure
 
 
-def distribution(data: Overview) -> dict[str, Any]:
+def distribution(data: Overview) -> dict[str, JsonValue]:
     bins = data.distribution
     labels = [f"{b.low:.1f}–{b.high:.1f}" for b in bins]
     colors = [BAD if b.high <= 0.5 else ACCENT for b in bins]
@@ -47,7 +48,7 @@ def distribution(data: Overview) -> dict[str, Any]:
     return _plain(fig)
 
 
-def failures(data: Overview) -> dict[str, Any] | None:
+def failures(data: Overview) -> dict[str, JsonValue] | None:
     rows = list(reversed(data.failures[:12]))
     if not rows:
         return None
@@ -58,7 +59,7 @@ def failures(data: Overview) -> dict[str, Any] | None:
     return _plain(fig)
 
 
-def trend(data: Overview) -> dict[str, Any] | None:
+def trend(data: Overview) -> dict[str, JsonValue] | None:
     weeks = data.trend
     if not weeks:
         return None
@@ -80,9 +81,9 @@ def trend(data: Overview) -> dict[str, Any] | None:
     return _plain(fig)
 
 
-def overview_figures(data: Overview) -> dict[str, dict[str, Any]]:
+def overview_figures(data: Overview) -> dict[str, dict[str, JsonValue]]:
     """The overview's figures by element id (absent when there is nothing to draw)."""
-    out: dict[str, dict[str, Any] | None] = {
+    out: dict[str, dict[str, JsonValue] | None] = {
         "chart-distribution": distribution(data) if data.total else None,
         "chart-failures": failures(data),
         "chart-trend": trend(data),
