@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -47,12 +47,57 @@ class ClientMessage(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_CONTENT)
 
 
-def progress_frame(recalled: int, total: int, completed: bool) -> dict[str, Any]:
-    return {"type": "progress", "recalled": recalled, "total": total, "completed": completed}
+class _Frame(BaseModel):
+    """A server frame, sent as its fields in this order."""
+
+    model_config = ConfigDict(frozen=True)
 
 
-def error_frame(message: str) -> dict[str, Any]:
-    return {"type": "error", "message": message}
+class SessionFrame(_Frame):
+    type: Literal["session"] = "session"
+    session_id: str
+    points: str
+    title: str
+
+
+class HistoryMessage(_Frame):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class HistoryFrame(_Frame):
+    type: Literal["history"] = "history"
+    opening: str | None
+    messages: list[HistoryMessage]
+
+
+class AssistantFrame(_Frame):
+    type: Literal["assistant_message"] = "assistant_message"
+    content: str
+
+
+class ProgressFrame(_Frame):
+    type: Literal["progress"] = "progress"
+    recalled: int
+    total: int
+    completed: bool
+
+
+class ErrorFrame(_Frame):
+    type: Literal["error"] = "error"
+    message: str
+
+
+async def send(websocket: WebSocket, frame: _Frame) -> None:
+    await websocket.send_json(frame.model_dump())
+
+
+def progress_frame(recalled: int, total: int, completed: bool) -> ProgressFrame:
+    return ProgressFrame(recalled=recalled, total=total, completed=completed)
+
+
+def error_frame(message: str) -> ErrorFrame:
+    return ErrorFrame(message=message)
 
 
 def parse_client(raw: str) -> ClientMessage | str:
@@ -94,7 +139,7 @@ async def open_session(
 
 
 async def _fail(websocket: WebSocket, message: str, code: int) -> None:
-    await websocket.send_json(error_frame(message))
+    await send(websocket, error_frame(message))
     await websocket.close(code=code)
 
 
@@ -135,13 +180,11 @@ async def connect(websocket: WebSocket, state: ServerState) -> TutorSession | No
     if session is None:
         await _fail(websocket, f"no session {session_id!r} for this checklist and learner", CLOSE_NOT_FOUND)
         return None
-    await websocket.send_json(
-        {"type": "session", "session_id": session.session_id, "points": checklist.name, "title": checklist.title}
-    )
-    history = [{"role": m.role, "content": m.content} for m in session.visible_messages()]
-    await websocket.send_json({"type": "history", "opening": session.opening(), "messages": history})
+    await send(websocket, SessionFrame(session_id=session.session_id, points=checklist.name, title=checklist.title))
+    history = [HistoryMessage(role=m.role, content=m.content) for m in session.visible_messages()]
+    await send(websocket, HistoryFrame(opening=session.opening(), messages=history))
     if state.settings.tutor_progress:
-        await websocket.send_json(progress_frame(session.recalled_count, session.total_points, session.completed))
+        await send(websocket, progress_frame(session.recalled_count, session.total_points, session.completed))
     return session
 
 
@@ -153,16 +196,16 @@ async def converse(websocket: WebSocket, state: ServerState, session: TutorSessi
         raw = message.get("text")
         parsed = parse_client(raw) if raw is not None else "binary frames are not accepted: send JSON text"
         if isinstance(parsed, str):
-            await websocket.send_json(error_frame(parsed))
+            await send(websocket, error_frame(parsed))
             continue
         async with state.sessions.lock(session.session_id):
             result = await take_turn(session, parsed.content)
         if isinstance(result, str):
-            await websocket.send_json(error_frame(result))
+            await send(websocket, error_frame(result))
             continue
-        await websocket.send_json({"type": "assistant_message", "content": result.response})
+        await send(websocket, AssistantFrame(content=result.response))
         if state.settings.tutor_progress:
-            await websocket.send_json(progress_frame(result.recalled_count, result.total_points, result.completed))
+            await send(websocket, progress_frame(result.recalled_count, result.total_points, result.completed))
 
 
 async def take_turn(session: TutorSession, content: str) -> TurnResult | str:
