@@ -25,7 +25,6 @@ invented on failure: the caller decides the policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from jurist.errors import JudgeParseError
 from jurist.judges.judge import Judge
@@ -65,7 +64,7 @@ def _ids(prefix: str, n: int) -> list[str]:
 _UNIT = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def _schema(key: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _schema(key: str, fields: dict[str, object]) -> dict[str, object]:
     entry = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
     return {
         "type": "object",
@@ -121,12 +120,16 @@ _TRUE = {"true", "yes"}
 _FALSE = {"false", "no"}
 
 
-def _entries(raw: str, key: str) -> list[dict[str, Any]]:
+#: One entry of the judge's JSON answer, its field names lower-cased; each field is checked as it is read.
+Entry = dict[str, object]
+
+
+def _entries(raw: str, key: str) -> list[Entry]:
     obj = {str(k).lower(): v for k, v in extract_json(raw).items()}
     entries = obj.get(key)
     if not isinstance(entries, list):
         raise JudgeParseError(f'the JSON object needs a "{key}" list', raw=raw)
-    out: list[dict[str, Any]] = []
+    out: list[Entry] = []
     for entry in entries:
         if not isinstance(entry, dict):
             raise JudgeParseError(f'each entry of "{key}" must be a JSON object, got {entry!r}', raw=raw)
@@ -134,7 +137,7 @@ def _entries(raw: str, key: str) -> list[dict[str, Any]]:
     return out
 
 
-def _flag(entry: dict[str, Any], field: str, where: str, raw: str) -> bool:
+def _flag(entry: Entry, field: str, where: str, raw: str) -> bool:
     value = entry.get(field)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
@@ -143,7 +146,7 @@ def _flag(entry: dict[str, Any], field: str, where: str, raw: str) -> bool:
     return value
 
 
-def _unit(entry: dict[str, Any], field: str, where: str, raw: str) -> float:
+def _unit(entry: Entry, field: str, where: str, raw: str) -> float:
     value = entry.get(field)
     number: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -160,17 +163,17 @@ def _unit(entry: dict[str, Any], field: str, where: str, raw: str) -> float:
     return number
 
 
-def _text(entry: dict[str, Any], field: str, where: str, raw: str) -> str:
+def _text(entry: Entry, field: str, where: str, raw: str) -> str:
     value = entry.get(field)
     if not isinstance(value, str) or not value.strip():
         raise JudgeParseError(f'{where}: "{field}" must be a non-empty string, got {value!r}', raw=raw)
     return value.strip()
 
 
-def _by_id(entries: list[dict[str, Any]], ids: list[str], what: str, raw: str) -> dict[str, dict[str, Any]]:
+def _by_id(entries: list[Entry], ids: list[str], what: str, raw: str) -> dict[str, Entry]:
     """Entries keyed by the ids asked for; invented ids are ignored, missing or repeated ones rejected."""
     wanted = set(ids)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Entry] = {}
     for entry in entries:
         item_id = str(entry.get("id", "")).strip()
         if item_id not in wanted:
@@ -272,7 +275,7 @@ class LLMMeaningJudge:
         self._relevance = self._judge(PURPOSE_RELEVANCE, {"query", "passages"}, RELEVANCE_SCHEMA, _RELEVANCE_HINT)
         self._support = self._judge(PURPOSE_SUPPORT, {"sources", "answer"}, SUPPORT_SCHEMA, _SUPPORT_HINT)
 
-    def _judge(self, purpose: str, placeholders: set[str], schema: dict[str, Any], hint: str) -> Judge:
+    def _judge(self, purpose: str, placeholders: set[str], schema: dict[str, object], hint: str) -> Judge:
         # Each purpose has its template of the same name.
         return Judge(
             self.model,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from jurist.errors import JudgeParseError
@@ -45,7 +46,7 @@ def extract_json(text: str) -> dict[str, Any]:
     raise JudgeParseError("the reply holds no complete JSON object", raw=text)
 
 
-def _lower_keys(obj: dict[str, Any]) -> dict[str, Any]:
+def _lower_keys(obj: Mapping[str, object]) -> dict[str, object]:
     return {str(k).lower(): v for k, v in obj.items()}
 
 
@@ -161,7 +162,7 @@ def parse_preference(text: str) -> PreferenceReply:
     """A pairwise verdict: a JSON object with ``"winner": "A" | "B" | "tie"`` (and its
     ``reasoning``), or a line ``WINNER: A``."""
     try:
-        obj: dict[str, Any] | None = _lower_keys(extract_json(text))
+        obj: dict[str, object] | None = _lower_keys(extract_json(text))
     except JudgeParseError:
         obj = None
     if obj is not None and "winner" in obj:
