@@ -396,10 +396,10 @@ def test_proxy_cli_options_become_gate_config():
     from jurist.cli.proxy import gate_config_from
     from jurist.errors import UsageError
 
-    assert gate_config_from("revision", "comprehensiveness", "scripted/judge", True) == {
-        "strategy": "revision", "evaluator": "comprehensiveness", "judge": "scripted/judge",
-        "evaluate_feedback_enabled": True}
-    assert gate_config_from(None, None, None, None) == {}
+    assert gate_config_from("revision", "comprehensiveness", "scripted/judge", True).model_dump(exclude_unset=True) \
+        == {"strategy": "revision", "evaluator": "comprehensiveness", "judge": "scripted/judge",
+            "evaluate_feedback_enabled": True}
+    assert gate_config_from(None, None, None, None).model_fields_set == set()
     with pytest.raises(UsageError):
         gate_config_from("eager", None, None, None)
 

@@ -236,14 +236,16 @@ def test_the_proxy_command_self_evaluates_comprehensiveness_with_two_retries_by_
     from jurist.cli.proxy import describe_gate, gate_config_from, proxy_gate_config
     from jurist.gate.config import GateConfig
 
-    config = GateConfig(**proxy_gate_config(gate_config_from(None, None, None, None), None))
+    config = proxy_gate_config(gate_config_from(None, None, None, None), None)
+    assert isinstance(config, GateConfig)
     assert config.evaluator == "comprehensiveness" and config.evaluate_feedback_enabled
     assert config.regenerations() == 2
-    assert proxy_gate_config(gate_config_from(None, None, None, False), None)["evaluate_feedback_enabled"] is False
-    assert proxy_gate_config({}, 4)["max_regenerations"] == 4
-    assert proxy_gate_config(gate_config_from(None, "quality", None, None), None)["evaluator"] == "quality"
-    assert describe_gate(proxy_gate_config({}, None)) == "comprehensiveness, blocking, up to 2 retries"
-    assert describe_gate(proxy_gate_config({"evaluate_feedback_enabled": False}, None)) == \
+    assert proxy_gate_config(gate_config_from(None, None, None, False), None).evaluate_feedback_enabled is False
+    assert proxy_gate_config(None, 4).max_regenerations == 4
+    assert proxy_gate_config(gate_config_from(None, "quality", None, None), None).evaluator == "quality"
+    assert proxy_gate_config(None, None, require_calibration=0.6).require_calibration.min_kappa == 0.6
+    assert describe_gate(proxy_gate_config(None, None)) == "comprehensiveness, blocking, up to 2 retries"
+    assert describe_gate(proxy_gate_config(GateConfig(evaluate_feedback_enabled=False), None)) == \
         "comprehensiveness, blocking, score only"
 
 
@@ -263,10 +265,11 @@ NOT_COMPREHENSIVE = '{"comprehensive": false, "reason": "the humidity is missing
 def test_an_answer_that_stays_incomplete_is_retried_twice_then_sent(provider, isolated):
     from jurist.cli.proxy import proxy_gate_config
     from jurist.config import Settings
+    from jurist.gate.config import GateConfig
     from jurist.gate.types import ENCOURAGEMENT
 
     judge = script("judge", default=NOT_COMPREHENSIVE)
-    config = proxy_gate_config({"judge": "scripted/judge"}, None)
+    config = proxy_gate_config(GateConfig(judge="scripted/judge"), None)
     app = create_app(Settings(home=str(isolated / ".jurist")), upstream=provider.base_url, gate_config=config)
     provider.script(Reply(text="Sunny."), Reply(text="Sunny, 18C."), Reply(text="Sunny, 18C, light wind."))
     with running(app) as base, openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0) as c:

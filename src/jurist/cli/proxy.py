@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 from rich.markup import escape
@@ -10,59 +10,65 @@ from rich.markup import escape
 from jurist.cli.common import (ConfigOpt, DbOpt, console, handle_errors, load_settings, print_access,
                                print_store)
 
+if TYPE_CHECKING:
+    from jurist.gate.config import GateConfig
+
 STRATEGIES = ("blocking", "revision", "parallel")
 EVALUATORS = ("quality", "comprehensiveness")
 #: What the proxy is for (note 004): it self-evaluates comprehensiveness and retries an answer that is not.
-PROXY_DEFAULTS: dict[str, Any] = {"evaluator": "comprehensiveness", "evaluate_feedback_enabled": True}
+PROXY_DEFAULTS: dict[str, str | bool] = {"evaluator": "comprehensiveness", "evaluate_feedback_enabled": True}
 
 
 def gate_config_from(strategy: str | None, evaluator: str | None, judge: str | None,
-                     feedback: bool | None) -> dict[str, Any]:
-    """The GateConfig fields the options set (the rest keep the gate's defaults)."""
+                     feedback: bool | None) -> "GateConfig":
+    """A GateConfig whose set fields are the options given (the rest keep the gate's defaults)."""
     from jurist.errors import UsageError
+    from jurist.gate.config import GateConfig
 
     if strategy is not None and strategy not in STRATEGIES:
         raise UsageError(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     if evaluator is not None and evaluator not in EVALUATORS:
         raise UsageError(f"--evaluator must be one of {', '.join(EVALUATORS)}, not {evaluator!r}")
     values = {"strategy": strategy, "evaluator": evaluator, "judge": judge, "evaluate_feedback_enabled": feedback}
-    return {k: v for k, v in values.items() if v is not None}
+    return GateConfig.model_validate({k: v for k, v in values.items() if v is not None})
 
 
-def proxy_gate_config(options: dict[str, Any], max_evaluation_retries: int | None) -> dict[str, Any]:
-    """The proxy's gate: :data:`PROXY_DEFAULTS` under the options given (:func:`gate_config_from`);
-    ``max_evaluation_retries`` (the flag, else jurist.yaml's) caps the regenerations."""
-    config = {**PROXY_DEFAULTS, **options}
-    if max_evaluation_retries is not None:
-        config["max_regenerations"] = max_evaluation_retries
-    return config
-
-
-def describe_gate(config: dict[str, Any]) -> str:
-    """The gate's settings as a line of text."""
+def proxy_gate_config(options: "GateConfig | None" = None, max_evaluation_retries: int | None = None, *,
+                      require_calibration: float | None = None) -> "GateConfig":
+    """The proxy's gate: :data:`PROXY_DEFAULTS` under the options given (the fields set in
+    ``options``, see :func:`gate_config_from`); ``max_evaluation_retries`` (the flag, else
+    jurist.yaml's) caps the regenerations; ``require_calibration``: the κ its judge must have."""
     from jurist.gate.config import GateConfig
 
-    gate = GateConfig(**config)
+    fields: dict[str, object] = {**PROXY_DEFAULTS, **(options.model_dump(exclude_unset=True) if options else {})}
+    if max_evaluation_retries is not None:
+        fields["max_regenerations"] = max_evaluation_retries
+    if require_calibration is not None:
+        fields["require_calibration"] = {"min_kappa": require_calibration}
+    return GateConfig.model_validate(fields)
+
+
+def describe_gate(gate: "GateConfig") -> str:
+    """The gate's settings as a line of text."""
     if not gate.evaluate_feedback_enabled:
         return f"{gate.evaluator}, {gate.strategy}, score only"
     retries = gate.regenerations()
     return f"{gate.evaluator}, {gate.strategy}, up to {retries} {'retry' if retries == 1 else 'retries'}"
 
 
-def check_gate_calibration(config: dict[str, Any], settings: Any) -> None:
+def check_gate_calibration(config: "GateConfig", settings: Any) -> None:
     """Raise :class:`~jurist.errors.CalibrationRequired` (or a ``ConfigError`` for a judge that
     cannot be calibrated) unless the store holds a calibration of the gate's judge that meets
     ``config``'s ``require_calibration``: checked once, before the server listens."""
     import asyncio
 
-    from jurist.gate.config import GateConfig
     from jurist.gate.gate import Gate
     from jurist.runtime import Runtime
 
     async def check() -> None:
         runtime = Runtime(settings)
         try:
-            gate = Gate(GateConfig(**config), runtime=runtime)  # as the server builds it (default_gate)
+            gate = Gate(config, runtime=runtime)  # as the server builds it (default_gate)
             try:
                 await gate.astart()
             finally:
@@ -117,9 +123,9 @@ def register(app: typer.Typer) -> None:
         settings = listen_settings(load_settings(config, db=db), host, allowed_host or [])
         require_free_port(host, port)
         retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
-        gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries)
+        gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback), retries,
+                                        require_calibration=require_calibration)
         if require_calibration is not None:
-            gate_config["require_calibration"] = {"min_kappa": require_calibration}
             check_gate_calibration(gate_config, settings)
         server = create_app(settings, upstream=upstream, gate_config=gate_config, upstream_api_key=api_key,
                             max_iterations=max_iterations)

@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress), host,
                                    allowed_host or [])
         require_free_port(host, port)
-        gate_config = proxy_gate_config({}, settings.max_evaluation_retries) if upstream else None
+        gate_config = proxy_gate_config(None, settings.max_evaluation_retries) if upstream else None
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
