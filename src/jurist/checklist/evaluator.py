@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, Sequence, TypeGuard, get_args
+from typing import Literal, Sequence, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -72,7 +72,7 @@ OBSERVATION_CHARS = 300  # bounds on the strings: a small model under constraine
 FEEDBACK_CHARS = 800
 
 
-def batch_schema(point_ids: list[str]) -> dict[str, Any]:
+def batch_schema(point_ids: list[str]) -> dict[str, object]:
     """The JSON schema of the judge's reply for these unchecked points (only their
     ids, each at most once in number, strings of bounded length)."""
     return {
@@ -162,16 +162,9 @@ def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> M
     return MeaningQuestion(lambda judge: judge.expresses(latest, [p.text for p in points]), answer)
 
 
-def excerpt(messages: Sequence[ChecklistMessage | dict[str, Any]], n: int = EXCERPT_MESSAGES) -> str:
+def excerpt(messages: Sequence[ChecklistMessage], n: int = EXCERPT_MESSAGES) -> str:
     """The last ``n`` visible messages, each quoted as data."""
-    return join(quote("text", content, f"{i}-{role}")
-                for i, (role, content) in enumerate(map(_role_content, list(messages)[-n:]), start=1))
-
-
-def _role_content(m: ChecklistMessage | dict[str, Any]) -> tuple[str, str]:
-    if isinstance(m, dict):
-        return str(m.get("role", "")), str(m.get("content", ""))
-    return m.role, m.content
+    return join(quote("text", m.content, f"{i}-{m.role}") for i, m in enumerate(list(messages)[-n:], start=1))
 
 
 def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> str:
@@ -222,7 +215,7 @@ class ChecklistEvaluator:
     async def evaluate_batch(
         self,
         unchecked_points: Sequence[ChecklistPoint],
-        messages: Sequence[ChecklistMessage | dict[str, Any]],
+        messages: Sequence[ChecklistMessage],
         mode: Mode = "recall",
         *,
         trace_id: str | None = None,
@@ -233,7 +226,7 @@ class ChecklistEvaluator:
         points = list(unchecked_points)
         if not points:
             return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
-        latest = next((c for r, c in map(_role_content, reversed(list(messages))) if r == "user"), "")
+        latest = next((m.content for m in reversed(list(messages)) if m.role == "user"), "")
         if not latest.strip():
             return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
         variables = {

@@ -7,7 +7,7 @@ the tutor, ids the judge invented (dropped), and the progress of the session.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,5 +40,5 @@ class ChecklistTurn(BaseModel):
     recalled_count: int | None = None  # recalled after this message
     total_points: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json")

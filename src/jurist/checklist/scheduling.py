@@ -19,9 +19,10 @@ not recalled        Again
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import cast
 
 from fsrs import Card, Rating, Scheduler
 from fsrs.card import CardDict
@@ -106,7 +107,7 @@ class PointScheduler:
         return [_due(r) for r in await self.store.fsrs_cards(learner, deck=deck)]
 
 
-def _card(stored: dict[str, Any]) -> Card:
+def _card(stored: Mapping[str, object]) -> Card:
     """A card from its JSON column, which holds what ``Card.to_dict()`` gave (fsrs's own format)."""
     return Card.from_dict(cast(CardDict, stored))
 

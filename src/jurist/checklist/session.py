@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Union
+from typing import Awaitable, Callable, Literal, Union
 
 from fsrs import Rating, Scheduler
 
@@ -50,7 +51,7 @@ log = logging.getLogger("jurist.checklist")
 
 EventName = Literal["user_message", "point_recalled", "assistant_message", "session_complete"]
 EVENTS: tuple[str, ...] = ("user_message", "point_recalled", "assistant_message", "session_complete")
-Callback = Callable[[dict[str, Any]], Union[None, Awaitable[None]]]
+Callback = Callable[[dict[str, object]], Union[None, Awaitable[None]]]
 OBSERVATION_PREFIX = "[EVALUATOR OBSERVATION — not visible to user, do not reference directly]: "
 PURPOSE_TUTOR = "checklist_tutor"
 TUTOR_TEMPERATURE = 0.7
@@ -126,7 +127,7 @@ class ChecklistSession:
     # -- creation -------------------------------------------------------------
     @classmethod
     async def start(
-        cls, checklist: Checklist | str | Path | dict[str, Any], *, store: Store | None = None,
+        cls, checklist: Checklist | str | Path | Mapping[str, object], *, store: Store | None = None,
         learner: str = "default", mode: Mode = "recall", tutor: str | Model | None = None,
         judge: str | Model | MeaningJudge | None = None, settings: Settings | None = None,
         runtime: Runtime | None = None, scheduler: Scheduler | None = None, session_id: str | None = None,
@@ -136,7 +137,7 @@ class ChecklistSession:
         resolved and the session stored through ``runtime`` (or ``settings`` and ``store``)."""
         if isinstance(checklist, (str, Path)):
             checklist = await asyncio.to_thread(load_checklist, checklist)
-        elif isinstance(checklist, dict):
+        elif not isinstance(checklist, Checklist):
             checklist = parse_checklist(checklist)
         if mode not in ("recall", "rabbithole"):
             raise InputError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
@@ -227,8 +228,8 @@ class ChecklistSession:
         self._listeners[event].append(callback)
         return lambda: self._listeners[event].remove(callback)
 
-    async def _emit(self, event: str, payload: dict[str, Any]) -> None:
-        payload = {"event": event, "session_id": self.session_id, **payload}
+    async def _emit(self, event: EventName, **fields: object) -> None:
+        payload: dict[str, object] = {"event": event, "session_id": self.session_id, **fields}
         for cb in list(self._listeners[event]):
             try:
                 out = cb(payload)
@@ -246,7 +247,7 @@ class ChecklistSession:
             if not self.active:
                 raise UsageError(f"session {self.session_id} is {self.status}; start a new session")
             user = await self._save("user", content)
-            await self._emit("user_message", {"message_id": user.id, "content": content})
+            await self._emit("user_message", message_id=user.id, content=content)
             unchecked = self.unchecked_points()
             evaluation = await self.evaluator.evaluate_batch(unchecked, self.messages, self.mode,
                                                              trace_id=self.session_id)
@@ -259,19 +260,19 @@ class ChecklistSession:
             for pid, confidence in recalled.items():
                 state = by_id[pid]
                 state.recalled, state.confidence, state.message_seq = True, confidence, user.seq
-                await self._emit("point_recalled", {"point_id": pid, "confidence": confidence,
-                                                    "recalled_count": self.recalled_count,
-                                                    "total_points": self.total_points})
+                await self._emit("point_recalled", point_id=pid, confidence=confidence,
+                                 recalled_count=self.recalled_count,
+                                 total_points=self.total_points)
                 await self.scheduler.review(self.learner, self.title, pid, state.point.text,
                                             rating_for(confidence), now=at)
             if self.recalled_count == self.total_points:
                 await self._close("completed")
             response = await self._tutor_reply(evaluation.feedback)
             reply = await self._save("assistant", response)
-            await self._emit("assistant_message", {"message_id": reply.id, "content": response})
+            await self._emit("assistant_message", message_id=reply.id, content=response)
             if self.completed:
-                await self._emit("session_complete", {"all_recalled": True, "recalled_count": self.recalled_count,
-                                                      "total_points": self.total_points})
+                await self._emit("session_complete", all_recalled=True, recalled_count=self.recalled_count,
+                                 total_points=self.total_points)
             return ProcessMessageResult(response=response, completed=self.completed,
                                         points_recalled_this_turn=list(recalled), recalled_count=self.recalled_count,
                                         total_points=self.total_points)
@@ -290,10 +291,10 @@ class ChecklistSession:
             feedback = self.last_evaluation.feedback if self.last_evaluation is not None else ""
             response = await self._tutor_reply(feedback)
             reply = await self._save("assistant", response)
-            await self._emit("assistant_message", {"message_id": reply.id, "content": response})
+            await self._emit("assistant_message", message_id=reply.id, content=response)
             if self.completed:
-                await self._emit("session_complete", {"all_recalled": True, "recalled_count": self.recalled_count,
-                                                      "total_points": self.total_points})
+                await self._emit("session_complete", all_recalled=True, recalled_count=self.recalled_count,
+                                 total_points=self.total_points)
             return ProcessMessageResult(response=response, completed=self.completed, points_recalled_this_turn=[],
                                         recalled_count=self.recalled_count, total_points=self.total_points)
 
@@ -308,8 +309,8 @@ class ChecklistSession:
                     await self.scheduler.review(self.learner, self.title, s.point.id, s.point.text, Rating.Again,
                                                 now=at)
             await self._close("ended")
-            await self._emit("session_complete", {"all_recalled": False, "recalled_count": self.recalled_count,
-                                                  "total_points": self.total_points})
+            await self._emit("session_complete", all_recalled=False, recalled_count=self.recalled_count,
+                             total_points=self.total_points)
 
     async def _close(self, status: str) -> None:
         await self.store.set_checklist_status(self.session_id, status, self.clock())
