@@ -70,7 +70,7 @@ async def test_panel_roles_are_routed_too(store):
     panel = Panel([Role("analyst", ["intent"])], {"intent": 1.0}, runtime=Runtime(store=store),
                   model="scripted/judge")
     result = await panel.evaluate({"plan": "the plan"}, task="Judge the plan.")
-    assert result.status == "scored"
+    assert result.status == "ok"
     assert MARK_B in _text(judge.requests[-1].messages)
 
 
