@@ -19,9 +19,9 @@ fields on the record (``event.result``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jurist.gate.records import Evaluation, GateRecord
 from jurist.gate.types import AcceptReason, ErrorCode
@@ -33,7 +33,7 @@ class _Event(BaseModel):
     result: GateRecord | None = None
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         """The event's JSON data (the SSE event's ``data``)."""
         raise NotImplementedError
 
@@ -46,7 +46,7 @@ class DeltaEvent(_Event):
     attempt: int
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         return {"text": self.text, "attempt": self.attempt}
 
 
@@ -61,7 +61,7 @@ class ThinkingEvent(_Event):
     feedback: str | None = None
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         return {"message": self.message, "strategy": self.strategy, "retry_count": self.retry_count, "ts": self.ts,
                 "feedback": self.feedback}
 
@@ -75,7 +75,7 @@ class RevisionEvent(_Event):
     replaces: int
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         return {"text": self.text, "attempt": self.attempt, "replaces": self.replaces}
 
 
@@ -91,8 +91,8 @@ class EvaluationEvent(_Event):
     after_done: bool = False
 
     @property
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {**self.evaluation.model_dump(), "accepted": self.accepted}
+    def data(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {**self.evaluation.model_dump(), "accepted": self.accepted}
         if self.accepted_attempt is not None:
             data.update(accepted_attempt=self.accepted_attempt, accept_reason=self.accept_reason)
         if self.after_done:
@@ -107,10 +107,10 @@ class DoneEvent(_Event):
     result: GateRecord
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         r = self.result
-        data: dict[str, Any] = {"trace_id": r.trace_id, "accepted_attempt": r.accepted_attempt,
-                                "accept_reason": r.accept_reason, "evaluations": r.evaluations_list,
+        data: dict[str, JsonValue] = {"trace_id": r.trace_id, "accepted_attempt": r.accepted_attempt,
+                                "accept_reason": r.accept_reason, "evaluations": list[JsonValue](r.evaluations_list),
                                 "llm_calls": [c.model_dump() for c in r.llm_calls]}
         if r.evaluation_pending:
             data["evaluation_pending"] = True
@@ -123,14 +123,15 @@ class ErrorEvent(_Event):
 
     type: Literal["error"] = "error"
     code: ErrorCode
-    last_user_message: dict[str, Any] | None = None
+    last_user_message: dict[str, JsonValue] | None = None
     result: GateRecord
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         r = self.result
         return {"error": r.error, "code": self.code, "show_continue_button": True,
-                "continue_context": r.continue_context, "partial_answer": r.answer,
+                "continue_context": None if r.continue_context is None else list[JsonValue](r.continue_context),
+                "partial_answer": r.answer,
                 "last_user_message": self.last_user_message, "trace_id": r.trace_id}
 
 

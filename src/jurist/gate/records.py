@@ -13,7 +13,7 @@ import contextvars
 from collections import OrderedDict
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, Strict, SerializerFunctionWrapHandler, model_serializer
 
 from jurist.gate.types import CALL_GENERATION, AcceptReason, AttemptKind, Strategy
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Status, row_status
@@ -168,15 +168,15 @@ class Attempt(_Record):
     evaluation: Evaluation | None = None
 
 
-def evaluations_list(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+def evaluations_list(evaluations: list[Evaluation]) -> list[dict[str, JsonValue]]:
     """Note 004's ``evaluations``: ``[{attempt, comprehensive|quality_score, reason|issues}]``."""
     out = []
     for ev in evaluations:
-        item: dict[str, Any] = {"attempt": ev.attempt, "passed": ev.passed}
+        item: dict[str, JsonValue] = {"attempt": ev.attempt, "passed": ev.passed}
         if ev.comprehensive is not None:
             item.update(comprehensive=ev.comprehensive, reason=ev.reason or "")
         if ev.quality_score is not None:
-            item.update(quality_score=ev.quality_score, issues=list(ev.issues))
+            item.update(quality_score=ev.quality_score, issues=list[JsonValue](ev.issues))
         if ev.skipped_reason:
             item.update(skipped=True, reason=ev.skipped_reason)
         out.append(item)
@@ -206,11 +206,11 @@ class GateRecord(_Record):
     evaluation_skipped: bool = False
     skip_reason: str | None = None
     error: str | None = None
-    continue_context: list[dict[str, Any]] | None = None
+    continue_context: list[dict[str, JsonValue]] | None = None  # the request's messages, as sent
     strategy: Strategy | None = None  # the gate's configured strategy and evaluator
     evaluator: str | None = None
     question: str | None = None  # the last user message's text (older records have none)
-    evaluations_list: list[dict[str, Any]] = Field(default_factory=list)
+    evaluations_list: list[dict[str, JsonValue]] = Field(default_factory=list)
     evaluation_pending: bool = False
 
     @property
@@ -229,7 +229,7 @@ class GateRecord(_Record):
             return attempt.evaluation
         return next((e for e in self.evaluations if e.attempt == attempt.number), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The record as JSON data: the stored payload, the ``jurist`` field. ``question`` only when
         known (a record stored before records kept it reads back as it was stored),
         ``evaluation_pending`` only while true."""
@@ -238,7 +238,7 @@ class GateRecord(_Record):
         return self.model_dump(mode="json", exclude=exclude or None)
 
 
-def gate_payload(record: GateRecord) -> dict[str, Any]:
+def gate_payload(record: GateRecord) -> dict[str, JsonValue]:
     """The record of one gated request as JSON: the stored payload, and the ``jurist`` field
     the proxy returns over HTTP (the same dict)."""
     return record.to_json()
