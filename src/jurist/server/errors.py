@@ -11,7 +11,7 @@ from typing import Annotated, Any, Mapping, Sequence
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -51,7 +51,7 @@ class ErrorBody(BaseModel):
     errors: list[dict[str, Any]] | None = None  # per-field problems, on 422 only
 
 
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
     """OpenAPI ``responses=`` entries for the given error statuses."""
     text = {404: "Not found", 400: "Bad request", 422: "Invalid parameters", 500: "Server error",
             501: "Needs an extra that is not installed (the detail names it)"}
@@ -67,39 +67,50 @@ def _body_model(request: Request) -> Any:
     return field.field_info.annotation if field is not None else None
 
 
-def request_problems(errors: Sequence[ErrorDetails], body_model: Any) -> list[dict[str, Any]]:
-    """A request's validation errors as ``{"loc", "msg", "type"}``, unknown fields first: an unknown
+class Problem(BaseModel):
+    """One problem of a request: where (``loc``), what (``msg``), and pydantic's error ``type``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    loc: list[str]
+    msg: str
+    type: str
+
+    def text(self) -> str:
+        """The problem for the detail: ``session_id: String should have at most 300 characters``;
+        an unknown field's under its parent (``rubric: unknown field ...``), or alone at the top."""
+        loc = self.loc[1:] or self.loc
+        if self.type == "extra_forbidden":
+            return f"{'.'.join(loc[:-1])}: {self.msg}" if len(loc) > 1 else self.msg
+        return f"{'.'.join(loc)}: {self.msg}"
+
+
+def request_problems(errors: Sequence[ErrorDetails], body_model: Any) -> list[Problem]:
+    """A request's validation errors, unknown fields first: an unknown
     body field's message names the field meant (``unknown field 'contnet' (did you mean
     'content'?)``), and a missing field that such a typo explains is left out (the typo is the one
     problem). pydantic's "Value error, " before a validator's own message is dropped."""
-    out: list[dict[str, Any]] = []
+    out: list[Problem] = []
     for e in reported_errors(errors, body_model, skip=1):  # skip: the location's "body"
         loc = list(e["loc"])
         msg = str(e["msg"]).removeprefix("Value error, ")
         if e["type"] == "extra_forbidden" and len(loc) >= 2 and loc[0] == "body":
             msg = unknown_field(e, body_model, skip=1)
-        out.append({"loc": [str(p) for p in loc], "msg": msg, "type": e["type"]})
+        out.append(Problem(loc=[str(p) for p in loc], msg=msg, type=e["type"]))
     return out
 
 
-def _problem_text(problem: Mapping[str, Any]) -> str:
-    """One problem for the detail: ``session_id: String should have at most 300 characters``;
-    an unknown field's under its parent (``rubric: unknown field ...``), or alone at the top."""
-    loc = problem["loc"][1:] or problem["loc"]
-    if problem["type"] == "extra_forbidden":
-        return f"{'.'.join(loc[:-1])}: {problem['msg']}" if len(loc) > 1 else problem["msg"]
-    return f"{'.'.join(loc)}: {problem['msg']}"
-
-
-def error_body(path: str, status: int, detail: str) -> dict[str, Any]:
+def error_body(path: str, status: int, detail: str) -> dict[str, object]:
     """The JSON body of an error on ``path``."""
     if path.startswith(PROXY_PREFIX):
         return openai_error(status, detail)
     return ErrorBody(detail=detail).model_dump(exclude_none=True)
 
 
-def _json(status: int, detail: str, errors: list[dict[str, Any]] | None = None,
+def _json(status: int, detail: str, problems: Sequence[Problem] | None = None,
           headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The error response; each problem is listed as ``{"loc", "msg"}``."""
+    errors = None if problems is None else [p.model_dump(include={"loc", "msg"}) for p in problems]
     return JSONResponse(ErrorBody(detail=detail, errors=errors).model_dump(exclude_none=True), status_code=status,
                         headers=headers)
 
@@ -112,8 +123,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = request_problems(exc.errors(), _body_model(request))
-        detail = "; ".join(_problem_text(p) for p in problems)
-        return _json(422, f"invalid request: {detail}", [{"loc": p["loc"], "msg": p["msg"]} for p in problems])
+        detail = "; ".join(p.text() for p in problems)
+        return _json(422, f"invalid request: {detail}", problems)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
