@@ -223,3 +223,18 @@ def test_evaluate_model_failure_is_recorded_not_a_crash(tmp_path, provider):
         r = c.post("/api/evaluate", json={"rubrics": RUBRICS, "session": SESSION})
     assert r.status_code == 200
     assert r.json()["status"] == "failed" and r.json()["rubric_scores"][0]["status"] == "evaluation_failed"
+
+
+def test_calls_log_status_failed_is_every_failed_call(client, db_url):
+    with Store(db_url) as store:
+        failed = [c for c in store.calls(limit=None) if c["status"] != "ok"]
+    page = client.get("/api/calls", params={"status": "failed", "page_size": 200}).json()
+    assert page["total"] == len(failed) > 0
+    assert {c["status"] for c in page["items"]} == {c["status"] for c in failed} - {"ok"}
+
+
+@pytest.mark.parametrize("wrong, hint", [("faild", " (did you mean 'failed'?)"), ("weird", "")])
+def test_calls_log_unknown_status_is_422_with_the_vocabulary(client, wrong, hint):
+    r = client.get("/api/calls", params={"status": wrong})
+    assert r.status_code == 422, r.text
+    assert f"'{wrong}' is not a call status{hint}; use one of: ok, error, parse_error, failed" in r.text

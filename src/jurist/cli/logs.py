@@ -72,18 +72,12 @@ def _latency(ms: float) -> str:
 
 def check_status(status: str | None) -> None:
     """A UsageError (exit 2) naming the accepted values unless ``status`` is one of them (or None)."""
-    import difflib
-
     from jurist.errors import UsageError
-    from jurist.store.queries import call_status_filters
+    from jurist.store.queries import unknown_call_status
 
-    accepted = call_status_filters()
-    if status is None or status in accepted:
-        return
-    close = difflib.get_close_matches(status, accepted, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UsageError(f"--status {status!r} is not a call status{hint}; use one of: {', '.join(accepted)} "
-                     "(failed: every call that failed, whatever the failure)")
+    problem = None if status is None else unknown_call_status(status)
+    if problem is not None:
+        raise UsageError(f"--status {problem}")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,23 +9,34 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection
 
 from jurist.errors import InputError, NotFound, PayloadError
-from jurist.models.base import CallStatus
 from jurist.payloads import read_payload
 from jurist.server.auth import require_write
 from jurist.server.errors import IsoDateTime, error_responses
 from jurist.server.state import get_state
 from jurist.store import dashboard as q
+from jurist.store.queries import unknown_call_status
 
 router = APIRouter(prefix="/api", tags=["evaluations"])
 
 Kind = Literal["rubric", "gate", "research", "checklist"]
+
+
+def _call_status_filter(status: str) -> str:
+    problem = unknown_call_status(status)
+    if problem is not None:
+        raise ValueError(problem)
+    return status
+
+
+#: A filter on a call's status: a stored status (``CallStatus``) or ``failed`` (any failure).
+CallStatusFilter = Annotated[str, AfterValidator(_call_status_filter)]
 # Above any count of attempts, below what a database integer holds.
 MAX_ITERATIONS = 1_000_000
 
@@ -175,7 +186,8 @@ async def metrics(request: Request, flt: q.EvaluationFilter = Depends(evaluation
 async def list_calls(
     request: Request,
     purpose: str | None = Query(None, max_length=64),
-    status: CallStatus | None = Query(None),
+    status: CallStatusFilter | None = Query(None, description="ok, error (the model call failed), parse_error "
+                                                               "(its reply could not be read), or failed (either)"),
     model: str | None = Query(None, max_length=200),
     trace_id: str | None = Query(None, max_length=64),
     since: IsoDateTime | None = Query(None, description="ISO date or date-time, inclusive"),

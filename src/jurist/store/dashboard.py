@@ -18,6 +18,7 @@ from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from jurist.store.queries import call_status_is
 from jurist.store.stored import StoredRow
 from jurist.store.tables import checklist_messages, evaluations, llm_calls, pattern_evaluations, patterns, scores
 
@@ -439,8 +440,10 @@ def call_page(conn: Connection, *, page: int = 1, page_size: int = 50, purpose: 
     """One page of the LLM call log (newest first), with the number matching; ``kind``: the calls
     of evaluations of that kind only (as the overview's call figures count them)."""
     c = llm_calls.c
-    where = [col == v for col, v in ((c.purpose, purpose), (c.status, status), (c.model, model),
-                                     (c.trace_id, trace_id)) if v is not None]
+    where = [col == v for col, v in ((c.purpose, purpose), (c.model, model), (c.trace_id, trace_id))
+             if v is not None]
+    if status is not None:
+        where.append(call_status_is(status))  # failed: any failed call
     if kind is not None:
         where.append(_of_evaluations(EvaluationFilter(kind=kind)))
     if since is not None:

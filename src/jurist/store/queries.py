@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import TYPE_CHECKING, Any, Callable, Iterable, get_args, get_type_hints
 
@@ -71,6 +72,17 @@ def call_statuses() -> tuple[str, ...]:
 def call_status_filters() -> tuple[str, ...]:
     """What a filter on a call's status accepts: each stored status, and ``failed`` (any failure)."""
     return (*call_statuses(), FAILED_CALLS)
+
+
+def unknown_call_status(status: str) -> str | None:
+    """Why ``status`` is not a call status filter (the closest one, and every one), or None when it is one."""
+    accepted = call_status_filters()
+    if status in accepted:
+        return None
+    close = difflib.get_close_matches(status, accepted, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"{status!r} is not a call status{hint}; use one of: {', '.join(accepted)} "
+            f"({FAILED_CALLS}: every call that failed, whatever the failure)")
 
 
 def call_status_is(status: str) -> ColumnElement[bool]:
