@@ -68,3 +68,11 @@ def test_a_typo_inside_the_posted_session_or_rubrics_names_the_line_or_rubric(cl
     assert r.status_code == 400
     assert r.json()["detail"] == ("request body: rubrics: rubric 'helpful': unknown field 'weigth' "
                                   "(did you mean 'weight'?)")
+
+
+def test_a_422_body_is_byte_for_byte_the_detail_and_each_problems_loc_and_msg(client):
+    r = client.post("/api/evaluation/labels", json={**LABEL, "scor": 4, "annotator": 3})
+    assert r.status_code == 422 and r.content == (
+        b'{"detail":"invalid request: unknown field \'scor\' (did you mean \'score\'?); annotator: Input should be a '
+        b'valid string","errors":[{"loc":["body","scor"],"msg":"unknown field \'scor\' (did you mean \'score\'?)"},'
+        b'{"loc":["body","annotator"],"msg":"Input should be a valid string"}]}')
