@@ -107,6 +107,8 @@ def test_separate_file_without_section_and_dict(isolated):
     assert StageOptions.of("plan", c).enabled is False
     assert load_research_config({"research": {"model": "openai/gpt-4o-mini"}}).model == "openai/gpt-4o-mini"
     assert load_research_config().stages.plan.pass_threshold == 0.7  # no file: the defaults
+    with pytest.raises(ConfigError, match="'research:' must hold a mapping"):
+        load_research_config({"research": ["model"]})
 
 
 def test_model_replaces_every_default_model():

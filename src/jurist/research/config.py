@@ -36,6 +36,7 @@ else the intent_analyst's model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,14 +123,10 @@ class StageConfig(_Strict):
         return self.pass_threshold if threshold is None else threshold
 
 
-def _stage_defaults(stage: str) -> dict[str, Any]:
-    return {"dimensions": {k: v.model_dump() for k, v in _dims(stage).items()}}
-
-
 class StagesConfig(_Strict):
-    plan: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.PLAN)))
-    retrieval: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.RETRIEVAL)))
-    answer: StageConfig = Field(default_factory=lambda: StageConfig(**_stage_defaults(st.ANSWER)))
+    plan: StageConfig = Field(default_factory=lambda: StageConfig(dimensions=_dims(st.PLAN)))
+    retrieval: StageConfig = Field(default_factory=lambda: StageConfig(dimensions=_dims(st.RETRIEVAL)))
+    answer: StageConfig = Field(default_factory=lambda: StageConfig(dimensions=_dims(st.ANSWER)))
 
     @model_validator(mode="before")
     @classmethod
@@ -151,9 +148,10 @@ class StagesConfig(_Strict):
             if unknown:
                 raise ValueError(f"{stage}.dimensions: "
                                  + "; ".join(unknown_name(str(u), known, "dimension") for u in unknown))
-            merged = _stage_defaults(stage)["dimensions"]
+            merged: dict[str, object] = {k: v.model_dump() for k, v in _dims(stage).items()}
             for key, value in dims.items():
-                merged[key] = {**merged[key], **value} if isinstance(value, dict) else value
+                default = merged[key]
+                merged[key] = {**default, **value} if isinstance(value, dict) and isinstance(default, dict) else value
             out[stage] = {**given, "dimensions": merged}
         return out
 
@@ -279,7 +277,7 @@ class ResearchConfig(_Strict):
         intent = self.evaluators.get("intent_analyst")
         return self.critic_model or (intent.model if intent else None) or self.model
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, object]:
         """The configuration as JSON data (by the YAML names), for the record."""
         return self.model_dump(mode="json", by_alias=True)
 
@@ -287,24 +285,18 @@ class ResearchConfig(_Strict):
 SECTION = "research"
 
 
-def research_config(data: dict[str, Any] | None, *, source: str | None = None) -> ResearchConfig:
-    """Validate a ``research:`` section (a dict); ConfigError names the bad field."""
+def research_config(data: Mapping[str, object] | None, *, source: str | None = None) -> ResearchConfig:
+    """Validate a ``research:`` section (a mapping); ConfigError names the bad field."""
     try:
-        return ResearchConfig.model_validate(data or {})
+        return ResearchConfig.model_validate(dict(data or {}))
     except ValidationError as exc:
         where = f" in {source}" if source else ""
         problems = "; ".join(validation_problems(exc, ResearchConfig, [SECTION]))
         raise ConfigError(f"invalid research configuration{where}: {problems}") from None
 
 
-def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"research configuration file {path} not found")
-    return read_yaml(path, "research settings")
-
-
 def load_research_config(
-    source: str | Path | dict[str, Any] | None = None, *, settings: Settings | None = None
+    source: str | Path | Mapping[str, object] | None = None, *, settings: Settings | None = None
 ) -> ResearchConfig:
     """The research configuration.
 
@@ -314,11 +306,16 @@ def load_research_config(
     loaded now from ``JURIST_CONFIG`` or ``./jurist.yaml`` and the environment), else the
     defaults. Given settings are not read again: their file is not opened a second time.
     """
-    if isinstance(source, dict):
-        return research_config(source.get(SECTION, source) if SECTION in source else source)
+    if isinstance(source, Mapping):
+        inner = source.get(SECTION, source) if SECTION in source else source
+        if inner is not None and not isinstance(inner, Mapping):
+            raise ConfigError(f"'{SECTION}:' must hold a mapping")
+        return research_config(inner)
     if source is not None:
         path = Path(source)
-        data = _read(path)
+        if not path.is_file():
+            raise ConfigError(f"research configuration file {path} not found")
+        data = read_yaml(path, "research settings")
         section = data.get(SECTION, data) if SECTION in data else data
         if section is not None and not isinstance(section, dict):
             raise ConfigError(f"{path}: '{SECTION}:' must hold a mapping")
