@@ -20,7 +20,7 @@ from jurist.ids import new_id
 
 
 def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
-                  max_line: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+                  max_line: int | None = None) -> Iterator[tuple[int, dict[str, object]]]:
     """Each JSONL line's object with its line number; blank lines (and ``#`` lines when
     ``comments``) skipped. A line over ``max_line`` characters, invalid JSON or a value that
     is not an object is an InputError naming ``source`` and the line."""
@@ -90,9 +90,9 @@ def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
-def _field_names(model: type[BaseModel]) -> dict[str, Any]:
+def _field_names(model: type[BaseModel]) -> dict[str, object]:
     """A model's field names as a file writes them (the alias, where one is set) -> annotation."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, info in model.model_fields.items():
         alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
         out[alias or name] = info.annotation

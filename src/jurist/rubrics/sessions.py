@@ -67,14 +67,14 @@ class MessageLine(_Line):
     role: str
     content: Any = None  # text, or a list of parts (checked by _content)
     name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None  # an assistant turn's calls, as OpenAI writes them
+    tool_calls: list[dict[str, object]] | None = None  # an assistant turn's calls, as OpenAI writes them
     tool_call_id: str | None = None  # the call a tool turn answers
 
 
 HEADER_FIELDS = frozenset(HeaderLine.model_fields)
 
 
-def _line(obj: dict[str, Any], source: str, n: int) -> HeaderLine | MessageLine:
+def _line(obj: dict[str, object], source: str, n: int) -> HeaderLine | MessageLine:
     """A session line validated: a header line (no role, header fields only) or a turn."""
     model: type[HeaderLine] | type[MessageLine] = (
         HeaderLine if "role" not in obj and set(obj) <= HEADER_FIELDS else MessageLine)
@@ -84,7 +84,7 @@ def _line(obj: dict[str, Any], source: str, n: int) -> HeaderLine | MessageLine:
         raise InputError(line_problem(exc, model, "line"), file=source, line=n) from None
 
 
-def _tool_calls_text(calls: list[dict[str, Any]]) -> list[str]:
+def _tool_calls_text(calls: list[dict[str, object]]) -> list[str]:
     """An assistant turn's tool calls as the judge reads them: ``[tool call search: {"q": "x"}]``."""
     out: list[str] = []
     for call in calls:
@@ -140,7 +140,7 @@ class _ImageCount:
         return self.count
 
 
-def _image_of(part: dict[str, Any], root: Path | None, file: str, line: int) -> Image | None:
+def _image_of(part: dict[str, object], root: Path | None, file: str, line: int) -> Image | None:
     """The image of a content part (None: the part is not an image)."""
     kind = part.get("type")
     what = f"the {kind} part"
