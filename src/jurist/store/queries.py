@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Iterable, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, get_args, get_type_hints
 
 from datetime import datetime
 
@@ -12,6 +12,9 @@ from sqlalchemy import ColumnElement, Table, insert, select, update
 from sqlalchemy.engine import Connection
 
 from jurist.models.base import CallRecord
+from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
+                                         ChecklistSessionRow, FsrsCardRow)
+from jurist.store.rows import EvaluationRow, evaluation_values
 
 from jurist.store.tables import (
     checklist_evaluations,
@@ -174,35 +177,36 @@ def get_evaluation(conn: Connection, evaluation_id: str, kind: str | None = None
 # -- continuous checklist -------------------------------------------------------
 
 
-def insert_checklist_session(conn: Connection, session: dict[str, Any], points: list[dict[str, Any]]) -> None:
-    conn.execute(insert(checklist_sessions), [session])
+def insert_checklist_session(conn: Connection, session: ChecklistSessionRow, points: list[ChecklistPointRow]) -> None:
+    conn.execute(insert(checklist_sessions), [session.model_dump()])
     if points:
-        conn.execute(insert(checklist_points), points)
+        conn.execute(insert(checklist_points), [p.model_dump() for p in points])
 
 
-def insert_checklist_message(conn: Connection, message: dict[str, Any]) -> None:
-    conn.execute(insert(checklist_messages), [message])
+def insert_checklist_message(conn: Connection, message: ChecklistMessageRow) -> None:
+    conn.execute(insert(checklist_messages), [message.model_dump()])
     conn.execute(
         update(checklist_sessions)
-        .where(checklist_sessions.c.id == message["session_id"])
-        .values(updated_at=message["created_at"])
+        .where(checklist_sessions.c.id == message.session_id)
+        .values(updated_at=message.created_at)
     )
 
 
 def record_checklist_evaluation(
-    conn: Connection, evaluation: dict[str, Any], recalled: dict[str, float], at: datetime,
-    summary: dict[str, Any] | None = None,
+    conn: Connection, evaluation: ChecklistEvaluationRow, recalled: dict[str, float], at: datetime,
+    summary: EvaluationRow | Mapping[str, Any] | None = None,
 ) -> None:
-    """One evaluation row and the points it recalled (and its ``evaluations`` row), in the caller's transaction."""
-    conn.execute(insert(checklist_evaluations), [evaluation])
+    """One evaluation row and the points it recalled (and its ``evaluations`` row, written at ``at``),
+    in the caller's transaction."""
+    conn.execute(insert(checklist_evaluations), [evaluation.model_dump()])
     if summary is not None:
-        conn.execute(insert(evaluations), [summary])
+        conn.execute(insert(evaluations), [{"created_at": at, **evaluation_values(summary)}])
     for point_id, confidence in recalled.items():
         conn.execute(
             update(checklist_points)
-            .where(checklist_points.c.session_id == evaluation["session_id"],
+            .where(checklist_points.c.session_id == evaluation.session_id,
                    checklist_points.c.point_id == point_id, checklist_points.c.status == "pending")
-            .values(status="recalled", confidence=confidence, message_seq=evaluation["message_seq"], recalled_at=at)
+            .values(status="recalled", confidence=confidence, message_seq=evaluation.message_seq, recalled_at=at)
         )
 
 
@@ -214,14 +218,14 @@ def set_checklist_status(conn: Connection, session_id: str, status: str, at: dat
     )
 
 
-def get_checklist_session(conn: Connection, session_id: str) -> dict[str, Any] | None:
+def get_checklist_session(conn: Connection, session_id: str) -> ChecklistSessionRow | None:
     row = conn.execute(select(checklist_sessions).where(checklist_sessions.c.id == session_id)).first()
-    return dict(row._mapping) if row is not None else None
+    return ChecklistSessionRow.of(row._mapping) if row is not None else None
 
 
 def list_checklist_sessions(
     conn: Connection, *, learner: str | None = None, status: str | None = None, limit: int | None = 50
-) -> list[dict[str, Any]]:
+) -> list[ChecklistSessionRow]:
     stmt = select(checklist_sessions).order_by(checklist_sessions.c.updated_at.desc())
     if learner is not None:
         stmt = stmt.where(checklist_sessions.c.learner == learner)
@@ -229,57 +233,56 @@ def list_checklist_sessions(
         stmt = stmt.where(checklist_sessions.c.status == status)
     if limit is not None:
         stmt = stmt.limit(limit)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [ChecklistSessionRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def checklist_point_states(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+def checklist_point_states(conn: Connection, session_id: str) -> list[ChecklistPointRow]:
     stmt = select(checklist_points).where(checklist_points.c.session_id == session_id).order_by(
         checklist_points.c.position)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [ChecklistPointRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def list_checklist_messages(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+def list_checklist_messages(conn: Connection, session_id: str) -> list[ChecklistMessageRow]:
     stmt = select(checklist_messages).where(checklist_messages.c.session_id == session_id).order_by(
         checklist_messages.c.seq)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [ChecklistMessageRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def list_checklist_evaluations(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+def list_checklist_evaluations(conn: Connection, session_id: str) -> list[ChecklistEvaluationRow]:
     stmt = select(checklist_evaluations).where(checklist_evaluations.c.session_id == session_id).order_by(
         checklist_evaluations.c.message_seq, checklist_evaluations.c.created_at)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [ChecklistEvaluationRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
-def get_fsrs_card(conn: Connection, learner: str, deck: str, point_id: str) -> dict[str, Any] | None:
+def get_fsrs_card(conn: Connection, learner: str, deck: str, point_id: str) -> FsrsCardRow | None:
     stmt = select(fsrs_cards).where(fsrs_cards.c.learner == learner, fsrs_cards.c.deck == deck,
                                     fsrs_cards.c.point_id == point_id)
     row = conn.execute(stmt).first()
-    return dict(row._mapping) if row is not None else None
+    return FsrsCardRow.of(row._mapping) if row is not None else None
 
 
-def upsert_fsrs_card(conn: Connection, card: dict[str, Any]) -> None:
-    key = (card["learner"], card["deck"], card["point_id"])
-    if get_fsrs_card(conn, *key) is None:
-        conn.execute(insert(fsrs_cards), [card])
+def upsert_fsrs_card(conn: Connection, card: FsrsCardRow) -> None:
+    if get_fsrs_card(conn, card.learner, card.deck, card.point_id) is None:
+        conn.execute(insert(fsrs_cards), [card.model_dump()])
         return
-    values = {k: v for k, v in card.items() if k not in ("learner", "deck", "point_id")}
     conn.execute(
         update(fsrs_cards)
-        .where(fsrs_cards.c.learner == key[0], fsrs_cards.c.deck == key[1], fsrs_cards.c.point_id == key[2])
-        .values(**values)
+        .where(fsrs_cards.c.learner == card.learner, fsrs_cards.c.deck == card.deck,
+               fsrs_cards.c.point_id == card.point_id)
+        .values(**card.model_dump(exclude={"learner", "deck", "point_id"}))
     )
 
 
 def list_fsrs_cards(
     conn: Connection, learner: str, *, due_before: datetime | None = None, deck: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[FsrsCardRow]:
     stmt = select(fsrs_cards).where(fsrs_cards.c.learner == learner).order_by(fsrs_cards.c.due,
                                                                                fsrs_cards.c.point_id)
     if due_before is not None:
         stmt = stmt.where(fsrs_cards.c.due <= due_before)
     if deck is not None:
         stmt = stmt.where(fsrs_cards.c.deck == deck)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [FsrsCardRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
 def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> int:

@@ -272,10 +272,10 @@ class Store:
 
     # -- continuous checklist (durable when the coroutine returns) -----------
     async def create_checklist_session(self, session: ChecklistSessionRow, points: list[ChecklistPointRow]) -> None:
-        await self.awrite(queries.insert_checklist_session, session.model_dump(), [p.model_dump() for p in points])
+        await self.awrite(queries.insert_checklist_session, session, points)
 
     async def add_checklist_message(self, message: ChecklistMessageRow) -> None:
-        await self.awrite(queries.insert_checklist_message, message.model_dump())
+        await self.awrite(queries.insert_checklist_message, message)
 
     async def record_checklist_evaluation(
         self, evaluation: ChecklistEvaluationRow, recalled: dict[str, float], at: datetime,
@@ -283,42 +283,37 @@ class Store:
     ) -> None:
         """The evaluation of one user message and the points it recalled, in one transaction;
         ``summary`` is its ``evaluations`` row (kind ``checklist``), written in the same one."""
-        values = None if summary is None else {"created_at": at, **evaluation_values(summary)}
-        await self.awrite(queries.record_checklist_evaluation, evaluation.model_dump(), recalled, at, values)
+        await self.awrite(queries.record_checklist_evaluation, evaluation, recalled, at, summary)
 
     async def set_checklist_status(self, session_id: str, status: str, at: datetime) -> None:
         await self.awrite(queries.set_checklist_status, session_id, status, at)
 
     async def checklist_session(self, session_id: str) -> ChecklistSessionRow | None:
-        row = await self.awrite(queries.get_checklist_session, session_id)
-        return None if row is None else ChecklistSessionRow.of(row)
+        return await self.awrite(queries.get_checklist_session, session_id)
 
     async def checklist_sessions(self, **filters: Any) -> list[ChecklistSessionRow]:
-        return [ChecklistSessionRow.of(r) for r in await self.aread(queries.list_checklist_sessions, **filters)]
+        return await self.aread(queries.list_checklist_sessions, **filters)
 
     async def checklist_points(self, session_id: str) -> list[ChecklistPointRow]:
-        return [ChecklistPointRow.of(r) for r in await self.awrite(queries.checklist_point_states, session_id)]
+        return await self.awrite(queries.checklist_point_states, session_id)
 
     async def checklist_messages(self, session_id: str) -> list[ChecklistMessageRow]:
-        return [ChecklistMessageRow.of(r) for r in await self.awrite(queries.list_checklist_messages, session_id)]
+        return await self.awrite(queries.list_checklist_messages, session_id)
 
     async def checklist_evaluations(self, session_id: str) -> list[ChecklistEvaluationRow]:
-        return [ChecklistEvaluationRow.of(r)
-                for r in await self.awrite(queries.list_checklist_evaluations, session_id)]
+        return await self.awrite(queries.list_checklist_evaluations, session_id)
 
     async def fsrs_card(self, learner: str, deck: str, point_id: str) -> FsrsCardRow | None:
-        row = await self.awrite(queries.get_fsrs_card, learner, deck, point_id)
-        return None if row is None else FsrsCardRow.of(row)
+        return await self.awrite(queries.get_fsrs_card, learner, deck, point_id)
 
     async def save_fsrs_card(self, **card: Any) -> None:
         card.setdefault("updated_at", _utcnow())
-        await self.awrite(queries.upsert_fsrs_card, card)
+        await self.awrite(queries.upsert_fsrs_card, FsrsCardRow.model_validate(card))
 
     async def fsrs_cards(
         self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
     ) -> list[FsrsCardRow]:
-        return [FsrsCardRow.of(r) for r in await self.aread(queries.list_fsrs_cards, learner, due_before=due_before,
-                                                            deck=deck)]
+        return await self.aread(queries.list_fsrs_cards, learner, due_before=due_before, deck=deck)
 
     def __enter__(self) -> "Store":
         return self
