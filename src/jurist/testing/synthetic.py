@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import random
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from jurist.store import Store
 from jurist.store.queries import insert_history
@@ -26,7 +25,9 @@ TOPICS = ("latest release notes", "caffeine and sleep", "tax deadline", "python 
           "refund policy", "quantum computing", "password reset")
 
 
-def _evaluation(rng: random.Random, i: int, at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+def _evaluation(rng: random.Random, i: int, at: datetime) -> tuple[dict[str, object], list[dict[str, object]],
+                                                                 dict[str, object]]:
+    """One synthetic evaluation, its score rows and its call, as the rows the store inserts."""
     kind = KINDS[i % len(KINDS)]
     eid = f"syn{i:029d}"
     trace = f"trace{i:027d}"
@@ -40,7 +41,7 @@ def _evaluation(rng: random.Random, i: int, at: datetime) -> tuple[dict[str, Any
     passed = None if failed or kind == "checklist" else score >= (0.7 if kind != "gate" else 0.4)
     failure = "evaluation_failed" if failed else (None if passed in (None, True) else rng.choice(keys))
     pct = None if failed else round(score * 100.0, 2)
-    evaluation = {
+    evaluation: dict[str, object] = {
         "id": eid, "kind": kind, "subject_id": f"{kind}-{i}", "trace_id": trace,
         "status": "failed" if failed else "scored", "score": None if failed else round(score, 4),
         "max_score": 1.0, "percentage": pct, "judge_model": rng.choice(("openai/gpt-4o-mini", "local/minilm")),
@@ -49,13 +50,13 @@ def _evaluation(rng: random.Random, i: int, at: datetime) -> tuple[dict[str, Any
         "created_at": at, "passed": passed, "escalated": escalated, "iterations": iterations, "failure": failure,
         "max_attempts_hit": iterations == MAX_ATTEMPTS and passed is False,
     }
-    score_rows = [{
+    score_rows: list[dict[str, object]] = [{
         "evaluation_id": eid, "key": k, "name": k, "score": None if failed else round(min(1.0, max(0.0, rng.gauss(score, 0.1))), 4),
         "max_score": 1.0, "weight": 1.0, "status": "evaluation_failed" if failed else "scored", "reason": None,
         "judge_model": evaluation["judge_model"], "template_hash": "0123456789abcdef", "input_tokens": 400,
         "output_tokens": 60, "latency_ms": 800.0, "call_id": None,
     } for k in keys]
-    call = {
+    call: dict[str, object] = {
         "id": f"call{i:028d}", "trace_id": trace, "purpose": f"{kind}_judge", "model": evaluation["judge_model"],
         "endpoint": "https://api.example/v1", "template_name": "rubric_judge", "template_hash": "0123456789abcdef",
         "request_hash": f"{i:064x}", "messages": [{"role": "user", "content": f"Judge: {topic}"}], "params": {},
