@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -42,43 +43,66 @@ def words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
+class Document(BaseModel):
+    """A document of the demo's corpus (``corpus.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    title: str
+    url: str
+    content: str
+
+    @property
+    def words(self) -> set[str]:
+        return words(self.title + " " + self.content)
+
+
+class DemoPlan(BaseModel):
+    """A plan of the demo's planner (``first_plan.json``): what the pipeline is given, as JSON."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: str
+    search_queries: tuple[str, ...]
+
+
 class KeywordPipeline:
     """Planner, search and synthesiser of the demo: keywords and extraction, no model."""
 
-    def __init__(self, corpus: list[dict[str, Any]], first_plan: dict[str, Any]) -> None:
+    def __init__(self, corpus: list[Document], first_plan: DemoPlan) -> None:
         self.corpus = corpus
         self.first_plan = first_plan
         self.calls: list[tuple[str | None, bool]] = []  # (mode, had feedback) per planner call
 
-    async def planner(self, query: str, feedback: IterationDecision | None, mode: str | None) -> dict[str, Any]:
+    async def planner(self, query: str, feedback: IterationDecision | None, mode: str | None) -> dict[str, object]:
         """Attempt 1: the bundled plan. targeted_fix: add the queries the critic asks
         for. full_regeneration / alternative_approach: one query per question sentence."""
         self.calls.append((mode, feedback is not None))
         if feedback is None:
-            first: dict[str, Any] = json.loads(json.dumps(self.first_plan))
-            return first
+            return self.first_plan.model_dump(mode="json")
         if mode == "targeted_fix":
-            plan: dict[str, Any] = json.loads(json.dumps(self.first_plan))
+            queries = list(self.first_plan.search_queries)
             for issue in feedback.specific_issues:
                 fix = issue.fix.strip()
                 added = fix[len(_FIX_PREFIX):] if fix.lower().startswith(_FIX_PREFIX) else fix
-                if added and added not in plan["search_queries"]:
-                    plan["search_queries"].append(added)
-            self.first_plan = plan
-            return plan
+                if added and added not in queries:
+                    queries.append(added)
+            self.first_plan = self.first_plan.model_copy(update={"search_queries": tuple(queries)})
+            return self.first_plan.model_dump(mode="json")
         parts = [p.strip() for p in re.split(r"(?<=\?)\s+", query) if p.strip()]
-        return {"objective": query, "search_queries": parts}
+        return DemoPlan(objective=query, search_queries=tuple(parts)).model_dump(mode="json")
 
-    async def search(self, query: str, plan: Any, per_query: int = 2) -> list[dict[str, Any]]:
-        """The ``per_query`` documents sharing most words with each search query."""
-        found: dict[str, dict[str, Any]] = {}
+    async def search(self, query: str, plan: Any, per_query: int = 2) -> list[dict[str, object]]:
+        """The ``per_query`` documents sharing most words with each search query, as the pipeline's sources."""
+        found: dict[str, Document] = {}
         for q in plan_queries(plan):
             qw = words(q)
-            ranked = sorted(self.corpus, key=lambda d: -len(qw & words(d["title"] + " " + d["content"])))
+            ranked = sorted(self.corpus, key=lambda d: -len(qw & d.words))
             for doc in ranked[:per_query]:
-                if qw & words(doc["title"] + " " + doc["content"]):
-                    found.setdefault(doc["id"], doc)
-        return list(found.values())
+                if qw & doc.words:
+                    found.setdefault(doc.id, doc)
+        return [doc.model_dump() for doc in found.values()]
 
     async def synthesiser(self, query: str, sources: list[Any], feedback: str | None) -> str:
         """For each sentence of the question, the source sentence(s) sharing most words
@@ -156,9 +180,10 @@ async def run_research_demo(console: Console, settings: Settings, output_dir: Pa
     """Run the demo with ``judge``; persist and export the record. Exit code: 0, or 1 when a stage
     was skipped."""
     ex = examples_dir() / "research"
-    corpus = json.loads((ex / "corpus.json").read_text(encoding="utf-8"))
+    corpus = [Document.model_validate(d) for d in json.loads((ex / "corpus.json").read_text(encoding="utf-8"))]
     question = (ex / "question.txt").read_text(encoding="utf-8").strip()
-    pipeline = KeywordPipeline(corpus, json.loads((ex / "first_plan.json").read_text(encoding="utf-8")))
+    first_plan = DemoPlan.model_validate_json((ex / "first_plan.json").read_text(encoding="utf-8"))
+    pipeline = KeywordPipeline(corpus, first_plan)
     config: ResearchConfig = load_research_config(ex / "research.yaml")
     offline = " (offline)" if judge == LOCAL_JUDGE else ""
     console.print(f"Research question: [bold]{escape(question)}[/]\n"
