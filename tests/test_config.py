@@ -116,7 +116,8 @@ def test_alias_loops_and_unknown_providers():
         provider_settings("nope", s)
     s = Settings.load(providers={"ollama": {"base_url": "http://gpu:11434/v1"}})
     merged = provider_settings("ollama", s)
-    assert merged.base_url == "http://gpu:11434/v1" and merged.api_key == "ollama"
+    assert merged.base_url == "http://gpu:11434/v1"
+    assert merged.api_key is not None and merged.api_key.get_secret_value() == "ollama"
 
 
 def test_a_misspelt_setting_names_its_line_and_the_setting_meant(tmp_path):

@@ -2,9 +2,15 @@
 
 Precedence, highest first: an explicit argument (``Settings.load(judge=...)``
 or a CLI flag), then ``jurist.yaml`` (the file named by ``JURIST_CONFIG``, or
-``./jurist.yaml``), then the environment (``JURIST_*``). The SDK variables
-``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``ANTHROPIC_API_KEY`` are left to
-the SDKs, which read them when an adapter is built. Nothing here runs at import.
+``./jurist.yaml``), then the environment (``JURIST_*``). Nothing here runs at import.
+
+The providers' own variables (:data:`PROVIDER_VARIABLES`: ``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ... and each provider's
+``api_key_env``) are read once, when a :class:`Settings` is built (by
+:meth:`Settings.load` or directly), and carried in it as secrets that no repr,
+dump or record shows (:meth:`Settings.variable`). The registry and the
+adapters take keys and addresses from the settings they are given and never
+read the environment: a key set after the settings were built is not seen.
 
 Where the store is, whatever the current folder: ``database_url`` (``--db``,
 ``jurist.yaml``, ``JURIST_DATABASE_URL``), else ``jurist.db`` in the data folder
@@ -22,13 +28,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from jurist.errors import ConfigError
 from jurist.jsonfiles import Number, Whole, error_problem, key_line
 
 APP_NAME = "jurist"
 DATABASE_FILE = "jurist.db"
+
+# The providers' own variables, read with the settings (with each provider's api_key_env): the
+# presets' keys (jurist.models.registry.PRESETS), the addresses and OpenAI's organization and project.
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+                      "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GROQ_API_KEY", "OPENROUTER_API_KEY")
 
 # How a judge asks an endpoint for schema output (see jurist.models.structured).
 StructuredOutput = Literal["auto", "json_schema", "json_object_schema", "ollama_format", "prompt"]
@@ -41,8 +52,8 @@ class ProviderSettings(BaseModel):
 
     type: str = "openai"  # openai | anthropic
     base_url: str | None = None
-    api_key: str | None = None
-    api_key_env: str | None = None  # read this variable for the key
+    api_key: SecretStr | None = None  # shown as '**********'; .get_secret_value() is the key
+    api_key_env: str | None = None  # the variable that holds the key (read when the settings are built)
     structured_output: StructuredOutput = "auto"
     system_role: bool = True  # false: the server takes no system message (judges' instructions join the user turn)
     max_in_flight: Whole | None = Field(default=None, ge=1)
@@ -51,7 +62,9 @@ class ProviderSettings(BaseModel):
 
 
 class Settings(BaseModel):
-    """Everything jurist can be told. Build it with :meth:`Settings.load`."""
+    """Everything jurist can be told. Build it with :meth:`Settings.load` (explicit values, jurist.yaml,
+    ``JURIST_*``); built directly, ``Settings(...)`` holds the values given and the defaults. Either
+    way it reads the providers' variables once, as it is built (:meth:`variable`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -96,6 +109,24 @@ class Settings(BaseModel):
     # The /tutor page and its socket show the learner the progress counts (points recalled of all);
     # off: the conversation only, the evaluation stays out of sight (note 000's criterion 17)
     tutor_progress: bool = False
+
+    # PROVIDER_VARIABLES and each provider's api_key_env as the environment held them when these
+    # settings were built (None: unset or empty); copied with the settings, never shown
+    _variables: dict[str, SecretStr | None] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Read the providers' variables: the one moment the environment gives keys and addresses."""
+        self._variables = _provider_variables(self.providers)
+
+    def variable(self, name: str) -> str | None:
+        """The value of the environment variable ``name`` when these settings were built (None:
+        unset or empty); a ConfigError for a variable jurist did not read then."""
+        if name not in self._variables:
+            raise ConfigError(
+                f"{name} was not read when the settings were built: name it in providers.<name>.api_key_env "
+                "before they are built (jurist.yaml, Settings.load(providers=...)), or give api_key")
+        value = self._variables[name]
+        return value.get_secret_value() if value is not None else None
 
     @field_validator("aliases")
     @classmethod
@@ -211,6 +242,11 @@ def _from_env() -> dict[str, Any]:
         else:
             out[field] = raw
     return out
+
+
+def _provider_variables(providers: dict[str, ProviderSettings]) -> dict[str, SecretStr | None]:
+    names = {*PROVIDER_VARIABLES, *(ps.api_key_env for ps in providers.values() if ps.api_key_env)}
+    return {name: SecretStr(os.environ[name]) if os.environ.get(name) else None for name in sorted(names)}
 
 
 def _config_path(explicit: str | Path | None) -> Path | None:

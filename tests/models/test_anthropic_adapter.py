@@ -175,15 +175,18 @@ async def test_concurrent_calls_are_in_flight_together(chat: AnthropicChat, serv
     assert server.peak_in_flight == 6 and server.in_flight == 0
 
 
-async def test_environment_is_read_at_construction(server: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key")
-    chat = AnthropicChat("claude-test")
+async def test_the_address_and_key_given_are_used_and_the_environment_is_not_read(
+        server: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "from-the-environment")
+    chat = AnthropicChat("claude-test", base_url=server.anthropic_base_url, api_key="given-key")
     try:
         assert chat.endpoint == server.anthropic_base_url
         assert (await chat.complete(ask())).text
     finally:
         await chat.aclose()
+    assert "from-the-environment" not in server.requests[0]["headers"].values()
+    assert AnthropicChat("claude-test", api_key="k").endpoint == "https://api.anthropic.com"  # not ANTHROPIC_BASE_URL
 
 
 def test_missing_key_is_a_config_error() -> None:

@@ -287,17 +287,21 @@ async def test_concurrent_calls_are_in_flight_together(chat: OpenAIChat, server:
     assert len(outs) == 8 and server.peak_in_flight == 8 and server.in_flight == 0
 
 
-async def test_environment_is_read_at_construction(server: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "env-key")
-    chat = OpenAIChat("m")
-    monkeypatch.setenv("OPENAI_API_KEY", "changed-later")
+async def test_the_address_and_key_given_are_used_and_the_environment_is_not_read(
+        server: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "from-the-environment")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
+    chat = OpenAIChat("m", base_url=server.base_url, api_key="given-key", organization="org", project="proj")
     try:
         assert chat.endpoint == server.base_url
         await chat.complete(ask())
     finally:
         await chat.aclose()
-    assert server.requests[0]["headers"]["authorization"] == "Bearer env-key"
+    headers = server.requests[0]["headers"]
+    assert (headers["authorization"], headers["openai-organization"], headers["openai-project"]) == \
+        ("Bearer given-key", "org", "proj")
+    assert OpenAIChat("m", api_key="k").endpoint == "https://api.openai.com/v1"  # not OPENAI_BASE_URL
 
 
 async def test_self_hosted_endpoint_needs_no_key(server: ProviderServer) -> None:

@@ -198,13 +198,13 @@ def test_the_memory_is_bounded() -> None:
 
 
 def test_presets_give_the_first_guess(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # read as the settings are built
     settings = Settings(providers={"mine": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"},
                                    "llamacpp": {"base_url": "http://127.0.0.1:9/v1"}})
     guesses = {ref: build_adapter(ref, settings).guess  # type: ignore[attr-defined]
                for ref in ("llamacpp/m", "vllm/m", "ollama/m", "mine/m")}
     assert guesses == {"llamacpp/m": "json_object_schema", "vllm/m": "json_schema", "ollama/m": "json_schema",
                        "mine/m": "json_schema"}
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert build_adapter("openai/m", settings).guess == "json_schema"  # type: ignore[attr-defined]
 
 

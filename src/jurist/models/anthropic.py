@@ -6,11 +6,13 @@ A request's images become image blocks of its first user turn (:func:`anthropic_
 There is no native schema mode here: the judge prompt asks for JSON and the
 parser reads it. Errors are mapped in :func:`map_anthropic_error`. The adapter
 never retries (``max_retries=0``; the ``Model`` wrapper retries), logs or caches.
+The SDK client is given the key and the address (default: Anthropic's), so it
+looks up neither ``ANTHROPIC_API_KEY`` nor ``ANTHROPIC_BASE_URL``: the registry
+passes them as the settings read them.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, AsyncIterator, Sequence, Union
 
 import anthropic
@@ -25,6 +27,7 @@ from jurist.models.sdk_errors import map_sdk_error
 
 __all__ = ["AnthropicChat", "map_anthropic_error"]
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's default
 DEFAULT_MAX_TOKENS = 1024  # the messages API requires max_tokens
 NO_KEY = "none"  # sent to a self-hosted compatible server that takes no key
 KEY_HINT = "set ANTHROPIC_API_KEY (or providers.anthropic.api_key in jurist.yaml) to a valid key"
@@ -34,16 +37,16 @@ class AnthropicChat:
     """``ChatModel`` for the Anthropic messages API, through ``AsyncAnthropic``."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None) -> None:
-        if api_key is None and not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-            if base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
+        if not api_key:
+            if base_url is None:
                 raise ConfigError(
-                    f"anthropic/{model} needs an API key: set ANTHROPIC_API_KEY, pass api_key, "
-                    "or set providers.anthropic.api_key in jurist.yaml"
+                    f"anthropic/{model} needs an API key: pass api_key, or resolve the model through settings "
+                    "built with ANTHROPIC_API_KEY set or providers.anthropic.api_key in jurist.yaml"
                 )
-            api_key = NO_KEY
+            api_key = NO_KEY  # a self-hosted compatible server
         self.model = model
         self.name = f"anthropic/{model}"
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0)
         self.endpoint = str(self._client.base_url).rstrip("/")
 
     async def complete(self, request: ChatRequest, *, timeout: float | None = None) -> Completion:

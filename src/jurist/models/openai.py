@@ -9,8 +9,10 @@ retries), logs or caches.
 
 One transport for both kinds of call: a JSON POST to
 ``<base_url>/chat/completions`` over aiohttp, with the headers OpenAI's SDK
-sends (bearer key, ``OpenAI-Organization`` and ``OpenAI-Project`` from
-``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``). A non-streaming call reads one
+sends (bearer key, ``OpenAI-Organization`` and ``OpenAI-Project`` when
+``organization`` / ``project`` are given: the registry passes ``OPENAI_ORG_ID`` /
+``OPENAI_PROJECT_ID`` as the settings read them). The adapter reads no
+environment: its key and address are the ones it is given. A non-streaming call reads one
 JSON reply; a stream posts ``"stream": true`` (asking for the usage in the
 last chunk) and reads the server-sent events as they come. No SDK machinery
 on the way: it costs more CPU than the request itself
@@ -24,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 from typing import Any, AsyncIterator
 
 import aiohttp
@@ -62,8 +63,10 @@ class OpenAIChat:
     alternatives per token; the completion carries the tokens the endpoint sent
     (:attr:`~jurist.models.base.Completion.logprobs`), or ``None``.
 
-    ``name`` is the reference calls are recorded under (``provider/model`` by
-    default); ``session`` an aiohttp session to send through (the caller
+    ``base_url`` (default: OpenAI's) and ``api_key`` are used as given, never
+    looked up in the environment; a server at a ``base_url`` may take no key
+    (``"none"`` is sent). ``name`` is the reference calls are recorded under
+    (``provider/model`` by default); ``session`` an aiohttp session to send through (the caller
     closes it), instead of the adapter's own one per event loop.
     """
 
@@ -80,6 +83,8 @@ class OpenAIChat:
         name: str | None = None,
         session: aiohttp.ClientSession | None = None,
         system_role: bool = True,
+        organization: str | None = None,
+        project: str | None = None,
     ) -> None:
         if structured_output not in STRUCTURED_OUTPUT_MODES:
             raise ConfigError(
@@ -88,13 +93,11 @@ class OpenAIChat:
             )
         if guess is not None and guess not in (*CONSTRAINED, "prompt"):
             raise ConfigError(f"guess={guess!r} for {provider}/{model}: use one of {', '.join(CONSTRAINED)}, prompt")
-        base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL")
-        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not api_key:
             if base_url is None:
                 raise ConfigError(
-                    f"{provider}/{model} needs an API key: set OPENAI_API_KEY, pass api_key, "
-                    f"or set providers.{provider}.api_key in jurist.yaml"
+                    f"{provider}/{model} needs an API key: pass api_key, or resolve the model through settings "
+                    f"built with OPENAI_API_KEY set or providers.{provider}.api_key in jurist.yaml"
                 )
             api_key = NO_KEY
         self.model = model
@@ -106,9 +109,9 @@ class OpenAIChat:
         self._url = f"{self.endpoint}/chat/completions"
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": f"jurist/{__version__}"}
-        for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
-            if os.environ.get(variable):
-                self._headers[header] = os.environ[variable]
+        for header, value in (("OpenAI-Organization", organization), ("OpenAI-Project", project)):
+            if value:
+                self._headers[header] = value
         self._given_session = session
         self._session: aiohttp.ClientSession | None = None  # made in the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None

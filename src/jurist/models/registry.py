@@ -6,12 +6,14 @@ A reference names a provider and a model: ``openai/gpt-4o-mini``,
 ``escalation`` or any name) stands for a reference. Providers other than
 ``anthropic``, ``local`` and ``scripted`` speak the OpenAI wire format; their
 endpoints and keys come from the presets below or from ``providers:`` in
-``jurist.yaml``.
+``jurist.yaml``; a key named by ``api_key_env`` and the addresses in
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` from the environment as the
+settings read it when they were built (:meth:`jurist.config.Settings.variable`):
+nothing here reads the environment.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 from jurist.config import ProviderSettings, Settings
@@ -23,8 +25,8 @@ from jurist.models.structured import ModeMemory
 
 LOCAL_JUDGE = "local/minilm"
 
-# Well-known OpenAI-compatible endpoints. ``api_key_env`` is read when the
-# adapter is built; servers that take no key get a placeholder.
+# Well-known OpenAI-compatible endpoints. ``api_key_env`` names the variable the settings
+# read the key from (config.PROVIDER_VARIABLES); servers that take no key get a placeholder.
 PRESETS: dict[str, ProviderSettings] = {
     "openai": ProviderSettings(type="openai", api_key_env="OPENAI_API_KEY"),
     "anthropic": ProviderSettings(type="anthropic", api_key_env="ANTHROPIC_API_KEY", structured_output="prompt"),
@@ -129,28 +131,33 @@ def build_adapter(ref: str, settings: Settings, *, modes: ModeMemory | None = No
 
         return LocalJudge()  # the MiniLM weights it reads are loaded once per process, read-only
     ps = provider_settings(provider, settings)
-    api_key = ps.api_key or (os.environ.get(ps.api_key_env) if ps.api_key_env else None)
+    api_key = ps.api_key.get_secret_value() if ps.api_key else None
+    if not api_key and ps.api_key_env:
+        api_key = settings.variable(ps.api_key_env)
+    where = "(before the settings are built)"
     if ps.type == "anthropic":
         if not api_key:
             raise ConfigError(
-                f"{ref} needs an API key: set {ps.api_key_env or 'ANTHROPIC_API_KEY'} "
+                f"{ref} needs an API key: set {ps.api_key_env or 'ANTHROPIC_API_KEY'} {where} "
                 f"or providers.{provider}.api_key in jurist.yaml"
             )
         from jurist.models.anthropic import AnthropicChat
 
-        return AnthropicChat(model, base_url=ps.base_url, api_key=api_key)
+        return AnthropicChat(model, base_url=ps.base_url or settings.variable("ANTHROPIC_BASE_URL"), api_key=api_key)
     if ps.type != "openai":
         raise ConfigError(f"provider {provider!r} has type {ps.type!r}; use 'openai' or 'anthropic'")
-    if not api_key and ps.base_url is None and provider == "openai" and os.environ.get("OPENAI_BASE_URL"):
+    base_url = ps.base_url or settings.variable("OPENAI_BASE_URL")
+    if not api_key and ps.base_url is None and provider == "openai" and base_url:
         api_key = "none"  # a self-hosted server behind OPENAI_BASE_URL may take no key
     if not api_key:
         raise ConfigError(
-            f"{ref} needs an API key: set {ps.api_key_env or 'OPENAI_API_KEY'} "
+            f"{ref} needs an API key: set {ps.api_key_env or 'OPENAI_API_KEY'} {where} "
             f"or providers.{provider}.api_key in jurist.yaml"
         )
     from jurist.models.openai import OpenAIChat
 
-    return OpenAIChat(model, provider=provider, base_url=ps.base_url, api_key=api_key,
+    return OpenAIChat(model, provider=provider, base_url=base_url, api_key=api_key,
+                      organization=settings.variable("OPENAI_ORG_ID"), project=settings.variable("OPENAI_PROJECT_ID"),
                       structured_output=ps.structured_output, guess=FIRST_GUESS.get(provider, "json_schema"),
                       system_role=ps.system_role, modes=modes)
 
