@@ -189,3 +189,27 @@ def test_padding_adds_only_filler_to_the_requested_length():
     assert set(re.findall(r"[^.!?]+[.!?]", padded[len(text):].strip())) <= {f if i == 0 else " " + f
                                                                              for f in FILLER for i in (0, 1)}
     assert pad("", 2.0) == "\n\n" + FILLER[0]
+
+
+def test_the_sections_json_keeps_its_keys_and_their_order():
+    from jurist.analysis.answers import Answer
+    from jurist.analysis.probe import ProbeItem, Scoring, self_preference_section, variance_section
+    from jurist.rubrics.models import RubricSet
+
+    rs = RubricSet.model_validate({"scale": [1, 5], "rubrics": [{"id": "h", "name": "Helpful",
+                                                                 "scoring_criteria": "5 = very"}]})
+    items = [ProbeItem("x", Answer(id="a1", prompt="p", answer="t", context=[], model="openai/gpt-4o"))]
+    variance = variance_section(rs, items, Scoring({(0, "h"): [4, 5, 3]}, {}, []), 3, resamples=20, seed=0)
+    assert json.dumps(variance.to_json()["rubrics"][0]["answers"]) == (
+        '[{"item": "a1", "system": "x", "n": 3, "mean": 4.0, "sd": 1.0, "min": 3.0, "max": 5.0, "low": 1.5159, '
+        '"high": 6.4841}]')
+    assert list(variance.to_json()) == ["name", "measured", "items", "unit", "skipped", "samples", "rubrics",
+                                        "failures"]
+    assert list(variance.to_json()["rubrics"][0]) == ["rubric", "name", "scale", "items", "varying",
+                                                      "repeatability_sd", "mean_range", "answers"]
+    assert json.dumps(self_preference_section("openai/gpt-4o-mini", items, {}).to_json()) == (
+        '{"name": "self_preference", "measured": "which answers were written by a model of the judge\'s family '
+        '(gpt): from the answers\' model field, else the store\'s call records", "items": 1, "unit": "answers", '
+        '"skipped": null, "judge_family": "gpt", "by_family": {"gpt": 1}, "unknown": 0, "same_family": 1, '
+        '"same_family_answers": ["a1 (x)"], "warning": "1 of 1 answers were written by the judge\'s own family '
+        '(gpt); judges tend to favour their own family\'s answers: prefer a judge of another family for these"}')

@@ -29,17 +29,19 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
-from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_items
+from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, bootstrap_items
 from jurist.analysis.answers import Answer, AnswerSet
 from jurist.analysis.bias import PAD_FACTOR, family, pad
-from jurist.analysis.pairwise import build_pairwise_judge, judge_matchups, matchups, position_stats
+from jurist.analysis.pairwise import (PositionStats, build_pairwise_judge, judge_matchups, matchups,
+                                     position_stats)
 from jurist.ids import new_id
 from jurist.rubrics.api import build_judge
 from jurist.judges.outcome import OK
@@ -67,6 +69,99 @@ class ProbeItem:
         return f"{self.answer.id} ({self.system})"
 
 
+class _Figures(BaseModel):
+    """A section's figures, written after its heading fields in this order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def to_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+class Spread(_Figures):
+    """One answer's samples: their count, mean, standard deviation, range, and the 95% t interval of the mean."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+    min: float | None
+    max: float | None
+    low: float | None
+    high: float | None
+
+
+class AnswerSpread(_Figures):
+    """One answer's spread, with which answer and system it is."""
+
+    item: str
+    system: str
+    n: int
+    mean: float | None
+    sd: float | None
+    min: float | None
+    max: float | None
+    low: float | None
+    high: float | None
+
+
+class VarianceRubric(_Figures):
+    rubric: str
+    name: str
+    scale: str
+    items: int
+    varying: int
+    repeatability_sd: Estimate
+    mean_range: float | None
+    answers: list[AnswerSpread]
+
+
+class VarianceFigures(_Figures):
+    samples: int
+    rubrics: list[VarianceRubric]
+    failures: list[str]
+
+
+class VerbosityRubric(_Figures):
+    rubric: str
+    name: str
+    scale: str
+    items: int
+    mean_shift: Estimate
+    up: int
+    same: int
+    down: int
+    mean_chars: tuple[float | None, float | None] | None  # as given, padded
+
+
+class VerbosityFigures(_Figures):
+    padding: float
+    rubrics: list[VerbosityRubric]
+
+
+class SelfPreferenceFigures(_Figures):
+    judge_family: str
+    by_family: dict[str, int]
+    unknown: int
+    same_family: int
+    same_family_answers: list[str]
+    warning: str | None
+
+
+@dataclass(frozen=True)
+class PositionFigures:
+    """The position probe's statistics, how many pairs failed, and the first failures' reasons."""
+
+    stats: PositionStats
+    failed: int = 0
+    failures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.stats.to_json(), "failed": self.failed, "failures": list(self.failures)}
+
+
+Figures = PositionFigures | VerbosityFigures | SelfPreferenceFigures | VarianceFigures
+
+
 @dataclass
 class Section:
     """One measurement: what it measured, on how many answers, its figures (or why it was not made)."""
@@ -75,26 +170,36 @@ class Section:
     measured: str
     items: int = 0
     skipped: str | None = None
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: Figures | None = None
     unit: str = "answers"  # what ``items`` counts
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"name": self.name, "measured": self.measured, "items": self.items, "unit": self.unit,
-                "skipped": self.skipped, **self.figures}
+                "skipped": self.skipped, **(self.figures.to_json() if self.figures is not None else {})}
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """One system probed: its name, where its answers came from, how many there are."""
+
+    name: str
+    source: str
+    answers: int
 
 
 @dataclass
 class ProbeReport:
     judge: str
     judge_family: str
-    systems: list[dict[str, Any]]
+    systems: list[SystemInfo]
     samples: int
     resamples: int
     sections: list[Section]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": "judge_probe", "judge": self.judge, "judge_family": self.judge_family,
-                "systems": self.systems, "samples": self.samples, "bootstrap_resamples": self.resamples,
+                "systems": [{"name": s.name, "source": s.source, "answers": s.answers} for s in self.systems],
+                "samples": self.samples, "bootstrap_resamples": self.resamples,
                 "sections": [s.to_json() for s in self.sections]}
 
 
@@ -155,14 +260,14 @@ def _r(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 4)
 
 
-def item_spread(scores: list[float]) -> dict[str, Any]:
+def item_spread(scores: list[float]) -> Spread:
     """One answer's samples: their mean, standard deviation, range, and the 95% t interval of the mean."""
     x = np.asarray(scores, float)
     n, mean = len(x), float(x.mean())
     sd = float(x.std(ddof=1)) if n > 1 else 0.0
     half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else float("nan")
-    return {"n": n, "mean": _r(mean), "sd": _r(sd), "min": _r(float(x.min())), "max": _r(float(x.max())),
-            "low": _r(mean - half), "high": _r(mean + half)}
+    return Spread(n=n, mean=_r(mean), sd=_r(sd), min=_r(float(x.min())), max=_r(float(x.max())),
+                  low=_r(mean - half), high=_r(mean + half))
 
 
 def variance_section(rubric_set: RubricSet, items: list[ProbeItem], scoring: Scoring, samples: int, *,
@@ -177,23 +282,24 @@ def variance_section(rubric_set: RubricSet, items: list[ProbeItem], scoring: Sco
     rubrics = []
     measured_items: set[int] = set()
     for rubric in rubric_set.rubrics:
-        entries = []
+        entries: list[AnswerSpread] = []
         for k, item in enumerate(items):
             got = [s for s in scoring.samples.get((k, rubric.id), []) if s is not None]
             if len(got) >= 2:
-                entries.append({"item": item.answer.id, "system": item.system, **item_spread(got)})
+                entries.append(AnswerSpread(item=item.answer.id, system=item.system, **item_spread(got).model_dump()))
                 measured_items.add(k)
-        variances = np.array([(e["sd"] or 0.0) ** 2 for e in entries], float)
+        variances = np.array([(e.sd or 0.0) ** 2 for e in entries], float)
         repeat = bootstrap_items(lambda idx: math.sqrt(float(np.mean(variances[idx]))) if len(idx) else float("nan"),
                                  len(entries), resamples=resamples, seed=seed)
         lo, hi = rubric_set.scale_of(rubric)
-        rubrics.append({
-            "rubric": rubric.id, "name": rubric.name, "scale": f"{lo:g}-{hi:g}", "items": len(entries),
-            "varying": sum(1 for e in entries if (e["sd"] or 0) > 0), "repeatability_sd": repeat.to_json(),
-            "mean_range": _r(float(np.mean([e["max"] - e["min"] for e in entries]))) if entries else None,
-            "answers": sorted(entries, key=lambda e: (-(e["sd"] or 0), e["item"], e["system"]))})
+        ranges = [(e.max or 0.0) - (e.min or 0.0) for e in entries]  # both known: every entry has 2+ samples
+        rubrics.append(VarianceRubric(
+            rubric=rubric.id, name=rubric.name, scale=f"{lo:g}-{hi:g}", items=len(entries),
+            varying=sum(1 for e in entries if (e.sd or 0) > 0), repeatability_sd=repeat,
+            mean_range=_r(float(np.mean(ranges))) if entries else None,
+            answers=sorted(entries, key=lambda e: (-(e.sd or 0), e.item, e.system))))
     section.items = len(measured_items)
-    section.figures = {"samples": samples, "rubrics": rubrics, "failures": scoring.failures}
+    section.figures = VarianceFigures(samples=samples, rubrics=rubrics, failures=scoring.failures)
     if not measured_items:
         section.skipped = "no answer got two scores of one rubric; see the failures"
     return section
@@ -219,14 +325,14 @@ def verbosity_section(rubric_set: RubricSet, items: list[ProbeItem], scoring: Sc
         estimate = bootstrap_items(lambda idx: float(np.mean(shift[idx])) if len(idx) else float("nan"), len(shift),
                                    resamples=resamples, seed=seed)
         lo, hi = rubric_set.scale_of(rubric)
-        rubrics.append({
-            "rubric": rubric.id, "name": rubric.name, "scale": f"{lo:g}-{hi:g}", "items": len(shift),
-            "mean_shift": estimate.to_json(), "up": int((shift > 0).sum()), "same": int((shift == 0).sum()),
-            "down": int((shift < 0).sum()),
-            "mean_chars": [_r(float(np.mean([a for a, _ in lengths]))), _r(float(np.mean([b for _, b in lengths])))]
-            if lengths else None})
+        rubrics.append(VerbosityRubric(
+            rubric=rubric.id, name=rubric.name, scale=f"{lo:g}-{hi:g}", items=len(shift),
+            mean_shift=estimate, up=int((shift > 0).sum()), same=int((shift == 0).sum()),
+            down=int((shift < 0).sum()),
+            mean_chars=(_r(float(np.mean([a for a, _ in lengths]))), _r(float(np.mean([b for _, b in lengths]))))
+            if lengths else None))
     section.items = len(measured)
-    section.figures = {"padding": padding, "rubrics": rubrics}
+    section.figures = VerbosityFigures(padding=padding, rubrics=rubrics)
     if not measured:
         section.skipped = "no answer was scored both as given and padded; see the variance section's failures"
     return section
@@ -253,8 +359,9 @@ def self_preference_section(judge: str, items: list[ProbeItem], recorded: dict[s
     if same:
         warning = (f"{len(same)} of {len(items)} answers were written by the judge's own family ({mine}); judges "
                    "tend to favour their own family's answers: prefer a judge of another family for these")
-    section.figures = {"judge_family": mine, "by_family": dict(sorted(by_family.items())), "unknown": unknown,
-                       "same_family": len(same), "same_family_answers": same[:LISTED], "warning": warning}
+    section.figures = SelfPreferenceFigures(judge_family=mine, by_family=dict(sorted(by_family.items())),
+                                            unknown=unknown, same_family=len(same),
+                                            same_family_answers=same[:LISTED], warning=warning)
     return section
 
 
@@ -278,7 +385,7 @@ async def position_section(systems: list[AnswerSet], runtime: Runtime, *, judge:
     stats_ = await asyncio.to_thread(position_stats, judged, resamples=resamples, seed=seed)
     failed = [f"{p.item} ({p.first} vs {p.second}): {p.reason}" for p in judged if not p.ok]
     section.items = stats_.pairs
-    section.figures = {**stats_.to_json(), "failed": len(failed), "failures": failed[:LISTED]}
+    section.figures = PositionFigures(stats_, failed=len(failed), failures=tuple(failed[:LISTED]))
     if stats_.pairs == 0:
         section.skipped = "no pair got a verdict in both orders; see the failures"
     return section
@@ -328,5 +435,5 @@ async def probe(systems: list[AnswerSet], runtime: Runtime, *, rubric_set: Rubri
                                                 resamples=resamples, seed=seed))
     await runtime.aflush()
     return ProbeReport(judge=judge_name, judge_family=family(judge_name),
-                       systems=[{"name": s.name, "source": s.source, "answers": len(s)} for s in systems],
+                       systems=[SystemInfo(s.name, s.source, len(s)) for s in systems],
                        samples=samples, resamples=resamples, sections=sections)

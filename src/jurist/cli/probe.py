@@ -13,92 +13,96 @@ from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_OK, JsonOpt, NoCacheOpt, O
 from jurist.cli.compare import fmt, print_position
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jurist.analysis.probe import ProbeReport
+    from jurist.analysis.agreement import Estimate
+    from jurist.analysis.probe import ProbeReport, Section, SelfPreferenceFigures, VarianceFigures, VerbosityFigures
 
 DEFAULT_SAMPLES = 3  # jurist.analysis.probe.DEFAULT_SAMPLES (a test keeps them equal)
 PAD_FACTOR = 2.0  # jurist.analysis.bias.PAD_FACTOR
 
 
-def _points(estimate: dict[str, Any]) -> str:
-    return fmt(estimate, percent=False)
+def _points(estimate: Estimate) -> str:
+    return fmt(estimate.to_json(), percent=False)
 
 
-def _heading(s: dict[str, Any], text: str | None = None) -> None:
-    title = escape(s["name"].replace("_", "-"))
-    text = text or f"{s['measured']}; {s['items']} {s['unit']}."
+def _heading(s: Section, text: str | None = None) -> None:
+    title = escape(s.name.replace("_", "-"))
+    text = text or f"{s.measured}; {s.items} {s.unit}."
     console.print(f"[bold]{title}[/]: " + escape(text), highlight=False)
 
 
-def print_verbosity(s: dict[str, Any]) -> None:
+def print_verbosity(s: Section, figures: VerbosityFigures) -> None:
     from rich.table import Table
 
     _heading(s)
     table = Table(title="score shift per rubric (95% bootstrap intervals over the answers)", title_justify="left")
     for col in ("rubric", "scale", "answers", "mean shift", "up", "same", "down", "mean characters"):
         table.add_column(col, overflow="fold")
-    for r in s["rubrics"]:
-        chars = "—" if r["mean_chars"] is None else f"{r['mean_chars'][0]:.0f} → {r['mean_chars'][1]:.0f}"
-        table.add_row(escape(r["rubric"]), r["scale"], str(r["items"]), _points(r["mean_shift"]), str(r["up"]),
-                      str(r["same"]), str(r["down"]), chars)
+    for r in figures.rubrics:
+        chars = "—" if r.mean_chars is None else f"{r.mean_chars[0]:.0f} → {r.mean_chars[1]:.0f}"
+        table.add_row(escape(r.rubric), r.scale, str(r.items), _points(r.mean_shift), str(r.up),
+                      str(r.same), str(r.down), chars)
     console.print(table)
 
 
-def print_variance(s: dict[str, Any]) -> None:
+def print_variance(s: Section, figures: VarianceFigures) -> None:
     from rich.table import Table
 
     _heading(s)
     table = Table(title="spread per rubric (95% bootstrap interval over the answers)", title_justify="left")
     for col in ("rubric", "scale", "answers", "varying", "repeatability SD [95%]", "mean range"):
         table.add_column(col, overflow="fold")
-    for r in s["rubrics"]:
-        table.add_row(escape(r["rubric"]), r["scale"], str(r["items"]), str(r["varying"]),
-                      _points(r["repeatability_sd"]), "—" if r["mean_range"] is None else f"{r['mean_range']:g}")
+    for r in figures.rubrics:
+        table.add_row(escape(r.rubric), r.scale, str(r.items), str(r.varying),
+                      _points(r.repeatability_sd), "—" if r.mean_range is None else f"{r.mean_range:g}")
     console.print(table)
-    varying = [(r["rubric"], a) for r in s["rubrics"] for a in r["answers"][:10] if a["sd"]]
+    varying = [(r.rubric, a) for r in figures.rubrics for a in r.answers[:10] if a.sd]
     if varying:
         detail = Table(title="the answers whose scores varied most", title_justify="left")
         for col in ("rubric", "answer", "system", "samples", "mean [95% t interval]", "SD", "range"):
             detail.add_column(col, overflow="fold")
         for rubric, a in varying:
-            interval = f"{a['mean']:g}" if a["low"] is None else f"{a['mean']:g} [{a['low']:g}, {a['high']:g}]"
-            detail.add_row(escape(rubric), escape(a["item"]), escape(a["system"]), str(a["n"]), interval,
-                           f"{a['sd']:g}", f"{a['min']:g}–{a['max']:g}")
+            interval = f"{a.mean:g}" if a.low is None else f"{a.mean:g} [{a.low:g}, {a.high:g}]"
+            detail.add_row(escape(rubric), escape(a.item), escape(a.system), str(a.n), interval,
+                           f"{a.sd:g}", f"{a.min:g}–{a.max:g}")
         console.print(detail)
-    for reason in s["failures"]:
+    for reason in figures.failures:
         console.print(escape(f"  not scored: {reason[:300]}"), highlight=False)
 
 
-def print_self_preference(s: dict[str, Any]) -> None:
-    families = ", ".join(f"{k}: {v}" for k, v in s["by_family"].items()) or "none known"
+def print_self_preference(s: Section, figures: SelfPreferenceFigures) -> None:
+    families = ", ".join(f"{k}: {v}" for k, v in figures.by_family.items()) or "none known"
     _heading(s)
-    console.print(escape(f"families of the answers' models: {families}; unknown: {s['unknown']}"), highlight=False)
-    if s["warning"]:
-        console.print("[bold yellow]warning:[/] " + escape(s["warning"] + " (" + ", ".join(s["same_family_answers"])
-                                                           + (", …" if s["same_family"] > 10 else "") + ")"),
-                      highlight=False)
+    console.print(escape(f"families of the answers' models: {families}; unknown: {figures.unknown}"),
+                  highlight=False)
+    if figures.warning:
+        console.print("[bold yellow]warning:[/] " + escape(figures.warning + " (" + ", ".join(
+            figures.same_family_answers) + (", …" if figures.same_family > 10 else "") + ")"), highlight=False)
 
 
-def print_report(report: dict[str, Any]) -> None:
-    systems = ", ".join(f"{s['name']} ({s['answers']} answers)" for s in report["systems"])
-    console.print(escape(f"judge {report['judge']} (family {report['judge_family']}); systems: {systems}; "
-                         f"{report['bootstrap_resamples']} bootstrap resamples"), highlight=False)
-    for s in report["sections"]:
+def print_report(report: ProbeReport) -> None:
+    from jurist.analysis.probe import PositionFigures, SelfPreferenceFigures, VarianceFigures, VerbosityFigures
+
+    systems = ", ".join(f"{s.name} ({s.answers} answers)" for s in report.systems)
+    console.print(escape(f"judge {report.judge} (family {report.judge_family}); systems: {systems}; "
+                         f"{report.resamples} bootstrap resamples"), highlight=False)
+    for s in report.sections:
         console.print()
-        if s["skipped"]:
-            _heading(s, f"not measured ({s['skipped']}): {s['measured']}")
-            if s.get("failures"):
-                for reason in s["failures"]:
-                    console.print(escape(f"  {reason[:300]}"), highlight=False)
+        figures = s.figures
+        if s.skipped:
+            _heading(s, f"not measured ({s.skipped}): {s.measured}")
+            failures = figures.failures if isinstance(figures, (PositionFigures, VarianceFigures)) else ()
+            for reason in failures:
+                console.print(escape(f"  {reason[:300]}"), highlight=False)
             continue
-        if s["name"] == "position":
+        if isinstance(figures, PositionFigures):
             _heading(s)
-            print_position(s)
-        elif s["name"] == "verbosity":
-            print_verbosity(s)
-        elif s["name"] == "self_preference":
-            print_self_preference(s)
-        elif s["name"] == "variance":
-            print_variance(s)
+            print_position(figures.to_json())
+        elif isinstance(figures, VerbosityFigures):
+            print_verbosity(s, figures)
+        elif isinstance(figures, SelfPreferenceFigures):
+            print_self_preference(s, figures)
+        elif isinstance(figures, VarianceFigures):
+            print_variance(s, figures)
 
 
 def register(app: typer.Typer) -> None:
@@ -142,8 +146,7 @@ def register(app: typer.Typer) -> None:
         rubric_set = load_rubrics(rubrics, settings.score_scale) if rubrics else None
         report = asyncio.run(_run(settings, systems, rubric_set, judge, template, criteria, samples, padding,
                                   parallel, resamples, seed))
-        data = report.to_json()
-        show_report(data, print_report, as_json=as_json, output=output)
+        show_report(report.to_json(), lambda _: print_report(report), as_json=as_json, output=output)
         raise typer.Exit(EXIT_OK)
 
 
