@@ -10,4 +10,4 @@ def test_a_failed_rubric_shows_as_evaluation_failed() -> None:
     result = RubricResult(session_id="s", evaluated_at="2026-01-01T00:00:00Z", status="partial", rubric_scores=scores,
                           summary=ResultSummary(total_score=4.0, max_score=5.0, percentage=80.0, rubrics_evaluated=1,
                                                 rubrics_failed=1))
-    assert [r["status"] for r in rubric_section(result)["rubrics"]] == ["scored", "evaluation_failed"]
+    assert [r.status for r in rubric_section(result).rubrics] == ["scored", "evaluation_failed"]
