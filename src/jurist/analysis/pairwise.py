@@ -156,7 +156,7 @@ class PositionStats:
     decisive: int  # single-order verdicts that named a winner
     first_position: Estimate  # share of those that chose the answer shown first (A); 0.5 without position bias
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"pairs": self.pairs, "flips": self.flips, "flip_rate": self.flip_rate.to_json(),
                 "decisive_verdicts": self.decisive, "first_position_share": self.first_position.to_json()}
 
@@ -195,7 +195,7 @@ class MatchupStats:
     failed: int = 0
     left_out: int = 0  # prompts only one of the two answered (see CompareReport.dropped)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"first": self.first, "second": self.second, "items": self.items, "left_out": self.left_out,
                 "judged": self.judged,
                 "failed": self.failed, "wins": self.wins, "ties": self.ties, "losses": self.losses,
@@ -267,7 +267,7 @@ class Ranked:
     ties: int
     losses: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"system": self.system, "rank": self.rank, "strength": self.strength.to_json(),
                 "p_vs_mean": round(self.p_vs_mean, 4), "wins": self.wins, "ties": self.ties, "losses": self.losses}
 
@@ -309,12 +309,24 @@ def ranking(names: list[str], judged: list[PairJudgement], *, resamples: int = B
 
 
 @dataclass
+class ComparedSystem:
+    """One system of a comparison: its name, where its answers came from, how many."""
+
+    name: str
+    source: str
+    answers: int
+
+    def to_json(self) -> dict[str, str | int]:
+        return {"name": self.name, "source": self.source, "answers": self.answers}
+
+
+@dataclass
 class CompareReport:
     judge: str
     template: str
     template_hash: str
     criteria: str
-    systems: list[dict[str, Any]]
+    systems: list[ComparedSystem]
     matchups: list[MatchupStats]
     position: PositionStats  # over every pair
     ranking: list[Ranked] | None
@@ -326,10 +338,11 @@ class CompareReport:
     def judged(self) -> int:
         return sum(m.judged for m in self.matchups)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": "pairwise_comparison", "judge": self.judge, "template": self.template,
                 "template_hash": self.template_hash, "criteria": self.criteria, "bootstrap_resamples": self.resamples,
-                "bt_prior": BT_PRIOR, "systems": self.systems, "matchups": [m.to_json() for m in self.matchups],
+                "bt_prior": BT_PRIOR, "systems": [s.to_json() for s in self.systems],
+                "matchups": [m.to_json() for m in self.matchups],
                 "dropped_prompts": [d.model_dump() for d in self.dropped], "position": self.position.to_json(),
                 "ranking": None if self.ranking is None else [r.to_json() for r in self.ranking],
                 "pairs": [p.to_json() for p in self.pairs]}
@@ -341,7 +354,7 @@ def report(systems: list[AnswerSet], pairs: list[Matchup], judged: list[PairJudg
     names = [s.name for s in systems]
     return CompareReport(
         judge=judge.name, template=judge.template.name, template_hash=judge.template.hash, criteria=judge.criteria,
-        systems=[{"name": s.name, "source": s.source, "answers": len(s)} for s in systems],
+        systems=[ComparedSystem(name=s.name, source=s.source, answers=len(s)) for s in systems],
         matchups=[matchup_stats(m, judged, resamples=resamples, seed=seed) for m in pairs],
         position=position_stats(judged, resamples=resamples, seed=seed),
         ranking=ranking(names, judged, resamples=resamples, seed=seed) if len(systems) > 2 else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -15,52 +16,56 @@ from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
+    from jurist.analysis.agreement import Estimate
     from jurist.analysis.pairwise import CompareReport
 
 
 
-def fmt(estimate: dict[str, Any], percent: bool = True) -> str:
+def fmt(estimate: "Estimate | Mapping[str, float | None]", percent: bool = True) -> str:
     """``62.5% [40.0%, 85.0%]`` (or plain numbers); — where there is no value."""
-    value, low, high = estimate["value"], estimate["low"], estimate["high"]
+    figures = estimate.to_json() if not isinstance(estimate, Mapping) else estimate
+    value, low, high = figures["value"], figures["low"], figures["high"]
     if value is None:
         return "—"
     show = (lambda x: f"{x * 100:.1f}%") if percent else (lambda x: f"{x:.3f}")
     return show(value) if low is None or high is None else f"{show(value)} [{show(low)}, {show(high)}]"
 
 
-def matchups_table(report: dict[str, Any]) -> "Table":
+def matchups_table(report: "CompareReport") -> "Table":
     from rich.table import Table
+
+    from jurist.analysis.agreement import Estimate
 
     table = Table(title="Each system against each other (95% bootstrap intervals over the prompts)",
                   title_justify="left")
     for col in ("first", "second", "prompts", "judged", "wins", "ties", "losses", "win rate", "score (tie = ½)",
                 "position flips"):
         table.add_column(col, overflow="fold")
-    for m in report["matchups"]:
-        flips = m["position"]
-        table.add_row(escape(m["first"]), escape(m["second"]), str(m["items"]), str(m["judged"]), str(m["wins"]),
-                      str(m["ties"]), str(m["losses"]), fmt(m["win_rate"]), fmt(m["score"]),
-                      f"{flips['flips']} ({fmt({**flips['flip_rate'], 'low': None})})")
+    for m in report.matchups:
+        flips = m.position
+        table.add_row(escape(m.first), escape(m.second), str(m.items), str(m.judged), str(m.wins),
+                      str(m.ties), str(m.losses), fmt(m.win_rate), fmt(m.score),
+                      f"{flips.flips} ({fmt(Estimate(flips.flip_rate.value, None, flips.flip_rate.high))})")
     return table
 
 
-def ranking_table(report: dict[str, Any]) -> "Table":
+def ranking_table(report: "CompareReport") -> "Table":
     from rich.table import Table
 
     table = Table(title="Bradley–Terry ranking (log-strength, centred on 0; 95% bootstrap interval)",
                   title_justify="left")
     for col in ("rank", "system", "strength", "P(beats the mean)", "wins", "ties", "losses"):
         table.add_column(col)
-    for r in report["ranking"]:
-        table.add_row(str(r["rank"]), escape(r["system"]), fmt(r["strength"], percent=False),
-                      f"{r['p_vs_mean'] * 100:.1f}%", str(r["wins"]), str(r["ties"]), str(r["losses"]))
+    for r in report.ranking or []:
+        table.add_row(str(r.rank), escape(r.system), fmt(r.strength, percent=False),
+                      f"{round(r.p_vs_mean, 4) * 100:.1f}%", str(r.wins), str(r.ties), str(r.losses))
     return table
 
 
-def failures_table(report: dict[str, Any]) -> "Table | None":
+def failures_table(report: "CompareReport") -> "Table | None":
     from rich.table import Table
 
-    rows = [(m["first"], m["second"], f) for m in report["matchups"] for f in m["failures"]]
+    rows = [(m.first, m.second, f) for m in report.matchups for f in m.failures]
     if not rows:
         return None
     table = Table(title="Pairs without a verdict in both orders (left out of the figures)", title_justify="left")
@@ -71,10 +76,10 @@ def failures_table(report: dict[str, Any]) -> "Table | None":
     return table
 
 
-def dropped_table(report: dict[str, Any]) -> "Table | None":
+def dropped_table(report: "CompareReport") -> "Table | None":
     from rich.table import Table
 
-    dropped = report["dropped_prompts"]
+    dropped = report.dropped
     if not dropped:
         return None
     table = Table(title=f"{len(dropped)} prompt(s) not every system answered: left out of the matchups with the "
@@ -82,28 +87,29 @@ def dropped_table(report: dict[str, Any]) -> "Table | None":
     for col in ("prompt", "answered by", "not answered by", "left out of"):
         table.add_column(col, overflow="fold")
     for d in dropped:
-        where = "every matchup" if not len(d["answered_by"]) > 1 else f"{d['left_out_of']} matchup(s)"
-        table.add_row(escape(d["prompt"]), escape(", ".join(d["answered_by"])), escape(", ".join(d["missing_from"])),
+        where = "every matchup" if not len(d.answered_by) > 1 else f"{d.left_out_of} matchup(s)"
+        table.add_row(escape(d.prompt), escape(", ".join(d.answered_by)), escape(", ".join(d.missing_from)),
                       where)
     return table
 
 
 def print_position(p: dict[str, Any], what: str = "") -> None:
+    """A position figures' JSON (``PositionStats.to_json()``) as one line."""
     console.print(escape(
         f"position flips{what}: {p['flips']} of {p['pairs']} pairs judged both ways ({fmt(p['flip_rate'])}); "
         f"the answer shown first won {fmt(p['first_position_share'])} of {p['decisive_verdicts']} decisive "
         "verdicts (50% without position bias)"), highlight=False)
 
 
-def print_report(report: dict[str, Any]) -> None:
-    systems = ", ".join(f"{s['name']} ({s['answers']} answers, {s['source']})" for s in report["systems"])
-    console.print(escape(f"judge {report['judge']}, template {report['template']} ({report['template_hash']}); "
+def print_report(report: "CompareReport") -> None:
+    systems = ", ".join(f"{s.name} ({s.answers} answers, {s.source})" for s in report.systems)
+    console.print(escape(f"judge {report.judge}, template {report.template} ({report.template_hash}); "
                          f"systems: {systems}; every pair judged in both orders, a verdict that changes with "
-                         f"the order counted as a tie; {report['bootstrap_resamples']} bootstrap resamples"),
+                         f"the order counted as a tie; {report.resamples} bootstrap resamples"),
                   highlight=False)
     console.print(matchups_table(report))
-    print_position(report["position"], " over every pair")
-    if report["ranking"]:
+    print_position(report.position.to_json(), " over every pair")
+    if report.ranking:
         console.print(ranking_table(report))
     for table in (dropped_table(report), failures_table(report)):
         if table is not None:
@@ -156,8 +162,7 @@ def register(app: typer.Typer) -> None:
             systems = answer_sets(answers or [])
         settings = load_settings(config, db=db, cache=False if no_cache else None)
         result = asyncio.run(_run(settings, systems, judge, template, criteria, parallel, resamples, seed))
-        data = result.to_json()
-        show_report(data, print_report, as_json=as_json, output=output)
+        show_report(result.to_json(), lambda _: print_report(result), as_json=as_json, output=output)
         if result.judged == 0:
             err_console.print("no pair got a verdict in both orders; see the reasons above (or in the report)",
                               highlight=False)
