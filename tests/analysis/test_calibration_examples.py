@@ -20,7 +20,7 @@ def test_the_gate_set_is_pass_fail_labels_of_answers():
     assert sorted(chats) == [f"g{k}" for k in range(1, 9)]
     for chat in chats.values():
         turns, answer = gate_item(chat)
-        assert [t["role"] for t in turns] == ["user"] and answer
+        assert [t.role for t in turns] == ["user"] and answer
 
 
 def test_the_research_set_labels_answer_dimensions_of_its_items():

@@ -69,7 +69,8 @@ async def test_parallel_judges_while_streaming():
 
 async def test_generation_failure_gives_continue_context_then_continuation_keeps_tool_results():
     history = [{"role": "user", "content": "Find flights to Oslo."},
-               {"role": "assistant", "content": None, "tool_calls": [{"id": "t1", "type": "function"}]},
+               {"role": "assistant", "content": None, "tool_calls": [{"id": "t1", "type": "function",
+                                                                   "function": {"name": "flights", "arguments": "{}"}}]},
                {"role": "tool", "tool_call_id": "t1", "content": "FLIGHT SK123 09:00"}]
 
     async def tool_loop(messages):

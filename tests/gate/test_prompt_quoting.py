@@ -3,15 +3,16 @@
 from jurist.config import Settings
 from jurist.gate.evaluators import ComprehensivenessEvaluator, QualityEvaluator
 from jurist.models import resolve_model, script
+from jurist.gate.policy import read_messages
 
 from tests.gate.helpers import comp, good
 from tests.quoting import assert_inside, attack, prompt_text
 
-MESSAGES = [
+MESSAGES, _ = read_messages([
     {"role": "system", "content": "You are helpful."},
     {"role": "user", "content": attack("question") + attack("user") + attack("conversation")},
     {"role": "tool", "content": attack("result") + attack("results")},
-]
+])
 ANSWER = attack("response") + attack("assistant")
 
 

@@ -24,20 +24,23 @@ from jurist.errors import ConfigError, EvaluationFailed, InputError
 from jurist.gate.gate import Gate
 from jurist.ids import new_id
 from jurist.judges.calibration import calibrated_identity
+from jurist.gate.policy import read_messages
 from jurist.judges.judge import Judge
+from jurist.models.messages import Message
 from jurist.rubrics.sessions import ChatSession
 from jurist.sync import gather_bounded
 
 UNIT = (0.0, 1.0)  # the scale of the quality score
 
 
-def gate_item(chat: ChatSession) -> tuple[list[dict[str, Any]], str]:
+def gate_item(chat: ChatSession) -> tuple[list[Message], str]:
     """The conversation before the session's last assistant turn, and that turn (the answer)."""
     last = next((i for i in range(len(chat.messages) - 1, -1, -1) if chat.messages[i].role == "assistant"), None)
     if last is None:
         raise InputError(f"session {chat.session_id!r} has no assistant turn: the gate judges the last one",
                          file=chat.source)
-    turns = [{"role": m.role, "content": m.content} for m in chat.messages[:last]]
+    turns, _ = read_messages(({"role": m.role, "content": m.content} for m in chat.messages[:last]),
+                             f"session {chat.session_id!r}")
     return turns, chat.messages[last].content
 
 

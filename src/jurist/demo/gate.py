@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -27,30 +28,43 @@ from jurist.gate.config import GateConfig
 from jurist.gate.gate import Gate
 from jurist.gate.records import GateRecord
 from jurist.gate.types import ENCOURAGEMENT
+from jurist.models.messages import Message, messages_from_openai
 from jurist.models.registry import LOCAL_JUDGE
 
 _WORD = re.compile(r"[a-z]+")
 
 
+class Fact(BaseModel):
+    """One fact of the knowledge file: the words that find it, and its text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keywords: frozenset[str]
+    text: str
+
+
 class KnowledgeGenerator:
     """An example generator: keyword matching over facts, no model."""
 
-    def __init__(self, facts: list[dict[str, Any]]) -> None:
-        self.facts = facts
+    def __init__(self, facts: Sequence[Fact]) -> None:
+        self.facts = list(facts)
 
-    def _question(self, messages: list[dict[str, Any]]) -> str:
+    @staticmethod
+    def _question(messages: Sequence[Message]) -> str:
         for m in reversed(messages):
-            if m.get("role") == "user" and m.get("content") != ENCOURAGEMENT:
-                return str(m.get("content") or "")
+            if m.role == "user" and m.text != ENCOURAGEMENT:
+                return m.text
         return ""
 
-    async def __call__(self, messages: list[dict[str, Any]]) -> str:
-        """The best fact; every matching fact when asked to be more thorough."""
+    async def __call__(self, asked: list[dict[str, Any]]) -> str:
+        """The best fact; every matching fact when asked to be more thorough (``asked``: the
+        messages, as the gate passes them to a generator function)."""
+        messages = messages_from_openai(asked)
         words = set(_WORD.findall(self._question(messages).lower()))
-        ranked = sorted(self.facts, key=lambda f: -len(words & set(f["keywords"])))
-        thorough = messages[-1].get("content") == ENCOURAGEMENT
-        chosen = [f for f in ranked if len(words & set(f["keywords"])) >= 2] if thorough else ranked[:1]
-        return " ".join(f["text"] for f in chosen or ranked[:1])
+        ranked = sorted(self.facts, key=lambda f: -len(words & f.keywords))
+        thorough = messages[-1].text == ENCOURAGEMENT
+        chosen = [f for f in ranked if len(words & f.keywords) >= 2] if thorough else ranked[:1]
+        return " ".join(f.text for f in chosen or ranked[:1])
 
 
 async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, judge: str = LOCAL_JUDGE) -> int:
@@ -58,7 +72,7 @@ async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, 
     every answer was judged and, with the local judge, the first was accepted at once and the
     second after one regeneration."""
     data = json.loads((examples_dir() / "gate" / "knowledge.json").read_text(encoding="utf-8"))
-    generator = KnowledgeGenerator(data["facts"])
+    generator = KnowledgeGenerator([Fact.model_validate(f) for f in data["facts"]])
     config = GateConfig(strategy="blocking", evaluator="comprehensiveness", evaluate_feedback_enabled=True)
     gate = Gate(config, settings=settings, judge=judge)
     results: list[GateRecord] = []

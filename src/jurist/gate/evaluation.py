@@ -12,10 +12,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Coroutine
 
+from pydantic import JsonValue
+
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import FunctionEvaluator, GateEvaluator
 from jurist.gate.records import ATTEMPT, Attempt, CallEntry, Evaluation
+from jurist.models.messages import Message
 
 
 @dataclass
@@ -23,8 +26,9 @@ class Run:
     """The state of one gated request."""
 
     trace_id: str
-    messages: list[dict[str, Any]]  # what the generator and evaluator see
-    original: list[dict[str, Any]]  # as received (the continue context)
+    messages: list[Message]  # what the generator and evaluator see
+    received: list[Message]  # as received
+    original: list[dict[str, JsonValue]]  # as received, the JSON given (the continue context)
     deadline: float
     calls: list[CallEntry]
     attempts: list[Attempt] = field(default_factory=list)

@@ -14,14 +14,17 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
   or a user's :class:`~jurist.models.base.MeaningJudge`) which parts of the
   question the answer covers instead (:func:`coverage_evaluation`).
 - :class:`TemplateEvaluator`: a user's judge template and output schema.
-- :class:`FunctionEvaluator`: a user's ``async def fn(messages, answer)``
-  returning an Evaluation, a dict, a score (float) or a verdict (bool).
+- :class:`FunctionEvaluator`: a user's ``async def fn(messages, answer)`` (the
+  messages as OpenAI-style dicts) returning an Evaluation, a dict, a score
+  (float) or a verdict (bool).
+
+Evaluators read the conversation as typed messages (:data:`~jurist.models.messages.Message`).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable, Protocol, TypeVar, runtime_checkable
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -33,8 +36,10 @@ from jurist.judges.prompting import join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin, variables_key
 from jurist.models.base import CoverageResult
+from jurist.models.messages import Message, TextPart, openai_messages
 from jurist.models.model import Model
 
+#: A user's evaluator: the conversation as OpenAI-style dicts, and the answer.
 EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
 QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
 
@@ -47,50 +52,49 @@ class GateEvaluator(Protocol):
     call_type: str  # the purpose tag of its LLM calls
     model_name: str | None
 
-    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str) -> Evaluation:
         ...
 
 
 # --- message helpers ----------------------------------------------------------------
 
 
-def text_of(content: Any) -> str:
-    """The text of a message's content; media parts (images, audio, files) are dropped."""
+def text_of(message: Message) -> str:
+    """The text of a message: its content, or its text parts one a line; media parts
+    (images, audio, files) are dropped."""
+    content = getattr(message, "content", None)
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(x for x in parts if x)
-    return str(content)
+    return "\n".join(p.text for p in content if isinstance(p, TextPart) and p.text)
 
 
-def conversation_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+def conversation_turns(messages: Sequence[Message]) -> list[dict[str, str]]:
     """User and assistant turns only, as text (note 004): tool results, tool calls and media stripped."""
     out = []
     for m in messages:
-        if m.get("role") in ("user", "assistant"):
-            text = text_of(m.get("content"))
+        if m.role in ("user", "assistant"):
+            text = text_of(m)
             if text.strip():
-                out.append({"role": m["role"], "content": text})
+                out.append({"role": m.role, "content": text})
     return out
 
 
-def last_question(messages: list[dict[str, Any]]) -> str:
+def last_question(messages: Sequence[Message]) -> str:
     """The text of the last user turn."""
     for m in reversed(messages):
-        if m.get("role") == "user":
-            return text_of(m.get("content"))
+        if m.role == "user":
+            return text_of(m)
     return ""
 
 
-def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+def tool_results(messages: Sequence[Message]) -> list[str]:
     """The tool results in the conversation (what was available to the answer)."""
-    return [text_of(m.get("content")) for m in messages if m.get("role") == "tool"]
+    return [text_of(m) for m in messages if m.role == "tool"]
 
 
-def prompt_variables(messages: list[dict[str, Any]], answer: str) -> dict[str, str]:
+def prompt_variables(messages: Sequence[Message], answer: str) -> dict[str, str]:
     """Every placeholder a gate template may use, with untrusted text quoted."""
     turns = conversation_turns(messages)
     convo = join(quote(t["role"], t["content"]) for t in turns) or quote("user", "")
@@ -238,18 +242,18 @@ class _JudgeEvaluator:
         self.threshold = threshold
         self.model_name: str | None = judge.model.name
 
-    def _coverage(self, messages: list[dict[str, Any]], answer: str) -> MeaningQuestion[Any] | None:
+    def _coverage(self, messages: Sequence[Message], answer: str) -> MeaningQuestion[Any] | None:
         if not self.by_coverage:
             return None
         question = last_question(messages)
         return MeaningQuestion(lambda judge: judge.coverage(question, answer),
                                lambda cov: coverage_evaluation(cov, self.name, self.threshold))
 
-    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str) -> Evaluation:
         # Routed in a prompt A/B test by the conversation: every attempt of a run, and a rerun, on one arm.
         verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id,
                                            meaning=self._coverage(messages, answer),
-                                           route_key=variables_key({"conversation": messages}))
+                                           route_key=variables_key({"conversation": openai_messages(messages)}))
         if not verdict.ok:
             raise EvaluationFailed(verdict.reason or "the judge gave no verdict")
         value = verdict.value
@@ -315,8 +319,8 @@ class FunctionEvaluator:
         self.threshold = threshold
         self.model_name: str | None = f"fn:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
-    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, trace_id: str) -> Evaluation:
-        result = self.fn(messages, answer)
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str) -> Evaluation:
+        result = self.fn(openai_messages(messages), answer)
         if inspect.isawaitable(result):
             result = await result
         ev = coerce(result, self.threshold)

@@ -40,7 +40,7 @@ import inspect
 import logging
 import shlex
 import time
-from typing import Any, AsyncGenerator, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, IterationLimit
@@ -88,7 +88,7 @@ from jurist.ids import new_id
 from jurist.judges.calibration import LABELS_PLACEHOLDER, JudgeUse, identity_of, require_calibrated
 from jurist.judges.judge import Judge
 from jurist.models.base import ChatRequest, MeaningJudge
-from jurist.models.messages import messages_from_openai
+from jurist.models.messages import Message, openai_messages
 from jurist.models.model import Model
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
@@ -193,9 +193,10 @@ class Gate:
         return self._models[ref]
 
     # -- public API ---------------------------------------------------------------------
-    async def run(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
+    async def run(self, messages: Iterable[Message | Mapping[str, Any]], generate: Generator, *, is_continuation: bool = False,
                   trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateRecord:
         """Gate one request and return its record (consumes :meth:`stream` up to ``done`` or ``error``).
+        ``messages``: typed messages or OpenAI-style dicts (checked strictly: an InputError names a bad one).
 
         With feedback off the record is returned at ``done``, its evaluation still
         running (``evaluation_pending``); ``wait_for_evaluation=True`` returns the
@@ -212,13 +213,14 @@ class Gate:
         assert result is not None
         return result
 
-    async def stream(self, messages: list[dict[str, Any]], generate: Generator, *, is_continuation: bool = False,
+    async def stream(self, messages: Iterable[Message | Mapping[str, Any]], generate: Generator, *, is_continuation: bool = False,
                      trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]:
         """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
         trace_id = trace_id or new_id()
+        typed, raw = policy.read_messages(messages)
         await self.astart()  # the store opened before the budget starts
-        run = Run(trace_id, policy.current_cycle(messages, is_continuation), [dict(m) for m in messages],
-                   time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
+        run = Run(trace_id, policy.current_cycle(typed, is_continuation), typed, raw,
+                  time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
         try:
             async for ev in self._drive(run, generate):
                 yield ev
@@ -226,13 +228,14 @@ class Gate:
             if not run.after_done:  # else the evaluation after done closes the trace
                 self._collector.close(trace_id)
 
-    async def evaluate(self, messages: list[dict[str, Any]], answer: str, *, attempt: int = 1,
+    async def evaluate(self, messages: Iterable[Message | Mapping[str, Any]], answer: str, *, attempt: int = 1,
                        trace_id: str | None = None) -> Evaluation:
         """Evaluate one answer on its own (fail-safe, bounded by ``judge_timeout_s``), as the LangGraph node does."""
         trace_id = trace_id or new_id()
+        typed, raw = policy.read_messages(messages)
         await self.check_calibration()
-        run = Run(trace_id, policy.current_cycle(messages, True), messages, time.monotonic() + self.config.budget_s,
-                   self._collector.open(trace_id))
+        run = Run(trace_id, typed, typed, raw, time.monotonic() + self.config.budget_s,
+                  self._collector.open(trace_id))
         try:
             return await evaluate_attempt(self.evaluator, self.config, run, answer, attempt)
         finally:
@@ -290,7 +293,7 @@ class Gate:
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
         cap = cfg.regenerations() if feedback else 0
-        gen_messages: list[dict[str, Any]] = run.messages
+        gen_messages: list[Message] = run.messages
         kind: AttemptKind = CALL_GENERATION
         shown: int | None = None  # the number of the attempt the client has seen
         deltas: list[str] = []
@@ -401,7 +404,7 @@ class Gate:
         finally:
             self._collector.close(run.trace_id)
 
-    async def _generate(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+    async def _generate(self, run: Run, generate: Generator, messages: Sequence[Message], kind: str,
                         number: int) -> AsyncIterator[str]:
         """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -438,13 +441,13 @@ class Gate:
                                            status="error" if failed else "ok", call_id=None,
                                            error=f"{type(failure).__name__}: {failure}" if failed else None))
 
-    async def _produce(self, run: Run, generate: Generator, messages: list[dict[str, Any]], kind: str,
+    async def _produce(self, run: Run, generate: Generator, messages: Sequence[Message], kind: str,
                        queue: asyncio.Queue[Any]) -> None:
         PURPOSE.set(kind)  # in this task's own context
         try:
             if isinstance(generate, str):
                 s = self.settings
-                request = ChatRequest(messages=messages_from_openai(messages, tool_text=True),
+                request = ChatRequest(messages=tuple(policy.for_model(messages)),
                                       temperature=self.config.temperature if
                                       self.config.temperature is not None else s.temperature,
                                       max_tokens=self.config.max_tokens or s.max_tokens)
@@ -453,7 +456,7 @@ class Gate:
                     if isinstance(delta, str):  # a generator model's text (it is asked for no tools)
                         queue.put_nowait(delta)
             else:
-                out: Any = generate(messages)
+                out: Any = generate(openai_messages(messages))  # a user's function: OpenAI-style dicts
                 if inspect.isawaitable(out):
                     out = await out
                 if isinstance(out, str):
@@ -468,13 +471,17 @@ class Gate:
     async def _error(self, run: Run, exc: Exception, partial: str) -> ErrorEvent:
         code: ErrorCode = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (
             "BUDGET" if isinstance(exc, _OutOfBudget) else "GENERATION_FAILED")
-        context = getattr(exc, "messages", None) or run.original
+        typed, context = run.received, run.original
+        loop_messages = exc.messages if isinstance(exc, IterationLimit) else None
+        if loop_messages:  # a tool loop's conversation so far
+            typed, context = policy.read_messages(loop_messages, "the generator's messages")
+        last_user = policy.last_user_index(typed)
         result = GateRecord(answer=partial, accepted_attempt=0, accept_reason="error", llm_calls=list(run.calls),
                             trace_id=run.trace_id, error=f"{type(exc).__name__}: {exc}",
-                            continue_context=[dict(m) for m in context], strategy=self.config.strategy,
-                            evaluator=self.evaluator.name, question=_question(run.original))
+                            continue_context=context, strategy=self.config.strategy,
+                            evaluator=self.evaluator.name, question=_question(run.received))
         await self._save(result)
-        return ErrorEvent(code=code, last_user_message=policy.last_user_message(context), result=result)
+        return ErrorEvent(code=code, last_user_message=context[last_user] if last_user >= 0 else None, result=result)
 
     def _result(self, run: Run, accepted: Attempt, reason: AcceptReason) -> GateRecord:
         evs = [a.evaluation for a in run.attempts if a.evaluation is not None]
@@ -484,7 +491,7 @@ class Gate:
                           trace_id=run.trace_id, evaluation_skipped=skipped is not None,
                           skip_reason=skipped.skipped_reason if skipped else None,
                           strategy=self.config.strategy, evaluator=self.evaluator.name,
-                          question=_question(run.original), evaluations_list=evaluations_list(evs))
+                          question=_question(run.received), evaluations_list=evaluations_list(evs))
 
     async def _save(self, result: GateRecord, *, committed: bool = False) -> None:
         """Queue the record for the store; ``committed``: return once it is written."""
@@ -501,7 +508,7 @@ class Gate:
             store.save_evaluation(row, score_rows(result, judge_model=model))
 
 
-def _question(messages: list[dict[str, Any]]) -> str | None:
+def _question(messages: Sequence[Message]) -> str | None:
     """What the user asked: the last user message's text, bounded (the record's title)."""
     return last_question(messages)[:QUESTION_CHARS] or None
 

@@ -19,8 +19,9 @@ here only.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Iterable, Literal, Mapping, TypedDict
 
+from jurist.errors import InputError
 from jurist.gate import policy
 from jurist.gate.gate import Gate
 
@@ -41,29 +42,33 @@ class GateState(TypedDict, total=False):
 def evaluate_node(gate: Gate, *, messages_key: str = "messages", response_key: str = "response_text") -> Any:
     """The ``evaluate`` node: judge the answer, decide regenerate / accept, record it in the state."""
 
-    async def evaluate(state: dict[str, Any]) -> dict[str, Any]:
-        messages = list(state.get(messages_key) or [])
+    async def evaluate(state: Mapping[str, object]) -> dict[str, object]:
+        messages = state.get(messages_key) or []
         answer = state.get(response_key) or ""
-        count = int(state.get("regeneration_count") or 0)
-        ev = await gate.evaluate(messages, answer, attempt=count + 1)
+        count = state.get("regeneration_count") or 0
+        if not isinstance(messages, Iterable) or not isinstance(answer, str) or not isinstance(count, int):
+            raise InputError(f"the gate's state needs {messages_key!r} (a list of messages), {response_key!r} "
+                             "(text) and regeneration_count (a whole number)")
+        typed, _ = policy.read_messages(messages, messages_key)
+        ev = await gate.evaluate(typed, answer, attempt=count + 1)
         cfg = gate.config
         regenerate = bool(cfg.evaluate_feedback_enabled and ev.passed is False and count < cfg.regenerations())
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             "evaluation": ev.model_dump(),
             "quality_score": ev.quality_score,
             "evaluation_feedback": ev.improvement_hint or ev.reason,
             "gate_decision": "regenerate" if regenerate else "accept",
         }
         if regenerate:
-            request, _ = policy.regeneration_request(messages, answer, ev, cfg.previous_chars)
+            request, _ = policy.regeneration_request(typed, answer, ev, cfg.previous_chars)
             update["regeneration_count"] = count + 1
-            update["regeneration_instruction"] = request[-1]["content"]
+            update["regeneration_instruction"] = request[-1].text
         return update
 
     return evaluate
 
 
-def should_regenerate(state: dict[str, Any]) -> Literal["regenerate", "accept"]:
+def should_regenerate(state: Mapping[str, object]) -> Literal["regenerate", "accept"]:
     """The conditional edge: the evaluate node's decision."""
     return "regenerate" if state.get("gate_decision") == "regenerate" else "accept"
 

@@ -3,39 +3,72 @@ regeneration asks for, which attempt is best, and whether the budget fits."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Mapping, Sequence
+
+from pydantic import JsonValue
 
 from jurist.gate.records import Attempt, Evaluation
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_REGENERATION, ENCOURAGEMENT, AttemptKind
+from jurist.models.messages import (AssistantMessage, BaseMessage, Message, ToolMessage, UserMessage,
+                                    message_from_openai)
 
 #: Seconds kept free at the end of the budget for releasing the answer and the record.
 BUDGET_MARGIN_S = 0.05
 
 
-def current_cycle(messages: list[dict[str, Any]], is_continuation: bool) -> list[dict[str, Any]]:
+def read_messages(items: Iterable[Message | Mapping[str, Any]],
+                  where: str = "messages") -> tuple[list[Message], list[dict[str, JsonValue]]]:
+    """A request's messages, typed (checked strictly: an InputError names a bad one), and as
+    JSON as they were given (what a record keeps to resume from). A tool turn without
+    ``tool_call_id`` (a transcript's tool output) is a tool result that answers no call."""
+    typed: list[Message] = []
+    raw: list[dict[str, JsonValue]] = []
+    for i, m in enumerate(items):
+        if isinstance(m, BaseMessage):
+            typed.append(message_from_openai(m))
+            raw.append(m.openai())
+            continue
+        if m.get("role") == "tool" and "tool_call_id" not in m:
+            tool = message_from_openai({**m, "tool_call_id": ""}, f"{where}[{i}]")
+            tool.__pydantic_fields_set__.discard("tool_call_id")  # written back as it came, without one
+            typed.append(tool)
+        else:
+            typed.append(message_from_openai(m, f"{where}[{i}]"))
+        raw.append(dict(m))
+    return typed, raw
+
+
+def for_model(messages: Sequence[Message]) -> list[Message]:
+    """The messages as a model is asked them: a tool result that answers no call is user text
+    (``[tool result] ...``), as in a transcript."""
+    return [UserMessage(content=f"[tool result] {m.text}") if isinstance(m, ToolMessage) and not m.tool_call_id
+            else m for m in messages]
+
+
+def current_cycle(messages: Sequence[Message], is_continuation: bool) -> list[Message]:
     """The messages the generator sees (note 004's filtering).
 
     A first request drops the tool turns of earlier cycles (tool results and
     assistant turns that only call tools, before the last user turn); a
     continuation keeps everything, so the tool results of the failed cycle survive.
     """
-    msgs = [dict(m) for m in messages]
+    msgs = list(messages)
     if is_continuation:
         return msgs
-    last_user = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+    last_user = last_user_index(msgs)
     out = []
     for i, m in enumerate(msgs):
         old = i < last_user
-        tool_only = m.get("role") == "assistant" and m.get("tool_calls") and not m.get("content")
-        if old and (m.get("role") == "tool" or tool_only):
+        tool_only = isinstance(m, AssistantMessage) and m.tool_calls and not m.content
+        if old and (m.role == "tool" or tool_only):
             continue
         out.append(m)
     return out
 
 
-def last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The last user turn (part of an error's continue context)."""
-    return next((dict(m) for m in reversed(messages) if m.get("role") == "user"), None)
+def last_user_index(messages: Sequence[Message]) -> int:
+    """The index of the last user turn (-1: none)."""
+    return max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
 
 
 def is_comprehensiveness(ev: Evaluation) -> bool:
@@ -44,8 +77,8 @@ def is_comprehensiveness(ev: Evaluation) -> bool:
 
 
 def regeneration_request(
-    messages: list[dict[str, Any]], previous: str, ev: Evaluation, previous_chars: int = 500
-) -> tuple[list[dict[str, Any]], AttemptKind]:
+    messages: Sequence[Message], previous: str, ev: Evaluation, previous_chars: int = 500
+) -> tuple[list[Message], AttemptKind]:
     """The messages of the next attempt and its call type.
 
     Comprehensiveness: the previous answer and note 004's encouragement.
@@ -53,8 +86,8 @@ def regeneration_request(
     ``previous_chars`` characters, marked "do not repeat this".
     """
     if is_comprehensiveness(ev):
-        return messages + [{"role": "assistant", "content": previous},
-                           {"role": "user", "content": ENCOURAGEMENT}], CALL_COMPREHENSIVE_RETRY
+        return [*messages, AssistantMessage(content=previous),
+                UserMessage(content=ENCOURAGEMENT)], CALL_COMPREHENSIVE_RETRY
     feedback = ev.improvement_hint or ev.reason or "; ".join(ev.issues) or "the answer did not meet the quality bar"
     issues = "".join(f"- {i}\n" for i in ev.issues)
     text = (
@@ -64,7 +97,7 @@ def regeneration_request(
         + f"Previous response (DO NOT repeat this): {previous[:previous_chars]}\n"
         "Please generate an improved response addressing the feedback."
     )
-    return messages + [{"role": "user", "content": text}], CALL_REGENERATION
+    return [*messages, UserMessage(content=text)], CALL_REGENERATION
 
 
 def _rank(a: Attempt) -> tuple[int, float, int]:

@@ -103,7 +103,7 @@ def request_problems(errors: Sequence[ErrorDetails], body_model: Any) -> list[Pr
 def error_body(path: str, status: int, detail: str) -> dict[str, object]:
     """The JSON body of an error on ``path``."""
     if path.startswith(PROXY_PREFIX):
-        return openai_error(status, detail)
+        return {**openai_error(status, detail)}
     return ErrorBody(detail=detail).model_dump(exclude_none=True)
 
 

@@ -38,28 +38,30 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError, ModelError, ModelTimeout
-from jurist.gate.policy import current_cycle, last_user_message
+from jurist.gate.policy import current_cycle, last_user_index
 from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, RevisionEvent
 from jurist.gate.records import PURPOSE, CallCollector, CallEntry, GateRecord
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
 from jurist.models.base import ChatRequest, StreamItem, ToolCallDelta, add_tool_call, message_tool_calls
-from jurist.models.messages import messages_from_openai
+from jurist.models.messages import AssistantMessage, Message, messages_from_openai
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.runtime import Runtime
 from jurist.server.auth import bearer
-from jurist.server.proxy_sse import ChunkWriter, completion_body, jurist_field, openai_error, tool_round_field
+from jurist.server.proxy_sse import (ChunkWriter, Usage, completion_body, jurist_field, openai_error,
+                                     tool_round_field)
 
 log = logging.getLogger("jurist.server.proxy")
 
@@ -71,20 +73,19 @@ GENERATION_FAILED, MAX_ITERATIONS = "GENERATION_FAILED", "MAX_ITERATIONS"
 DEFAULT_MAX_ITERATIONS = 25
 
 
-def tool_rounds(messages: list[dict[str, Any]]) -> int:
+def tool_rounds(messages: Sequence[Message]) -> int:
     """The rounds of the current tool loop: assistant turns that call tools after the last user turn."""
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant" and m.get("tool_calls"))
+    return sum(1 for m in messages[last_user_index(messages) + 1:] if isinstance(m, AssistantMessage) and m.tool_calls)
 GENERATION_TYPES = {CALL_GENERATION, CALL_REGENERATION, CALL_COMPREHENSIVE_RETRY}
 
 
 class GateLike(Protocol):
     """What the proxy needs of a gate (``jurist.gate.Gate``)."""
 
-    async def run(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
-                  trace_id: str | None = None) -> GateRecord: ...
+    async def run(self, messages: Iterable[Message | Mapping[str, Any]], generate: Any, *,
+                  is_continuation: bool = False, trace_id: str | None = None) -> GateRecord: ...
 
-    def stream(self, messages: list[dict[str, Any]], generate: Any, *, is_continuation: bool = False,
+    def stream(self, messages: Iterable[Message | Mapping[str, Any]], generate: Any, *, is_continuation: bool = False,
                trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]: ...
 
     def wrap(self, model: Model) -> Model: ...
@@ -129,6 +130,10 @@ class ChatBody(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
     n: int | None = Field(default=None, ge=1, le=1)  # one answer per request: the gated one
+    # The sampling options the proxy sets on the upstream request; every other field is forwarded as it came.
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
     # Note 004 spells it isContinuation: both are accepted.
     is_continuation: bool = Field(default=False, validation_alias=AliasChoices("is_continuation", "isContinuation"))
 
@@ -201,6 +206,22 @@ class ProxyState:
             await lister.aclose()
 
 
+@dataclass(frozen=True)
+class Forwarded:
+    """What a request asks of the upstream besides its messages: the sampling options, and the
+    fields the proxy does not read, forwarded as they came (``tools``, ``tool_choice`` ...)."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    fields: dict[str, JsonValue] = field(default_factory=dict)
+
+    @property
+    def tools(self) -> bool:
+        """The request offers tools."""
+        return bool(self.fields.get("tools"))
+
+
 class Upstream:
     """One request's generator: each call streams one attempt through the upstream Model,
     on the request's trace, with the purpose the gate asks for (generation, regeneration ...).
@@ -214,31 +235,31 @@ class Upstream:
     text answer); one without tools only until its first text.
     """
 
-    def __init__(self, model: Model, params: dict[str, Any], *, api_key: str | None, trace_id: str) -> None:
+    def __init__(self, model: Model, params: Forwarded, *, api_key: str | None, trace_id: str) -> None:
         self.model = model
         self.params = params
         self.api_key = api_key
         self.trace_id = trace_id
-        self.tools = bool(params.get("tools"))
+        self.tools = params.tools
         self.tool_answer = False  # the first answer calls tools: relayed, not judged
         self.error: ModelError | None = None  # the last upstream failure
         self._refused: ModelError | None = None  # the first call's failure (before the gate ran)
         self._primed: AsyncGenerator[StreamItem, None] | None = None
         self._first: list[StreamItem] = []
-        self._primed_for: list[dict[str, Any]] | None = None
+        self._primed_for: list[Message] | None = None
         self.__qualname__ = f"upstream:{model.name}"  # the gate names function generators by their qualname
 
-    def _open(self, messages: list[dict[str, Any]], purpose: str) -> AsyncGenerator[StreamItem, None]:
-        params = dict(self.params)
+    def _open(self, messages: Sequence[Message], purpose: str) -> AsyncGenerator[StreamItem, None]:
+        p = self.params
+        fields = p.fields
         if self.tools and purpose != CALL_GENERATION:
             # The gate asks for a better answer, not for another round of tools (the caller runs those).
-            params["tool_choice"] = "none"
-        request = ChatRequest(messages=messages_from_openai(messages), temperature=params.pop("temperature", None),
-                              max_tokens=params.pop("max_tokens", None), seed=params.pop("seed", None),
-                              extra_body=params or None, api_key=self.api_key)
+            fields = {**fields, "tool_choice": "none"}
+        request = ChatRequest(messages=tuple(messages), temperature=p.temperature, max_tokens=p.max_tokens,
+                              seed=p.seed, extra_body=fields or None, api_key=self.api_key)
         return self.model.stream(request, purpose=purpose, trace_id=self.trace_id)
 
-    async def prime(self, messages: list[dict[str, Any]]) -> None:
+    async def prime(self, messages: list[Message]) -> None:
         """Open the first attempt and read until its kind is known: an error status raises here."""
         stream = self._open(messages, CALL_GENERATION)
         try:
@@ -254,9 +275,11 @@ class Upstream:
             raise
         self._primed, self._primed_for = stream, messages
 
-    async def __call__(self, messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+    async def __call__(self, asked: list[dict[str, Any]]) -> AsyncIterator[str]:
+        """The gate's generator: ``asked`` is what the gate passes a generator function (OpenAI-style dicts)."""
         if self._refused is not None:  # the first call failed: the gate records that failure, no new call
             raise self._refused
+        messages = list(messages_from_openai(asked))
         stream, first, self._primed = self._primed, self._first, None
         if stream is not None and messages != self._primed_for:  # the gate asked for something else
             await stream.aclose()
@@ -296,31 +319,36 @@ class Upstream:
             await stream.aclose()
 
 
-def _error(status: int, message: str, **kw: Any) -> JSONResponse:
-    return JSONResponse(openai_error(status, message, **kw), status_code=status)
+def _error(status: int, message: str, *, param: str | None = None, code: str | None = None,
+           resume: Mapping[str, JsonValue] | None = None, **extra: JsonValue) -> JSONResponse:
+    return JSONResponse(openai_error(status, message, param=param, code=code, resume=resume, **extra),
+                        status_code=status)
 
 
-def continuation(messages: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
+def continuation(messages: list[dict[str, JsonValue]], model: str | None = None) -> dict[str, JsonValue]:
     """What a failed request offers to resume it (note 004): ``showContinueButton`` and
     ``continueContext`` ({messages, lastUserMessage, model}; resend its messages with
-    ``"isContinuation": true``), and jurist's own ``continue_context`` (the messages)."""
-    context: dict[str, Any] = {"messages": messages, "lastUserMessage": last_user_message(messages)}
+    ``"isContinuation": true``), and jurist's own ``continue_context`` (the messages, as sent)."""
+    last_user = last_user_index(messages_from_openai(messages))
+    sent = list[JsonValue](messages)
+    context: dict[str, JsonValue] = {"messages": sent, "lastUserMessage": sent[last_user] if last_user >= 0 else None}
     if model is not None:
         context["model"] = model
-    return {"continue_context": messages, "showContinueButton": True, "continueContext": context}
+    return {"continue_context": sent, "showContinueButton": True, "continueContext": context}
 
 
-def passthrough(exc: ModelError, messages: list[dict[str, Any]] | None = None, model: str | None = None) -> Response:
+def passthrough(exc: ModelError, messages: list[dict[str, JsonValue]] | None = None,
+                model: str | None = None) -> Response:
     """The upstream's own status and body (and Retry-After); no answer at all is a 502 (504 on a timeout).
     With ``messages``, an OpenAI-shaped error body also gets the :func:`continuation` fields."""
-    more = continuation(messages, model) if messages is not None else {}
+    more = continuation(messages, model) if messages is not None else None
     if exc.status is not None and exc.body is not None:
         headers = {k: v for k, v in exc.headers.items() if k in ("retry-after", "x-request-id")}
-        return Response(_with_fields(exc.body, more), status_code=exc.status, headers=headers,
+        return Response(_with_fields(exc.body, more or {}), status_code=exc.status, headers=headers,
                         media_type=exc.headers.get("content-type", "application/json"))
     if isinstance(exc, ModelTimeout):
-        return _error(504, "the upstream did not answer in time", code="upstream_timeout", **more)
-    return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable", **more)
+        return _error(504, "the upstream did not answer in time", code="upstream_timeout", resume=more)
+    return _error(502, f"the upstream failed: {exc}", code="upstream_unavailable", resume=more)
 
 
 def upstream_down(upstream: str, exc: ModelError) -> JSONResponse:
@@ -334,7 +362,7 @@ def upstream_down(upstream: str, exc: ModelError) -> JSONResponse:
                   upstream_status=exc.status)
 
 
-def _with_fields(body: bytes, fields: dict[str, Any]) -> bytes:
+def _with_fields(body: bytes, fields: Mapping[str, JsonValue]) -> bytes:
     """An upstream error body with ``fields`` added to its ``error`` object (other bodies as they are)."""
     if not fields:
         return body
@@ -348,7 +376,7 @@ def _with_fields(body: bytes, fields: dict[str, Any]) -> bytes:
     return json.dumps(data).encode()
 
 
-async def _parse(request: Request) -> ChatBody | JSONResponse:
+async def _parse(request: Request) -> tuple[ChatBody, list[Message]] | JSONResponse:
     try:
         raw = await request.json()
     except ValueError:
@@ -363,27 +391,38 @@ async def _parse(request: Request) -> ChatBody | JSONResponse:
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return _error(422, f"invalid request: {detail}", param=param or None)
     try:
-        messages_from_openai(body.messages)  # strictly: an unknown field is named, with the closest known one
+        messages = messages_from_openai(body.messages)  # strictly: an unknown field is named, with the closest one
     except InputError as exc:
         return _error(422, f"invalid request: {exc}", param=str(exc).partition(":")[0])
-    return body
+    return body, list(messages)
 
 
-def _params(body: ChatBody) -> dict[str, Any]:
-    """The fields forwarded upstream as they are (the adapter asks for the usage of every stream)."""
-    params = {k: v for k, v in (body.model_extra or {}).items() if k not in OWN_FIELDS}
+def _params(body: ChatBody) -> Forwarded:
+    """What is forwarded upstream: the sampling options, the other fields as they are (the adapter
+    asks for the usage of every stream)."""
+    fields: dict[str, JsonValue] = {k: v for k, v in (body.model_extra or {}).items() if k not in OWN_FIELDS}
     if body.n is not None:
-        params["n"] = body.n
-    return params
+        fields["n"] = body.n
+    return Forwarded(temperature=body.temperature, max_tokens=body.max_tokens, seed=body.seed, fields=fields)
 
 
 def _status(upstream: Upstream) -> int:
     return (upstream.error.status if upstream.error is not None else None) or 502
 
 
-def _error_data(exc: BaseException, messages: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
-    return {"error": str(exc) or type(exc).__name__, "code": GENERATION_FAILED,
-            "status": getattr(exc, "status", None) or 502, **continuation(messages, model)}
+def _failure(exc: BaseException) -> tuple[str, int]:
+    """A failure's message and HTTP status (502 when it has none)."""
+    status = exc.status if isinstance(exc, ModelError) else None
+    return str(exc) or type(exc).__name__, status or 502
+
+
+def _error_event(out: ChunkWriter, exc: BaseException, messages: list[dict[str, JsonValue]], model: str | None = None,
+                 **more: JsonValue) -> str:
+    """The ``jurist.error`` event of a failure of the proxy's own (no gate event)."""
+    message, status = _failure(exc)
+    data: dict[str, JsonValue] = {"error": message, "code": GENERATION_FAILED, "status": status,
+                                  **continuation(messages, model), **more}
+    return out.error(data, status=status, message=message, code=GENERATION_FAILED)
 
 
 def _code(record: GateRecord) -> str:
@@ -391,12 +430,12 @@ def _code(record: GateRecord) -> str:
     return MAX_ITERATIONS if (record.error or "").startswith("IterationLimit") else GENERATION_FAILED
 
 
-def _openai_usage(call: CallEntry) -> dict[str, Any]:
-    return {"prompt_tokens": call.input_tokens or 0, "completion_tokens": call.output_tokens or 0,
-            "total_tokens": call.tokens}
+def _openai_usage(call: CallEntry) -> Usage:
+    return Usage(prompt_tokens=call.input_tokens or 0, completion_tokens=call.output_tokens or 0,
+                 total_tokens=call.tokens)
 
 
-def _usage(record: GateRecord) -> dict[str, Any] | None:
+def _usage(record: GateRecord) -> Usage | None:
     """The upstream's usage for the accepted attempt, from its call record."""
     for call in record.llm_calls:
         if (call.type in GENERATION_TYPES and call.iteration == record.accepted_attempt and call.status == "ok"
@@ -428,7 +467,7 @@ def build_router(proxy: ProxyState) -> APIRouter:
         parsed = await _parse(request)
         if isinstance(parsed, JSONResponse):
             return parsed
-        body = parsed
+        body, messages = parsed
         try:
             proxy.gate  # built on first use: a missing judge says so in OpenAI's error shape
         except JuristError as exc:
@@ -437,7 +476,7 @@ def build_router(proxy: ProxyState) -> APIRouter:
         upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
                             trace_id=trace_id)
         try:
-            await upstream.prime(current_cycle(body.messages, body.is_continuation))
+            await upstream.prime(current_cycle(messages, body.is_continuation))
         except ModelError as exc:
             # The gate records the failed request (its error and the failed call); the caller
             # gets the upstream's own status, body and Retry-After.
@@ -446,7 +485,7 @@ def build_router(proxy: ProxyState) -> APIRouter:
             return passthrough(exc, body.messages, body.model)
         completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
         if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
-            if proxy.max_iterations and not body.is_continuation and tool_rounds(body.messages) >= proxy.max_iterations:
+            if proxy.max_iterations and not body.is_continuation and tool_rounds(messages) >= proxy.max_iterations:
                 await upstream.aclose()
                 return _iteration_limit(proxy, body, trace_id)
             if body.stream:
@@ -478,12 +517,12 @@ def _iteration_limit(proxy: ProxyState, body: ChatBody, trace_id: str) -> JSONRe
     payload = openai_error(422, f"Maximum tool execution iterations reached ({proxy.max_iterations} rounds "
                                 "since the last user message); resend continueContext.messages with "
                                 "\"isContinuation\": true to go on", code=MAX_ITERATIONS,
-                           **continuation(body.messages, body.model))
+                           resume=continuation(body.messages, body.model))
     payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id), error=MAX_ITERATIONS)
     return JSONResponse(payload, status_code=422)
 
 
-def _call_usage(calls: list[CallEntry]) -> dict[str, Any] | None:
+def _call_usage(calls: list[CallEntry]) -> Usage | None:
     call = next((c for c in calls if c.status == "ok" and c.tokens), None)
     return None if call is None else _openai_usage(call)
 
@@ -499,10 +538,10 @@ async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream,
             else:
                 text.append(item)
     except ModelError as exc:
-        data = _error_data(exc, body.messages, body.model)
-        payload = openai_error(data.pop("status"), data.pop("error"), **data)
+        message, status = _failure(exc)
+        payload = openai_error(status, message, code=GENERATION_FAILED, resume=continuation(body.messages, body.model))
         payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id))
-        return JSONResponse(payload, status_code=data["status"])
+        return JSONResponse(payload, status_code=status)
     entries = _tool_round(proxy, trace_id)
     return JSONResponse(completion_body(completion_id, body.model, "".join(text), tool_round_field(trace_id, entries),
                                         _call_usage(entries), tool_calls=message_tool_calls(calls)))
@@ -517,7 +556,7 @@ async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, t
             yield out.tool_call(item) if isinstance(item, ToolCallDelta) else out.delta(item)
     except ModelError as exc:
         log.warning("upstream failed while relaying a tool call: %s", exc)
-        yield out.event("error", {**_error_data(exc, body.messages, body.model), "trace_id": trace_id})
+        yield _error_event(out, exc, body.messages, body.model, trace_id=trace_id)
         yield out.done()
         return
     entries = _tool_round(proxy, trace_id)
@@ -535,14 +574,14 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
     except ModelError as exc:  # the gate turns generator failures into its result: this is a failure of its own
         if exc.body is not None:
             return passthrough(exc, body.messages, body.model)
-        data = _error_data(exc, body.messages, body.model)
-        del data["status"]  # no answer at all from the gate: a bad gateway
-        return JSONResponse(openai_error(502, data.pop("error"), **data), status_code=502)
+        message, _ = _failure(exc)  # no answer at all from the gate: a bad gateway
+        return JSONResponse(openai_error(502, message, code=GENERATION_FAILED, resume=continuation(body.messages, body.model)),
+                            status_code=502)
     jurist = jurist_field(result, trace_id)
     if result.error is not None:
         status = _status(upstream)
         context = result.continue_context if result.continue_context is not None else body.messages
-        payload = openai_error(status, result.error, code=_code(result), **continuation(context, body.model))
+        payload = openai_error(status, result.error, code=_code(result), resume=continuation(context, body.model))
         payload["jurist"] = jurist
         return JSONResponse(payload, status_code=status)
     return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(result)))
@@ -576,15 +615,16 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                         return
                     case ErrorEvent():
                         context = ev.result.continue_context or body.messages
-                        yield out.event("error", {**continuation(context, body.model), **ev.data,
-                                                  "status": _status(upstream)})
+                        status = _status(upstream)
+                        yield out.error({**continuation(context, body.model), **ev.data, "status": status},
+                                        status=status, message=ev.result.error, code=ev.code)
                         yield out.done()
                         return
                     case _:
                         yield out.event(ev.type, ev.data)
     except Exception as exc:  # the gate itself raised (an upstream failure it did not turn into an event)
         log.warning("gate stream failed: %s", exc)
-        yield out.event("error", _error_data(exc, body.messages, body.model))
+        yield _error_event(out, exc, body.messages, body.model)
         yield out.done()
         return
     finally:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from jurist.gate.records import CallEntry, GateRecord
 from jurist.models.base import ToolCallDelta
@@ -25,14 +27,31 @@ from jurist.models.error_types import OPENAI_ERROR_TYPES
 CONTINUE_FIELDS = ("continue_context", "showContinueButton", "continueContext")
 
 
-def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
-                 **extra: Any) -> dict[str, Any]:
-    """An error body in OpenAI's shape: ``{"error": {message, type, param, code, ...}}``."""
+class Usage(BaseModel):
+    """An answer's token usage in OpenAI's shape (``total_tokens`` None: the endpoint reported none)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int | None
+
+
+def error_object(status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 resume: Mapping[str, JsonValue] | None = None, **extra: JsonValue) -> dict[str, JsonValue]:
+    """OpenAI's error object ``{message, type, param, code, ...}``; ``resume``: the fields that
+    let the caller go on (:data:`CONTINUE_FIELDS`)."""
     kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
+    return {"message": message, "type": kind, "param": param, "code": code, **extra, **(resume or {})}
 
 
-def jurist_field(result: GateRecord | None, trace_id: str) -> dict[str, Any]:
+def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 resume: Mapping[str, JsonValue] | None = None, **extra: JsonValue) -> dict[str, JsonValue]:
+    """An error body in OpenAI's shape: ``{"error": {message, type, param, code, ...}}``."""
+    return {"error": error_object(status, message, param=param, code=code, resume=resume, **extra)}
+
+
+def jurist_field(result: GateRecord | None, trace_id: str) -> dict[str, JsonValue]:
     """The extra top-level ``jurist`` field: what the gate did for this answer, its record
     (:meth:`GateRecord.to_json <jurist.gate.records.GateRecord.to_json>`, what the store keeps as
     the evaluation's payload); None (the gate ended with no record): the trace id and nothing done."""
@@ -42,10 +61,10 @@ def jurist_field(result: GateRecord | None, trace_id: str) -> dict[str, Any]:
             "evaluation_skipped": False}
 
 
-def tool_round_field(trace_id: str, calls: list[CallEntry], *, error: str | None = None) -> dict[str, Any]:
+def tool_round_field(trace_id: str, calls: list[CallEntry], *, error: str | None = None) -> dict[str, JsonValue]:
     """The ``jurist`` field of an answer that calls tools, relayed unjudged (accept and skip reason
     ``tool_calls``: the gate judges the final text answer of the tool loop): its call records."""
-    out: dict[str, Any] = {"trace_id": trace_id, "evaluations": [], "llm_calls": [c.model_dump() for c in calls],
+    out: dict[str, JsonValue] = {"trace_id": trace_id, "evaluations": [], "llm_calls": [c.model_dump() for c in calls],
                            "attempts": [], "accept_reason": "tool_calls", "evaluation_skipped": True,
                            "skip_reason": "tool_calls"}
     if error is not None:
@@ -57,18 +76,19 @@ class ChunkWriter:
     """Builds the SSE lines of one streamed answer (one id, model and creation time)."""
 
     def __init__(self, completion_id: str, model: str) -> None:
-        self.base = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+        self.base: dict[str, JsonValue] = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
                      "model": model}
         self.started = False  # the role chunk went out
         self.sent_text = False  # some answer text went out
         self.sent_tool_call = False  # some piece of a tool call went out
 
-    def _data(self, payload: dict[str, Any], event: str | None = None) -> str:
+    def _data(self, payload: Mapping[str, JsonValue], event: str | None = None) -> str:
         head = f"event: {event}\n" if event else ""
         return f"{head}data: {json.dumps(payload, default=str)}\n\n"
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+    def _chunk(self, delta: dict[str, JsonValue], finish: str | None = None,
+               **extra: JsonValue) -> dict[str, JsonValue]:
+        choice: dict[str, JsonValue] = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return {**self.base, "choices": [choice], **extra}
 
     def role(self) -> str:
@@ -88,20 +108,24 @@ class ChunkWriter:
         self.sent_tool_call = True
         return self.role() + self._data(self._chunk({"tool_calls": [piece.openai()]}))
 
-    def event(self, kind: str, data: dict[str, Any]) -> str:
+    def event(self, kind: str, data: dict[str, JsonValue]) -> str:
         """A named ``jurist.<kind>`` event (ignored by stock clients: an empty delta)."""
         payload = self._chunk({}, jurist_event={"type": kind, "data": data})
-        if kind == "error":
-            more = {k: data[k] for k in CONTINUE_FIELDS if k in data}
-            payload["error"] = openai_error(int(data.get("status") or 502), str(data.get("error") or "upstream failed"),
-                                            code=data.get("code"), **more)["error"]
         return self.role() + self._data(payload, f"jurist.{kind}")
 
-    def finish(self, jurist: dict[str, Any], usage: dict[str, Any] | None = None) -> str:
+    def error(self, data: dict[str, JsonValue], *, status: int, message: str | None, code: str | None) -> str:
+        """The ``jurist.error`` event: its ``data``, and OpenAI's error object (so that a stock client
+        raises) with the fields of ``data`` that let the caller go on (:data:`CONTINUE_FIELDS`)."""
+        payload = self._chunk({}, jurist_event={"type": "error", "data": data})
+        resume = {k: data[k] for k in CONTINUE_FIELDS if k in data}
+        payload["error"] = error_object(status or 502, message or "upstream failed", code=code, resume=resume)
+        return self.role() + self._data(payload, "jurist.error")
+
+    def finish(self, jurist: dict[str, JsonValue], usage: Usage | None = None) -> str:
         """The last chunk: ``finish_reason`` ``tool_calls`` after a tool call, else ``stop``."""
-        extra: dict[str, Any] = {"jurist": jurist}
+        extra: dict[str, JsonValue] = {"jurist": jurist}
         if usage:
-            extra["usage"] = usage
+            extra["usage"] = usage.model_dump()
         return self.role() + self._data(self._chunk({}, "tool_calls" if self.sent_tool_call else "stop", **extra))
 
     @staticmethod
@@ -109,14 +133,14 @@ class ChunkWriter:
         return "data: [DONE]\n\n"
 
 
-def completion_body(completion_id: str, model: str, answer: str, jurist: dict[str, Any],
-                    usage: dict[str, Any] | None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def completion_body(completion_id: str, model: str, answer: str, jurist: dict[str, JsonValue],
+                    usage: Usage | None, tool_calls: Sequence[JsonValue] | None = None) -> dict[str, JsonValue]:
     """A standard ``chat.completion`` with the accepted answer and the ``jurist`` field; an
     answer that calls tools carries them (``finish_reason`` ``tool_calls``, no content if it has no text)."""
-    message: dict[str, Any] = {"role": "assistant", "content": answer}
+    message: dict[str, JsonValue] = {"role": "assistant", "content": answer}
     if tool_calls:
-        message = {"role": "assistant", "content": answer or None, "tool_calls": tool_calls}
-    body: dict[str, Any] = {
+        message = {"role": "assistant", "content": answer or None, "tool_calls": list(tool_calls)}
+    body: dict[str, JsonValue] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -126,5 +150,5 @@ def completion_body(completion_id: str, model: str, answer: str, jurist: dict[st
         "jurist": jurist,
     }
     if usage:
-        body["usage"] = usage
+        body["usage"] = usage.model_dump()
     return body
