@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Mapping, NamedTuple, Sequence, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from jurist.config import Settings
@@ -148,10 +148,10 @@ class PanelResult(PanelRecord):
     def _status_name(cls, value: Any) -> Any:
         return OK if value == SCORED else value
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """Everything as JSON data, snake_case (nested results included; an escalation without
         its ``trigger``), ``status`` ``scored`` | ``skipped``."""
-        data: dict[str, Any] = self.model_dump(mode="json", exclude={"escalation": {"trigger"}})
+        data: dict[str, JsonValue] = self.model_dump(mode="json", exclude={"escalation": {"trigger"}})
         if self.status == OK:
             data["status"] = SCORED
         return data
@@ -287,7 +287,7 @@ def _unit(value: Any, where: str, raw: str) -> float:
     return float(value)
 
 
-def _units(obj: dict[str, Any], key: str, names: Sequence[str], raw: str) -> dict[str, float]:
+def _units(obj: Mapping[str, object], key: str, names: Sequence[str], raw: str) -> dict[str, float]:
     given = obj.get(key)
     if not isinstance(given, dict):
         raise JudgeParseError(f'the JSON object needs a "{key}" object', raw=raw)
@@ -298,9 +298,9 @@ def _units(obj: dict[str, Any], key: str, names: Sequence[str], raw: str) -> dic
     return {n: _unit(given[n.lower()], f'"{key}.{n}"', raw) for n in names}
 
 
-def _fields(raw: str, *texts: str) -> tuple[dict[str, Any], list[str]]:
+def _fields(raw: str, *texts: str) -> tuple[dict[str, object], list[str]]:
     """The reply's JSON object (keys lower-cased) and its string fields ``texts`` ("" when absent)."""
-    obj = {str(k).strip().lower(): v for k, v in extract_json(raw).items()}
+    obj: dict[str, object] = {str(k).strip().lower(): v for k, v in extract_json(raw).items()}
     for key in texts:
         if not isinstance(obj.get(key, ""), str):
             raise JudgeParseError(f'"{key}" must be a string, got {obj[key]!r}', raw=raw)
@@ -323,14 +323,14 @@ def parse_escalation_reply(raw: str, dimensions: Sequence[str], roles: Sequence[
 
 
 _UNIT = UNIT_INTERVAL
-_STRING = {"type": "string", "maxLength": 600}  # bounded: a small model under constrained decoding may not stop
+_STRING: dict[str, JsonValue] = {"type": "string", "maxLength": 600}  # bounded: a small model under constrained decoding may not stop
 
 
-def _object(props: dict[str, Any]) -> dict[str, Any]:
+def _object(props: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-def _units_of(names: Sequence[str]) -> tuple[str, dict[str, Any]]:
+def _units_of(names: Sequence[str]) -> tuple[str, dict[str, JsonValue]]:
     """The format line and the schema of an object giving a 0..1 number for each name."""
     return "{" + ", ".join(f'"{n}": <number from 0 to 1>' for n in names) + "}", _object({n: _UNIT for n in names})
 
@@ -427,7 +427,7 @@ class Panel:
             self._models[full] = self._source.model(full, sink=self.store)
         return self._models[full]
 
-    def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, Any]) -> Judge:
+    def _judge(self, model: Model, purpose: str, hint: str, schema: dict[str, JsonValue]) -> Judge:
         s = self.settings
         return Judge(model, self._templates[purpose], purpose=purpose, format_hint=hint, schema=schema,
                      schema_name=purpose, temperature=s.temperature, seed=s.seed, max_tokens=s.max_tokens,
