@@ -16,7 +16,10 @@ from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_FAILURES, EXIT_OK, JsonOpt
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
-    from jurist.analysis.calibrate import CalibrationReport
+    from jurist.analysis.agreement import Estimate
+    from jurist.analysis.calibrate import CalibrationReport, RubricCalibration
+    from jurist.analysis.threshold import ThresholdFit
+    from jurist.judges.calibration import JudgeIdentity
 
 
 FIGURES = (("exact", "exact agreement"), ("within_one", "within one"), ("kappa", "Cohen's κ"),
@@ -24,8 +27,8 @@ FIGURES = (("exact", "exact agreement"), ("within_one", "within one"), ("kappa",
            ("mean_bias", "mean bias (judge − human)"))
 
 
-def _fmt(estimate: dict[str, Any]) -> str:
-    value, low, high = estimate["value"], estimate["low"], estimate["high"]
+def _fmt(estimate: "Estimate") -> str:
+    value, low, high = estimate.value, estimate.low, estimate.high
     if value is None:
         return "—"
     if low is None or high is None:
@@ -33,96 +36,95 @@ def _fmt(estimate: dict[str, Any]) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def figures_table(r: dict[str, Any]) -> "Table":
+def figures_table(r: "RubricCalibration") -> "Table":
     from rich.table import Table
 
-    table = Table(title=escape(f"{r['name']} ({r['rubric']}), scale {r['scale']}: {r['items']} items"),
+    a = r.agreement
+    table = Table(title=escape(f"{r.name} ({r.rubric}), scale {r.scale}: {a.items} items"),
                   title_justify="left")
     table.add_column("figure (95% bootstrap interval)")
-    table.add_column(f"judge vs people (n={r['judge_vs_humans']['n']})")
-    table.add_column(f"people vs people (n={r['humans']['n']}): the ceiling")
+    table.add_column(f"judge vs people (n={a.judge_vs_humans.n})")
+    table.add_column(f"people vs people (n={a.humans.n}): the ceiling")
     for key, label in FIGURES:
-        table.add_row(label, _fmt(r["judge_vs_humans"][key]), _fmt(r["humans"][key]))
-    table.add_row("Krippendorff's α (ordinal)", _fmt(r["alpha"]) + " (with the judge)", _fmt(r["alpha_humans"]))
-    if r["unscored"]:
-        table.caption = escape(f"the judge gave no score for {', '.join(r['unscored'])}")
+        table.add_row(label, _fmt(getattr(a.judge_vs_humans, key)), _fmt(getattr(a.humans, key)))
+    table.add_row("Krippendorff's α (ordinal)", _fmt(a.alpha) + " (with the judge)", _fmt(a.alpha_humans))
+    if r.unscored:
+        table.caption = escape(f"the judge gave no score for {', '.join(r.unscored)}")
     return table
 
 
-def confusion_table(r: dict[str, Any]) -> "Table":
+def confusion_table(r: "RubricCalibration") -> "Table":
     from rich.table import Table
 
-    cats = [str(c) for c in r["categories"]]
-    if r["scale"] == "pass/fail":
+    cats = [str(c) for c in r.agreement.categories]
+    if r.scale == "pass/fail":
         cats = ["fail", "pass"]
-    table = Table(title=escape(f"{r['rubric']}: confusion"), title_justify="left")
+    table = Table(title=escape(f"{r.rubric}: confusion"), title_justify="left")
     table.add_column("judge ↓ people →")
     for c in cats:
         table.add_column(c, justify="right")
-    for i, (c, row) in enumerate(zip(cats, r["judge_vs_humans"]["confusion"])):
+    for i, (c, row) in enumerate(zip(cats, r.agreement.judge_vs_humans.confusion)):
         table.add_row(c, *(f"[bold]{n}[/]" if i == j and n else str(n) for j, n in enumerate(row)))
     return table
 
 
-def differing_table(r: dict[str, Any]) -> "Table":
+def differing_table(r: "RubricCalibration") -> "Table":
     from rich.table import Table
 
-    table = Table(title=escape(f"{r['rubric']}: where the judge and the people differ most"), title_justify="left")
+    table = Table(title=escape(f"{r.rubric}: where the judge and the people differ most"), title_justify="left")
     for col in ("item", "judge", "people", "gap", "judge's reasoning", "trace"):
         table.add_column(col, overflow="fold")
-    for d in r["differing"]:
-        people = ", ".join(f"{a}: {v:g}" for a, v in d["humans"].items())
-        judge = "—" if d["judge"] is None else f"{d['judge']:g}"
-        table.add_row(escape(d["item"]), judge, escape(people), f"{d['gap']:g}", escape((d["reasoning"] or "")[:200]),
-                      escape(d["trace"] or "—"))
+    for d in r.differing:
+        people = ", ".join(f"{a}: {v:g}" for a, v in d.humans.items())
+        judge = "—" if d.judge is None else f"{d.judge:g}"
+        table.add_row(escape(d.item), judge, escape(people), f"{round(d.gap, 4):g}", escape((d.reasoning or "")[:200]),
+                      escape(d.trace or "—"))
     return table
 
 
-def threshold_table(r: dict[str, Any]) -> "Table":
+def threshold_table(r: "RubricCalibration", t: "ThresholdFit") -> "Table":
     from rich.table import Table
 
-    t = r["threshold"]
-    degenerate = t.get("degenerate")
-    title = f"{r['rubric']}: fitted threshold (the judge passes at a score ≥ it), by {t['fit']}"
+    degenerate = t.degenerate
+    title = f"{r.rubric}: fitted threshold (the judge passes at a score ≥ it), by {t.fit}"
     if degenerate:
         title += ": DEGENERATE, no threshold to use"
     table = Table(title=escape(title), title_justify="left")
     table.add_column("figure (95% bootstrap interval)")
-    table.add_column(f"at the fitted threshold (n={t['n']})")
-    shown = "—" if t["threshold"] is None else f"{t['threshold']:g}"
+    table.add_column(f"at the fitted threshold (n={t.n})")
+    shown = "—" if t.threshold is None else f"{t.threshold:g}"
     table.add_row("threshold", f"[red]{shown} (degenerate)[/]" if degenerate else shown)
-    table.add_row("agreement", _fmt(t["agreement"]))
-    table.add_row("Cohen's κ", _fmt(t["kappa"]))
-    table.add_row("F1 (pass)", "—" if t["f1"] is None else f"{t['f1']:.3f}")
+    table.add_row("agreement", _fmt(t.agreement))
+    table.add_row("Cohen's κ", _fmt(t.kappa))
+    table.add_row("F1 (pass)", "—" if t.f1 is None else f"{t.f1:.3f}")
     if degenerate:
         table.caption = escape(f"{degenerate}: the judge's score does not separate what the people pass from what "
                                "they fail (not stored as the calibration's threshold)")
-    elif r["pass_at"] is not None:
-        table.caption = escape(f"the figures above count a score ≥ {r['pass_at']:g} as a pass; the threshold is "
+    elif r.pass_at is not None:
+        table.caption = escape(f"the figures above count a score ≥ {r.pass_at:g} as a pass; the threshold is "
                                "fitted on these items, so on new ones expect somewhat less")
     return table
 
 
-def stored_line(r: dict[str, Any]) -> str:
-    key = r["judge_key"]
-    return (f"stored calibration {r['calibration_id']}: judge {key['model']}, template {key['template']} "
-            f"({key['template_hash']}), rubric {r['rubric']!r}")
+def stored_line(r: "RubricCalibration", key: "JudgeIdentity") -> str:
+    return (f"stored calibration {r.calibration_id}: judge {key.judge_model}, template {key.template_name} "
+            f"({key.template_hash}), rubric {r.rubric!r}")
 
 
-def print_report(report: dict[str, Any]) -> None:
-    console.print(escape(f"judge {report['judge']}; labels {report['labels']} "
-                         f"(annotators: {', '.join(report['annotators'])}); "
-                         f"{report['bootstrap_resamples']} bootstrap resamples over the items"), highlight=False)
-    for r in report["rubrics"]:
+def print_report(report: "CalibrationReport") -> None:
+    console.print(escape(f"judge {report.judge}; labels {report.labels} "
+                         f"(annotators: {', '.join(report.annotators)}); "
+                         f"{report.resamples} bootstrap resamples over the items"), highlight=False)
+    for r in report.rubrics:
         console.print(figures_table(r))
         console.print(confusion_table(r))
-        if r.get("threshold"):
-            console.print(threshold_table(r))
-        if r["differing"]:
+        if r.threshold is not None:
+            console.print(threshold_table(r, r.threshold))
+        if r.differing:
             console.print(differing_table(r))
-    for r in report["rubrics"]:
-        if r.get("calibration_id"):
-            console.print(escape(stored_line(r)), highlight=False)
+    for r in report.rubrics:
+        if r.calibration_id and r.judge is not None:
+            console.print(escape(stored_line(r, r.judge)), highlight=False)
 
 
 GATE_EVALUATORS = ("quality", "comprehensiveness")
@@ -210,8 +212,7 @@ def register(app: typer.Typer) -> None:
 
             job.rubric_set = load_rubrics(rubrics, settings.score_scale)
         report = asyncio.run(job.run())
-        data = report.to_json()
-        show_report(data, print_report, as_json=as_json, output=output)
+        show_report(report.to_json(), lambda _: print_report(report), as_json=as_json, output=output)
         if report.degenerate:  # the figures stand; the fitted threshold is no result
             for line in report.degenerate:
                 err_console.print(escape(f"no usable threshold for {line}"), style="red", highlight=False)
