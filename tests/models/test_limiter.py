@@ -152,7 +152,7 @@ def test_a_model_built_with_a_ray_url_has_the_jobs_limiter_from_the_start(cluste
                              providers={"p": {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}})
     model = resolve_model("p/m", settings, limiters=LimiterPool(settings, max_in_flight=6))
     assert isinstance(model.limiter, SharedLimiter) and model.limiter.max_held == 4
-    assert ray.get(model.limiter.actor.config.remote())["max_in_flight"] == 6
+    assert ray.get(model.limiter.actor.config.remote()).max_in_flight == 6
 
 
 # -- one URL, one pool ----------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_limiter_actor_is_shared_by_name_and_takes_the_latest_bounds(cluster):
     a = limiter_actor("test://named", 4)
     b = limiter_actor("test://named", 7, requests_per_minute=100)
     config = ray.get(a.config.remote())
-    assert config["max_in_flight"] == 7 and config["requests_per_minute"] == 100
+    assert config.max_in_flight == 7 and config.requests_per_minute == 100
     assert ray.get(b.config.remote()) == config
 
 

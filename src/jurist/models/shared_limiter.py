@@ -71,6 +71,16 @@ def import_ray() -> Any:
     return ray
 
 
+@dataclass(frozen=True)
+class ClusterBounds:
+    """The bounds the cluster-wide limiter holds."""
+
+    max_in_flight: int
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    window: float  # seconds of the request and token windows
+
+
 class LimiterCore:
     """The cluster-wide counts: permits held per client, request and token windows.
 
@@ -102,7 +112,7 @@ class LimiterCore:
         self._paused_until = time.monotonic() + seconds
 
     async def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
-                        tokens_per_minute: int | None = None) -> dict[str, Any]:
+                        tokens_per_minute: int | None = None) -> ClusterBounds:
         """Change the bounds (the latest explicit setting holds); returns them."""
         if max_in_flight is not None:
             self.max_in_flight = check_in_flight(max_in_flight)
@@ -110,10 +120,10 @@ class LimiterCore:
         self._pump()
         return await self.config()
 
-    async def config(self) -> dict[str, Any]:
+    async def config(self) -> ClusterBounds:
         r = self.rates
-        return {"max_in_flight": self.max_in_flight, "requests_per_minute": r.requests_per_minute,
-                "tokens_per_minute": r.tokens_per_minute, "window": r.window}
+        return ClusterBounds(max_in_flight=self.max_in_flight, requests_per_minute=r.requests_per_minute,
+                             tokens_per_minute=r.tokens_per_minute, window=r.window)
 
     async def stats(self) -> dict[str, Any]:
         """Counts for monitoring and tests."""
@@ -374,8 +384,8 @@ class SharedLimiter(PermitSlots):
             self._started = asyncio.get_running_loop().create_future()
             try:
                 await self._call(self.actor.register.remote(self.client_id))
-                config = await self._call(self.actor.config.remote())
-                self._rates = bool(config["requests_per_minute"] or config["tokens_per_minute"])
+                bounds: ClusterBounds = await self._call(self.actor.config.remote())
+                self._rates = bool(bounds.requests_per_minute or bounds.tokens_per_minute)
                 self._report_task = asyncio.create_task(self._report())
                 self._started.set_result(None)
             except BaseException as exc:
