@@ -281,3 +281,16 @@ def test_an_answer_that_stays_incomplete_is_retried_twice_then_sent(provider, is
     assert [c["type"] for c in jurist["llm_calls"]].count("self_evaluation") == 3
     assert provider.requests[1]["json"]["messages"][-1] == {"role": "user", "content": ENCOURAGEMENT}
     assert {q.temperature for q in judge.requests} == {0.1}  # note 004's judge call
+
+
+def test_a_tool_call_answer_cut_off_upstream_is_a_502_with_the_continue_context(proxy, provider):
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    piece = {"index": 0, "id": "call_abc123", "type": "function", "function": {"name": "weather", "arguments": ""}}
+    chunk = {**base, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}, "finish_reason": None}]}
+    provider.script(Reply(body=f"data: {json.dumps(chunk)}\n\n"))  # no finish_reason, no [DONE]
+    r = httpx.post(f"{proxy[0]}/v1/chat/completions", json={"model": "m", "messages": ASK, "tools": [WEATHER]})
+    assert r.status_code == 502
+    error = r.json()["error"]
+    assert error["code"] == "GENERATION_FAILED" and error["continue_context"] == ASK
+    assert error["continueContext"]["lastUserMessage"] == ASK[0]
+    assert r.json()["jurist"]["skip_reason"] == "tool_calls"
