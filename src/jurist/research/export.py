@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from jurist.errors import InputError, PayloadError
 from jurist.judges.panel import RoleResult
@@ -28,6 +28,7 @@ from jurist.research.config import ResearchConfig
 from jurist.research.records import AnswerEvaluation, EvaluationRecord, PlanEvaluation, RetrievalEvaluation
 from jurist.jsonfiles import write_json
 from jurist.store import EvaluationRow, Store
+from jurist.store.rows import ColumnValue, Facets
 
 KIND = "research"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -56,7 +57,7 @@ def _final_results(rec: EvaluationRecord, stage: str) -> list[RoleResult]:
 
 # Every row carries every column, as the rubric rows do: the store writes the
 # rows of many evaluations in one executemany.
-_SCORE_DEFAULTS: dict[str, Any] = {
+_SCORE_DEFAULTS: dict[str, ColumnValue] = {
     "key": None, "name": None, "score": None, "max_score": 1.0, "weight": None, "status": "scored", "reason": None,
     "judge_model": None, "template_hash": None, "input_tokens": 0, "output_tokens": 0, "latency_ms": 0.0,
     "call_id": None,
@@ -81,7 +82,7 @@ def evaluation_row(rec: EvaluationRecord) -> EvaluationRow:
     )
 
 
-def facets(rec: EvaluationRecord) -> dict[str, Any]:
+def facets(rec: EvaluationRecord) -> Facets:
     """The dashboard's columns: passed when every evaluated stage passed; the primary failure
     is the lowest dimension of the first stage that did not pass (``plan.intent_alignment``),
     or ``evaluation_skipped``."""
@@ -116,9 +117,9 @@ def max_attempts_hit(plan: PlanEvaluation) -> bool:
             and len(plan.attempts) >= plan.max_attempts and last.passed is False and not last.evaluation_skipped)
 
 
-def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, Any]]:
+def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, ColumnValue]]:
     """``scores`` rows: the record's overall, each stage's overall and each dimension."""
-    rows: list[dict[str, Any]] = [{
+    rows: list[dict[str, ColumnValue]] = [{
         "key": "overall", "name": "Overall", "score": rec.overall_score, "max_score": 1.0, "weight": None,
         "status": "scored" if rec.overall_score is not None else "skipped", "reason": rec.skip_reason,
     }]
@@ -169,9 +170,9 @@ def _role_file(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:100] or "unknown"
 
 
-def _json(model: BaseModel) -> dict[str, Any]:
+def _json(model: BaseModel) -> dict[str, JsonValue]:
     """A record's part as the record's JSON writes it (camelCase)."""
-    data: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
+    data: dict[str, JsonValue] = model.model_dump(mode="json", by_alias=True)
     return data
 
 
@@ -185,7 +186,7 @@ def write_export(record: EvaluationRecord | Mapping[str, Any], output_dir: str |
     (folder / "plan_attempts").mkdir(parents=True, exist_ok=True)
     (folder / "evaluator_responses").mkdir(parents=True, exist_ok=True)
     write_json(folder / "evaluation.json", rec.to_json())
-    responses: dict[str, list[dict[str, Any]]] = {}
+    responses: dict[str, list[dict[str, JsonValue]]] = {}
 
     def add(name: str, stage: str, attempt: int | None, part: BaseModel | None) -> None:
         if part is not None:

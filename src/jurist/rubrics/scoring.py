@@ -19,7 +19,7 @@ from jurist.rubrics.models import RubricSet
 from jurist.rubrics.results import (ImagesNote, ResultSummary, RubricResult, RubricScore, Transcript, TranscriptTurn,
                                     Truncation)
 from jurist.rubrics.sessions import ChatSession, FormattedSession, format_session
-from jurist.store.rows import EvaluationRow
+from jurist.store.rows import ColumnValue, EvaluationRow, Facets
 
 # A session passes when its weighted total is at least this share of the scale.
 PASS_PERCENTAGE = 70.0
@@ -30,10 +30,10 @@ TRANSCRIPT_CHARS = 20_000
 class EvaluationSink(Protocol):
     """Where evaluations go (a :class:`~jurist.store.Store`): queued, or durably (batches)."""
 
-    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+    def save_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, ColumnValue]]) -> None:
         ...
 
-    async def asave_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, Any]]) -> None:
+    async def asave_evaluation(self, evaluation: EvaluationRow, score_rows: list[dict[str, ColumnValue]]) -> None:
         """Write the evaluation (once per id) and return when it is committed."""
         ...
 
@@ -49,7 +49,7 @@ class ScoredSession:
     session: ChatSession
     result: RubricResult
     row: EvaluationRow
-    score_rows: list[dict[str, Any]]
+    score_rows: list[dict[str, ColumnValue]]
 
 
 def _rescale(score: float, src: tuple[float, float], dst: tuple[float, float]) -> float:
@@ -165,7 +165,7 @@ def transcript_of(session: ChatSession, budget: int = TRANSCRIPT_CHARS) -> Trans
     return Transcript(turns=turns, omitted_chars=sum(max(0, length - cap) for length in lengths))
 
 
-def facets(result: RubricResult) -> dict[str, Any]:
+def facets(result: RubricResult) -> Facets:
     """The dashboard's columns: passed (total >= PASS_PERCENTAGE) and the primary failure.
 
     The failure of a session that did not pass is its lowest-scoring rubric
@@ -185,7 +185,7 @@ def facets(result: RubricResult) -> dict[str, Any]:
     return {"passed": passed, "failure": failure, "escalated": False, "iterations": 1}
 
 
-def _score_row(o: RubricScore) -> dict[str, Any]:
+def _score_row(o: RubricScore) -> dict[str, ColumnValue]:
     """The store's ``scores`` row of a rubric's outcome: the values result.json shows, its status by the
     file's name, and the judge's template hash and last call."""
     return {

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, TypedDict, runtime_checkable
+
+# A value of a ``scores`` row column (the store's score rows are plain dicts of these).
+ColumnValue = str | float | int | bool | None
 
 
 @runtime_checkable
@@ -55,6 +58,16 @@ class EvaluationRow:
     @property
     def kind(self) -> str:
         return self.payload.kind
+
+
+class Facets(TypedDict, total=False):
+    """The dashboard's columns of an evaluation row that a capability derives from its result."""
+
+    passed: bool | None
+    failure: str | None
+    escalated: bool
+    iterations: int
+    max_attempts_hit: bool
 
 
 _COLUMNS = tuple(f.name for f in fields(EvaluationRow))
