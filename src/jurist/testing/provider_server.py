@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
@@ -339,26 +340,35 @@ def schema_dialect(mode: str, *, free_text: str = "Sure, here is my judgement: i
     return respond
 
 
-def schema_instance(schema: dict[str, Any]) -> Any:
+def schema_instance(schema: Mapping[str, object]) -> object:
     """The smallest value that follows ``schema`` (enum's first value, required properties only, ...)."""
-    if "enum" in schema:
-        return schema["enum"][0]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     if "const" in schema:
         return schema["const"]
     kind = schema.get("type")
     if kind == "object" or "properties" in schema:
-        props = schema.get("properties") or {}
-        return {name: schema_instance(props.get(name) or {}) for name in schema.get("required") or []}
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = schema.get("required")
+        return {str(name): schema_instance(_subschema(props.get(name)))
+                for name in (required if isinstance(required, list) else [])}
     if kind == "array":
-        prefix = schema.get("prefixItems") or []
-        return [schema_instance(s) for s in prefix]
+        prefix = schema.get("prefixItems")
+        return [schema_instance(_subschema(s)) for s in prefix] if isinstance(prefix, list) else []
     if kind == "string":
-        return "x" * int(schema.get("minLength") or 1)
+        least = schema.get("minLength")
+        return "x" * (least if isinstance(least, int) and least > 0 else 1)
     if kind in ("number", "integer"):
         return schema.get("minimum", 1)
     if kind == "boolean":
         return True
     return None
+
+
+def _subschema(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, dict) else {}
 
 
 def spawn(latency: float = 0.0, text: str | None = None) -> tuple[subprocess.Popen[str], str]:
