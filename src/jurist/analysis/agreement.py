@@ -365,8 +365,8 @@ class PairStats:
     mean_bias: Estimate  # mean of (first - second): the judge over the humans when first is the judge
     confusion: list[list[int]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"n": self.n}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"n": self.n}
         for name in ("exact", "within_one", "kappa", "weighted_kappa", "spearman", "kendall", "mean_bias"):
             out[name] = getattr(self, name).to_json()
         out["confusion"] = self.confusion
@@ -425,7 +425,7 @@ class RubricAgreement:
     alpha: Estimate  # Krippendorff's α over annotators and judge
     alpha_humans: Estimate  # over the annotators only
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"rubric": self.rubric, "items": self.items, "annotators": self.annotators,
                 "categories": self.categories, "judge_vs_humans": self.judge_vs_humans.to_json(),
                 "humans": self.humans.to_json(), "alpha": self.alpha.to_json(),

@@ -63,7 +63,7 @@ class Disagreement:
     reasoning: str | None
     trace: str | None  # the dashboard's trace page of the judge's evaluation
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"item": self.item, "judge": self.judge, "humans": self.humans, "gap": round(self.gap, 4),
                 "reasoning": self.reasoning, "trace": self.trace}
 
@@ -81,7 +81,7 @@ class RubricCalibration:
     judge: JudgeIdentity | None = None  # the judge the figures hold for (None: not known, not stored)
     calibration_id: str | None = None  # the stored calibration's id, once stored
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         judge = None if self.judge is None else {
             "model": self.judge.judge_model, "template": self.judge.template_name,
             "template_hash": self.judge.template_hash, "rubric_hash": self.judge.rubric_hash}
@@ -107,7 +107,7 @@ class CalibrationReport:
         return [f"{r.rubric}: {r.threshold.degenerate}" for r in self.rubrics
                 if r.threshold is not None and r.threshold.degenerate]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": "calibration", "target": self.target, "judge": self.judge, "labels": self.labels,
                 "annotators": self.annotators, "bootstrap_resamples": self.resamples, "fit": self.fit,
                 "rubrics": [r.to_json() for r in self.rubrics]}

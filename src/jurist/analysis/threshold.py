@@ -27,7 +27,7 @@ no threshold to use, and ``degenerate`` says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class ThresholdFit:
     kappa: Estimate  # Cohen's κ of the judge's pass against the people's, at the threshold
     degenerate: str | None = None  # why the threshold is no threshold to use (see the module doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"fit": self.fit, "threshold": self.threshold, "n": self.n, "agreement": self.agreement.to_json(),
                 "f1": self.f1, "kappa": self.kappa.to_json(), "degenerate": self.degenerate}
 
