@@ -19,6 +19,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -125,6 +126,20 @@ class JudgeUse:
     routed: Judge | None = None
 
 
+@dataclass(frozen=True)
+class CalibrationFound:
+    """The newest stored calibration of a judge, as the requirement reads it."""
+
+    id: str
+    n: int  # judge-person pairs compared
+    kappa: float | None  # None: undefined (every rating in one category)
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> CalibrationFound:
+        return cls(id=row["id"], n=row["n"], kappa=row["kappa"], created_at=row["created_at"])
+
+
 @runtime_checkable
 class StoreSource(Protocol):
     """Where the look-up finds the store: a :class:`jurist.Runtime`."""
@@ -152,7 +167,7 @@ def with_store_options(command: str, source: Any) -> str:
     return shlex.join(args)
 
 
-async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse]) -> dict[JudgeKey, dict[str, Any]]:
+async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse]) -> dict[JudgeKey, CalibrationFound]:
     """The newest calibration of each judge in ``uses``; raise :class:`CalibrationRequired` when
     one has none or one whose κ is below its bar (every such judge named, with the commands
     that calibrate them). No use, no look-up."""
@@ -170,7 +185,8 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
                        for ident in await routed_identities(use.routed, use.judge.rubric, use.judge.rubric_hash)]
     uses = list({(u.judge.key, u.requirement.min_kappa): u for u in routed}.values())
     store = await source.astore()
-    found: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
+    rows: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
+    found = {key: CalibrationFound.from_row(row) for key, row in rows.items()}
     problems: list[str] = []
     commands: list[str] = []
     low = False
@@ -179,10 +195,10 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
         bar = use.requirement.min_kappa
         if row is None:
             problems.append(f"{use.judge.describe()}: no stored calibration (min_kappa {bar:g})")
-        elif row["kappa"] is None or row["kappa"] < bar:
-            kappa = "undefined (every rating in one category)" if row["kappa"] is None else f"{row['kappa']:.3f}"
-            when = row["created_at"].strftime("%Y-%m-%d %H:%M UTC")
-            problems.append(f"{use.judge.describe()}: the newest calibration ({row['id']}, {when}, {row['n']} pairs) "
+        elif row.kappa is None or row.kappa < bar:
+            kappa = "undefined (every rating in one category)" if row.kappa is None else f"{row.kappa:.3f}"
+            when = row.created_at.strftime("%Y-%m-%d %H:%M UTC")
+            problems.append(f"{use.judge.describe()}: the newest calibration ({row.id}, {when}, {row.n} pairs) "
                             f"has κ {kappa}, below min_kappa {bar:g}")
             low = True
         else:

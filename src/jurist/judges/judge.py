@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
 from jurist.errors import JudgeParseError, ModelError, Unsupported
 from jurist.judges.outcome import FAILED, OK, Outcome, guarded
@@ -71,7 +71,7 @@ class Judge:
         *,
         purpose: str,
         format_hint: str,
-        schema: dict[str, Any] | None = None,
+        schema: Mapping[str, object] | None = None,
         schema_name: str = "verdict",
         temperature: float = 0.0,
         seed: int | None = 0,
@@ -93,7 +93,7 @@ class Judge:
         self.top_logprobs = top_logprobs  # ask for the reply's logprobs (a weighted score reads them)
         self.reask = reask  # one re-ask showing the parse error (retry_on_parse_failure)
 
-    def _request(self, messages: list[Message], schema: dict[str, Any] | None,
+    def _request(self, messages: list[Message], schema: Mapping[str, object] | None,
                  sample: int | None = None, images: tuple[Image, ...] = ()) -> ChatRequest:
         """The request; sample ``i`` > 0 of it (``jurist probe --samples``) carries its index (a call,
         and a cache entry, of its own) and, with a seed, the seed plus ``i`` (so a seeded endpoint
@@ -104,31 +104,31 @@ class Judge:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed + sample if self.seed is not None and sample else self.seed,
-            response_schema=schema if schema is not None else self.schema,
+            response_schema=_json_schema(schema if schema is not None else self.schema),
             schema_name=self.schema_name,
             top_logprobs=self.top_logprobs,
             sample=sample,
             images=images,
         )
 
-    async def template_for(self, variables: dict[str, Any], route_key: str | None = None,
+    async def template_for(self, variables: Mapping[str, object], route_key: str | None = None,
                            trace_id: str | None = None) -> PromptTemplate:
         """The template this call uses: the judge's own, or the text the prompt lab routes it to.
         The routing key is ``route_key`` (the subject), else the trace, else the variables."""
         if self.prompts is None:
             return self.template
         return await self.prompts.resolve(self.template,
-                                          lambda: route_key or trace_id or variables_key(variables))
+                                          lambda: route_key or trace_id or variables_key(dict(variables)))
 
     async def run(
         self,
-        variables: dict[str, Any],
+        variables: Mapping[str, object],
         parse: Callable[[str], T],
         *,
         trace_id: str | None = None,
         format_hint: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
-        schema: dict[str, Any] | None = None,
+        schema: Mapping[str, object] | None = None,
         sample: int | None = None,
         images: tuple[Image, ...] = (),
         route_key: str | None = None,
@@ -174,7 +174,7 @@ class Judge:
 
     async def verdict(
         self,
-        variables: dict[str, Any],
+        variables: Mapping[str, object],
         parse: Callable[[str], T],
         *,
         trace_id: str | None = None,
@@ -183,7 +183,7 @@ class Judge:
         meaning: MeaningQuestion[T] | None = None,
         unsupported: str | None = None,
         refine: Callable[[T, Completion], T] | None = None,
-        schema: dict[str, Any] | None = None,
+        schema: Mapping[str, object] | None = None,
         sample: int | None = None,
         images: tuple[Image, ...] = (),
         route_key: str | None = None,
@@ -236,6 +236,11 @@ class Judge:
                            call_ids=calls.call_ids, latency_ms=latency)
         return Verdict(OK, meaning.answer(outcome.value), judge_model=name, call_ids=calls.call_ids,
                        latency_ms=latency)
+
+
+def _json_schema(schema: Mapping[str, object] | None) -> dict[str, object] | None:
+    """The schema as the request carries it (a dict of its own; the judge never reads into it)."""
+    return None if schema is None else dict(schema)
 
 
 def _reason(exc: BaseException) -> str:

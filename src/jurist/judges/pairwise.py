@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from jurist.ids import new_id
 from jurist.judges.judge import Judge, MeaningQuestion, Verdict
@@ -40,7 +41,7 @@ DEFAULT_CRITERIA = ("The better answer responds to the prompt more helpfully, ac
 RELEVANCE_MARGIN = 0.02  # the offline judge: a smaller difference in relevance is a tie
 REASONING_CHARS = 600
 
-SCHEMA: dict[str, Any] = {
+SCHEMA: dict[str, JsonValue] = {
     "type": "object",
     "properties": {"reasoning": {"type": "string", "maxLength": REASONING_CHARS},
                    "winner": {"type": "string", "enum": [PREFER_A, PREFER_B, PREFER_NEITHER]}},
@@ -121,11 +122,11 @@ class PairJudgement:
                   if not v.ok]
         return "; ".join(failed) or None
 
-    def to_json(self) -> dict[str, Any]:
-        def order(v: Verdict[PreferenceReply], pick: str | None) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
+        def order(v: Verdict[PreferenceReply], pick: str | None) -> dict[str, JsonValue]:
             return {"status": v.status, "winner": v.value.winner if v.value else None, "preferred": pick,
                     "reasoning": v.value.reasoning if v.value else None, "reason": v.reason,
-                    "call_ids": v.call_ids, "cached": v.cached}
+                    "call_ids": [*v.call_ids], "cached": v.cached}
 
         fwd, bwd = self.picks
         return {"item": self.item, "first": self.first, "second": self.second, "outcome": self.outcome,
