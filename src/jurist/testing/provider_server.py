@@ -39,15 +39,25 @@ from collections import deque
 from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Callable, TypedDict, Union
 
 from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
 from jurist.testing.replies import (DEFAULT_TEXT, Reply, WireRequest, anthropic_events, anthropic_message,
                                     openai_chunks, openai_completion)
 
-__all__ = ["ProviderServer", "Reply", "Responder", "schema_dialect"]
+__all__ = ["ProviderServer", "RecordedRequest", "Reply", "Responder", "schema_dialect"]
 
-Responder = Union[Reply, Callable[[dict[str, Any]], Reply]]
+Responder = Union[Reply, Callable[[dict[str, Any]], Reply]]  # a callable reads the request's JSON body
+
+
+class RecordedRequest(TypedDict):
+    """A request as it arrived (``server.requests[i]["json"]``)."""
+
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    json: Any  # the body as parsed JSON, as the client sent it; None: not JSON
+    started: float  # time.monotonic()
+    finished: float | None  # when its reply began to go out
 
 
 class ProviderServer:
@@ -63,7 +73,7 @@ class ProviderServer:
         self.default: Responder = copy.deepcopy(default) if isinstance(default, Reply) else default
         # The ids ``GET /v1/models`` lists; None: the route answers 404, as on servers without one.
         self.models = models
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.peak_in_flight = 0
         self._port = port
@@ -138,7 +148,7 @@ class ProviderServer:
 
     # -- used by the handler -------------------------------------------------
 
-    def _begin(self, record: dict[str, Any], *, take: bool = True) -> Responder:
+    def _begin(self, record: RecordedRequest, *, take: bool = True) -> Responder:
         """Record an arriving request; ``take`` the next scripted reply for it."""
         with self._lock:
             self.requests.append(record)
@@ -146,7 +156,7 @@ class ProviderServer:
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             return self._queue.popleft() if take and self._queue else self.default
 
-    def _end(self, record: dict[str, Any]) -> None:
+    def _end(self, record: RecordedRequest) -> None:
         with self._lock:
             self.in_flight -= 1
             record["finished"] = time.monotonic()
@@ -216,14 +226,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.loads(raw or b"null")
         except ValueError:
             payload = None
-        record: dict[str, Any] = {
-            "path": path,
-            "headers": {k.lower(): v for k, v in self.headers.items()},
-            "json": payload,
-            "started": time.monotonic(),
-            "finished": None,
-        }
-        self._record: dict[str, Any] | None = record
+        record = RecordedRequest(path=path, headers={k.lower(): v for k, v in self.headers.items()}, json=payload,
+                                 started=time.monotonic(), finished=None)
+        self._record: RecordedRequest | None = record
         # A request the server cannot route or parse does not use up a scripted reply.
         responder = owner._begin(record, take=known and isinstance(payload, dict))
         try:
