@@ -110,8 +110,8 @@ def main() -> None:
             row = figures(f"ray {args.workers}x{args.worker_concurrency}, limit {args.cluster_limit}", calls, wall,
                           args.latency, in_flight, report)
             row["cluster_peak_in_flight"] = peak
-            row["limiter_calls_per_worker"] = [w.get("actor_calls") for w in batch.worker_stats]
-            row["cpu_ms_per_call_workers"] = round(sum(w["cpu_s"] for w in batch.worker_stats) * 1000 / calls, 3)
+            row["limiter_calls_per_worker"] = [w.actor_calls for w in batch.worker_stats]
+            row["cpu_ms_per_call_workers"] = round(sum(w.cpu_s for w in batch.worker_stats) * 1000 / calls, 3)
             rows.append(row)
             print(json.dumps(row), flush=True)
             ray.shutdown()

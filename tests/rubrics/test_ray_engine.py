@@ -99,8 +99,8 @@ async def test_same_results_and_summary_as_the_local_engine(cluster, provider, t
     assert set(scores.values()) == {2}
     e = evaluations[0]
     assert e["id"] == evaluation_id(e["subject_id"], RUBRICS.version, e["judge_model"]) and e["judge_model"]
-    assert all(w["scored"] > 0 for w in batch.worker_stats)  # both workers scored sessions
-    assert sum(w["scored"] for w in batch.worker_stats) == 24
+    assert all(w.scored > 0 for w in batch.worker_stats)  # both workers scored sessions
+    assert sum(w.scored for w in batch.worker_stats) == 24
 
 
 async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):
@@ -115,8 +115,8 @@ async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):
     assert provider.peak_in_flight == 5  # reached, never passed
     stats = ray.get(batch.limiter.stats.remote())
     assert stats["peak_in_flight"] == 5 and stats["in_flight"] == 0
-    assert all(w["peak_in_flight"] <= 5 for w in batch.worker_stats)
-    assert sum(w["peak_in_flight"] for w in batch.worker_stats) > 5  # both workers had requests out
+    assert all(w.peak_in_flight <= 5 for w in batch.worker_stats)
+    assert sum(w.peak_in_flight for w in batch.worker_stats) > 5  # both workers had requests out
 
 
 async def test_an_in_process_limiter_url_still_bounds_the_whole_cluster(cluster, provider, tmp_path):
@@ -128,12 +128,12 @@ async def test_an_in_process_limiter_url_still_bounds_the_whole_cluster(cluster,
     report = await run(batch)
     assert report.scored == 12 and batch.limiter is not None  # memory:// is one process: the job's actor bounds
     assert provider.peak_in_flight == 3
-    assert all(w["actor_calls"] > 0 for w in batch.worker_stats)  # each worker's Model was born with the ray:// limiter
+    assert all(w.actor_calls > 0 for w in batch.worker_stats)  # each worker's Model was born with the ray:// limiter
 
 
 def _kill_a_worker_once(batch, done):
     def kill():
-        pid = ray.get(batch.workers[0].info.remote())["pid"]
+        pid = ray.get(batch.workers[0].info.remote()).pid
         os.kill(pid, signal.SIGKILL)
         done.killed_pid = pid
         done.set()
@@ -168,7 +168,7 @@ async def test_with_limiter_url_worker_concurrency_caps_each_worker(cluster, pro
     batch = redis_batch(provider, tmp_path, redis_url, 8, worker_concurrency=2)
     report = await run(batch)
     assert report.scored == 20
-    assert [w["peak_in_flight"] for w in batch.worker_stats] == [2, 2]  # each worker held at most 2 permits
+    assert [w.peak_in_flight for w in batch.worker_stats] == [2, 2]  # each worker held at most 2 permits
     assert provider.peak_in_flight <= 4
 
 
@@ -183,7 +183,7 @@ async def test_a_killed_worker_is_restarted_and_every_session_is_scored_once(clu
     report = await run(batch)
     assert killed.is_set()
     restarted = batch.worker_stats[0]
-    assert restarted["pid"] != killed.killed_pid and restarted["scored"] > 0  # a new process took the shards
+    assert restarted.pid != killed.killed_pid and restarted.scored > 0  # a new process took the shards
     assert report.exit_code == 0 and report.scored + report.skipped == 48
     assert report.summary["batch_summary"]["total_sessions"] == 48
     assert sorted(p.name for p in (tmp_path / "out").glob("*_result.json")) == [

@@ -34,7 +34,7 @@ import resource
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError
@@ -183,18 +183,51 @@ class WorkerSpec:
     env: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where a worker runs."""
+
+    pid: int
+    node: str
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """What a worker did, when it closes: the sessions it scored, its CPU time and, with a shared
+    limiter, that limiter's figures (None: the limiter does not count them)."""
+
+    pid: int
+    scored: int
+    cpu_s: float
+    peak_in_flight: int | None = None
+    actor_calls: int | None = None
+    local_handovers: int | None = None
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """One file of a shard: an input error, a result already there, or one scored now."""
+
+    file: str
+    kind: Literal["input_error", "existing", "scored"]
+    session_id: str = ""
+    error: str | None = None
+    result: RubricResult | None = None
+    retried: bool = False
+
+
 class BatchWorker:
     """One worker process (a Ray actor): a store, a judge and ``parallel`` session slots."""
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self._ready: asyncio.Future[dict[str, Any]] | None = None
-        self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[dict[str, Any]], bool]] | None = None
+        self._ready: asyncio.Future[WorkerInfo] | None = None
+        self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[ShardOutcome], bool]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.scored = 0  # sessions this process scored
         self._cpu_at_start = _cpu()
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self) -> WorkerInfo:
         """Open the store, build the judge, join the shared limiter (once; also after a restart)."""
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
@@ -209,7 +242,7 @@ class BatchWorker:
                 raise
         return await asyncio.shield(self._ready)
 
-    async def _setup(self) -> dict[str, Any]:
+    async def _setup(self) -> WorkerInfo:
         from jurist.models.shared_limiter import SharedLimiter
         from jurist.rubrics.api import build_judge
         from jurist.rubrics.scoring import SessionEvaluator
@@ -236,25 +269,25 @@ class BatchWorker:
         self._cpu_at_start = _cpu()
         return await self.info()
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> WorkerInfo:
         import ray
 
-        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
+        return WorkerInfo(pid=os.getpid(), node=ray.get_runtime_context().get_node_id())
 
-    async def score(self, files: list[str]) -> list[dict[str, Any]]:
+    async def score(self, files: list[str]) -> list[ShardOutcome]:
         """Score a shard; one outcome per file, in order."""
         await self.start()
         assert self._queue is not None
         loop = asyncio.get_running_loop()
-        outcomes: list[Any] = []
+        outcomes: list[ShardOutcome | asyncio.Future[ShardOutcome]] = []
         for name, session, existing in await asyncio.to_thread(_open_shard, files, self.out, self.spec.force):
             if isinstance(session, InputError):
-                outcomes.append({"file": name, "kind": "input_error", "error": str(session)})
+                outcomes.append(ShardOutcome(file=name, kind="input_error", error=str(session)))
             elif not needs_scoring(existing, self.spec.retry_failed):
-                outcomes.append({"file": name, "session_id": session.session_id, "kind": "existing",
-                                 "result": existing})
+                outcomes.append(ShardOutcome(file=name, kind="existing", session_id=session.session_id,
+                                             result=existing))
             else:
-                fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+                fut: asyncio.Future[ShardOutcome] = loop.create_future()
                 self._queue.put_nowait((name, session, fut, existing is not None))
                 outcomes.append(fut)
         return [await o if isinstance(o, asyncio.Future) else o for o in outcomes]
@@ -272,20 +305,20 @@ class BatchWorker:
             else:
                 self.scored += 1
                 if not fut.done():
-                    fut.set_result({"file": name, "session_id": session.session_id, "kind": "scored",
-                                    "result": result, "retried": retried})
+                    fut.set_result(ShardOutcome(file=name, kind="scored", session_id=session.session_id,
+                                                result=result, retried=retried))
 
-    async def close(self) -> dict[str, Any]:
+    async def close(self) -> WorkerStats:
         """Finish: give back permits, close the judge, write the last store rows."""
         for task in self._tasks:
             task.cancel()
-        stats: dict[str, Any] = {"pid": os.getpid(), "scored": self.scored,
-                                 "cpu_s": round(_cpu() - self._cpu_at_start, 3)}
+        stats = WorkerStats(pid=os.getpid(), scored=self.scored, cpu_s=round(_cpu() - self._cpu_at_start, 3))
         if self._ready is not None and self._ready.done() and not self._ready.exception():
             model = getattr(self.judge, "model", None)
             if model is not None:
                 limiter = model.limiter.stats()
-                stats |= {k: limiter[k] for k in ("peak_in_flight", "actor_calls", "local_handovers") if k in limiter}
+                stats = dataclasses.replace(stats, **{k: limiter[k] for k in ("peak_in_flight", "actor_calls",
+                                                                              "local_handovers") if k in limiter})
                 await model.limiter.aclose()  # permits go back; the Redis connection closes
             visual = getattr(self.judge, "visual", None)
             if visual is not None and visual.limiter is not getattr(model, "limiter", None):
@@ -378,7 +411,7 @@ class RayBatch:
         self.on_progress = on_progress
         self.workers: list[Any] = []
         self.limiter: Any = None
-        self.worker_stats: list[dict[str, Any]] = []
+        self.worker_stats: list[WorkerStats] = []
         self._started_ray = False
         # The judge endpoint's bounds for the job's limiter actor: endpoint, max in flight, rpm, tpm.
         self._bounds: tuple[str, int, int | None, int | None] | None = None
@@ -495,14 +528,15 @@ class RayBatch:
                 fut.cancel()
 
     @staticmethod
-    def _tally(outcome: dict[str, Any], tally: BatchTally) -> None:
-        if outcome["kind"] == "input_error":
-            tally.input_error(Path(outcome["file"]).name, outcome["error"])
-        elif tally.claim(outcome["session_id"], outcome["file"]):
-            if outcome["kind"] == "existing":
-                tally.add_existing(outcome["session_id"], outcome["result"])
+    def _tally(outcome: ShardOutcome, tally: BatchTally) -> None:
+        if outcome.kind == "input_error":
+            tally.input_error(Path(outcome.file).name, outcome.error or "")
+        elif tally.claim(outcome.session_id, outcome.file):
+            assert outcome.result is not None  # an existing or a scored session has its result
+            if outcome.kind == "existing":
+                tally.add_existing(outcome.session_id, outcome.result)
             else:
-                tally.add_scored(outcome["session_id"], outcome["result"], retried=outcome["retried"])
+                tally.add_scored(outcome.session_id, outcome.result, retried=outcome.retried)
 
     def _teardown(self) -> None:
         ray = import_ray()
