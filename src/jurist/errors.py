@@ -38,7 +38,10 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from jurist.models.messages import Message
 
 
 class JuristError(Exception):
@@ -188,10 +191,11 @@ class ResearchBlocked(EvaluationError):
 
 class IterationLimit(JuristError):
     """Raise from a generator whose tool loop hit its iteration limit; ``messages``
-    (the conversation so far, tool results included) become the continue context."""
+    (the conversation so far, tool results included: :data:`~jurist.models.messages.Message`
+    records or OpenAI-style dicts) become the continue context."""
 
     def __init__(self, message: str = "Maximum tool execution iterations reached", *,
-                 messages: list[dict[str, Any]] | None = None) -> None:
+                 messages: Sequence[Message | Mapping[str, object]] | None = None) -> None:
         super().__init__(message)
         self.messages = messages
 

@@ -24,7 +24,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from jurist.errors import InputError
 from jurist.models.messages import ImagePart, ImageURL, Message, TextPart, UserMessage, UserPart
@@ -78,7 +78,7 @@ class Image:
             raise ValueError("a remote image has no data")
         return self.url.partition(",")[2]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str | int | None]:
         """The image in a call's record: media type, bytes and SHA-256 (a remote one: its URL, shortened)."""
         if self.remote:
             return {"url": _shorten(self.url), "sha256": self.sha256}
