@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -31,6 +31,7 @@ err_console = Console(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+Report = TypeVar("Report", bound=Mapping[str, object])  # a report's JSON
 
 EXIT_OK, EXIT_FAILURES, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -115,7 +116,7 @@ OutputOpt = typer.Option(None, "--output", "-o", help="Also write the report (JS
 SeedOpt = typer.Option(0, "--seed", help="Seed of the bootstrap.")
 
 
-def show_report(data: dict[str, Any], print_tables: Callable[[dict[str, Any]], None], *, as_json: bool,
+def show_report(data: Report, print_tables: Callable[[Report], None], *, as_json: bool,
                 output: "Path | None") -> None:
     """A command's report: written to ``output`` (JSON) if given, then printed as JSON or as tables."""
     import json

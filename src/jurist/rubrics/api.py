@@ -9,6 +9,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from pydantic import JsonValue
+
 from jurist.config import Settings
 from jurist.judges import builtin, from_file
 from jurist.errors import NotFound
@@ -135,7 +137,7 @@ async def evaluate(
     cache: bool | None = None,
     runtime: Runtime | None = None,
     score_mode: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Score one session against a rubrics file; returns result.json's content
     (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`).
     ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
@@ -177,7 +179,7 @@ async def evaluate_batch(
                                retry_failed=retry_failed, on_progress=on_progress)
 
 
-def evaluate_sync(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def evaluate_sync(*args: Any, **kwargs: Any) -> dict[str, JsonValue]:
     """:func:`evaluate` from sync code, also inside a running event loop."""
     return run_sync(evaluate(*args, **kwargs))
 
