@@ -81,6 +81,16 @@ async def test_evaluator_alone_with_the_fast_alias(checklist):
     assert len(judge.requests) == 1
 
 
+async def test_the_evaluator_reads_role_and_content_dicts_as_messages(checklist):
+    judge = script("fast-judge", judge_reply(("half_life", 0.8), feedback="ok"))
+    ev = ChecklistEvaluator(settings=Settings.load(aliases={"fast": "scripted/fast-judge"}))
+    msgs = [{"role": "assistant", "content": "What do you remember?"}, {"role": "user", "content": "five hours"}]
+    r = await ev.evaluate_batch(checklist.points, msgs, "recall")
+    assert r.recalled_point_ids == ["half_life"]
+    prompt = prompt_text(judge.requests[0].messages)
+    assert '<text id="1-assistant">' in prompt and '<text id="2-user">' in prompt and "five hours" in prompt
+
+
 def test_minimal_feedback():
     assert minimal_feedback(["a"], ["b"], "rabbithole") == "Point a was recalled."
     assert minimal_feedback([], ["b", "c"], "recall") == (

@@ -21,6 +21,7 @@ written from the results.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, Sequence, TypeGuard, get_args
@@ -167,6 +168,13 @@ def excerpt(messages: Sequence[ChecklistMessage], n: int = EXCERPT_MESSAGES) -> 
     return join(quote("text", m.content, f"{i}-{m.role}") for i, m in enumerate(list(messages)[-n:], start=1))
 
 
+def _message(m: ChecklistMessage | Mapping[str, object]) -> ChecklistMessage:
+    """A message given as a ``{"role", "content"}`` dict read as a ChecklistMessage."""
+    if isinstance(m, ChecklistMessage):
+        return m
+    return ChecklistMessage(role=str(m.get("role", "")), content=str(m.get("content", "")))
+
+
 def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> str:
     """The feedback written without an LLM (local judge)."""
     if mode == "rabbithole":
@@ -215,24 +223,26 @@ class ChecklistEvaluator:
     async def evaluate_batch(
         self,
         unchecked_points: Sequence[ChecklistPoint],
-        messages: Sequence[ChecklistMessage],
+        messages: Sequence[ChecklistMessage | Mapping[str, object]],
         mode: Mode = "recall",
         *,
         trace_id: str | None = None,
     ) -> BatchEvaluation:
-        """Which of ``unchecked_points`` the conversation shows the learner recalled."""
+        """Which of ``unchecked_points`` the conversation (messages, or ``{"role", "content"}`` dicts)
+        shows the learner recalled."""
+        conversation = [_message(m) for m in messages]
         if mode not in ("recall", "rabbithole"):
             raise ValueError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
         points = list(unchecked_points)
         if not points:
             return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
-        latest = next((m.content for m in reversed(list(messages)) if m.role == "user"), "")
+        latest = next((m.content for m in reversed(conversation) if m.role == "user"), "")
         if not latest.strip():
             return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
         variables = {
             "feedback_instruction": RECALL_INSTRUCTION if mode == "recall" else RABBITHOLE_INSTRUCTION,
             "points": quote_all("statement", [p.text for p in points], [p.id for p in points]),
-            "conversation": excerpt(messages),
+            "conversation": excerpt(conversation),
         }
         verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,
                                             meaning=_points_question(points, latest, mode),
