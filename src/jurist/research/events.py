@@ -32,7 +32,7 @@ import asyncio
 import threading
 from typing import Annotated, Any, Awaitable, Callable, Literal, Union, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jurist.errors import InputError
 from jurist.research import stages as st
@@ -72,7 +72,7 @@ class _Event(BaseModel):
     seq: int = 0
     at: str = Field(default_factory=now)
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> dict[str, JsonValue]:
         """The event as JSON data (what an SSE message carries)."""
         return self.model_dump(mode="json")
 
@@ -164,7 +164,7 @@ class Done(_Event):
     overall_score: float | None
     evaluation_skipped: bool
     skip_reason: str | None = None
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 class Failed(_Event):

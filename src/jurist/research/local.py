@@ -24,6 +24,8 @@ import json
 import time
 from typing import Any
 
+from pydantic import JsonValue
+
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
 from jurist.models.base import MeaningJudge
 from jurist.models.local import split_question
@@ -32,14 +34,13 @@ from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.failsafe import describe
-from jurist.research.plan import feedback_text, plan_queries
+from jurist.research.plan import GivenPlan, feedback_text, plan_queries
 from jurist.research.records import EscalationResult, IterationDecision, Issue, PlanAttempt
 from jurist.research.retrieval import normalise_sources
 
 ROLE = "local_judge"
 MODEL = "local/minilm"
 PURPOSE = "research_local_{stage}"
-_INTENT_KEYS = ("objective", "intent", "interpretation", "goal", "summary", "question")
 
 
 def _judge(judge: MeaningJudge | None) -> MeaningJudge:
@@ -60,7 +61,7 @@ def _load(text: str) -> Any:
 
 def plan_prose(plan: Any) -> str:
     """What the plan says it will look for: its stated intent and its queries."""
-    head = [str(plan[k]) for k in _INTENT_KEYS if isinstance(plan, dict) and isinstance(plan.get(k), str)]
+    head = GivenPlan.model_validate(plan).intents() if isinstance(plan, dict) else []
     return "\n".join(head + plan_queries(plan)) or (plan if isinstance(plan, str) else json.dumps(plan))
 
 
@@ -141,7 +142,7 @@ class LocalResearchEvaluator:
     def _name(self) -> str:
         return getattr(self._judge, "name", None) or MODEL
 
-    async def _plan(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+    async def _plan(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, JsonValue]]:
         query, plan = subject["query"], _load(subject["plan"])
         parts, uncovered, conf = await uncovered_parts(self.judge, query, plan)
         [rel] = await self.judge.relevance(query, [plan_prose(plan)])
@@ -149,14 +150,15 @@ class LocalResearchEvaluator:
                   "query_coverage": round(_share(len(parts) - len(uncovered), len(parts)), 4)}
         critique = (f"no search query covers: {'; '.join(uncovered)}" if uncovered
                     else "every part of the query has a search query")
-        details = {"parts": [{"part": p, "covered": p not in uncovered, "confidence": round(conf.get(p, 0.5), 4)}
-                             for p in parts], "queries": plan_queries(plan), "intent_alignment": rel.score}
+        details: dict[str, JsonValue] = {
+            "parts": [{"part": p, "covered": p not in uncovered, "confidence": round(conf.get(p, 0.5), 4)} for p in parts],
+            "queries": list[JsonValue](plan_queries(plan)), "intent_alignment": rel.score}
         return scores, round(_mean(list(conf.values())), 4), critique, details
 
-    async def _retrieval(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+    async def _retrieval(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, JsonValue]]:
         query = subject["query"]
         sources = normalise_sources(_load(subject["sources"]) or [])
-        texts = [s["content"] or (s["title"] or "") for s in sources]
+        texts = [s.content or (s.title or "") for s in sources]
         parts = split_question(query)
         rel = await self.judge.relevance(query, texts) if texts else []
         cov = await self.judge.coverage(query, "\n\n".join(texts), parts) if texts else None
@@ -164,13 +166,13 @@ class LocalResearchEvaluator:
         scores = {"context_recall": round(_share(len(parts) - len(uncovered), len(parts)), 4),
                   "context_precision": round(_mean([r.score for r in rel], 0.0), 4)}
         critique = (f"no source covers: {'; '.join(uncovered)}" if uncovered else "the sources cover every part")
-        details = {"parts": [{"part": p, "covered": p not in uncovered} for p in parts],
-                   "sources": [{"id": s["id"], "relevance": round(r.score, 4)} for s, r in zip(sources, rel)]}
+        details: dict[str, JsonValue] = {"parts": [{"part": p, "covered": p not in uncovered} for p in parts],
+                   "sources": [{"id": s.id, "relevance": round(r.score, 4)} for s, r in zip(sources, rel)]}
         return scores, round(_mean(list(cov.confidence.values())) if cov else 1.0, 4), critique, details
 
-    async def _answer(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, Any]]:
+    async def _answer(self, subject: dict[str, str]) -> tuple[dict[str, float], float, str, dict[str, JsonValue]]:
         query, answer = subject["query"], subject["answer"]
-        texts = [s["content"] or (s["title"] or "") for s in normalise_sources(_load(subject["sources"]) or [])]
+        texts = [s.content or (s.title or "") for s in normalise_sources(_load(subject["sources"]) or [])]
         parts = split_question(query)
         sup = await self.judge.support(answer, texts)
         cov = await self.judge.coverage(query, answer, parts)
@@ -183,8 +185,9 @@ class LocalResearchEvaluator:
             notes.append(f"not supported by the sources: {'; '.join(sup.unsupported)}")
         if cov.uncovered:
             notes.append(f"the answer does not cover: {'; '.join(cov.uncovered)}")
-        details = {"unsupported": sup.unsupported, "supported": sup.supported,
-                   "parts": [{"part": p, "covered": p in cov.covered} for p in parts]}
+        details: dict[str, JsonValue] = {"unsupported": list[JsonValue](sup.unsupported),
+                                         "supported": list[JsonValue](sup.supported),
+                                         "parts": [{"part": p, "covered": p in cov.covered} for p in parts]}
         conf = _mean(list(sup.confidence.values()) + list(cov.confidence.values()))
         return scores, round(conf, 4), " ".join(notes) or "grounded and complete", details
 

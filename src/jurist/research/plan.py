@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Awaitable, Callable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from jurist.errors import CalibrationRequired, JudgeParseError, ModelError
 from jurist.judges.judge import Judge
@@ -57,7 +57,42 @@ MODE_GUIDANCE = {
 
 # --- plans as data ----------------------------------------------------------------
 
-_QUERY_KEYS = ("search_queries", "searchQueries", "queries", "search_terms")
+class GivenPlan(BaseModel):
+    """The fields jurist reads of a plan given as a JSON object (the rest is the planner's own):
+    its search queries (the first of ``search_queries``, ``searchQueries``, ``queries``,
+    ``search_terms`` that is a list; items are strings or objects with ``query``) and what it says
+    it will look for (``objective``, ``intent``, ...)."""
+
+    model_config = ConfigDict(extra="ignore")
+    search_queries: object = None
+    search_queries_camel: object = Field(default=None, alias="searchQueries")
+    queries: object = None
+    search_terms: object = None
+    objective: object = None
+    intent: object = None
+    interpretation: object = None
+    goal: object = None
+    summary: object = None
+    question: object = None
+
+    def query_list(self) -> list[str]:
+        """The search queries, stripped, empty ones left out."""
+        for items in (self.search_queries, self.search_queries_camel, self.queries, self.search_terms):
+            if isinstance(items, list):
+                out = [str(_GivenQuery.model_validate(q).query) if isinstance(q, dict) else str(q) for q in items]
+                return [q.strip() for q in out if q.strip()]
+        return []
+
+    def intents(self) -> list[str]:
+        """What the plan says it will look for, in the order objective, intent, interpretation,
+        goal, summary, question (string fields only)."""
+        fields = (self.objective, self.intent, self.interpretation, self.goal, self.summary, self.question)
+        return [f for f in fields if isinstance(f, str)]
+
+
+class _GivenQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    query: object = ""
 
 
 def plan_text(plan: Any) -> str:
@@ -70,12 +105,7 @@ def plan_queries(plan: Any) -> list[str]:
     dict plan (items may be strings or dicts with ``query``), or the non-empty
     lines of a text plan (list markers stripped)."""
     if isinstance(plan, dict):
-        for key in _QUERY_KEYS:
-            items = plan.get(key)
-            if isinstance(items, list):
-                out = [str(q.get("query", "")) if isinstance(q, dict) else str(q) for q in items]
-                return [q.strip() for q in out if q.strip()]
-        return []
+        return GivenPlan.model_validate(plan).query_list()
     if isinstance(plan, list):
         return [str(q).strip() for q in plan if str(q).strip()]
     lines = [ln.strip().lstrip("-*0123456789.) ").strip() for ln in str(plan).splitlines()]
@@ -132,14 +162,15 @@ def parse_critic(raw: str) -> CriticReply:
     return reply
 
 
-def critic_schema(dimensions: list[str]) -> dict[str, Any]:
-    unit = {"type": "number", "minimum": 0, "maximum": 1}
-    issue = {"type": "object", "properties": {"issue": {"type": "string"}, "fix": {"type": "string"}},
-             "required": ["issue", "fix"], "additionalProperties": False}
-    props = {
+def critic_schema(dimensions: list[str]) -> dict[str, JsonValue]:
+    unit: dict[str, JsonValue] = {"type": "number", "minimum": 0, "maximum": 1}
+    issue: dict[str, JsonValue] = {"type": "object",
+                                   "properties": {"issue": {"type": "string"}, "fix": {"type": "string"}},
+                                   "required": ["issue", "fix"], "additionalProperties": False}
+    props: dict[str, JsonValue] = {
         "passed": {"type": "boolean"},
-        "scores": {"type": "object", "properties": {d: unit for d in dimensions}, "required": dimensions,
-                   "additionalProperties": False},
+        "scores": {"type": "object", "properties": {d: unit for d in dimensions},
+                   "required": list[JsonValue](dimensions), "additionalProperties": False},
         "failure_type": {"type": ["string", "null"]},
         "critique": {"type": "string"},
         "recommendation": {"type": "string", "enum": list(st.MODES)},

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 from jurist.judges.outcome import Status
@@ -38,7 +38,7 @@ class Record(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The record as JSON data with the note's field names."""
         return self.model_dump(mode="json", by_alias=True)
 
@@ -190,7 +190,7 @@ class EvaluationRecord(Record):
     skip_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, JsonValue] = Field(default_factory=dict)
 
     def stages_config(self) -> StagesConfig | None:
         """The stages' configuration (thresholds, weights) this record was made under: None when the
@@ -203,7 +203,7 @@ class EvaluationRecord(Record):
         except ValidationError:
             return None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, JsonValue]:
         """The note's response extension (``evaluation`` of the research response)."""
         plan, ret, ans = self.plan_evaluation, self.retrieval_evaluation, self.answer_evaluation
         return {

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
 
+from jurist.errors import InputError
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.events import (
@@ -22,7 +23,6 @@ from jurist.research.failsafe import StageOptions, evaluate_subject, guarded, lo
 from jurist.research.plan import plan_text
 from jurist.research.records import RetrievalEvaluation, SourceEvaluation, fill_stage
 
-_CONTENT_KEYS = ("content", "text", "snippet", "body", "summary")
 
 SEVERE_HINTS = {
     "context_recall": "may be missing key sources",
@@ -31,25 +31,58 @@ SEVERE_HINTS = {
 }
 
 
-def normalise_sources(sources: list[Any]) -> list[dict[str, Any]]:
-    """Sources as dicts with ``id``, ``title``, ``url`` and ``content``: strings
-    become content; dicts keep their fields (``text``/``snippet``/... count as
-    content); a missing id is ``s1``, ``s2``, ..."""
-    out: list[dict[str, Any]] = []
+class Source(BaseModel):
+    """A retrieved source as the judges see it."""
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str | None = None
+    url: str | None = None
+    content: str = ""
+
+
+class _GivenSource(BaseModel):
+    """A source as the caller gives it: its own fields are kept out; ``text``, ``snippet``, ``body`` or
+    ``summary`` count as content when there is no ``content`` string."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: object = None
+    title: str | None = None
+    url: str | None = None
+    content: object = None
+    text: object = None
+    snippet: object = None
+    body: object = None
+    summary: object = None
+
+    def source(self, n: int) -> Source:
+        texts = (self.content, self.text, self.snippet, self.body, self.summary)
+        content = next((t for t in texts if isinstance(t, str)), "")
+        return Source(id=str(self.id or f"s{n}"), title=self.title, url=self.url, content=content)
+
+
+def normalise_sources(sources: list[object]) -> list[Source]:
+    """Sources with ``id``, ``title``, ``url`` and ``content``: strings become content; dicts
+    (or objects, by their attributes) give their fields (``text``/``snippet``/... count as
+    content); a missing id is ``s1``, ``s2``, ...; a title or url that is not a string is an
+    InputError."""
+    out: list[Source] = []
     for n, src in enumerate(sources, start=1):
         if isinstance(src, str):
-            out.append({"id": f"s{n}", "title": None, "url": None, "content": src})
+            out.append(Source(id=f"s{n}", content=src))
             continue
         data = dict(src) if isinstance(src, dict) else dict(getattr(src, "__dict__", {}) or {"content": str(src)})
-        content = next((data[k] for k in _CONTENT_KEYS if isinstance(data.get(k), str)), "")
-        out.append({**data, "id": str(data.get("id") or f"s{n}"), "title": data.get("title"),
-                    "url": data.get("url"), "content": content})
+        try:
+            out.append(_GivenSource.model_validate(data).source(n))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InputError(f"source {n}: {problems}") from None
     return out
 
 
-def sources_text(sources: list[Any]) -> str:
+def sources_text(sources: list[object]) -> str:
     """The sources as a JSON array of {id, title, url, content}, for a judge."""
-    keep = [{k: s.get(k) for k in ("id", "title", "url", "content")} for s in normalise_sources(sources)]
+    keep = [s.model_dump() for s in normalise_sources(sources)]
     return json.dumps(keep, indent=2, ensure_ascii=False, default=str)
 
 
@@ -105,7 +138,7 @@ async def _evaluate(query: str, plan: Any, sources: list[Any], *, evaluator: st.
     stage = config.stages.retrieval
     section = RetrievalEvaluation()
     normal = normalise_sources(sources)
-    section.source_details = [SourceEvaluation(source_id=s["id"], title=s["title"], url=s["url"]) for s in normal]
+    section.source_details = [SourceEvaluation(source_id=s.id, title=s.title, url=s.url) for s in normal]
     subject = {"query": query, "plan": plan_text(plan), "sources": sources_text(sources)}
     if options.enabled:
         await emit(AttemptStarted(stage="retrieval", attempt=search_attempt))
