@@ -254,8 +254,8 @@ def test_shutdown_ends_a_waiting_run_with_an_error_event(tmp_path):
         log_id = start(client, decision_timeout=600)["log_id"]
         wait_for(client, log_id, "waiting")
     found = live_research(app).snapshot(log_id)
-    assert found is not None and found["status"] == "error"
-    assert found["events"][-1]["error_type"] == "CancelledError"
+    assert found is not None and found.status == "error"
+    assert found.events[-1]["error_type"] == "CancelledError"
 
 
 def test_an_application_in_process_runs_its_own_evaluation_live(tmp_path):

@@ -25,6 +25,8 @@ import re
 from functools import partial
 from typing import Any
 
+from pydantic import JsonValue
+
 from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.templates import PromptSource
 from jurist.judges.judge import MeaningQuestion
@@ -46,7 +48,7 @@ REASONING_CHARS = 600  # a bound on the reasoning: a small model under constrain
 ITEM_REASONING_CHARS = 300
 
 
-def score_schema(scale: tuple[float, float]) -> dict[str, Any]:
+def score_schema(scale: tuple[float, float]) -> dict[str, JsonValue]:
     """The JSON schema of a free-form rubric's reply: a score on ``scale`` and its reasoning."""
     lo, hi = scale
     return {
@@ -58,7 +60,7 @@ def score_schema(scale: tuple[float, float]) -> dict[str, Any]:
     }
 
 
-def items_schema(ids: list[str]) -> dict[str, Any]:
+def items_schema(ids: list[str]) -> dict[str, JsonValue]:
     """The JSON schema of an item rubric's reply: one entry per item, in order, each
     naming its id (a constrained decoder then answers every item, none invented)."""
     return {

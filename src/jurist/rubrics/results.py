@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final, Literal, Mapping
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, field_validator,
-                      model_serializer)
+from pydantic import (BaseModel, ConfigDict, Field, JsonValue, SerializerFunctionWrapHandler, field_serializer,
+                      field_validator, model_serializer)
 
 from jurist.judges.outcome import Status
 
@@ -40,13 +40,13 @@ class _FileModel(BaseModel):
     _optional: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")
-    def _given_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
+    def _given_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
         for name in self._optional - self.model_fields_set:
             data.pop(name, None)
         return data
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The model as the file's JSON data."""
         return self.model_dump(mode="json")
 

@@ -38,12 +38,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jurist.errors import NotFound
 from jurist.jsonfiles import Number
 from jurist.research.evaluation import ResearchEvaluation, ResearchPipeline
-from jurist.research.events import DecisionRequested, Decided, Done, Failed, ResearchEvent
+from jurist.research.events import Choice, DecisionRequested, Decided, Done, Failed, ResearchEvent
 from jurist.research.events import Started as RunStarted
 from jurist.server.auth import require_write
 from jurist.server.dashboard import not_found, render
@@ -134,21 +134,21 @@ class LiveResearch:
                 self._register(log_id, query)
 
     # -- readers -------------------------------------------------------------------------
-    def snapshot(self, log_id: str) -> dict[str, Any] | None:
+    def snapshot(self, log_id: str) -> LiveRun | None:
         """The run so far: status, query, the decision it awaits, its events."""
         with self._lock:
             run = self._runs.get(log_id)
             if run is None:
                 return None
             pending = run.pending.data() if run.pending is not None else None
-            return {"log_id": log_id, "query": run.query, "status": run.status, "pending_decision": pending,
-                    "events": [e.data() for e in run.events]}
+            return LiveRun(log_id=log_id, query=run.query, status=run.status, pending_decision=pending,
+                           events=[e.data() for e in run.events])
 
     def has(self, log_id: str) -> bool:
         with self._lock:
             return log_id in self._runs
 
-    async def follow(self, log_id: str, after: int = 0) -> AsyncIterator[dict[str, Any] | None]:
+    async def follow(self, log_id: str, after: int = 0) -> AsyncIterator[dict[str, JsonValue] | None]:
         """The run's events after sequence number ``after``, as they come; ``None`` is a
         heartbeat (nothing for ``HEARTBEAT_S``). Ends after ``done`` or ``error``."""
         wake = asyncio.Event()
@@ -179,7 +179,7 @@ class LiveResearch:
                 run.readers.remove(reader)
 
     # -- decisions -----------------------------------------------------------------------
-    def decide(self, log_id: str, choice: str) -> dict[str, Any]:
+    def decide(self, log_id: str, choice: Choice) -> DecisionMade:
         """Answer the decision run ``log_id`` waits for. NotFound: no such run;
         HTTPException 409: it waits for none (or it was answered meanwhile)."""
         with self._lock:
@@ -192,7 +192,7 @@ class LiveResearch:
             raise HTTPException(409, f"research evaluation {log_id!r} {state}")
         if not pending.resolve(choice):
             raise HTTPException(409, f"research evaluation {log_id!r} was already decided (or its time ran out)")
-        return {"log_id": log_id, "stage": pending.stage, "choice": choice}
+        return DecisionMade(log_id=log_id, stage=pending.stage, choice=choice)
 
     # -- runs started here ---------------------------------------------------------------
     def running(self) -> int:
@@ -282,20 +282,20 @@ class LiveRun(BaseModel):
     log_id: str
     query: str | None
     status: Literal["running", "waiting", "done", "error"]
-    pending_decision: dict[str, Any] | None
-    events: list[dict[str, Any]]
+    pending_decision: dict[str, JsonValue] | None
+    events: list[dict[str, JsonValue]]
 
 
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    choice: Literal["proceed", "retry"]
+    choice: Choice
 
 
 class DecisionMade(BaseModel):
     log_id: str
     stage: str
-    choice: Literal["proceed", "retry"]
+    choice: Choice
 
 
 def _links(log_id: str) -> dict[str, str]:
@@ -330,7 +330,7 @@ def _unknown(log_id: str) -> str:
 
 
 @api.get("/{log_id}", response_model=LiveRun, responses=error_responses(404, 422))
-async def status(request: Request, log_id: str = PathParam(pattern=LOG_ID)) -> dict[str, Any]:
+async def status(request: Request, log_id: str = PathParam(pattern=LOG_ID)) -> LiveRun:
     """A live run so far: its status (running, waiting for a decision, done, error) and its events."""
     found = _live(request).snapshot(log_id)
     if found is None:
@@ -338,7 +338,7 @@ async def status(request: Request, log_id: str = PathParam(pattern=LOG_ID)) -> d
     return found
 
 
-def _sse(event: dict[str, Any] | None) -> str:
+def _sse(event: dict[str, JsonValue] | None) -> str:
     if event is None:
         return ": keep-alive\n\n"
     return f"id: {event['seq']}\nevent: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
@@ -380,7 +380,7 @@ async def events(
 @api.post("/{log_id}/decision", dependencies=[Depends(require_write)], response_model=DecisionMade,
           responses=error_responses(401, 404, 409, 422))
 async def decision(request: Request, body: DecisionRequest, log_id: str = PathParam(pattern=LOG_ID)
-                   ) -> dict[str, Any]:
+                   ) -> DecisionMade:
     """Answer the decision a run waits for after a severe retrieval flag: ``proceed`` with
     these sources, or ``retry`` the search. 409 when it waits for none."""
     return _live(request).decide(log_id, body.choice)
