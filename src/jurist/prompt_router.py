@@ -49,19 +49,19 @@ def bucket(test_id: str, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-def arm_of(route: dict[str, Any], key: str) -> str:
+def arm_of(route: q.TestRoute, key: str) -> str:
     """``"a"`` or ``"b"``: the arm a running test sends the call with routing key ``key`` to."""
-    return "b" if bucket(route["id"], key) < float(route["share"]) else "a"
+    return "b" if bucket(route.id, key) < route.share else "a"
 
 
-def end_test(conn: Any, route: dict[str, Any], reason: str, version: int, calls: int | None = None) -> bool:
-    """End the running test ``route`` and make ``version`` the prompt's active one, in one
+def end_test(conn: Any, test: q.TestRoute | q.StoredTest, reason: str, version: int, calls: int | None = None) -> bool:
+    """End the running test ``test`` and make ``version`` the prompt's active one, in one
     transaction (``conn``); False when it had already ended."""
     when = datetime.now(timezone.utc)
-    if not q.end_running_tests(conn, route["prompt"], when, reason, test_id=route["id"], calls=calls):
+    if not q.end_running_tests(conn, test.prompt, when, reason, test_id=test.id, calls=calls):
         return False
-    q.insert_route(conn, {"id": new_id(), "status": q.ACTIVE, "evaluations": 0, "created_at": when,
-                          "params": {"prompt": route["prompt"], "version": version, "after_test": route["id"]}})
+    q.insert_route(conn, q.VersionRoute(id=new_id(), created_at=when, prompt=test.prompt, version=version,
+                                        after_test=test.id))
     return True
 
 
@@ -72,7 +72,7 @@ class PromptRouter:
     def __init__(self, store: Store | Callable[[], Awaitable[Store]], *, refresh: float = REFRESH_SECONDS) -> None:
         self._store = store
         self.refresh = refresh
-        self._routes: dict[str, dict[str, Any]] = {}
+        self._routes: dict[str, q.Route] = {}
         self._read_at = float("-inf")
         self._lock = asyncio.Lock()
         self._texts: dict[tuple[str, int], PromptTemplate | None] = {}
@@ -89,11 +89,11 @@ class PromptRouter:
             route = (await self._current()).get(template.name)
             if route is None:
                 return template
-            if route["status"] == q.ACTIVE:
-                version = int(route["version"])
+            if isinstance(route, q.VersionRoute):
+                version = route.version
             else:
                 arm = arm_of(route, key if isinstance(key, str) else key())
-                version = int(route["b"] if arm == "b" else route["a"])
+                version = route.b if arm == "b" else route.a
             return await self._version(template, version)
         except Exception as exc:  # routing is a nicety: a call never fails over it
             log.warning("prompt routing for %s failed (%s); using the shipped text", template.name, exc)
@@ -108,14 +108,14 @@ class PromptRouter:
             route = (await self._current()).get(template.name)
             if route is None:
                 return [template]
-            if route["status"] == q.ACTIVE:
-                return [await self._version(template, int(route["version"]))]
-            return [await self._version(template, int(route["a"])), await self._version(template, int(route["b"]))]
+            if isinstance(route, q.VersionRoute):
+                return [await self._version(template, route.version)]
+            return [await self._version(template, route.a), await self._version(template, route.b)]
         except Exception as exc:  # as resolve(): the calls would use the template the judge holds
             log.warning("prompt routing for %s failed (%s); using the shipped text", template.name, exc)
             return [template]
 
-    async def _current(self) -> dict[str, dict[str, Any]]:
+    async def _current(self) -> dict[str, q.Route]:
         if time.monotonic() - self._read_at < self.refresh:
             return self._routes
         async with self._lock:
@@ -123,7 +123,7 @@ class PromptRouter:
                 store = await self.store()
                 routes = await store.aread(q.current_routes)
                 for route in list(routes.values()):
-                    if route["status"] == q.TEST_RUNNING and route.get("calls") and await self._reached(store, route):
+                    if isinstance(route, q.TestRoute) and route.calls and await self._reached(store, route):
                         routes = await store.aread(q.current_routes)
                 self._routes, self._read_at = routes, time.monotonic()
         return self._routes
@@ -131,16 +131,14 @@ class PromptRouter:
     async def store(self) -> Store:
         return self._store if isinstance(self._store, Store) else await self._store()
 
-    async def _reached(self, store: Store, route: dict[str, Any]) -> bool:
+    async def _reached(self, store: Store, route: q.TestRoute) -> bool:
         """End ``route`` (and go back to version A) when each arm has had its calls."""
-        counts = await store.aread(q.arm_call_counts, [route["hash_a"], route["hash_b"]],
-                                        route["created_at"])
-        if min(counts.values()) < int(route["calls"]):
+        counts = await store.aread(q.arm_call_counts, [route.hash_a, route.hash_b], route.created_at)
+        if route.calls is None or min(counts.values()) < route.calls:
             return False
-        reason = f"each version had at least {int(route['calls'])} calls"
-        await store.awrite(end_test, route, reason, int(route["a"]), sum(counts.values()))
-        log.info("A/B test %s of %s ended: %s; version %s is active", route["id"], route["prompt"], reason,
-                 route["a"])
+        reason = f"each version had at least {route.calls} calls"
+        await store.awrite(end_test, route, reason, route.a, sum(counts.values()))
+        log.info("A/B test %s of %s ended: %s; version %s is active", route.id, route.prompt, reason, route.a)
         return True
 
     async def _version(self, shipped: PromptTemplate, version: int) -> PromptTemplate:

@@ -52,7 +52,7 @@ async def test_an_active_version_changes_the_gate_judges_prompt(store):
     assert MARK_B not in _text(judge.requests[-1].messages)
     v2 = await _version_b(store, "gate_quality")
     await activate_version(store, "gate_quality", 2)
-    assert (await active_routes(store))["gate_quality"]["version"] == 2
+    assert (await active_routes(store))["gate_quality"].version == 2
     await _gate_runs(store, ["When was the Eiffel Tower built?"])
     assert MARK_B in _text(judge.requests[-1].messages)
     hashes = [c["template_hash"] for c in _judge_calls(store, "quality_evaluation")]
@@ -105,7 +105,9 @@ async def test_an_ab_test_routes_its_share_deterministically(store):
     assert test.running and test.calls_a == 0 and test.calls_b == 0
     questions = [f"Question number {i}?" for i in range(60)]
     await _gate_runs(store, questions)
-    expected_b = sum(arm_of({"id": test.id, "share": 0.5},
+    route = (await active_routes(store))["gate_quality"]
+    assert isinstance(route, q.TestRoute) and route.id == test.id and route.share == 0.5
+    expected_b = sum(arm_of(route,
                             _route_key([{"role": "user", "content": q_text}])) == "b" for q_text in questions)
     calls = _judge_calls(store, "quality_evaluation")
     by_hash = {h: sum(c["template_hash"] == h for c in calls) for h in (builtin("gate_quality").hash, v2["hash"])}
@@ -147,7 +149,7 @@ async def test_the_call_count_ends_the_test_and_a_takes_over(store):
     assert not report.running and report.ended_because == "each version had at least 3 calls"
     assert report.routed_calls is not None and report.routed_calls >= 6
     routes = await active_routes(store)
-    assert routes["gate_quality"]["status"] == q.ACTIVE and routes["gate_quality"]["version"] == 1
+    assert routes["gate_quality"].status == q.ACTIVE and routes["gate_quality"].version == 1
     judge.requests.clear()
     await _gate_runs(store, [f"Fresh question {i}?" for i in range(5)])
     assert not any(MARK_B in _text(r.messages) for r in judge.requests)
@@ -169,7 +171,7 @@ async def test_significance_ends_the_test_and_the_better_version_is_kept(store):
     assert report.comparison is not None and report.comparison.significant
     assert report.comparison.mean_b < report.comparison.mean_a
     assert report.ended_because.startswith("significant at alpha 0.01") and "version 2 kept" in report.ended_because
-    assert (await active_routes(store))["gate_quality"]["version"] == 2
+    assert (await active_routes(store))["gate_quality"].version == 2
 
 
 async def test_not_significant_keeps_running(store):
@@ -205,7 +207,7 @@ async def test_stop_start_and_refusals(store):
     assert not stopped.running and stopped.ended_because == "stopped in the lab; version 1 kept"
     with pytest.raises(InputError, match="already ended"):
         await stop_test(store, second.id)
-    assert (await active_routes(store))["gate_quality"]["version"] == 1
+    assert (await active_routes(store))["gate_quality"].version == 1
 
 
 async def test_user_templates_are_not_routed(store):
@@ -256,3 +258,23 @@ async def test_an_ab_test_records_each_routed_calls_judge_and_never_pools_judges
                            "verdicts of different judges are not pooled: choose one judge")
     assert {j.judge_model for j in cmp.judges} == {"scripted/judge", "scripted/judge2"}
     assert report.running  # a refused comparison never ends a test
+
+
+async def test_routes_are_stored_as_their_params(store):
+    """The routes' rows keep the params JSON they always had (keys and order)."""
+    v2 = await _version_b(store, "gate_quality")
+    test = await start_test(store, "gate_quality", 1, 2, share=0.25, calls=50)
+    await activate_version(store, "gate_quality", 2)
+    from sqlalchemy import select
+
+    from jurist.store.tables import analysis_runs
+
+    rows = store.read(lambda conn: conn.execute(select(analysis_runs.c.id, analysis_runs.c.status,
+                                                       analysis_runs.c.params)).all())
+    params = {r.status: r.params for r in rows}
+    assert list(params[q.TEST_DONE].items()) == [
+        ("prompt", "gate_quality"), ("a", 1), ("b", 2), ("hash_a", builtin("gate_quality").hash),
+        ("hash_b", v2["hash"]), ("share", 0.25), ("calls", 50), ("alpha", None), ("better", "higher")]
+    assert params[q.ACTIVE] == {"prompt": "gate_quality", "version": 2}
+    [stored] = await list_tests(store, "gate_quality")
+    assert stored.id == test.id and not stored.running and stored.ended_because == "version 2 was activated"

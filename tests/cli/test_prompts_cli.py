@@ -43,19 +43,19 @@ def test_a_version_added_activated_and_ab_tested_from_the_terminal(tmp_path):
     routes, tests = _routes(tmp_path)
     test = tests[0]
     assert (test.a, test.b, test.share, test.calls, test.running) == (1, 2, 0.3, 40, True)
-    assert routes["gate_quality"]["id"] == test.id and test.id in started.stdout
+    assert routes["gate_quality"].id == test.id and test.id in started.stdout
     listed = run_cli("prompts", "list", env=env, cwd=tmp_path).stdout
     assert "A/B test: 1 vs 2" in listed and "1, 2, 3" in listed
 
     stopped = run_cli("prompts", "stop", test.id, "--keep", "2", env=env, cwd=tmp_path)
     assert stopped.returncode == 0 and "version 2 kept" in " ".join(stopped.stdout.split()), stopped.stdout
     routes, tests = _routes(tmp_path)
-    assert routes["gate_quality"]["status"] == "prompt_active" and routes["gate_quality"]["version"] == 2
+    assert routes["gate_quality"].status == "prompt_active" and routes["gate_quality"].version == 2
     assert not tests[0].running
 
     activated = run_cli("prompts", "activate", "gate_quality", "3", env=env, cwd=tmp_path)
     assert activated.returncode == 0 and "version 3 is in use" in activated.stdout
-    assert _routes(tmp_path)[0]["gate_quality"]["version"] == 3
+    assert _routes(tmp_path)[0]["gate_quality"].version == 3
     assert run_cli("prompts", "tests", "gate_quality", env=env, cwd=tmp_path).stdout.count("A/B test") == 1
 
 

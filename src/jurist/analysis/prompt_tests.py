@@ -84,7 +84,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-async def active_routes(store: Store) -> dict[str, dict[str, Any]]:
+async def active_routes(store: Store) -> dict[str, q.Route]:
     """prompt name -> its route now (``status`` ``prompt_active`` with ``version``, or
     ``prompt_test`` with the test's configuration)."""
     return await store.aread(q.current_routes)
@@ -97,8 +97,7 @@ async def activate_version(store: Store, name: str, version: int) -> dict[str, A
 
     def write(conn: Any) -> None:
         q.end_running_tests(conn, name, when, f"version {version} was activated")
-        q.insert_route(conn, {"id": new_id(), "status": q.ACTIVE, "evaluations": 0, "created_at": when,
-                              "params": {"prompt": name, "version": version}})
+        q.insert_route(conn, q.VersionRoute(id=new_id(), created_at=when, prompt=name, version=version))
 
     await store.awrite(write)
     return {"prompt": name, "version": version, "activated_at": when}
@@ -124,13 +123,12 @@ async def start_test(store: Store, name: str, a: int, b: int, share: float = 0.5
     if va["hash"] == vb["hash"]:
         raise InputError(f"versions {a} and {b} of {name!r} have the same text, so their calls cannot be told apart")
     test_id, when = new_id(), _now()
-    params = {"prompt": name, "a": a, "b": b, "hash_a": va["hash"], "hash_b": vb["hash"], "share": float(share),
-              "calls": calls, "alpha": alpha, "better": better}
+    route = q.TestRoute(id=test_id, created_at=when, prompt=name, a=a, b=b, hash_a=va["hash"], hash_b=vb["hash"],
+                        share=float(share), calls=calls, alpha=alpha, better=better)
 
     def write(conn: Any) -> None:
         q.end_running_tests(conn, name, when, f"replaced by test {test_id}")
-        q.insert_route(conn, {"id": test_id, "status": q.TEST_RUNNING, "evaluations": 0, "created_at": when,
-                              "params": params})
+        q.insert_route(conn, route)
 
     await store.awrite(write)
     return await ab_report(store, test_id)
@@ -138,23 +136,23 @@ async def start_test(store: Store, name: str, a: int, b: int, share: float = 0.5
 
 async def list_tests(store: Store, name: str | None = None) -> list[PromptTest]:
     """The A/B tests (of prompt ``name``), newest first, without their comparisons."""
-    return [PromptTest(**t) for t in await store.aread(q.list_tests, name)]
+    return [PromptTest(**t.model_dump()) for t in await store.aread(q.list_tests, name)]
 
 
 async def stop_test(store: Store, test_id: str, version: int | None = None) -> PromptTest:
     """End a running test now; ``version`` (default: A) becomes the active one."""
     test = await _get(store, test_id)
-    if not test["running"]:
-        raise InputError(f"test {test_id} already ended ({test['ended_because']})")
-    keep = test["a"] if version is None else version
-    if keep not in (test["a"], test["b"]):
-        raise InputError(f"keep version {test['a']} (A) or {test['b']} (B), not {keep}")
-    counts = await store.aread(q.arm_call_counts, [test["hash_a"], test["hash_b"]], test["created_at"])
+    if not test.running:
+        raise InputError(f"test {test_id} already ended ({test.ended_because})")
+    keep = test.a if version is None else version
+    if keep not in (test.a, test.b):
+        raise InputError(f"keep version {test.a} (A) or {test.b} (B), not {keep}")
+    counts = await store.aread(q.arm_call_counts, [test.hash_a, test.hash_b], test.created_at)
     await store.awrite(end_test, test, f"stopped in the lab; version {keep} kept", keep, sum(counts.values()))
     return await ab_report(store, test_id)
 
 
-async def _get(store: Store, test_id: str) -> dict[str, Any]:
+async def _get(store: Store, test_id: str) -> q.StoredTest:
     test = await store.aread(q.get_test, test_id)
     if test is None:
         raise NotFound(f"no A/B test {test_id!r}; list them with GET /api/prompt-tests")
@@ -165,15 +163,15 @@ async def ab_report(store: Store, test_id: str) -> PromptTest:
     """The test with its call counts and running comparison; a running test whose ``alpha`` is
     reached ends here, and the better version becomes the active one."""
     test = await _get(store, test_id)
-    since = test["created_at"]
-    counts = await store.aread(q.arm_call_counts, [test["hash_a"], test["hash_b"]], since)
-    hashes = [test["hash_a"], test["hash_b"]]
+    since = test.created_at
+    counts = await store.aread(q.arm_call_counts, [test.hash_a, test.hash_b], since)
+    hashes = [test.hash_a, test.hash_b]
     by_judge: dict[str, dict[str, int]] = {}
     for row in await store.aread(q.arm_call_judges, hashes, since):
-        by_judge.setdefault(row["judge_model"], {})[row["template_hash"]] = row["calls"]
+        by_judge.setdefault(row.judge_model, {})[row.template_hash] = row.calls
     judges = [ArmJudge(judge_model=j, calls_a=c.get(hashes[0], 0), calls_b=c.get(hashes[1], 0))
               for j, c in by_judge.items()]
-    report = PromptTest(**test, calls_a=counts[test["hash_a"]], calls_b=counts[test["hash_b"]],
+    report = PromptTest(**test.model_dump(), calls_a=counts[test.hash_a], calls_b=counts[test.hash_b],
                         calls_by_judge=judges)
     report.comparison_notice = missing_extra("analysis", "The running comparison")
     if report.comparison_notice is not None:
@@ -182,14 +180,14 @@ async def ab_report(store: Store, test_id: str) -> PromptTest:
 
     rows = await store.aread(q.arm_scores, hashes, since)
     result = await asyncio.to_thread(lambda: compare_rows(rows, *hashes, design="randomized"))
-    alpha = test["alpha"] if test["alpha"] is not None else 0.05
-    report.comparison = comparison(test["prompt"], test["a"], test["b"], test["hash_a"], test["hash_b"], result,
+    alpha = test.alpha if test.alpha is not None else 0.05
+    report.comparison = comparison(test.prompt, test.a, test.b, test.hash_a, test.hash_b, result,
                                    alpha=alpha)
     significant, diff = report.comparison.significant, result.difference
-    if (test["running"] and test["alpha"] is not None and significant and diff is not None
+    if (test.running and test.alpha is not None and significant and diff is not None
             and min(result.n_a, result.n_b) >= MIN_SCORED):
-        winner = test["b"] if (diff > 0) == (test["better"] == "higher") else test["a"]
-        reason = f"significant at alpha {test['alpha']:g} ({report.comparison.verdict}); version {winner} kept"
-        if await store.awrite(end_test, test, reason, winner, counts[test["hash_a"]] + counts[test["hash_b"]]):
+        winner = test.b if (diff > 0) == (test.better == "higher") else test.a
+        reason = f"significant at alpha {test.alpha:g} ({report.comparison.verdict}); version {winner} kept"
+        if await store.awrite(end_test, test, reason, winner, counts[test.hash_a] + counts[test.hash_b]):
             return await ab_report(store, test_id)
     return report

@@ -92,7 +92,7 @@ def list_cmd(config: Optional[str] = ConfigOpt, db: Optional[str] = DbOpt) -> No
     from jurist.analysis.prompts import list_prompts
     from jurist.store import prompt_routes as q
 
-    async def work(store: "Store") -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    async def work(store: "Store") -> tuple[list[dict[str, Any]], dict[str, q.Route]]:
         return await list_prompts(store), await active_routes(store)
 
     prompts, routes = on_store(config, db, work)
@@ -101,10 +101,10 @@ def list_cmd(config: Optional[str] = ConfigOpt, db: Optional[str] = DbOpt) -> No
         route = routes.get(p["name"])
         if route is None:
             use = "1 (shipped)"
-        elif route["status"] == q.ACTIVE:
-            use = str(route["version"])
+        elif isinstance(route, q.VersionRoute):
+            use = str(route.version)
         else:
-            use = f"A/B test: {route['a']} vs {route['b']}"
+            use = f"A/B test: {route.a} vs {route.b}"
         table.add_row(escape(p["name"]), ", ".join(str(v["version"]) for v in p["versions"]), escape(use))
     console.print(table)
 

@@ -16,7 +16,7 @@ test is shown with ``comparison_notice`` naming the extra).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +28,7 @@ from jurist.server.api_analysis import MAX_VERSION, PromptName
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
 from jurist.server.state import get_state
+from jurist.store.prompt_routes import TestRoute
 
 router = APIRouter(tags=["prompt lab"])
 
@@ -75,23 +76,21 @@ def _forget(request: Request) -> None:
 
 
 @router.get("/api/prompts/{name}/active", response_model=ActiveRoute, responses=error_responses(404, 422))
-async def get_active(request: Request, name: PromptName) -> dict[str, Any]:
+async def get_active(request: Request, name: PromptName) -> ActiveRoute:
     """Which text the prompt's calls use now."""
     store = get_state(request).store
     await analysis.prompt_versions(store, name)  # 404 for an unknown prompt
     route = (await analysis.active_routes(store)).get(name)
     if route is None:
-        return {"prompt": name, "route": "shipped", "version": None, "test_id": None, "since": None}
-    if route["status"] == "prompt_test":
-        return {"prompt": name, "route": "test", "version": None, "test_id": route["id"],
-                "since": route["created_at"]}
-    return {"prompt": name, "route": "active", "version": route["version"], "test_id": None,
-            "since": route["created_at"]}
+        return ActiveRoute(prompt=name, route="shipped", version=None, test_id=None, since=None)
+    if isinstance(route, TestRoute):
+        return ActiveRoute(prompt=name, route="test", version=None, test_id=route.id, since=route.created_at)
+    return ActiveRoute(prompt=name, route="active", version=route.version, test_id=None, since=route.created_at)
 
 
 @router.put("/api/prompts/{name}/active", response_model=ActiveRoute, dependencies=[Depends(require_write)],
             responses=error_responses(400, 401, 404, 422))
-async def put_active(request: Request, body: ActivateVersion, name: PromptName) -> dict[str, Any]:
+async def put_active(request: Request, body: ActivateVersion, name: PromptName) -> ActiveRoute:
     """Make a version the one every call of the prompt uses (ends a running A/B test of it)."""
     await analysis.activate_version(get_state(request).store, name, body.version)
     _forget(request)

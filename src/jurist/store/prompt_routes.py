@@ -6,7 +6,7 @@ the configuration and its ``status`` says what it is:
 * ``prompt_active``: ``params = {"prompt", "version"}``, the version every call of that
   prompt uses (the newest route of a prompt wins; version 1 is the shipped text);
 * ``prompt_test``: a running A/B test, ``params = {"prompt", "a", "b", "hash_a",
-  "hash_b", "share", "calls", "alpha", "pick"}``; ``created_at`` is its start;
+  "hash_b", "share", "calls", "alpha", "better"}``; ``created_at`` is its start;
 * ``prompt_test_done``: a test that ended, with ``finished_at``, ``error`` (why it ended)
   and ``evaluations`` (the calls it routed).
 
@@ -18,35 +18,82 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import and_, false, func, insert, select, update
 from sqlalchemy.engine import Connection
 
+from jurist.store.stored import StoredRow
 from jurist.store.tables import analysis_runs, evaluations, llm_calls, scores
 
-ACTIVE = "prompt_active"
-TEST_RUNNING = "prompt_test"
+ACTIVE: Literal["prompt_active"] = "prompt_active"
+TEST_RUNNING: Literal["prompt_test"] = "prompt_test"
 TEST_DONE = "prompt_test_done"
 ROUTE_STATUSES = (ACTIVE, TEST_RUNNING)
 
 
-def current_routes(conn: Connection) -> dict[str, dict[str, Any]]:
+class VersionRoute(StoredRow):
+    """A ``prompt_active`` route: every call of ``prompt`` uses ``version``."""
+
+    id: str
+    status: Literal["prompt_active"] = ACTIVE
+    created_at: datetime
+    prompt: str
+    version: int
+    after_test: str | None = None  # the test whose end made it active
+
+    def params(self) -> dict[str, str | int]:
+        out: dict[str, str | int] = {"prompt": self.prompt, "version": self.version}
+        if self.after_test is not None:
+            out["after_test"] = self.after_test
+        return out
+
+
+class TestRoute(StoredRow):
+    """A ``prompt_test`` route: a running A/B test of versions ``a`` and ``b`` of ``prompt``."""
+
+    id: str
+    status: Literal["prompt_test"] = TEST_RUNNING
+    created_at: datetime
+    prompt: str
+    a: int
+    b: int
+    hash_a: str
+    hash_b: str
+    share: float  # the share of calls routed to B
+    calls: int | None  # end when each version has had this many calls
+    alpha: float | None  # end when the comparison is significant at this level
+    better: Literal["higher", "lower"]
+
+    def params(self) -> dict[str, str | int | float | None]:
+        return self.model_dump(exclude={"id", "status", "created_at"})
+
+
+Route = VersionRoute | TestRoute
+
+
+def _route(row: Any) -> Route:
+    params = row.params or {}
+    fields = {"id": row.id, "status": row.status, "created_at": row.created_at, **params}
+    return VersionRoute.of(fields) if row.status == ACTIVE else TestRoute.of(fields)
+
+
+def current_routes(conn: Connection) -> dict[str, Route]:
     """prompt name -> its route now: the newest ``prompt_active`` or running ``prompt_test`` row."""
     r = analysis_runs.c
     stmt = select(r.id, r.status, r.params, r.created_at).where(r.status.in_(ROUTE_STATUSES)).order_by(
         r.created_at, r.id)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Route] = {}
     for row in conn.execute(stmt):
-        params = row.params or {}
-        name = params.get("prompt")
-        if isinstance(name, str):
-            out[name] = {"id": row.id, "status": row.status, "created_at": row.created_at, **params}
+        if isinstance((row.params or {}).get("prompt"), str):
+            route = _route(row)
+            out[route.prompt] = route
     return out
 
 
-def insert_route(conn: Connection, row: dict[str, Any]) -> None:
-    conn.execute(insert(analysis_runs), [row])
+def insert_route(conn: Connection, route: Route) -> None:
+    conn.execute(insert(analysis_runs), [{"id": route.id, "status": route.status, "evaluations": 0,
+                                          "created_at": route.created_at, "params": route.params()}])
 
 
 def end_running_tests(conn: Connection, name: str, when: datetime, reason: str, *,
@@ -58,7 +105,7 @@ def end_running_tests(conn: Connection, name: str, when: datetime, reason: str, 
     for row in conn.execute(select(r.id, r.params).where(r.status == TEST_RUNNING)):
         if (row.params or {}).get("prompt") != name or (test_id is not None and row.id != test_id):
             continue
-        values: dict[str, Any] = {"status": TEST_DONE, "finished_at": when, "error": reason}
+        values: dict[str, str | int | datetime] = {"status": TEST_DONE, "finished_at": when, "error": reason}
         if calls is not None:
             values["evaluations"] = calls
         done = conn.execute(update(analysis_runs).where(r.id == row.id, r.status == TEST_RUNNING).values(**values))
@@ -67,27 +114,46 @@ def end_running_tests(conn: Connection, name: str, when: datetime, reason: str, 
     return ended
 
 
-def list_tests(conn: Connection, name: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+class StoredTest(StoredRow):
+    """An A/B test as stored, running or ended: its configuration and how it ended."""
+
+    prompt: str
+    a: int
+    b: int
+    hash_a: str
+    hash_b: str
+    share: float
+    calls: int | None
+    alpha: float | None
+    better: Literal["higher", "lower"]
+    id: str
+    running: bool
+    routed_calls: int | None  # the calls routed, counted when the test ended
+    ended_because: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+def list_tests(conn: Connection, name: str | None = None, limit: int = 200) -> list[StoredTest]:
     """A/B tests, running and ended, newest first."""
     r = analysis_runs.c
     stmt = (select(r.id, r.status, r.params, r.evaluations, r.error, r.created_at, r.finished_at)
             .where(r.status.in_((TEST_RUNNING, TEST_DONE))).order_by(r.created_at.desc(), r.id).limit(limit))
-    rows = [_test(row._mapping) for row in conn.execute(stmt)]
-    return [t for t in rows if name is None or t["prompt"] == name]
+    rows = [_test(row) for row in conn.execute(stmt)]
+    return [t for t in rows if name is None or t.prompt == name]
 
 
-def get_test(conn: Connection, test_id: str) -> dict[str, Any] | None:
+def get_test(conn: Connection, test_id: str) -> StoredTest | None:
     r = analysis_runs.c
     stmt = select(r.id, r.status, r.params, r.evaluations, r.error, r.created_at, r.finished_at).where(
         r.id == test_id, r.status.in_((TEST_RUNNING, TEST_DONE)))
     row = conn.execute(stmt).first()
-    return _test(row._mapping) if row is not None else None
+    return _test(row) if row is not None else None
 
 
-def _test(m: Any) -> dict[str, Any]:
-    return {**(m["params"] or {}), "id": m["id"], "running": m["status"] == TEST_RUNNING,
-            "routed_calls": m["evaluations"], "ended_because": m["error"], "created_at": m["created_at"],
-            "finished_at": m["finished_at"]}
+def _test(row: Any) -> StoredTest:
+    return StoredTest.of(row.params or {}, id=row.id, running=row.status == TEST_RUNNING, routed_calls=row.evaluations,
+                         ended_because=row.error, created_at=row.created_at, finished_at=row.finished_at)
 
 
 def arm_call_counts(conn: Connection, hashes: Sequence[str], since: datetime) -> dict[str, int]:
@@ -134,11 +200,19 @@ def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limi
     return out
 
 
-def arm_call_judges(conn: Connection, hashes: Sequence[str], since: datetime) -> list[dict[str, Any]]:
-    """The judge model of the calls routed since ``since``: rows ``{template_hash, judge_model,
-    calls}`` (successful, uncached calls, as :func:`arm_call_counts` counts them), by judge."""
+class ArmJudgeCalls(StoredRow):
+    """The calls one judge model made with one version's template since a test started."""
+
+    template_hash: str
+    judge_model: str
+    calls: int
+
+
+def arm_call_judges(conn: Connection, hashes: Sequence[str], since: datetime) -> list[ArmJudgeCalls]:
+    """The judge model of the calls routed since ``since``, by judge (successful, uncached
+    calls, as :func:`arm_call_counts` counts them)."""
     c = llm_calls.c
     stmt = (select(c.template_hash, c.model, func.count()).where(
         c.created_at >= since, c.template_hash.in_(list(hashes)), c.status == "ok", c.cached == false())
         .group_by(c.template_hash, c.model).order_by(c.model, c.template_hash))
-    return [{"template_hash": h, "judge_model": m, "calls": int(n)} for h, m, n in conn.execute(stmt)]
+    return [ArmJudgeCalls(template_hash=h, judge_model=m, calls=int(n)) for h, m, n in conn.execute(stmt)]
