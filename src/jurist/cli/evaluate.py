@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
     from jurist.rubrics.batch import BatchReport
+    from jurist.rubrics.results import RubricResult
 
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as the shell reports a process ended by SIGTERM
 INTERRUPTED = "interrupted; finished results are kept, rerun to resume"
@@ -53,23 +54,23 @@ class Engine(str, enum.Enum):
     ray = "ray"
 
 
-def result_table(result: dict[str, Any]) -> "Table":
+def result_table(result: "RubricResult") -> "Table":
     from rich.table import Table
 
-    table = Table(title=escape(f"session {result['session_id']}"), title_justify="left")
+    table = Table(title=escape(f"session {result.session_id}"), title_justify="left")
     for col in ("rubric", "score", "status", "reasoning"):
         table.add_column(col, overflow="fold")
-    for rs in result["rubric_scores"]:
-        score = "—" if rs["score"] is None else f"{rs['score']:g}/{rs['max_score']:g}"
-        if rs.get("weighted_score") is not None:
-            score = f"{rs['weighted_score']:g}/{rs['max_score']:g} (plain {rs['score']:g})"
-        elif rs.get("logprobs_unavailable"):
+    for rs in result.rubric_scores:
+        score = "—" if rs.score is None else f"{rs.score:g}/{rs.max_score:g}"
+        if rs.weighted_score is not None:
+            score = f"{rs.weighted_score:g}/{rs.max_score:g} (plain {rs.score:g})"
+        elif rs.logprobs_unavailable:
             score += " (logprobs unavailable)"
-        style = "green" if rs["status"] == "scored" else "red"
-        table.add_row(escape(rs["rubric_name"]), score, f"[{style}]{rs['status']}[/]", escape(rs["reasoning"][:300]))
-    s = result["summary"]
-    total = "—" if s["total_score"] is None else f"{s['total_score']:g}/{s['max_score']:g} ({s['percentage']:g}%)"
-    table.caption = f"total {total}; {s['rubrics_evaluated']} scored, {s['rubrics_failed']} failed"
+        style = "green" if rs.file_status == "scored" else "red"
+        table.add_row(escape(rs.rubric_name), score, f"[{style}]{rs.file_status}[/]", escape((rs.reasoning or "")[:300]))
+    s = result.summary
+    total = "—" if s.total_score is None else f"{s.total_score:g}/{s.max_score:g} ({s.percentage:g}%)"
+    table.caption = f"total {total}; {s.rubrics_evaluated} scored, {s.rubrics_failed} failed"
     return table
 
 
@@ -100,7 +101,7 @@ def register(app: typer.Typer) -> None:
 
         from jurist.jsonfiles import write_json
         from jurist.models.registry import judge_ref
-        from jurist.rubrics import evaluate as evaluate_session
+        from jurist.rubrics.api import evaluate_result
         from jurist.rubrics import load_rubrics
         from jurist.rubrics.calibration import with_bar
 
@@ -110,18 +111,19 @@ def register(app: typer.Typer) -> None:
         ref = judge_ref(settings, judge)
         require_local_judge(ref)
         with waiting(f"scoring {session.name} with {ref}"):
-            result = asyncio.run(evaluate_session(rubric_set, session, judge=judge, template=template,
-                                                  settings=settings))
+            result = asyncio.run(evaluate_result(rubric_set, session, judge=judge, template=template,
+                                                 settings=settings))
+        data = result.to_json()
         if output:
             output.parent.mkdir(parents=True, exist_ok=True)
-            write_json(output, result)
+            write_json(output, data)
         if as_json or not (output or stdout_is_terminal()):
-            typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+            typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
         else:
             console.print(result_table(result))
         if output:
             err_console.print(escape(f"result written to {output}"), highlight=False)
-        raise typer.Exit(EXIT_OK if result["status"] == "scored" else EXIT_FAILURES)
+        raise typer.Exit(EXIT_OK if result.status == "scored" else EXIT_FAILURES)
 
     @app.command("evaluate-batch")
     @handle_errors

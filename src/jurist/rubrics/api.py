@@ -19,6 +19,7 @@ from jurist.rubrics.batch import BatchReport, ProgressFn, run_batch
 from jurist.rubrics.calibration import require_rubric_calibrations
 from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import RubricSet, load_rubrics
+from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.runtime import Runtime, runtime_for
@@ -139,12 +140,30 @@ async def evaluate(
     score_mode: str | None = None,
 ) -> dict[str, JsonValue]:
     """Score one session against a rubrics file; returns result.json's content
-    (:meth:`SessionEvaluator.evaluate` gives it as a :class:`~jurist.rubrics.RubricResult`).
+    (:func:`evaluate_result` gives it as a :class:`~jurist.rubrics.RubricResult`).
     ``score_mode``: ``plain`` or ``logprobs`` (default: the settings')."""
+    return (await evaluate_result(rubrics, session, judge=judge, template=template, settings=settings, store=store,
+                                  cache=cache, runtime=runtime, score_mode=score_mode)).to_json()
+
+
+async def evaluate_result(
+    rubrics: str | Path | RubricSet,
+    session: str | Path | ChatSession,
+    *,
+    judge: str | None = None,
+    template: str | Path | None = None,
+    settings: Settings | None = None,
+    store: Store | None = None,
+    cache: bool | None = None,
+    runtime: Runtime | None = None,
+    score_mode: str | None = None,
+) -> RubricResult:
+    """:func:`evaluate`, the result as a :class:`~jurist.rubrics.RubricResult` (its ``to_json()``
+    is result.json's content)."""
     chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
                           runtime=runtime, score_mode=score_mode) as evaluator:
-        return (await evaluator.evaluate(chat)).to_json()
+        return await evaluator.evaluate(chat)
 
 
 async def evaluate_batch(
