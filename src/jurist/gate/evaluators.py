@@ -24,12 +24,12 @@ Evaluators read the conversation as typed messages (:data:`~jurist.models.messag
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Annotated, Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
 from jurist.errors import EvaluationFailed
-from jurist.gate.records import Evaluation
+from jurist.gate.records import Evaluation, Flag
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import join, quote
@@ -171,6 +171,43 @@ def parse_comprehensive(raw: str) -> ComprehensiveReply:
     return _validated(ComprehensiveReply, raw)
 
 
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a score is a number, not true or false")
+    return value
+
+
+#: A score in a reply: a number (or a number written as text), never true or false.
+ReplyScore = Annotated[float, BeforeValidator(_not_a_bool)]
+
+
+class EvaluatorReply(BaseModel):
+    """What an evaluator's reply object may hold (a judge's JSON under a user's schema, or the dict a
+    user's function returns): ``quality_score`` (or ``score``), ``comprehensive`` or ``passed``, and
+    what explains them. Other keys are the reply's own business and are not read."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    passed: Flag | None = None
+    quality_score: ReplyScore | None = None
+    score: ReplyScore | None = None
+    confidence_score: ReplyScore | None = None
+    issues: list[JsonValue] | str | None = None
+    improvement_hint: str | None = None
+    comprehensive: bool | None = None
+    reason: str | None = None
+
+    def evaluation(self) -> Evaluation:
+        """The reply as an Evaluation (``passed`` as given: None until the threshold decides)."""
+        issues = self.issues or []
+        return Evaluation(
+            attempt=0, passed=self.passed,
+            quality_score=self.quality_score if "quality_score" in self.model_fields_set else self.score,
+            confidence_score=self.confidence_score,
+            issues=[str(i) for i in (issues if isinstance(issues, list) else [issues])],
+            improvement_hint=self.improvement_hint, comprehensive=self.comprehensive, reason=self.reason)
+
+
 def coerce(result: Any, threshold: float) -> Evaluation:
     """A user evaluator's return value as an Evaluation with ``passed`` set."""
     if isinstance(result, BaseModel) and not isinstance(result, Evaluation):
@@ -182,19 +219,8 @@ def coerce(result: Any, threshold: float) -> Evaluation:
     elif isinstance(result, (int, float)):
         ev = Evaluation(attempt=0, passed=None, quality_score=float(result))
     elif isinstance(result, dict):
-        score = result.get("quality_score", result.get("score"))
-        comp = result.get("comprehensive")
-        issues = result.get("issues") or []
         try:
-            ev = Evaluation(
-                attempt=0, passed=result.get("passed"),
-                quality_score=None if score is None else float(score),
-                confidence_score=None if result.get("confidence_score") is None else float(result["confidence_score"]),
-                issues=[str(i) for i in (issues if isinstance(issues, list) else [issues])],
-                improvement_hint=result.get("improvement_hint"),
-                comprehensive=None if comp is None else bool(comp),
-                reason=result.get("reason"),
-            )
+            ev = EvaluatorReply.model_validate(result).evaluation()
         except ValidationError as exc:
             raise EvaluationFailed(f"the evaluator's result does not fit an Evaluation: {exc.errors()[0]['msg']} "
                                    f"({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
