@@ -139,7 +139,7 @@ class Settings(BaseModel):
     @classmethod
     def load(cls, config_file: str | Path | None = None, **explicit: Any) -> "Settings":
         """Resolve settings: explicit arguments, then jurist.yaml, then environment."""
-        values: dict[str, Any] = _from_env()
+        values: dict[str, object] = _from_env()
         path = _config_path(config_file)
         if path is not None:
             file_values = read_yaml(path)
@@ -229,8 +229,8 @@ _ENV_FIELDS = {
 }
 
 
-def _from_env() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _from_env() -> dict[str, object]:
+    out: dict[str, object] = {}
     for var, field in _ENV_FIELDS.items():
         raw = os.environ.get(var)
         if raw is None or raw == "":
@@ -265,7 +265,7 @@ def _config_path(explicit: str | Path | None) -> Path | None:
     return p if p.is_file() else None
 
 
-def read_yaml(path: Path, what: str = "settings") -> dict[str, Any]:
+def read_yaml(path: Path, what: str = "settings") -> dict[str, object]:
     """A YAML file holding a mapping (``{}`` when empty); ConfigError otherwise."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
