@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -147,26 +148,36 @@ def compare_rows(rows: Sequence[Mapping[str, Any]], hash_a: str, hash_b: str, *,
                                  "mean_a": float(np.mean(list(xa.values()))) if xa else None,
                                  "mean_b": float(np.mean(list(xb.values()))) if xb else None})
     if design == "paired":
-        return out.model_copy(update=_paired(np.array([xa[s] for s in sorted(xa)]),
-                                             np.array([xb[s] for s in sorted(xa)])))
+        return out.model_copy(update=asdict(_paired(np.array([xa[s] for s in sorted(xa)]),
+                                                    np.array([xb[s] for s in sorted(xa)]))))
     if len(xa) < MIN_N or len(xb) < MIN_N:
         return out.model_copy(update={"refused": (
             f"not enough data: judge {chosen} scored {len(xa)} subject(s) with version A and {len(xb)} with B; a "
             f"comparison needs at least {MIN_N} per version")})
-    return out.model_copy(update=_welch(np.array(list(xa.values())), np.array(list(xb.values()))))
+    return out.model_copy(update=asdict(_welch(np.array(list(xa.values())), np.array(list(xb.values())))))
 
 
-def _paired(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _TTest:
+    """A t-test's figures, as ComparisonStats holds them."""
+
+    test: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def _paired(xa: np.ndarray, xb: np.ndarray) -> _TTest:
     d = xb - xa
     n = len(d)
     mean_d, sd = float(d.mean()), float(d.std(ddof=1))
     half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n)
     p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else float(stats.ttest_rel(xb, xa).pvalue))
-    return {"test": "paired t-test", "difference": mean_d, "ci_low": mean_d - half, "ci_high": mean_d + half,
-            "p_value": p}
+    return _TTest(test="paired t-test", difference=mean_d, ci_low=mean_d - half, ci_high=mean_d + half, p_value=p)
 
 
-def _welch(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
+def _welch(xa: np.ndarray, xb: np.ndarray) -> _TTest:
     va, vb = float(xa.var(ddof=1)) / len(xa), float(xb.var(ddof=1)) / len(xb)
     diff = float(xb.mean() - xa.mean())
     se = math.sqrt(va + vb)
@@ -176,7 +187,7 @@ def _welch(xa: np.ndarray, xb: np.ndarray) -> dict[str, Any]:
         df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
         half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * se
         p = float(stats.ttest_ind(xb, xa, equal_var=False).pvalue)
-    return {"test": "Welch t-test", "difference": diff, "ci_low": diff - half, "ci_high": diff + half, "p_value": p}
+    return _TTest(test="Welch t-test", difference=diff, ci_low=diff - half, ci_high=diff + half, p_value=p)
 
 
 def verdict(result: ComparisonStats, alpha: float = ALPHA) -> tuple[str, bool]:

@@ -90,17 +90,19 @@ async def active_routes(store: Store) -> dict[str, q.Route]:
     return await store.aread(q.current_routes)
 
 
-async def activate_version(store: Store, name: str, version: int) -> dict[str, Any]:
-    """Make ``version`` of prompt ``name`` the one every call uses (ends a running test of it)."""
+async def activate_version(store: Store, name: str, version: int) -> q.VersionRoute:
+    """Make ``version`` of prompt ``name`` the one every call uses (ends a running test of it);
+    returns the route written."""
     await prompt_version(store, name, version)  # NotFound for an unknown prompt or version
     when = _now()
+    route = q.VersionRoute(id=new_id(), created_at=when, prompt=name, version=version)
 
     def write(conn: Any) -> None:
         q.end_running_tests(conn, name, when, f"version {version} was activated")
-        q.insert_route(conn, q.VersionRoute(id=new_id(), created_at=when, prompt=name, version=version))
+        q.insert_route(conn, route)
 
     await store.awrite(write)
-    return {"prompt": name, "version": version, "activated_at": when}
+    return route
 
 
 async def start_test(store: Store, name: str, a: int, b: int, share: float = 0.5, *, calls: int | None = None,

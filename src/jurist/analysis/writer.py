@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Mapping
 
 from jurist.analysis.stats import TEST_NAME, Finding
 from jurist.errors import JudgeParseError
@@ -98,7 +98,8 @@ def prompt_variables(f: Finding) -> dict[str, str]:
     return {"statistics": escape("\n".join(stats_lines)), "examples": examples or "(no example texts)"}
 
 
-def _field(obj: dict[str, Any], name: str, raw: str, limit: int) -> str | None:
+def _field(obj: Mapping[str, object], name: str, raw: str, limit: int) -> str | None:
+    """A text field of the writer's JSON reply (None: absent or blank); anything but a string is an error."""
     value = obj.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
@@ -107,7 +108,7 @@ def _field(obj: dict[str, Any], name: str, raw: str, limit: int) -> str | None:
     return value.strip()[:limit]
 
 
-def _required(obj: dict[str, Any], name: str, raw: str, limit: int) -> str:
+def _required(obj: Mapping[str, object], name: str, raw: str, limit: int) -> str:
     value = _field(obj, name, raw, limit)
     if value is None:
         raise JudgeParseError(f'the JSON object has no "{name}" text', raw=raw)
