@@ -12,6 +12,7 @@ from sqlalchemy import ColumnElement, Table, insert, select, update
 from sqlalchemy.engine import Connection
 
 from jurist.models.base import CallRecord
+from jurist.models.model import CachedReply
 from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
                                          ChecklistSessionRow, FsrsCardRow)
 from jurist.store.rows import EvaluationRow, evaluation_values
@@ -55,12 +56,12 @@ def cached_replies_query(hashes: set[str]) -> Any:
     )
 
 
-def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, dict[str, Any]]:
+def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, CachedReply]:
     """The latest successful answer per request hash (the call cache)."""
     rows = conn.execute(cached_replies_query(hashes)).all()
     # ordered oldest first, so the latest answer for a hash wins
-    return {r.request_hash: {"text": r.response_text, "input_tokens": r.input_tokens,
-                             "output_tokens": r.output_tokens} for r in rows}
+    return {r.request_hash: CachedReply(text=r.response_text, input_tokens=r.input_tokens,
+                                        output_tokens=r.output_tokens) for r in rows}
 
 
 FAILED_CALLS = "failed"  # a filter, not a stored status: every call whose status is not ok
