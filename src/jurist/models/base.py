@@ -13,9 +13,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator, Literal, Protocol, Union, runtime_checkable
+from typing import Any, AsyncIterator, Literal, Mapping, Protocol, TypedDict, Union, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from jurist.models.images import Image
 from jurist.models.messages import BaseMessage, Message, messages_from_openai
@@ -48,7 +48,7 @@ class ChatRequest:
     schema_name: str = "verdict"
     # More body fields, sent to the endpoint as they are (an OpenAI-compatible
     # proxy forwards its caller's: tools, stop, top_p ...). Recorded with the params.
-    extra_body: dict[str, Any] | None = None
+    extra_body: dict[str, JsonValue] | None = None
     # The caller's own key for this one request (a proxy passes its client's
     # through), instead of the adapter's: never recorded, not in the cache key.
     api_key: str | None = field(default=None, repr=False, compare=False)
@@ -75,9 +75,9 @@ class ChatRequest:
         if messages is not self.messages:
             object.__setattr__(self, "messages", messages)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         """Sampling parameters, as recorded with each call."""
-        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        out: dict[str, JsonValue] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.seed is not None:
             out["seed"] = self.seed
         if self.response_schema is not None:
@@ -90,7 +90,7 @@ class ChatRequest:
         if self.extra_body:
             out.update(self.extra_body)
         if self.images:
-            out["images"] = [image.describe() for image in self.images]
+            out["images"] = [dict(image.describe()) for image in self.images]
         return out
 
     @functools.cached_property
@@ -161,34 +161,65 @@ class ToolCallDelta:
     arguments: str | None = None
 
     @classmethod
-    def from_openai(cls, entry: dict[str, Any], position: int = 0) -> "ToolCallDelta":
-        function = entry.get("function") or {}
-        return cls(index=int(entry.get("index", position)), id=entry.get("id"), type=entry.get("type"),
-                   name=function.get("name"), arguments=function.get("arguments"))
+    def from_openai(cls, entry: Mapping[str, object], position: int = 0) -> "ToolCallDelta":
+        """A piece from the JSON the endpoint sent (``position``: its place in the chunk, the index
+        of a piece that gives none); a field that is not a string is left out."""
+        function = entry.get("function")
+        fn: Mapping[str, object] = function if isinstance(function, Mapping) else {}
+        index = entry.get("index")
+        return cls(index=index if isinstance(index, int) and not isinstance(index, bool) else position,
+                   id=_text(entry.get("id")), type=_text(entry.get("type")),
+                   name=_text(fn.get("name")), arguments=_text(fn.get("arguments")))
 
-    def openai(self) -> dict[str, Any]:
+    def openai(self) -> dict[str, JsonValue]:
         """The piece in OpenAI's delta form again (only the fields it carries)."""
-        out: dict[str, Any] = {"index": self.index}
+        out: dict[str, JsonValue] = {"index": self.index}
         if self.id is not None:
             out["id"] = self.id
         if self.type is not None:
             out["type"] = self.type
-        function = {k: v for k, v in (("name", self.name), ("arguments", self.arguments)) if v is not None}
+        function: dict[str, JsonValue] = {
+            k: v for k, v in (("name", self.name), ("arguments", self.arguments)) if v is not None}
         if function:
             out["function"] = function
         return out
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 #: What a stream yields: text deltas, and the pieces of tool calls where the reply calls tools.
 StreamItem = Union[str, ToolCallDelta]
 
 
-def add_tool_call(calls: list[dict[str, Any]], piece: ToolCallDelta) -> None:
+class ToolCallFunction(TypedDict):
+    """The function a tool call calls: its name and its arguments (JSON text)."""
+
+    name: str
+    arguments: str
+
+
+class ToolCall(TypedDict):
+    """A tool call in OpenAI's message form, as an answer's ``tool_calls`` carry it."""
+
+    id: str | None
+    type: str
+    function: ToolCallFunction
+
+
+class StreamedToolCall(ToolCall):
+    """A tool call being merged from a stream's pieces; ``index`` says which call of the answer it is."""
+
+    index: int
+
+
+def add_tool_call(calls: list[StreamedToolCall], piece: ToolCallDelta) -> None:
     """Merge one streamed piece into ``calls``, the answer's tool calls in OpenAI's message form
     (``{"id", "type", "function": {"name", "arguments"}}``, in index order)."""
     call = next((c for c in calls if c["index"] == piece.index), None)
     if call is None:
-        call = {"index": piece.index, "id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        call = StreamedToolCall(index=piece.index, id=None, type="function", function={"name": "", "arguments": ""})
         calls.append(call)
         calls.sort(key=lambda c: c["index"])
     if piece.id:
@@ -201,9 +232,9 @@ def add_tool_call(calls: list[dict[str, Any]], piece: ToolCallDelta) -> None:
         call["function"]["arguments"] += piece.arguments
 
 
-def message_tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def message_tool_calls(calls: list[StreamedToolCall]) -> list[ToolCall]:
     """Merged calls (:func:`add_tool_call`) as a message's ``tool_calls`` (without the stream's ``index``)."""
-    return [{k: v for k, v in c.items() if k != "index"} for c in calls]
+    return [ToolCall(id=c["id"], type=c["type"], function=c["function"]) for c in calls]
 
 
 @dataclass
@@ -221,7 +252,7 @@ class Completion:
     logprobs: list[TokenLogprob] | None = None
     # The tool calls of an answer that calls tools (OpenAI's message form:
     # ``{"id", "type", "function": {"name", "arguments"}}``), else None.
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
     # How the request's schema went out (a mode of jurist.models.structured), when it had one.
     structured_output: str | None = None
     # False when a stream ended without the usage it asked for (some servers never send it).
