@@ -123,6 +123,21 @@ def test_typed_rows_and_plain_rows_share_one_batch(store):
     assert rows["plain"]["payload"] == {"x": 1} and rows["plain"]["iterations"] == 1
 
 
+def test_an_evaluation_id_that_is_not_a_string_is_refused_when_saved(tmp_path):
+    """Its score rows would carry the id as their evaluation_id: a number is refused, not stored."""
+    from jurist.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'ids.db'}")
+    try:
+        with pytest.raises(TypeError, match="evaluation's id is a string"):
+            store.save_evaluation(dict(id=5, kind="rubric", subject_id="s", status="scored", payload={}),
+                                  [{"key": "a", "status": "scored", "score": 1.0}])
+        store.flush()
+        assert store.evaluations(limit=None) == []
+    finally:
+        store.close()
+
+
 def _once(eid, subject, reason, **extra):
     ev = dict(id=eid, kind="rubric", subject_id=subject, trace_id="t", status="scored", score=4.0, max_score=5.0,
               percentage=80.0, judge_model="m", rubrics_version="1.0", payload={"subject": subject}, **extra)

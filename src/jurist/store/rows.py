@@ -16,6 +16,10 @@ from typing import Any, Mapping, Protocol, TypedDict, runtime_checkable
 
 # A value of a ``scores`` row column (the store's score rows are plain dicts of these).
 ColumnValue = str | float | int | bool | None
+# A score row as written: its columns' values by name.
+ScoreValues = dict[str, ColumnValue]
+# An evaluation's column values as inserted: plain columns, ``created_at``, the payload's JSON.
+EvaluationValues = dict[str, ColumnValue | datetime | Mapping[str, object]]
 
 
 @runtime_checkable
@@ -28,7 +32,7 @@ class StoredPayload(Protocol):
     @property
     def version(self) -> str: ...
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Mapping[str, object]:
         """The payload as JSON data, as it is stored and returned over HTTP."""
         ...
 
@@ -72,14 +76,17 @@ class Facets(TypedDict, total=False):
 
 _COLUMNS = tuple(f.name for f in fields(EvaluationRow))
 # What a plain dict of columns may leave out.
-_DEFAULTS = {f.name: f.default for f in fields(EvaluationRow)
-             if f.name not in ("id", "subject_id", "status", "payload", "created_at")}
+_DEFAULTS: dict[str, ColumnValue] = {
+    f.name: f.default for f in fields(EvaluationRow)
+    if f.name not in ("id", "subject_id", "status", "payload", "created_at")
+    and isinstance(f.default, str | float | int | bool | None)}
 
 
-def evaluation_values(row: EvaluationRow | Mapping[str, Any]) -> dict[str, Any]:
+def evaluation_values(row: EvaluationRow | Mapping[str, Any]) -> EvaluationValues:
     """The column values of an evaluation: every column present (rows written in one
     batch must carry the same keys), the payload as JSON data, ``created_at`` left
     out when not set (the store fills it)."""
+    values: EvaluationValues
     if isinstance(row, EvaluationRow):
         values = {name: getattr(row, name) for name in _COLUMNS}
         values["kind"] = row.kind

@@ -31,7 +31,7 @@ from jurist.store import queries
 from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
                                          ChecklistSessionRow, FsrsCardRow)
 from jurist.store.migrate import migrate
-from jurist.store.rows import EvaluationRow, evaluation_values
+from jurist.store.rows import EvaluationRow, EvaluationValues, ScoreValues, evaluation_values
 
 _BATCH = 500
 _STOP = object()
@@ -60,10 +60,13 @@ def _utcnow() -> datetime:
 
 
 def _evaluation_rows(evaluation: EvaluationRow | Mapping[str, Any],
-                     score_rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                     score_rows: list[ScoreValues]) -> tuple[EvaluationValues, list[ScoreValues]]:
     values = evaluation_values(evaluation)
     values.setdefault("created_at", _utcnow())
-    return values, [dict(r, evaluation_id=values["id"]) for r in score_rows]
+    evaluation_id = values["id"]
+    if not isinstance(evaluation_id, str):
+        raise TypeError(f"an evaluation's id is a string, not {evaluation_id!r}")
+    return values, [dict(r, evaluation_id=evaluation_id) for r in score_rows]
 
 
 class Store:
@@ -101,18 +104,18 @@ class Store:
         self._queue.put(("call", row))
 
     def save_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
-                        score_rows: list[dict[str, Any]]) -> None:
+                        score_rows: list[ScoreValues]) -> None:
         """Queue one evaluation (a typed row, or its columns) with its per-item scores; returns at once."""
         self._queue.put(("evaluation", *_evaluation_rows(evaluation, score_rows)))
 
     def save_evaluation_once(self, evaluation: EvaluationRow | Mapping[str, Any],
-                             score_rows: list[dict[str, Any]]) -> None:
+                             score_rows: list[ScoreValues]) -> None:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
         self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
 
     async def asave_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
-                               score_rows: list[dict[str, Any]]) -> None:
+                               score_rows: list[ScoreValues]) -> None:
         """Write one evaluation with its scores, unless a row with its id exists (as
         :meth:`save_evaluation_once`), and return once it is committed, with what else
         was queued before it (the calls behind it). Evaluations saved at once share one
