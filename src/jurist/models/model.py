@@ -17,6 +17,8 @@ from jurist.ids import new_id
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypedDict, TypeVar, cast
 
+from pydantic import JsonValue
+
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, Completion, CoverageResult,
                                 MeaningJudge, RelevanceScore, StatementCheck, StreamItem, SupportResult)
@@ -26,6 +28,8 @@ from jurist.models.messages import UserMessage
 
 
 T = TypeVar("T")
+#: A meaning question's inputs, as its call record's message shows them: texts and lists of texts.
+MeaningRequest = dict[str, str | list[str]]
 
 
 class CachedReply(TypedDict):
@@ -147,7 +151,7 @@ class MeaningCalls:
         self.trace_id = trace_id
         self.call_ids: list[str] = []
 
-    async def _ask(self, question: str, request: dict[str, Any], fn: Callable[[MeaningJudge], Awaitable[T]]) -> T:
+    async def _ask(self, question: str, request: MeaningRequest, fn: Callable[[MeaningJudge], Awaitable[T]]) -> T:
         answer, call_id = await self.model.ask(question, request, fn, purpose=self.purpose, trace_id=self.trace_id)
         self.call_ids.append(call_id)
         return answer
@@ -157,7 +161,7 @@ class MeaningCalls:
                                lambda j: j.expresses(text, statements))
 
     async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
-        request: dict[str, Any] = {"text": question, "answer": answer}
+        request: MeaningRequest = {"text": question, "answer": answer}
         if parts is not None:
             request["parts"] = parts
         return await self._ask("coverage", request, lambda j: j.coverage(question, answer, parts))
@@ -218,7 +222,7 @@ class Model:
         return MeaningCalls(self, purpose, trace_id)
 
     async def ask(
-        self, question: str, request: dict[str, Any], fn: Callable[[MeaningJudge], Awaitable[T]], *,
+        self, question: str, request: MeaningRequest, fn: Callable[[MeaningJudge], Awaitable[T]], *,
         purpose: str, trace_id: str | None = None,
     ) -> tuple[T, str]:
         """Ask the backend a meaning question (``fn(adapter)``) in a limiter slot and put it on
@@ -328,7 +332,7 @@ class Model:
                             completion.parsed = refine(completion.parsed, completion)
         else:
             status = "error"
-        returned = {"logprobs_returned": completion is not None and completion.logprobs is not None}
+        returned: dict[str, JsonValue] = {"logprobs_returned": completion is not None and completion.logprobs is not None}
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
                      completion=completion, status=status, attempts=attempts,
                      error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
@@ -341,7 +345,7 @@ class Model:
     def _record(
         self, request: ChatRequest, key: str, call_id: str, started: float, *, purpose: str,
         trace_id: str | None, template: Template | None, completion: Completion | None, status: CallStatus,
-        error: str | None, attempts: int, params: dict[str, Any] | None = None,
+        error: str | None, attempts: int, params: dict[str, JsonValue] | None = None,
     ) -> None:
         if self.sink is None:
             return
