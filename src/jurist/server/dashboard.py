@@ -22,7 +22,7 @@ import asyncio
 import dataclasses
 import functools
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -75,7 +75,7 @@ def charts_notice() -> str | None:
     return missing_extra("analysis", "Drawing charts")
 
 
-def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+def render(request: Request, template: str, context: Mapping[str, object], status_code: int = 200) -> HTMLResponse:
     env = templates(request)
     env.env.filters.update(views.FILTERS)
     response = env.TemplateResponse(

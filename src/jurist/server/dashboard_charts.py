@@ -8,7 +8,6 @@ never rows, so a page stays small whatever the number of evaluations.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import plotly.graph_objects as go
 from pydantic import JsonValue
@@ -19,16 +18,18 @@ ACCENT = "#2f6fdb"
 GOOD = "#2e8b57"
 BAD = "#c0504d"
 MUTED = "#8a93a6"
-FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12, color="#1d2330")
+FONT: dict[str, JsonValue] = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12, color="#1d2330")
 
 
-def _layout(**extra: Any) -> dict[str, Any]:
-    axis = dict(gridcolor="#e8ebf0", zeroline=False, linecolor="#c9ced8", automargin=True)
-    base: dict[str, Any] = dict(template="none", font=FONT, margin=dict(l=48, r=16, t=8, b=40), height=260,
+def _layout(**extra: JsonValue) -> dict[str, JsonValue]:
+    """A plotly layout (JSON): the house style, with ``extra``'s properties (a dict one merged into the style's)."""
+    axis: dict[str, JsonValue] = dict(gridcolor="#e8ebf0", zeroline=False, linecolor="#c9ced8", automargin=True)
+    base: dict[str, JsonValue] = dict(template="none", font=FONT, margin=dict(l=48, r=16, t=8, b=40), height=260,
                                 paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)", showlegend=False,
                                 xaxis=dict(axis), yaxis=dict(axis), bargap=0.15)
     for k, v in extra.items():
-        base[k] = {**base[k], **v} if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+        old = base.get(k)
+        base[k] = {**old, **v} if isinstance(v, dict) and isinstance(old, dict) else v
     return base
 
 
