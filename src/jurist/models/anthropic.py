@@ -17,11 +17,12 @@ from typing import Any, AsyncIterator, Sequence, Union
 
 import anthropic
 from anthropic.types import Message as AnthropicMessage
+from pydantic import JsonValue
 
 from jurist.errors import ConfigError, ModelUnavailable, Unsupported
 from jurist.models.base import ChatRequest, Completion
 from jurist.models.images import attach
-from jurist.models.messages import (AssistantMessage, ImagePart, Message, SystemMessage, TextPart, UserMessage,
+from jurist.models.messages import (AssistantMessage, AssistantPart, ImagePart, Message, SystemMessage, TextPart, UserMessage,
                                     UserPart)
 from jurist.models.sdk_errors import map_sdk_error
 
@@ -87,7 +88,7 @@ class AnthropicChat:
         """Close the HTTP client and its connections."""
         await self._client.close()
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
+    def _params(self, request: ChatRequest) -> dict[str, Any]:  # the SDK call's keyword arguments
         # The messages API in this SDK takes no temperature or seed; the
         # ChatRequest's sampling fields other than max_tokens are not sent.
         system, turns = split_messages(request.messages)
@@ -162,7 +163,7 @@ def _parts(content: str | tuple[UserPart, ...]) -> tuple[UserPart, ...]:
     return (TextPart(text=content),) if isinstance(content, str) else content
 
 
-def anthropic_turn(message: Message) -> dict[str, Any]:
+def anthropic_turn(message: Message) -> dict[str, JsonValue]:
     """A turn in the messages API's form: its text, or its parts as text and image blocks."""
     content = message.content
     if content is None or isinstance(content, str):
@@ -170,7 +171,7 @@ def anthropic_turn(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [anthropic_block(part) for part in content]}
 
 
-def anthropic_block(part: Any) -> dict[str, Any]:
+def anthropic_block(part: UserPart | AssistantPart) -> dict[str, JsonValue]:
     """A content part as Anthropic's block: text, or an image (a data URL as a ``base64``
     source, an http(s) URL as a ``url`` source, which the API fetches)."""
     if isinstance(part, TextPart):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Iterable, Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, model_validator
 
 from jurist.errors import InputError
 from jurist.jsonfiles import unknown_name
@@ -60,7 +60,7 @@ class _Strict(BaseModel):
         self.__pydantic_fields_set__.update(self._tags)
         return self
 
-    def openai(self) -> dict[str, Any]:
+    def openai(self) -> dict[str, JsonValue]:
         """The wire dict (OpenAI's form): the tag, then the fields that were given, as they were given."""
         return self.model_dump(mode="json", exclude_unset=True)
 
@@ -285,7 +285,7 @@ def messages_from_openai(items: Iterable[Any], where: str = "messages", *,
     return tuple(message_from_openai(m, f"{where}[{i}]", tool_text=tool_text) for i, m in enumerate(items))
 
 
-def openai_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def openai_messages(messages: Iterable[Message]) -> list[dict[str, JsonValue]]:
     """Messages as the OpenAI wire dicts (:meth:`openai`)."""
     return [m.openai() for m in messages]
 
