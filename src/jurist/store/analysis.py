@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 from sqlalchemy import func, insert, select, update
@@ -186,9 +186,21 @@ def score_rows_of(conn: Connection, evaluation_ids: Sequence[str]) -> list[Score
     return out
 
 
+class HashScore(TypedDict):
+    """A scored row judged with a prompt version (its template hash), with its subject and judge model."""
+
+    template_hash: str
+    key: str
+    score: float
+    max_score: float | None
+    subject_id: str
+    created_at: datetime
+    judge_model: str | None
+
+
 def scores_for_hashes(
     conn: Connection, hashes: Sequence[str], *, key: str | None = None, limit: int = 20000
-) -> list[dict[str, Any]]:
+) -> list[HashScore]:
     """Scored rows judged with any of ``hashes``, newest first, with their subject and judge model
     (the score's, else its evaluation's)."""
     s, e = scores.c, evaluations.c
@@ -202,7 +214,9 @@ def scores_for_hashes(
     )
     if key:
         stmt = stmt.where(s.key == key)
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+    return [HashScore(template_hash=r.template_hash, key=r.key, score=r.score, max_score=r.max_score,
+                      subject_id=r.subject_id, created_at=r.created_at, judge_model=r.judge_model)
+            for r in conn.execute(stmt)]
 
 
 # -- analysis runs and patterns ----------------------------------------------------
