@@ -170,12 +170,13 @@ async def put_prompt(request: Request, body: NewPromptVersion, name: PromptName)
 
 @router.get("/api/prompts/{name}/diff", response_model=PromptDiff, responses=error_responses(404, 422))
 async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1, le=MAX_VERSION), b: int = Query(ge=1, le=MAX_VERSION)
-                   ) -> dict[str, Any]:
+                   ) -> PromptDiff:
     """A unified, line-by-line diff between two versions."""
     store = get_state(request).store
     va, vb = await analysis.prompt_version(store, name, a), await analysis.prompt_version(store, name, b)
-    lines = [{"op": op, "text": text} for op, text in analysis.diff_lines(va["text"], vb["text"])]
-    return {"name": name, "a": a, "b": b, "lines": lines}
+    lines = [DiffLine.model_validate({"op": op, "text": text})
+             for op, text in analysis.diff_lines(va["text"], vb["text"])]
+    return PromptDiff(name=name, a=a, b=b, lines=lines)
 
 
 @router.get("/api/prompts/{name}/compare", response_model=ABComparison,
