@@ -106,7 +106,7 @@ def main() -> None:
             t0 = time.perf_counter()
             report = asyncio.run(batch.run())
             wall = time.perf_counter() - t0
-            peak = ray.get(batch.limiter.stats.remote())["peak_in_flight"]
+            peak = ray.get(batch.limiter.stats.remote()).peak_in_flight
             row = figures(f"ray {args.workers}x{args.worker_concurrency}, limit {args.cluster_limit}", calls, wall,
                           args.latency, in_flight, report)
             row["cluster_peak_in_flight"] = peak

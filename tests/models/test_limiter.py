@@ -133,7 +133,7 @@ async def test_the_ray_limiter_is_a_request_limiter_on_the_jobs_actor(cluster):
         await behaves(lim, 3)
     finally:
         await lim.aclose()
-    assert (await actor.stats.remote())["in_flight"] == 0
+    assert (await actor.stats.remote()).in_flight == 0
     assert type(open_limiter("test://protocol", url="ray://")) is SharedLimiter  # ray://: this process's job
 
 

@@ -25,7 +25,7 @@ async def test_core_grants_up_to_the_bound_and_queues_the_rest():
     await core.release("a", 1)
     assert await asyncio.wait_for(waiting, 1) == 1
     stats = await core.stats()
-    assert stats["in_flight"] == 3 and stats["peak_in_flight"] == 3 and stats["held"] == {"a": 1, "b": 2}
+    assert stats.in_flight == 3 and stats.peak_in_flight == 3 and stats.held == {"a": 1, "b": 2}
 
 
 async def test_core_requests_per_window():
@@ -61,7 +61,7 @@ async def test_core_register_frees_what_a_dead_predecessor_held():
     await core.register("worker-1")  # worker-1 restarted: its old permits are free again
     assert await asyncio.wait_for(blocked, 1) == 1
     await core.release("worker-1", 5)  # a late release from the dead process changes nothing
-    assert (await core.stats())["in_flight"] == 1
+    assert (await core.stats()).in_flight == 1
 
 
 async def test_core_cancelled_waiter_takes_nothing():
@@ -71,7 +71,7 @@ async def test_core_cancelled_waiter_takes_nothing():
     await asyncio.sleep(0.02)
     waiting.cancel()
     await core.release("a", 1)
-    assert (await core.stats())["in_flight"] == 0
+    assert (await core.stats()).in_flight == 0
     assert await core.acquire("c", [0]) == 1
 
 
@@ -124,7 +124,7 @@ def test_in_flight_bound_holds_across_processes(cluster):
     assert ray.get(gauge.read.remote()) == 5  # reached, never passed
     assert all(p <= 5 for p in peaks)
     stats = ray.get(limiter.stats.remote())
-    assert stats["peak_in_flight"] == 5 and stats["in_flight"] == 0
+    assert stats.peak_in_flight == 5 and stats.in_flight == 0
 
 
 def test_a_waiting_process_gets_permits_from_a_busy_one(cluster):
@@ -186,7 +186,7 @@ async def test_core_forget_frees_a_stopped_clients_permits():
     assert await core.acquire("gone", [0, 0]) == 2
     await core.forget("gone")
     stats = await core.stats()
-    assert stats["in_flight"] == 0 and "gone" not in stats["held"]
+    assert stats.in_flight == 0 and "gone" not in stats.held
 
 
 def test_a_process_holds_at_most_its_own_cap(cluster):
@@ -205,7 +205,7 @@ def test_a_process_holds_at_most_its_own_cap(cluster):
 
     assert asyncio.run(go()) == 3
     stats = ray.get(limiter.stats.remote())
-    assert stats["peak_in_flight"] == 3 and stats["in_flight"] == 0
+    assert stats.peak_in_flight == 3 and stats.in_flight == 0
 
 
 def test_waiters_at_the_cap_get_new_permits_when_leases_run_out(cluster):
@@ -226,7 +226,7 @@ def test_waiters_at_the_cap_get_new_permits_when_leases_run_out(cluster):
 
     elapsed, peak = asyncio.run(go())
     assert peak == 2 and elapsed < 2.0  # 10 requests, 2 at a time, 0.1 s each
-    assert ray.get(limiter.stats.remote())["in_flight"] == 0
+    assert ray.get(limiter.stats.remote()).in_flight == 0
 
 
 async def test_core_a_stopped_or_restarted_clients_pending_request_gets_nothing():
@@ -241,7 +241,7 @@ async def test_core_a_stopped_or_restarted_clients_pending_request_gets_nothing(
     assert await core.acquire("stopped", [0]) == 0  # a request still on its way from the stopped one
     await core.release("live", 1)
     stats = await core.stats()
-    assert stats["in_flight"] == 0 and stats["held"] == {"live": 0, "restarted": 0}
+    assert stats.in_flight == 0 and stats.held == {"live": 0, "restarted": 0}
 
 
 # -- a restarted limiter actor -------------------------------------------------------
@@ -250,18 +250,18 @@ async def test_core_a_stopped_or_restarted_clients_pending_request_gets_nothing(
 async def test_core_counts_what_a_client_holds_from_its_first_word_after_a_restart():
     core = LimiterCore(4)  # a restarted actor: empty counts, nobody registered
     await core.release("a", 1, holding=3)  # gives one back (unknown here) and still holds 3
-    assert (await core.stats())["held"] == {"a": 3}
+    assert (await core.stats()).held == {"a": 3}
     assert await core.acquire("b", [0, 0, 0], holding=0) == 1  # 3 of the 4 are a's
     await core.release("a", 1, holding=99)  # later words are counted as usual, not taken as a report
     stats = await core.stats()
-    assert stats["in_flight"] == 3 and stats["held"] == {"a": 2, "b": 1}
+    assert stats.in_flight == 3 and stats.held == {"a": 2, "b": 1}
 
 
 async def test_core_a_registered_client_is_never_taken_by_its_report():
     core = LimiterCore(4)
     await core.register("a")
     assert await core.acquire("a", [0], holding=5) == 1  # a fresh client's count starts at its register
-    assert (await core.stats())["in_flight"] == 1
+    assert (await core.stats()).in_flight == 1
 
 
 async def test_core_grants_nothing_while_paused():
@@ -309,4 +309,4 @@ def test_the_bound_holds_when_the_limiter_actor_is_restarted(cluster):
     assert meter["peak"] == 4 and meter["now"] == 0  # never more than the bound, before or after the restart
     assert first_peak > 0 and second_peak > 0
     stats = ray.get(limiter.stats.remote())
-    assert stats["in_flight"] == 0 and stats["peak_in_flight"] <= 4
+    assert stats.in_flight == 0 and stats.peak_in_flight <= 4

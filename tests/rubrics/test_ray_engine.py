@@ -114,7 +114,7 @@ async def test_cluster_wide_in_flight_bound(cluster, provider, tmp_path):
     assert report.scored == 30
     assert provider.peak_in_flight == 5  # reached, never passed
     stats = ray.get(batch.limiter.stats.remote())
-    assert stats["peak_in_flight"] == 5 and stats["in_flight"] == 0
+    assert stats.peak_in_flight == 5 and stats.in_flight == 0
     assert all(w.peak_in_flight <= 5 for w in batch.worker_stats)
     assert sum(w.peak_in_flight for w in batch.worker_stats) > 5  # both workers had requests out
 
@@ -214,7 +214,7 @@ async def test_resume_after_the_driver_is_interrupted(cluster, provider, tmp_pat
     done = {p.name for p in (tmp_path / "out").glob("*_result.json")}
     assert 8 <= len(done) < 40
     assert not (tmp_path / "out" / "summary.json").exists()
-    assert ray.get(first.limiter.stats.remote())["in_flight"] == 0  # stopped workers keep no permits
+    assert ray.get(first.limiter.stats.remote()).in_flight == 0  # stopped workers keep no permits
     calls = len(provider.requests)
     again = RayBatch(RUBRICS, sessions, tmp_path / "out", settings=settings, judge="fake/judge", parallel=2,
                      options=RayOptions(workers=2, shard_size=4))

@@ -81,6 +81,17 @@ class ClusterBounds:
     window: float  # seconds of the request and token windows
 
 
+@dataclass(frozen=True)
+class ClusterCounts:
+    """The cluster-wide limiter's counts, for monitoring and tests."""
+
+    in_flight: int
+    peak_in_flight: int
+    granted: int
+    held: dict[str, int]  # client -> permits it holds
+    waiting: int  # permits asked for and not yet granted
+
+
 class LimiterCore:
     """The cluster-wide counts: permits held per client, request and token windows.
 
@@ -125,10 +136,10 @@ class LimiterCore:
         return ClusterBounds(max_in_flight=self.max_in_flight, requests_per_minute=r.requests_per_minute,
                              tokens_per_minute=r.tokens_per_minute, window=r.window)
 
-    async def stats(self) -> dict[str, Any]:
+    async def stats(self) -> ClusterCounts:
         """Counts for monitoring and tests."""
-        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight, "granted": self.granted,
-                "held": dict(self.held), "waiting": sum(len(t) for _, t, f in self._waiters if not f.done())}
+        return ClusterCounts(in_flight=self.in_flight, peak_in_flight=self.peak_in_flight, granted=self.granted,
+                             held=dict(self.held), waiting=sum(len(t) for _, t, f in self._waiters if not f.done()))
 
     async def register(self, client: str) -> None:
         """A client (re)starts: free whatever an earlier process with its id still held
@@ -349,7 +360,7 @@ class SharedLimiter(PermitSlots):
         self._held_lock = threading.Lock()  # held, for requests from other loops
         self._asking = 0  # permits the home loop's pump is asking the actor for
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, int | None]:
         return {**super().stats(), "held": self.held, "max_held": self.max_held, "actor_calls": self.actor_calls,
                 "local_handovers": self.local_handovers}
 
