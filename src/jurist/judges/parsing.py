@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import JsonValue
+
 from jurist.errors import JudgeParseError
 
 #: The JSON schema of a number from 0 to 1 (a confidence), in hundredths: as an enum,
 #: every constrained decoder holds a reply to the range (llama.cpp's grammars do not
 #: hold a number to minimum and maximum).
-UNIT_INTERVAL: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1,
+UNIT_INTERVAL: dict[str, JsonValue] = {"type": "number", "minimum": 0, "maximum": 1,
                                  "enum": [i / 100 for i in range(101)]}
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -27,7 +29,7 @@ _JSON_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
 _REASONING = re.compile(r"^[\s*#_>-]*reasoning[\s*_]*[:=][\s*_]*(.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
 
 
-def extract_json(text: str) -> dict[str, Any]:
+def extract_json(text: str) -> dict[str, JsonValue]:
     """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
     if not text or not text.strip():
         raise JudgeParseError("the reply was empty", raw=text)

@@ -200,18 +200,14 @@ class ToolCallFunction(TypedDict):
     arguments: str
 
 
-class ToolCall(TypedDict):
-    """A tool call in OpenAI's message form, as an answer's ``tool_calls`` carry it."""
+class StreamedToolCall(TypedDict):
+    """A tool call being merged from a stream's pieces (OpenAI's message form, plus ``index``:
+    which call of the answer it is)."""
 
+    index: int
     id: str | None
     type: str
     function: ToolCallFunction
-
-
-class StreamedToolCall(ToolCall):
-    """A tool call being merged from a stream's pieces; ``index`` says which call of the answer it is."""
-
-    index: int
 
 
 def add_tool_call(calls: list[StreamedToolCall], piece: ToolCallDelta) -> None:
@@ -232,9 +228,10 @@ def add_tool_call(calls: list[StreamedToolCall], piece: ToolCallDelta) -> None:
         call["function"]["arguments"] += piece.arguments
 
 
-def message_tool_calls(calls: list[StreamedToolCall]) -> list[ToolCall]:
+def message_tool_calls(calls: list[StreamedToolCall]) -> list[dict[str, JsonValue]]:
     """Merged calls (:func:`add_tool_call`) as a message's ``tool_calls`` (without the stream's ``index``)."""
-    return [ToolCall(id=c["id"], type=c["type"], function=c["function"]) for c in calls]
+    return [{"id": c["id"], "type": c["type"],
+             "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}} for c in calls]
 
 
 @dataclass
@@ -252,7 +249,7 @@ class Completion:
     logprobs: list[TokenLogprob] | None = None
     # The tool calls of an answer that calls tools (OpenAI's message form:
     # ``{"id", "type", "function": {"name", "arguments"}}``), else None.
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: list[dict[str, JsonValue]] | None = None
     # How the request's schema went out (a mode of jurist.models.structured), when it had one.
     structured_output: str | None = None
     # False when a stream ended without the usage it asked for (some servers never send it).

@@ -26,14 +26,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 import aiohttp
 
 from jurist.version import __version__
 from jurist.errors import ConfigError, ModelError, ModelUnavailable, RequestRejected
 from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
-                                holds_digit, message_tool_calls)
+                                StreamedToolCall, holds_digit, message_tool_calls)
 from jurist.models.images import attach
 from jurist.models.messages import Message, SystemMessage, UserMessage, openai_messages, prepend_text
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
@@ -160,7 +160,7 @@ class OpenAIChat:
         finish reason (or ``[DONE]``), or sends an error event, raises
         ``ModelUnavailable``."""
         finished = usage = False
-        calls: list[dict[str, Any]] = []
+        calls: list[StreamedToolCall] = []
         try:
             response, mode = await self._open(
                 request, aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout), stream=True)
@@ -406,7 +406,7 @@ def _token_logprobs(data: Any) -> list[TokenLogprob] | None:
     return tokens
 
 
-def _error_message(chunk: dict[str, Any]) -> str:
+def _error_message(chunk: Mapping[str, object]) -> str:
     error = chunk.get("error")
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])

@@ -165,7 +165,7 @@ class RedisLimiter(PermitSlots):
             self.max_in_flight = check_in_flight(max_in_flight)
         self.rates.configure(requests_per_minute, tokens_per_minute)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, int | None]:
         r = self.rates
         return {**super().stats(), "max_in_flight": self.max_in_flight, "requests_per_minute": r.requests_per_minute,
                 "tokens_per_minute": r.tokens_per_minute, "max_held": self.max_held}

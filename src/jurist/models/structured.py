@@ -31,7 +31,9 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, get_args
+from typing import Protocol, Sequence, get_args
+
+from pydantic import JsonValue
 
 from jurist.config import StructuredOutput
 from jurist.errors import ModelError
@@ -47,7 +49,7 @@ CONSTRAINED = ("json_schema", "json_object_schema", "ollama_format")
 
 #: A word no model writes unasked: a reply holding it followed the probe's schema.
 PROBE_WORD = "jurist-probe-ok"
-PROBE_SCHEMA: dict[str, Any] = {
+PROBE_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
     "properties": {"probe": {"type": "string", "enum": [PROBE_WORD]}},
     "required": ["probe"],
@@ -67,7 +69,7 @@ class Probed(Protocol):
                        structured_output: str | None = None) -> Completion: ...
 
 
-def request_fields(mode: str, schema: dict[str, Any], name: str) -> dict[str, Any]:
+def request_fields(mode: str, schema: dict[str, JsonValue], name: str) -> dict[str, JsonValue]:
     """The body fields that ask for ``schema`` in ``mode`` (none for ``prompt``)."""
     if mode == "json_schema":
         return {"response_format": {"type": "json_schema",

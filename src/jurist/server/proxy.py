@@ -52,7 +52,8 @@ from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, Rev
 from jurist.gate.records import PURPOSE, CallCollector, CallEntry, GateRecord
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
-from jurist.models.base import ChatRequest, StreamItem, ToolCallDelta, add_tool_call, message_tool_calls
+from jurist.models.base import (ChatRequest, StreamedToolCall, StreamItem, ToolCallDelta, add_tool_call,
+                                message_tool_calls)
 from jurist.models.messages import AssistantMessage, Message, messages_from_openai
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
@@ -530,7 +531,7 @@ def _call_usage(calls: list[CallEntry]) -> Usage | None:
 async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
                           completion_id: str) -> Response:
     text: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[StreamedToolCall] = []
     try:
         async for item in upstream.relay():
             if isinstance(item, ToolCallDelta):
