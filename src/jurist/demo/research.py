@@ -162,9 +162,10 @@ def print_record(console: Console, rec: EvaluationRecord) -> None:
     table = Table(title="research evaluation", title_justify="left")
     for col in ("plan", "retrieval", "answer", "overall", "iterations"):
         table.add_column(col)
-    s = rec.summary()
-    table.add_row(_bar(s["planScore"]), _bar(s["retrievalScore"]), _bar(s["answerScore"]),
-                  _bar(s["overallScore"]), str(s["iterations"]))
+    plan, retrieval, answer = rec.plan_evaluation, rec.retrieval_evaluation, rec.answer_evaluation
+    table.add_row(_bar(plan.overall if plan else None), _bar(retrieval.overall if retrieval else None),
+                  _bar(answer.overall if answer else None), _bar(rec.overall_score),
+                  str(plan.total_iterations if plan else 0))
     console.print(table)
 
 
