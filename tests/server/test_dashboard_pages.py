@@ -332,10 +332,10 @@ async def test_kind_filter_applies_to_every_card_and_the_api(client, seeded):
     for kind in q.KINDS:
         traces = {e.trace_id for e in store.read(q.list_page, q.EvaluationFilter(kind=kind),
                                                     page_size=200).items if e.trace_id}
-        calls = [c for t in sorted(traces) for c in store.read(q.call_page, trace_id=t, page_size=200)["items"]]
+        calls = [c for t in sorted(traces) for c in store.read(q.call_page, trace_id=t, page_size=200).items]
         data = store.read(q.overview, q.EvaluationFilter(kind=kind))
         assert data.calls.count == len(calls) > 0, kind
-        assert data.calls.input_tokens == sum(c["input_tokens"] for c in calls)
+        assert data.calls.input_tokens == sum(c.input_tokens for c in calls)
         page = client.get(f"/evaluation?period=all&kind={kind}").text
         assert text_of(page, "m-calls") == f"{len(calls):,}"
         assert text_of(page, "m-total") == f"{data.total:,}"
@@ -344,7 +344,7 @@ async def test_kind_filter_applies_to_every_card_and_the_api(client, seeded):
         assert metrics["calls"] == data.calls.model_dump() and metrics["total"] == data.total
         api_calls = client.get("/api/calls", params={"kind": kind, "page_size": 200}).json()
         assert api_calls["total"] == len(calls) <= 200
-        assert {c["id"] for c in api_calls["items"]} == {c["id"] for c in calls}
+        assert {c["id"] for c in api_calls["items"]} == {c.id for c in calls}
         counted += len(calls)
     assert counted <= everything.calls.count
     assert client.get("/api/calls", params={"kind": "nope"}).status_code == 422

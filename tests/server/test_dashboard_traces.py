@@ -100,7 +100,7 @@ async def test_a_checklist_turn_is_one_learner_message_with_its_own_calls(store,
     assert [t["payload"]["message_seq"] for t in turns] == [1, 3, 5]  # seq counts the tutor's replies too
     messages = ["Caffeine blocks adenosine receptors.", "I forgot the rest.", "Its half-life is five hours."]
     replies = ["Right, adenosine. What else?", "Think about how long it lasts.", "Yes, five hours."]
-    all_calls = store.read(q.call_page, trace_id=session_id, page_size=50)["items"]
+    all_calls = store.read(q.call_page, trace_id=session_id, page_size=50).items
     assert len(all_calls) == 6
     for n, turn in enumerate(turns, 1):
         page = client.get(f"/evaluation/evaluations/{turn['id']}").text

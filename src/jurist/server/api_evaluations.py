@@ -198,9 +198,10 @@ async def list_calls(
     page_size: int = Query(50, ge=1, le=200),
 ) -> dict[str, Any]:
     """The LLM call log, newest first: purpose, model, template, messages, raw response, tokens, latency."""
-    return await get_state(request).store.aread(
+    found = await get_state(request).store.aread(
         q.call_page, page=page, page_size=page_size, purpose=purpose, status=status, model=model,
         trace_id=trace_id, since=since, until=until, kind=kind)
+    return found.model_dump()
 
 
 @router.get("/calls/{call_id}", tags=["calls"], responses=error_responses(404))
@@ -209,7 +210,7 @@ async def get_call(request: Request, call_id: str) -> dict[str, Any]:
     found = await get_state(request).store.aread(q.get_call, call_id)
     if found is None:
         raise NotFound(f"no LLM call with id {call_id!r}")
-    return found
+    return found.model_dump()
 
 
 class EvaluateRequest(BaseModel):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import Integer, and_, case, cast, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
@@ -355,9 +356,50 @@ def _title(value: str | None) -> str | None:
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 1] + "…"
 
 
-def _row(row: dict[str, Any]) -> dict[str, Any]:
-    row["score_normalised"] = _score(row.get("percentage"))
-    return row
+class StoredCall(StoredRow):
+    """One ``llm_calls`` row: every column, as recorded."""
+
+    id: str
+    trace_id: str | None
+    purpose: str
+    model: str
+    endpoint: str
+    template_name: str | None
+    template_hash: str | None
+    request_hash: str
+    messages: JsonValue
+    params: JsonValue
+    response_text: str | None
+    parsed: JsonValue
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    attempts: int
+    status: str
+    error: str | None
+    cached: bool
+    created_at: datetime
+    usage_known: bool
+
+
+class CallLogPage(StoredRow):
+    """One page of the LLM call log, with the number of calls matching."""
+
+    total: int
+    page: int
+    page_size: int
+    items: list[StoredCall]
+
+
+class TurnMessage(StoredRow):
+    """A checklist turn's learner message: its text, its number among the learner's messages
+    (``number`` of ``learner_messages`` so far in the session), its seq and the judge's call ids."""
+
+    message: str | None
+    message_seq: int
+    number: int | None
+    learner_messages: int
+    call_ids: list[str]
 
 
 def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
@@ -365,13 +407,14 @@ def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
     row = conn.execute(select(evaluations).where(_E.id == evaluation_id)).first()
     if row is None:
         return None
-    ev = _row(dict(row._mapping))
+    ev = dict(row._mapping)
+    ev["score_normalised"] = _score(ev.get("percentage"))
     score_rows = [dict(r._mapping) for r in conn.execute(
         select(scores).where(scores.c.evaluation_id == evaluation_id).order_by(scores.c.id))]
     payload = ev.get("payload")
     turn = _checklist_turn(conn, ev["trace_id"], payload) if ev.get("kind") == "checklist" else None
     if turn is not None:  # a checklist turn: its own calls, not the whole session's
-        calls = _turn_calls(conn, ev["trace_id"], turn["message_seq"], turn.pop("call_ids"))
+        calls = [c.model_dump() for c in _turn_calls(conn, ev["trace_id"], turn.message_seq, turn.call_ids)]
     elif ev.get("trace_id"):
         calls = [dict(r._mapping) for r in conn.execute(
             select(llm_calls).where(llm_calls.c.trace_id == ev["trace_id"])
@@ -382,13 +425,12 @@ def trace(conn: Connection, evaluation_id: str) -> dict[str, Any] | None:
         select(patterns.c.id, patterns.c.title, patterns.c.impact)
         .join(pattern_evaluations, pattern_evaluations.c.pattern_id == patterns.c.id)
         .where(pattern_evaluations.c.evaluation_id == evaluation_id).order_by(patterns.c.created_at.desc())).all()
-    return {"evaluation": ev, "scores": score_rows, "calls": calls,
-            "patterns": [dict(p._mapping) for p in found], "turn": turn}
+    return {"evaluation": ev, "scores": score_rows, "calls": calls, "patterns": [dict(p._mapping) for p in found],
+            "turn": turn.model_dump(exclude={"call_ids"}) if turn is not None else None}
 
 
-def _checklist_turn(conn: Connection, session_id: str | None, payload: Any) -> dict[str, Any] | None:
-    """A checklist turn's learner message: its text, its number among the learner's messages
-    (``number`` of ``learner_messages`` so far in the session), its seq and the judge's call ids."""
+def _checklist_turn(conn: Connection, session_id: str | None, payload: object) -> TurnMessage | None:
+    """The learner message of the checklist turn whose payload this is (None if it names none)."""
     if not isinstance(payload, dict) or not session_id or not isinstance(payload.get("message_seq"), int):
         return None
     seq = payload["message_seq"]
@@ -398,29 +440,29 @@ def _checklist_turn(conn: Connection, session_id: str | None, payload: Any) -> d
     number, total = conn.execute(
         select(func.sum(case((m.seq <= seq, 1), else_=0)), func.count()).where(user)).one()
     call_ids = payload.get("call_ids")
-    return {"message": text, "message_seq": seq, "number": int(number or 0) or None, "learner_messages": int(total),
-            "call_ids": [str(i) for i in call_ids] if isinstance(call_ids, list) else []}
+    return TurnMessage(message=text, message_seq=seq, number=int(number or 0) or None, learner_messages=int(total),
+                       call_ids=[str(i) for i in call_ids] if isinstance(call_ids, list) else [])
 
 
-def _turn_calls(conn: Connection, session_id: str, seq: int, call_ids: list[str]) -> list[dict[str, Any]]:
+def _turn_calls(conn: Connection, session_id: str, seq: int, call_ids: list[str]) -> list[StoredCall]:
     """The calls of one checklist turn: the judge's (its call ids) and the tutor's reply to that
     message (a tutor call whose conversation ends at message ``seq``; a retried reply too). The
     tutor answers after the judge, so its calls are looked for from the judge's first call on."""
     c = llm_calls.c
     order = (c.created_at, c.id)
-    judge = [dict(r._mapping) for r in conn.execute(select(llm_calls).where(c.id.in_(call_ids)).order_by(*order))] \
-        if call_ids else []
+    judge = [StoredCall.of(r._mapping) for r in conn.execute(select(llm_calls).where(c.id.in_(call_ids))
+                                                             .order_by(*order))] if call_ids else []
     tutor_q = select(llm_calls).where(c.trace_id == session_id, c.purpose == CHECKLIST_TUTOR)
     if judge:
-        tutor_q = tutor_q.where(c.created_at >= judge[0]["created_at"]).order_by(*order).limit(_TURN_TUTOR_CALLS)
+        tutor_q = tutor_q.where(c.created_at >= judge[0].created_at).order_by(*order).limit(_TURN_TUTOR_CALLS)
     else:
         tutor_q = tutor_q.order_by(*order).limit(500)
-    tutor = [call for call in (dict(r._mapping) for r in conn.execute(tutor_q))
-             if _conversation_length(call.get("messages")) == seq]
-    return sorted(judge + tutor, key=lambda call: (call["created_at"], call["id"]))
+    tutor = [call for call in (StoredCall.of(r._mapping) for r in conn.execute(tutor_q))
+             if _conversation_length(call.messages) == seq]
+    return sorted(judge + tutor, key=lambda call: (call.created_at, call.id))
 
 
-def _conversation_length(messages: Any) -> int:
+def _conversation_length(messages: JsonValue) -> int:
     """The messages of a tutor request that are the conversation (not its system instructions)."""
     return sum(1 for x in messages if isinstance(x, dict) and x.get("role") != "system") \
         if isinstance(messages, list) else -1
@@ -436,7 +478,7 @@ def failure_types(conn: Connection, limit: int = 200) -> list[str]:
 def call_page(conn: Connection, *, page: int = 1, page_size: int = 50, purpose: str | None = None,
               status: str | None = None, model: str | None = None, trace_id: str | None = None,
               since: datetime | None = None, until: datetime | None = None,
-              kind: str | None = None) -> dict[str, Any]:
+              kind: str | None = None) -> CallLogPage:
     """One page of the LLM call log (newest first), with the number matching; ``kind``: the calls
     of evaluations of that kind only (as the overview's call figures count them)."""
     c = llm_calls.c
@@ -455,10 +497,10 @@ def call_page(conn: Connection, *, page: int = 1, page_size: int = 50, purpose: 
     rows_q = select(llm_calls).order_by(c.created_at.desc(), c.id).limit(page_size).offset((page - 1) * page_size)
     if cond is not None:
         count_q, rows_q = count_q.where(cond), rows_q.where(cond)
-    return {"total": int(conn.execute(count_q).scalar_one()), "page": page, "page_size": page_size,
-            "items": [dict(r._mapping) for r in conn.execute(rows_q)]}
+    return CallLogPage(total=int(conn.execute(count_q).scalar_one()), page=page, page_size=page_size,
+                       items=[StoredCall.of(r._mapping) for r in conn.execute(rows_q)])
 
 
-def get_call(conn: Connection, call_id: str) -> dict[str, Any] | None:
+def get_call(conn: Connection, call_id: str) -> StoredCall | None:
     row = conn.execute(select(llm_calls).where(llm_calls.c.id == call_id)).first()
-    return dict(row._mapping) if row is not None else None
+    return StoredCall.of(row._mapping) if row is not None else None
