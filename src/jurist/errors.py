@@ -38,10 +38,7 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
-
-if TYPE_CHECKING:
-    from jurist.models.messages import Message
+from typing import Any, Mapping, Sequence
 
 
 class JuristError(Exception):
@@ -192,10 +189,11 @@ class ResearchBlocked(EvaluationError):
 class IterationLimit(JuristError):
     """Raise from a generator whose tool loop hit its iteration limit; ``messages``
     (the conversation so far, tool results included: :data:`~jurist.models.messages.Message`
-    records or OpenAI-style dicts) become the continue context."""
+    records or OpenAI-style dicts, checked when the gate reads them: this module sits below
+    the models and imports none of them) become the continue context."""
 
     def __init__(self, message: str = "Maximum tool execution iterations reached", *,
-                 messages: Sequence[Message | Mapping[str, object]] | None = None) -> None:
+                 messages: Sequence[object] | None = None) -> None:
         super().__init__(message)
         self.messages = messages
 

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pydantic import JsonValue
 
+from jurist.errors import InputError
 from jurist.gate.records import Attempt, Evaluation
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_REGENERATION, ENCOURAGEMENT, AttemptKind
 from jurist.models.messages import (AssistantMessage, BaseMessage, Message, ToolMessage, UserMessage,
@@ -16,7 +17,7 @@ from jurist.models.messages import (AssistantMessage, BaseMessage, Message, Tool
 BUDGET_MARGIN_S = 0.05
 
 
-def read_messages(items: Iterable[Message | Mapping[str, Any]],
+def read_messages(items: Iterable[Message | Mapping[str, Any]] | Iterable[object],
                   where: str = "messages") -> tuple[list[Message], list[dict[str, JsonValue]]]:
     """A request's messages, typed (checked strictly: an InputError names a bad one), and as
     JSON as they were given (what a record keeps to resume from). A tool turn without
@@ -28,6 +29,8 @@ def read_messages(items: Iterable[Message | Mapping[str, Any]],
             typed.append(message_from_openai(m))
             raw.append(m.openai())
             continue
+        if not isinstance(m, Mapping):
+            raise InputError(f"{where}[{i}]: expected a message (an object with a role), got {type(m).__name__}")
         if m.get("role") == "tool" and "tool_call_id" not in m:
             tool = message_from_openai({**m, "tool_call_id": ""}, f"{where}[{i}]")
             tool.__pydantic_fields_set__.discard("tool_call_id")  # written back as it came, without one
