@@ -88,7 +88,7 @@ async def _gate_case(home: Path, name: str, config: dict[str, Any], gen: list[An
         for row in store.evaluations(kind="gate"):
             lines.append(f"row: {_dump(_row(row))}")
             for score in store.scores_of(row["id"]):
-                lines.append(f"score: {_dump(_row(score))}")
+                lines.append(f"score: {_dump(_row(score.model_dump()))}")
     finally:
         await gate.aclose()
     return normalise("\n".join(lines))

@@ -153,8 +153,8 @@ async def test_record_in_the_store():
         {"attempt": 1, "passed": False, "quality_score": 0.2, "issues": ["misses the height"]},
         {"attempt": 2, "passed": True, "quality_score": 0.8, "issues": []}]
     json.dumps(payload)
-    scores = {s["key"]: s for s in g.store.scores_of(row["id"])}
-    assert scores["attempt.1"]["score"] == 0.2 and scores["attempt.2"]["name"] == "regeneration"
+    scores = {s.key: s for s in g.store.scores_of(row["id"])}
+    assert scores["attempt.1"].score == 0.2 and scores["attempt.2"].name == "regeneration"
     purposes = [c["purpose"] for c in g.store.calls(trace_id="trace-1")]
     assert sorted(purposes) == sorted(c.type for c in result.llm_calls)
     await g.aclose()

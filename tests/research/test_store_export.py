@@ -60,13 +60,13 @@ async def test_record_round_trips_through_the_store(db_url):
         assert row["payload"]["planEvaluation"]["attempts"][0]["iterationDecision"]["mode"] == "targeted_fix"
         assert row["payload"]["retrievalEvaluation"]["flaggedSevere"] is True
         assert row["payload"]["answerEvaluation"]["regenerated"] is True
-        scores = {s["key"]: s for s in store.scores_of(ev.log_id)}
+        scores = {s.key: s for s in store.scores_of(ev.log_id)}
         assert set(scores) == {"overall", "plan.overall", "retrieval.overall", "answer.overall",
                                *(f"{s}.{d.key}" for s in st.STAGE_NAMES for d in st.DIMENSIONS[s])}
-        assert scores["plan.query_coverage"]["score"] == 0.85 and scores["plan.query_coverage"]["weight"] == 0.35
-        assert scores["retrieval.context_recall"]["score"] == 0.4
-        assert scores["answer.faithfulness"]["score"] == 0.9 and scores["answer.faithfulness"]["status"] == "scored"
-        assert scores["overall"]["score"] == pytest.approx(rec.overall_score)
+        assert scores["plan.query_coverage"].score == 0.85 and scores["plan.query_coverage"].weight == 0.35
+        assert scores["retrieval.context_recall"].score == 0.4
+        assert scores["answer.faithfulness"].score == 0.9 and scores["answer.faithfulness"].status == "scored"
+        assert scores["overall"].score == pytest.approx(rec.overall_score)
         plan_o, ret_o, ans_o = (rec.plan_evaluation.overall, rec.retrieval_evaluation.overall,
                                 rec.answer_evaluation.overall)
         assert rec.overall_score == pytest.approx(round((plan_o + ret_o + ans_o) / 3, 4))
@@ -83,9 +83,9 @@ async def test_partial_record_status(tmp_path):
         await ev.save()
         [row] = store.evaluations(kind="research")
         assert row["status"] == "skipped" and row["score"] is None
-        scores = {s["key"]: s for s in store.scores_of(ev.log_id)}
-        assert scores["plan.intent_alignment"]["status"] == "skipped"
-        assert scores["plan.overall"]["reason"] == "RuntimeError: down"
+        scores = {s.key: s for s in store.scores_of(ev.log_id)}
+        assert scores["plan.intent_alignment"].status == "skipped"
+        assert scores["plan.overall"].reason == "RuntimeError: down"
     finally:
         store.close()
 

@@ -298,7 +298,7 @@ def test_an_evaluation_written_twice_by_two_processes_is_stored_once(db, tmp_pat
         second.flush()
         stored_rows = first.evaluations(limit=None, subject_id="sess-x")
         assert [(e["id"], e["score"]) for e in stored_rows] == [(key, 3.0)]
-        assert sorted(r["key"] for r in first.scores_of(key)) == ["a", "b"]
+        assert sorted(r.key for r in first.scores_of(key)) == ["a", "b"]
     finally:
         first.close()
         second.close()

@@ -100,7 +100,7 @@ def test_evaluations_with_scores(store):
     [row] = store.evaluations(kind="rubric")
     assert row["payload"] == {"session_id": "s1"} and row["status"] == "partial"
     scores = store.scores_of(row["id"])
-    assert [s["status"] for s in scores] == ["scored", "evaluation_failed"] and scores[1]["score"] is None
+    assert [s.status for s in scores] == ["scored", "evaluation_failed"] and scores[1].score is None
 
 
 def test_typed_rows_and_plain_rows_share_one_batch(store):
@@ -158,7 +158,7 @@ def test_save_evaluation_once_writes_each_id_once_with_its_first_scores(store):
     rows = {r["id"]: r for r in store.evaluations(limit=None)}
     assert sorted(rows) == ["e1", "e2", "e3"] and rows["e3"]["source"] == "f.jsonl"
     for eid in rows:
-        assert [s["reason"] for s in store.scores_of(eid)] == ["first"]
+        assert [s.reason for s in store.scores_of(eid)] == ["first"]
 
 
 def test_a_failed_write_is_reported_on_flush_and_the_store_keeps_working(store):
@@ -276,7 +276,7 @@ def test_asave_evaluation_returns_once_the_row_is_committed(store):
         assert other.evaluation("durable")["subject_id"] == "s1"
         assert [c["id"] for c in other.calls()] == ["c-durable"]  # what was queued before it, too
         asyncio.run(store.asave_evaluation(*_once("durable", "s1", "again")))  # the same id: written once
-        assert [s["reason"] for s in other.scores_of("durable")] == ["first"]
+        assert [s.reason for s in other.scores_of("durable")] == ["first"]
     finally:
         other.close()
 

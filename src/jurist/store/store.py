@@ -32,6 +32,7 @@ from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessag
                                          ChecklistSessionRow, FsrsCardRow)
 from jurist.store.migrate import migrate
 from jurist.store.rows import EvaluationRow, EvaluationValues, ScoreValues, evaluation_values
+from jurist.store.stored import StoredScore
 
 _BATCH = 500
 _STOP = object()
@@ -251,8 +252,9 @@ class Store:
         """One evaluation row by id (and kind), or None."""
         return self.read(queries.get_evaluation, evaluation_id, kind)
 
-    def scores_of(self, evaluation_id: str) -> list[dict[str, Any]]:
-        return self.read(queries.scores_of, evaluation_id)
+    def scores_of(self, evaluation_id: str) -> list[StoredScore]:
+        """An evaluation's score rows, in the order written."""
+        return [StoredScore.of(r) for r in self.read(queries.scores_of, evaluation_id)]
 
     def write(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run one write query function (``fn(conn, *args, **kwargs)``) in its own transaction, now."""

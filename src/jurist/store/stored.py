@@ -26,3 +26,23 @@ class StoredRow(BaseModel):
     def of(cls: type[R], columns: RowMapping | Mapping[str, Any], **more: Any) -> R:
         """The model of a result row's columns (``row._mapping``), with ``more`` fields."""
         return cls.model_validate({**columns, **more})
+
+
+class StoredScore(StoredRow):
+    """One ``scores`` row: an item's score of an evaluation (a rubric's, a dimension's, an attempt's)."""
+
+    id: int
+    evaluation_id: str
+    key: str
+    name: str | None
+    score: float | None
+    max_score: float | None
+    weight: float | None
+    status: str  # scored | evaluation_failed | skipped
+    reason: str | None
+    judge_model: str | None
+    template_hash: str | None
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    call_id: str | None
