@@ -91,8 +91,8 @@ async def _research(tmp: Path) -> dict[str, Any]:
             skipped = await ev2.save()
         folder = export_record(store, rec.log_id, tmp / "export")
         files.update({f"export/{name}": data for name, data in read_tree(folder).items()})
-        files["stored/research.payload"] = store.evaluation(rec.log_id, kind="research")["payload"]
-        files["stored/skipped.payload"] = store.evaluation(skipped.log_id, kind="research")["payload"]
+        files["stored/research.payload"] = store.evaluation(rec.log_id, kind="research").payload
+        files["stored/skipped.payload"] = store.evaluation(skipped.log_id, kind="research").payload
         files["summary"] = rec.summary()
         files["api/research"] = _api(store, Settings.load(max_retries=0), rec.log_id)
     finally:

@@ -61,7 +61,7 @@ async def _produce(tmp: Path) -> dict[str, Any]:
                              settings=settings, store=store)
         files = {f"out/{name}": data for name, data in read_tree(tmp / "out").items()}
         trace_id = files["out/s2_result.json"]["trace_id"]
-        files["stored/s2.payload"] = store.evaluation(trace_id, kind="rubric")["payload"]
+        files["stored/s2.payload"] = store.evaluation(trace_id, kind="rubric").payload
         found = TestClient(create_app(settings, store=store), base_url="http://localhost").get(
             f"/api/evaluation/sessions/{trace_id}").json()
         files["api/s2.payload"] = found["evaluation"]["payload"]

@@ -133,7 +133,7 @@ def test_dashboard_in_a_browser(browser_page, shots: Path, tmp_path: Path):
         page.goto(f"{base}/evaluation/evaluations/{ids['research_full']}")
         page.click("#runtime-link")
         page.wait_for_url(f"**/evaluation/research/{ids['research_full']}")
-        rec = store.evaluation(ids["research_full"])["payload"]
+        rec = store.evaluation(ids["research_full"]).payload
         plan = page.locator("#stage-plan")
         expect(plan.locator(".stage-overall")).to_have_text(f"{rec['planEvaluation']['overall']:.2f}")
         first_attempt = plan.locator("article.attempt").first

@@ -170,10 +170,10 @@ async def seed_all(store: Store, tmp_path: Path, history: int = 400) -> dict[str
         real = [e for e in listed if not e.id.startswith("syn")]
         ids[kind] = [e.id for e in real]
     ids["xss"] = next(e.id for e in store.read(q.list_page, q.EvaluationFilter(subject_id="xss-session")).items)
-    ids["gate_regenerated"] = next(i for i in ids["gate"] if store.evaluation(i)["iterations"] == 2)
+    ids["gate_regenerated"] = next(i for i in ids["gate"] if store.evaluation(i).iterations == 2)
     research = [store.evaluation(i) for i in ids["research"]]
-    ids["research_full"] = next(r["id"] for r in research if not r["payload"]["planEvaluation"]["evaluationSkipped"])
-    ids["research_skipped"] = next(r["id"] for r in research if r["payload"]["planEvaluation"]["evaluationSkipped"])
+    ids["research_full"] = next(r.id for r in research if not r.payload["planEvaluation"]["evaluationSkipped"])
+    ids["research_skipped"] = next(r.id for r in research if r.payload["planEvaluation"]["evaluationSkipped"])
     return ids
 
 
@@ -383,7 +383,7 @@ async def test_explorer_names_gate_and_research_rows_by_their_question(client, s
     (the research query), with the subject id kept in the cell's tooltip."""
     store, ids = seeded
     gate_id = ids["gate"][0]
-    gate_subject = store.evaluation(gate_id)["subject_id"]
+    gate_subject = store.evaluation(gate_id).subject_id
     page = client.get("/evaluation/explorer?kind=gate").text
     row = re.search(rf'<tr data-id="{gate_id}">.*?</tr>', page, re.S).group(0)
     cell = re.search(r'<td class="subject" title="([^"]*)">([^<]*)</td>', row)
@@ -437,7 +437,7 @@ async def test_trace_pages_show_each_kind(client, seeded):
 
 async def test_research_runtime_view(client, seeded):
     store, ids = seeded
-    rec = store.evaluation(ids["research_full"])["payload"]
+    rec = store.evaluation(ids["research_full"]).payload
     page = client.get(f"/evaluation/research/{ids['research_full']}").text
     plan = rec["planEvaluation"]
     assert page.count('class="attempt"') >= len(plan["attempts"]) + len(rec["answerEvaluation"]["attempts"])

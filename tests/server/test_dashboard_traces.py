@@ -55,7 +55,7 @@ async def test_a_gate_trace_is_titled_by_the_users_question(store, client):
     page = client.get(f"/evaluation/evaluations/{eid}").text
     assert text_of(page, "trace-title") == QUESTION
     assert f"<title>{QUESTION} — jurist</title>" in page
-    assert text_of(page, "subject") == store.evaluation(eid)["subject_id"]  # the hash, below the title
+    assert text_of(page, "subject") == store.evaluation(eid).subject_id  # the hash, below the title
 
     # a generator function makes no call; the record itself holds the question
     async def answer(messages):
@@ -69,10 +69,10 @@ async def test_a_gate_trace_is_titled_by_the_users_question(store, client):
 
 async def test_a_gate_record_stored_without_its_question_takes_it_from_the_generation_call(store, client):
     eid = await gate_run(store, [{"role": "user", "content": QUESTION}])
-    row = store.evaluation(eid)
-    del row["payload"]["question"]  # as records were stored before they kept it
+    payload = store.evaluation(eid).payload
+    del payload["question"]  # as records were stored before they kept it
     store.write(lambda conn: conn.execute(
-        q.evaluations.update().where(q.evaluations.c.id == eid).values(payload=row["payload"])))
+        q.evaluations.update().where(q.evaluations.c.id == eid).values(payload=payload)))
     page = client.get(f"/evaluation/evaluations/{eid}").text
     assert text_of(page, "trace-title") == QUESTION
 

@@ -273,7 +273,7 @@ def test_asave_evaluation_returns_once_the_row_is_committed(store):
         t0 = time.monotonic()
         asyncio.run(store.asave_evaluation(ev, scores))
         assert time.monotonic() - t0 < 2.0
-        assert other.evaluation("durable")["subject_id"] == "s1"
+        assert other.evaluation("durable").subject_id == "s1"
         assert [c["id"] for c in other.calls()] == ["c-durable"]  # what was queued before it, too
         asyncio.run(store.asave_evaluation(*_once("durable", "s1", "again")))  # the same id: written once
         assert [s.reason for s in other.scores_of("durable")] == ["first"]

@@ -160,7 +160,7 @@ def find_record(store: Store, log_id: str) -> EvaluationRecord:
     if row is None:
         raise InputError(f"no research evaluation with log id {log_id!r} in {store.engine.url.render_as_string()}; "
                          "check the id (the logId printed by the research run) and JURIST_DATABASE_URL")
-    record = read_payload(KIND, row["payload"])
+    record = read_payload(KIND, row.payload)
     if not isinstance(record, EvaluationRecord):
         raise PayloadError(f"the payload of research evaluation {log_id!r} is a {record.kind} payload", kind=KIND)
     return record

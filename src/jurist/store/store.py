@@ -32,7 +32,7 @@ from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessag
                                          ChecklistSessionRow, FsrsCardRow)
 from jurist.store.migrate import migrate
 from jurist.store.rows import EvaluationRow, EvaluationValues, ScoreValues, evaluation_values
-from jurist.store.stored import StoredScore
+from jurist.store.stored import StoredEvaluation, StoredScore
 
 _BATCH = 500
 _STOP = object()
@@ -248,9 +248,10 @@ class Store:
         """Which of these evaluation ids are stored."""
         return self.read(queries.existing_evaluation_ids, ids)
 
-    def evaluation(self, evaluation_id: str, kind: str | None = None) -> dict[str, Any] | None:
+    def evaluation(self, evaluation_id: str, kind: str | None = None) -> StoredEvaluation | None:
         """One evaluation row by id (and kind), or None."""
-        return self.read(queries.get_evaluation, evaluation_id, kind)
+        row = self.read(queries.get_evaluation, evaluation_id, kind)
+        return StoredEvaluation.of(row) if row is not None else None
 
     def scores_of(self, evaluation_id: str) -> list[StoredScore]:
         """An evaluation's score rows, in the order written."""

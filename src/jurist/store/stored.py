@@ -9,9 +9,10 @@ the same JSON a dict of the row would.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 from sqlalchemy.engine import RowMapping
 
 R = TypeVar("R", bound="StoredRow")
@@ -46,3 +47,26 @@ class StoredScore(StoredRow):
     output_tokens: int
     latency_ms: float
     call_id: str | None
+
+
+class StoredEvaluation(StoredRow):
+    """One ``evaluations`` row: every column, the payload as the JSON stored."""
+
+    id: str
+    kind: str
+    subject_id: str
+    trace_id: str | None
+    status: str  # scored | partial | failed | skipped
+    score: float | None
+    max_score: float | None
+    percentage: float | None
+    judge_model: str | None
+    rubrics_version: str | None
+    source: str | None
+    payload: JsonValue
+    created_at: datetime
+    passed: bool | None
+    escalated: bool
+    iterations: int
+    failure: str | None
+    max_attempts_hit: bool
