@@ -26,7 +26,9 @@ def providers(server: ProviderServer) -> dict[str, Any]:
 
 
 def in_flight(model: Any) -> int:
-    return int(model.limiter.stats()["max_in_flight"])
+    bound = model.limiter.stats().max_in_flight
+    assert bound is not None
+    return int(bound)
 
 
 def test_two_runtimes_with_different_bounds_for_one_endpoint_each_keep_theirs(provider, tmp_path: Path) -> None:
@@ -48,7 +50,7 @@ def test_max_in_flight_is_fixed_when_the_runtime_is_built(provider, tmp_path: Pa
          "database_url": f"sqlite:///{tmp_path / 'a.db'}"}
     with jurist.open(**s) as own, jurist.open(max_in_flight=25, **s) as over:
         assert (in_flight(own.model("fake/j")), in_flight(over.model("fake/j"))) == (4, 25)
-        assert over.model("fake/j").limiter.stats()["requests_per_minute"] == 600  # the provider's, kept
+        assert over.model("fake/j").limiter.stats().requests_per_minute == 600  # the provider's, kept
         with pytest.raises(UsageError, match="fixed when the runtime is built"):
             runtime_for(over, max_in_flight=3)
 

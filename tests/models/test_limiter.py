@@ -44,7 +44,7 @@ async def behaves(limiter: RequestLimiter, bound: int) -> None:
     await asyncio.gather(*(meter.request(limiter) for _ in range(4 * bound)))
     assert meter.peak == bound and meter.now == 0
     stats = limiter.stats()
-    assert stats["in_flight"] == 0 and stats["peak_in_flight"] == bound
+    assert stats.in_flight == 0 and stats.peak_in_flight == bound
 
 
 async def from_two_loops(limiter: RequestLimiter, bound: int, n: int = 12) -> Meter:
@@ -69,7 +69,7 @@ async def from_two_loops(limiter: RequestLimiter, bound: int, n: int = 12) -> Me
 
 async def test_the_memory_limiter_is_a_request_limiter():
     lim = open_limiter("e", LimiterBounds(3))
-    assert type(lim) is Limiter and open_limiter("e", url="memory://").stats()["max_in_flight"] == 16
+    assert type(lim) is Limiter and open_limiter("e", url="memory://").stats().max_in_flight == 16
     await behaves(lim, 3)
     await lim.aclose()
 
@@ -168,9 +168,9 @@ def test_an_unknown_limiter_url_or_a_bad_share_is_a_config_error():
 async def test_a_pool_keeps_one_limiter_per_endpoint_and_url():
     pool, other = LimiterPool(Settings(max_concurrency=4)), LimiterPool()
     a = pool.get("e")
-    assert pool.get("e") is a and a.stats()["max_in_flight"] == 4
+    assert pool.get("e") is a and a.stats().max_in_flight == 4
     assert pool.get("f") is not a and pool.get("e", shared=False) is a  # no limiter URL: one limiter either way
-    assert other.get("e") is not a and other.get("e").stats()["max_in_flight"] == 10  # pools share nothing
+    assert other.get("e") is not a and other.get("e").stats().max_in_flight == 10  # pools share nothing
     await pool.aclose()
     assert pool.get("e") is not a  # closed and forgotten
 
@@ -190,7 +190,7 @@ def test_a_pool_gives_each_endpoint_the_bounds_of_its_provider_fixed_when_it_is_
     assert over.bounds("http://127.0.0.1:9/v1", "p") == LimiterBounds(20, 50, None)
     assert over.bounds("http://elsewhere/v1") == LimiterBounds(20)
     lim = pool.get("http://127.0.0.1:9/v1", "p")
-    assert pool.get("http://127.0.0.1:9/v1", "q") is lim and lim.stats()["max_in_flight"] == 7  # the first use's
+    assert pool.get("http://127.0.0.1:9/v1", "q") is lim and lim.stats().max_in_flight == 7  # the first use's
 
 
 def test_models_of_one_endpoint_share_its_limiter(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from jurist.config import Settings
 from jurist.errors import JuristError
-from jurist.models.limiter import Limiter
+from jurist.models.limiter import Limiter, LimiterStats
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.redis_limiter import RedisLimiter
 from jurist.models.registry import resolve_model
@@ -58,6 +58,8 @@ async def test_max_held_caps_one_process_below_the_shared_bound(redis_url):
         await other.aclose()
     assert capped.peak_in_flight == 1  # the capped process never held two
     assert other.peak_in_flight >= 2 and meter.peak <= 4 and meter.now == 0
+    # its figures, as a record: the bounds it knows; what only other backends count stays None
+    assert capped.stats() == LimiterStats(in_flight=0, peak_in_flight=1, max_in_flight=4, max_held=1)
 
 
 async def test_a_cancelled_wait_gives_back_its_room(redis_url):

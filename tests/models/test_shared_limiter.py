@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from jurist.models.limiter import LimiterStats
 from jurist.models.shared_limiter import LimiterCore, SharedLimiter, limiter_actor
 
 ray = pytest.importorskip("ray")
@@ -310,3 +311,10 @@ def test_the_bound_holds_when_the_limiter_actor_is_restarted(cluster):
     assert first_peak > 0 and second_peak > 0
     stats = ray.get(limiter.stats.remote())
     assert stats.in_flight == 0 and stats.peak_in_flight <= 4
+
+
+def test_client_stats_are_a_record_without_the_bounds_its_actor_holds():
+    client = SharedLimiter(None, "c", max_held=2)
+    client.held, client.actor_calls, client.local_handovers = 1, 3, 2
+    assert client.stats() == LimiterStats(in_flight=0, peak_in_flight=0, max_held=2, held=1, actor_calls=3,
+                                          local_handovers=2)

@@ -94,6 +94,24 @@ class RateWindow:
                 self._tokens.append((now, t))
 
 
+@dataclass(frozen=True)
+class LimiterStats:
+    """A limiter's figures as this process sees them. ``None``: this backend does not
+    know or count it (the Ray limiter's bounds live on its actor; only the Redis and
+    Ray limiters hold permits; only the local one queues waiters here)."""
+
+    in_flight: int
+    peak_in_flight: int
+    waiting: int | None = None
+    max_in_flight: int | None = None
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_held: int | None = None
+    held: int | None = None
+    actor_calls: int | None = None
+    local_handovers: int | None = None
+
+
 @runtime_checkable
 class RequestLimiter(Protocol):
     """What ``Model`` needs from a limiter, whatever holds the counts."""
@@ -102,7 +120,7 @@ class RequestLimiter(Protocol):
         """Hold one request slot (for a request of ``tokens`` estimated tokens) for the block."""
         ...
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> LimiterStats:
         """This process's view: requests in flight now, the peak, and the bounds it knows."""
         ...
 
@@ -174,10 +192,10 @@ class Limiter:
         finally:
             self._release()
 
-    def stats(self) -> dict[str, Any]:
-        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight, "waiting": len(self._waiters),
-                "max_in_flight": self.max_in_flight, "requests_per_minute": self.rates.requests_per_minute,
-                "tokens_per_minute": self.rates.tokens_per_minute}
+    def stats(self) -> LimiterStats:
+        return LimiterStats(in_flight=self.in_flight, peak_in_flight=self.peak_in_flight, waiting=len(self._waiters),
+                            max_in_flight=self.max_in_flight, requests_per_minute=self.rates.requests_per_minute,
+                            tokens_per_minute=self.rates.tokens_per_minute)
 
     async def aclose(self) -> None:
         """Nothing to give back: the counts live in this object."""
@@ -290,5 +308,5 @@ class PermitSlots(abc.ABC):
                 self.in_flight -= 1
             await self._release(permit)
 
-    def stats(self) -> dict[str, Any]:
-        return {"in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight}
+    def stats(self) -> LimiterStats:
+        return LimiterStats(in_flight=self.in_flight, peak_in_flight=self.peak_in_flight)

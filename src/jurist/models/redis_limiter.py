@@ -38,6 +38,7 @@ How it holds:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import uuid
 import weakref
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jurist.errors import ConfigError, JuristError
-from jurist.models.limiter import Limiter, PermitSlots, RateWindow, check_in_flight
+from jurist.models.limiter import Limiter, LimiterStats, PermitSlots, RateWindow, check_in_flight
 
 KEY_PREFIX = "jurist:limiter:"
 DEFAULT_LEASE = 10.0  # seconds a permit stays taken without renewal (a killed process's permits come back within it)
@@ -165,10 +166,11 @@ class RedisLimiter(PermitSlots):
             self.max_in_flight = check_in_flight(max_in_flight)
         self.rates.configure(requests_per_minute, tokens_per_minute)
 
-    def stats(self) -> dict[str, int | None]:
+    def stats(self) -> LimiterStats:
         r = self.rates
-        return {**super().stats(), "max_in_flight": self.max_in_flight, "requests_per_minute": r.requests_per_minute,
-                "tokens_per_minute": r.tokens_per_minute, "max_held": self.max_held}
+        return dataclasses.replace(super().stats(), max_in_flight=self.max_in_flight,
+                                   requests_per_minute=r.requests_per_minute, tokens_per_minute=r.tokens_per_minute,
+                                   max_held=self.max_held)
 
     def _state(self) -> _LoopState:
         """The running loop's client and scripts, made on its first slot."""

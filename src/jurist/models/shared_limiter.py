@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import threading
 import time
 import uuid
@@ -54,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jurist.errors import ConfigError, JuristError
-from jurist.models.limiter import PermitSlots, RateWindow, check_in_flight
+from jurist.models.limiter import LimiterStats, PermitSlots, RateWindow, check_in_flight
 
 ACTOR_NAMESPACE = "jurist"
 DEFAULT_LEASE = 1.0  # seconds a permit may be passed on inside one process
@@ -360,9 +361,9 @@ class SharedLimiter(PermitSlots):
         self._held_lock = threading.Lock()  # held, for requests from other loops
         self._asking = 0  # permits the home loop's pump is asking the actor for
 
-    def stats(self) -> dict[str, int | None]:
-        return {**super().stats(), "held": self.held, "max_held": self.max_held, "actor_calls": self.actor_calls,
-                "local_handovers": self.local_handovers}
+    def stats(self) -> LimiterStats:
+        return dataclasses.replace(super().stats(), held=self.held, max_held=self.max_held,
+                                   actor_calls=self.actor_calls, local_handovers=self.local_handovers)
 
     def configure(self, max_in_flight: int | None = None, requests_per_minute: int | None = None,
                   tokens_per_minute: int | None = None) -> None:

@@ -317,8 +317,8 @@ class BatchWorker:
             model = getattr(self.judge, "model", None)
             if model is not None:
                 limiter = model.limiter.stats()
-                stats = dataclasses.replace(stats, **{k: limiter[k] for k in ("peak_in_flight", "actor_calls",
-                                                                              "local_handovers") if k in limiter})
+                stats = dataclasses.replace(stats, peak_in_flight=limiter.peak_in_flight,
+                                            actor_calls=limiter.actor_calls, local_handovers=limiter.local_handovers)
                 await model.limiter.aclose()  # permits go back; the Redis connection closes
             visual = getattr(self.judge, "visual", None)
             if visual is not None and visual.limiter is not getattr(model, "limiter", None):
@@ -460,7 +460,8 @@ class RayBatch:
             rj = build_judge(self.runtime, judge=ref, template=self.template, cache=self.cache)
             model = rj.model
             lim = model.limiter.stats()
-            self._bounds = (model.endpoint, lim["max_in_flight"], lim["requests_per_minute"], lim["tokens_per_minute"])
+            if lim.max_in_flight is not None:  # None: a ray:// limiter, whose actor holds the bounds already
+                self._bounds = (model.endpoint, lim.max_in_flight, lim.requests_per_minute, lim.tokens_per_minute)
             await model.aclose()
         return spec
 
