@@ -97,7 +97,8 @@ def produce() -> dict[str, Any]:
         finally:
             store.close()
     files = {"frames": frames, "turns": turns, "skipped": _dump(skipped)}
-    return json.loads(dumps(_rename_ids(files, {})))
+    produced: dict[str, Any] = json.loads(dumps(_rename_ids(files, {})))
+    return produced
 
 
 if __name__ == "__main__":

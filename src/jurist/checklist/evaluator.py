@@ -8,8 +8,8 @@ output tokens, no streaming, the last 10 messages as the excerpt.
 
 Failures never crash a session: a reply that does not parse (after the one
 re-ask every :class:`~jurist.judges.judge.Judge` makes) or a failed model call
-gives an empty :class:`BatchEvaluation` with ``status="evaluation_failed"`` and
-the reason; the calls are on record with their parse error. Ids the judge
+gives an empty :class:`BatchEvaluation` with ``status="failed"`` (stored as
+``evaluation_failed``) and the reason; the calls are on record with their parse error. Ids the judge
 invents are dropped and listed in ``dropped_ids``.
 
 With the local judge (``local/minilm``) there is no LLM: each point is checked
@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, Sequence, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
+from jurist.checklist.records import BatchEvaluation
 from jurist.config import Settings
-from jurist.judges.judge import OK, Judge, MeaningQuestion
+from jurist.judges.judge import Judge, MeaningQuestion
+from jurist.judges.outcome import FAILED, SKIPPED
 from jurist.judges.prompting import join, quote, quote_all
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import builtin
@@ -51,7 +52,6 @@ def is_mode(value: str) -> TypeGuard[Mode]:
 
 
 PURPOSE = "checklist_batch"
-EVALUATION_FAILED = "evaluation_failed"  # a failed batch evaluation, as stored and shown
 EXCERPT_MESSAGES = 10
 TEMPERATURE = 0.3
 MAX_TOKENS = 1024
@@ -126,23 +126,6 @@ def parse_batch_response(text: str) -> RawBatchResponse:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"{where}: {first['msg']}") from None
-
-
-@dataclass
-class BatchEvaluation:
-    """Which unchecked points the learner recalled, how surely, and feedback for the tutor."""
-
-    recalled_point_ids: list[str] = field(default_factory=list)
-    confidence_per_point: dict[str, float] = field(default_factory=dict)
-    feedback: str = ""
-    status: str = OK  # ok | evaluation_failed | skipped
-    reason: str | None = None
-    observations: dict[str, str] = field(default_factory=dict)
-    dropped_ids: list[str] = field(default_factory=list)  # ids the judge invented
-    judge_model: str | None = None
-    call_ids: list[str] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 def checklist_judge_ref(settings: Settings, explicit: str | None = None) -> str:
@@ -235,10 +218,10 @@ class ChecklistEvaluator:
             raise ValueError(f"mode must be 'recall' or 'rabbithole', not {mode!r}")
         points = list(unchecked_points)
         if not points:
-            return BatchEvaluation(status="skipped", reason="no unchecked points", judge_model=self.judge_model)
+            return BatchEvaluation(status=SKIPPED, reason="no unchecked points", judge_model=self.judge_model)
         latest = next((m.content for m in reversed(conversation) if m.role == "user"), "")
         if not latest.strip():
-            return BatchEvaluation(status="skipped", reason="no user message", judge_model=self.judge_model)
+            return BatchEvaluation(status=SKIPPED, reason="no user message", judge_model=self.judge_model)
         variables = {
             "feedback_instruction": RECALL_INSTRUCTION if mode == "recall" else RABBITHOLE_INSTRUCTION,
             "points": quote_all("statement", [p.text for p in points], [p.id for p in points]),
@@ -251,22 +234,26 @@ class ChecklistEvaluator:
                              input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
         if not verdict.ok or verdict.value is None:
             log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
-            return evaluation(status=EVALUATION_FAILED, reason=verdict.reason)
+            return evaluation(status=FAILED, reason=verdict.reason)
         wanted = {p.id for p in points}
-        result = evaluation(feedback=verdict.value.feedback.strip())
+        recalled: list[str] = []
+        confidence: dict[str, float] = {}
+        observations: dict[str, str] = {}
+        dropped: list[str] = []
         for entry in verdict.value.recalledPoints:
             pid = entry.id.strip()
             if pid not in wanted:
-                if pid not in result.dropped_ids:
-                    result.dropped_ids.append(pid)
+                if pid not in dropped:
+                    dropped.append(pid)
                 continue
-            if pid not in result.confidence_per_point:
-                result.recalled_point_ids.append(pid)
-            result.confidence_per_point[pid] = max(entry.confidence, result.confidence_per_point.get(pid, 0.0))
-            result.observations[pid] = entry.observation
-        if result.dropped_ids:
-            log.warning("checklist judge named unknown point ids %s; dropped", result.dropped_ids)
-        return result
+            if pid not in confidence:
+                recalled.append(pid)
+            confidence[pid] = max(entry.confidence, confidence.get(pid, 0.0))
+            observations[pid] = entry.observation
+        if dropped:
+            log.warning("checklist judge named unknown point ids %s; dropped", dropped)
+        return evaluation(feedback=verdict.value.feedback.strip(), recalled_point_ids=recalled,
+                          confidence_per_point=confidence, observations=observations, dropped_ids=dropped)
 
     async def aclose(self) -> None:
         if self._owned:

@@ -22,12 +22,12 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Awaitable, Callable, Literal, Union
 
 from fsrs import Rating, Scheduler
+from pydantic import BaseModel, ConfigDict, Field
 
 from jurist.checklist.evaluator import BatchEvaluation, ChecklistEvaluator, Mode
 from jurist.checklist.points import Checklist, ChecklistMessage, ChecklistPoint, load_checklist, parse_checklist
@@ -36,6 +36,7 @@ from jurist.checklist.scheduling import PointScheduler, rating_for
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, UsageError
 from jurist.ids import new_id
+from jurist.judges.outcome import OK, row_status
 from jurist.judges.prompting import quote
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin
 from jurist.models.base import ChatRequest, MeaningJudge
@@ -74,21 +75,23 @@ def tutor_ref(settings: Settings, explicit: str | None = None) -> str:
     raise ConfigError(HOW_TO_CONFIGURE_TUTOR)
 
 
-@dataclass
-class PointState:
+class PointState(BaseModel):
+    """Where one point of a session stands (changed in place as the session goes)."""
+
     point: ChecklistPoint
     recalled: bool = False
     confidence: float | None = None
     message_seq: int | None = None
 
 
-@dataclass
-class ProcessMessageResult:
+class ProcessMessageResult(BaseModel):
     """What one user message led to (no hidden feedback in here)."""
+
+    model_config = ConfigDict(frozen=True)
 
     response: str
     completed: bool
-    points_recalled_this_turn: list[str] = field(default_factory=list)
+    points_recalled_this_turn: list[str] = Field(default_factory=list)
     recalled_count: int = 0
     total_points: int = 0
 
@@ -156,7 +159,7 @@ class ChecklistSession:
         )
         return cls(session_id=sid, checklist=checklist, learner=learner, mode=mode, store=store, evaluator=evaluator,
                    tutor=tutor_model, scheduler=PointScheduler(store, scheduler),
-                   states=[PointState(p) for p in checklist.points], messages=[], status="active", clock=clock,
+                   states=[PointState(point=p) for p in checklist.points], messages=[], status="active", clock=clock,
                    prompts=runtime.prompts)
 
     @classmethod
@@ -178,8 +181,8 @@ class ChecklistSession:
         states = []
         for p in checklist.points:
             r = by_id.get(p.id)
-            states.append(PointState(p) if r is None else
-                          PointState(p, recalled=r.status == "recalled", confidence=r.confidence,
+            states.append(PointState(point=p) if r is None else
+                          PointState(point=p, recalled=r.status == "recalled", confidence=r.confidence,
                                      message_seq=r.message_seq))
         messages = [ChecklistMessage(role=m.role, content=m.content, seq=m.seq, id=m.id)
                     for m in await store.checklist_messages(session_id)]
@@ -254,8 +257,9 @@ class ChecklistSession:
             self.last_evaluation = evaluation
             at = self.clock()
             recalled = {pid: evaluation.confidence_per_point.get(pid, 0.5) for pid in evaluation.recalled_point_ids}
-            row = _evaluation_row(self, user.seq, unchecked, evaluation, at)
-            await self.store.record_checklist_evaluation(row, recalled, at, _summary_row(self, row, len(recalled)))
+            turn = _turn(self, user.seq, unchecked, evaluation, len(recalled))
+            await self.store.record_checklist_evaluation(_evaluation_row(turn, at), recalled, at,
+                                                         _summary_row(self, turn, at))
             by_id = {s.point.id: s for s in self.states}
             for pid, confidence in recalled.items():
                 state = by_id[pid]
@@ -372,31 +376,30 @@ def _tutor(tutor: str | Model | None, runtime: Runtime) -> Model:
     return runtime.model(tutor_ref(runtime.settings, tutor), cache=False)
 
 
-def _evaluation_row(session: ChecklistSession, seq: int, unchecked: list[ChecklistPoint], ev: BatchEvaluation,
-                    at: datetime) -> ChecklistEvaluationRow:
-    return ChecklistEvaluationRow(
-        id=new_id(), session_id=session.session_id, message_seq=seq, mode=session.mode, status=ev.status,
-        judge_model=ev.judge_model, unchecked=[p.id for p in unchecked], recalled=dict(ev.confidence_per_point),
-        observations=dict(ev.observations), feedback=ev.feedback, dropped_ids=list(ev.dropped_ids),
-        dropped_count=len(ev.dropped_ids), reason=ev.reason, call_ids=list(ev.call_ids),
-        input_tokens=ev.input_tokens, output_tokens=ev.output_tokens, created_at=at,
-    )
+_SESSION_FIELDS: set[str] = {"kind", "version", "learner", "title", "recalled_count", "total_points"}
 
 
-def _summary_row(session: ChecklistSession, row: ChecklistEvaluationRow, newly_recalled: int) -> EvaluationRow:
+def _turn(session: ChecklistSession, seq: int, unchecked: list[ChecklistPoint], ev: BatchEvaluation,
+          newly_recalled: int) -> ChecklistTurn:
+    """The stored record of this turn: the evaluation, and the session's progress after it."""
+    return ChecklistTurn.of(ev, id=new_id(), session_id=session.session_id, message_seq=seq, mode=session.mode,
+                            unchecked=[p.id for p in unchecked], learner=session.learner, title=session.title,
+                            recalled_count=session.recalled_count + newly_recalled,
+                            total_points=session.total_points)
+
+
+def _evaluation_row(turn: ChecklistTurn, at: datetime) -> ChecklistEvaluationRow:
+    """The turn's ``checklist_evaluations`` row (its status by the stored name)."""
+    return ChecklistEvaluationRow.model_validate(turn.model_dump(exclude=_SESSION_FIELDS) | {"created_at": at})
+
+
+def _summary_row(session: ChecklistSession, turn: ChecklistTurn, at: datetime) -> EvaluationRow:
     """The turn's ``evaluations`` row (kind ``checklist``, payload a :class:`ChecklistTurn`): its score
     is the share of the checklist recalled after this message; a checklist turn has no pass rule."""
-    total = session.total_points or 1
-    recalled_count = session.recalled_count + newly_recalled
-    progress = recalled_count / total
-    failed = row.status != "ok"
-    status = {"ok": "scored", "skipped": "skipped"}.get(row.status, "failed")
-    turn = ChecklistTurn.model_validate(row.model_dump(exclude={"created_at"}) | {
-        "learner": session.learner, "title": session.title, "recalled_count": recalled_count,
-        "total_points": session.total_points})
+    progress = (turn.recalled_count or 0) / (session.total_points or 1)
     return EvaluationRow(
-        id=row.id, subject_id=session.session_id, trace_id=session.session_id, status=status,
+        id=turn.id, subject_id=session.session_id, trace_id=session.session_id, status=row_status(turn.status),
         score=round(progress, 4), max_score=1.0, percentage=round(progress * 100.0, 2),
-        judge_model=row.judge_model, source=session.title, created_at=row.created_at, payload=turn,
-        passed=None, failure=row.status if failed else None,
+        judge_model=turn.judge_model, source=session.title, created_at=at, payload=turn,
+        passed=None, failure=None if turn.status == OK else turn.turn_status,
     )

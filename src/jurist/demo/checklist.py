@@ -80,7 +80,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
             judged = session.last_evaluation
             if judged is not None and judged.status != "ok":
                 unjudged += 1
-                console.print(f"  [red]the judge gave no verdict: {escape(judged.reason or judged.status)}[/]",
+                console.print(f"  [red]the judge gave no verdict: {escape(judged.reason or judged.turn_status)}[/]",
                               highlight=False)
             console.print(f"  tutor> {escape(r.response)}", highlight=False)
         if session.active:
