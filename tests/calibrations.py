@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
 from jurist.analysis.labels import LabelSet, parse_labels
 from jurist.ids import new_id
 from jurist.judges.calibration import JudgeIdentity
 from jurist.store import Store
-from jurist.store.calibrations import save_calibrations
+from jurist.store.calibrations import StoredCalibration, save_calibrations
 
 
 def store_calibration(store: Store, judge: JudgeIdentity, kappa: float | None, *, n: int = 20,
                       at: datetime | None = None) -> str:
     """Store a calibration of ``judge`` with this κ (the other figures plausible); its id."""
-    row: dict[str, Any] = dict(
+    row = StoredCalibration(
         id=new_id(), kind="test", judge_model=judge.judge_model, template_name=judge.template_name,
         template_hash=judge.template_hash, rubric=judge.rubric, rubric_hash=judge.rubric_hash, scale="pass/fail",
         items=n, n=n, kappa=kappa, kappa_low=None, kappa_high=None, agreement=0.8, agreement_low=None,
@@ -25,7 +23,7 @@ def store_calibration(store: Store, judge: JudgeIdentity, kappa: float | None, *
         threshold_agreement_low=None, threshold_agreement_high=None, labels="test", figures={},
         created_at=at or datetime.now(timezone.utc))
     store.write(save_calibrations, [row])
-    return str(row["id"])
+    return row.id
 
 
 def write_sessions(folder: Path, answers: dict[str, str], question: str = "Tell me about the tower.") -> Path:

@@ -129,5 +129,6 @@ def test_a_degenerate_threshold_is_not_presented_as_the_result(tmp_path):
         [row] = store.read(list_calibrations)
     finally:
         store.close()
-    assert row["threshold"] is None and row["figures"]["threshold"]["threshold"] == 0.0
-    assert row["figures"]["threshold"]["degenerate"] == reason
+    fitted = row.figures["threshold"]
+    assert row.threshold is None and isinstance(fitted, dict) and fitted["threshold"] == 0.0
+    assert fitted["degenerate"] == reason

@@ -20,8 +20,9 @@ def test_a_degenerate_stored_fit_is_listed_as_no_threshold(tmp_path):
     try:
         cal = store_calibration(store, JudgeIdentity("local/minilm", "gate_quality", "abc", "quality"), 0.0)
         [row] = store.read(list_calibrations)
-        degenerate = {**row, "id": "degenerate-fit", "threshold_fit": "agreement", "threshold_agreement": 0.5625,
-                      "figures": {"threshold": {"threshold": 0.0, "fit": "agreement", "degenerate": REASON}}}
+        degenerate = row.model_copy(update={
+            "id": "degenerate-fit", "threshold_fit": "agreement", "threshold_agreement": 0.5625,
+            "figures": {"threshold": {"threshold": 0.0, "fit": "agreement", "degenerate": REASON}}})
         store.write(save_calibrations, [degenerate])
         with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
             page = client.get("/evaluation/calibration").text

@@ -46,7 +46,7 @@ asyncio.run(second_version())
 from datetime import datetime, timezone
 from jurist.gate import Gate, GateConfig
 from jurist.runtime import Runtime
-from jurist.store.calibrations import save_calibrations
+from jurist.store.calibrations import StoredCalibration, save_calibrations
 
 gate = Gate(GateConfig(require_calibration={"min_kappa": 0.6}), runtime=Runtime(Settings(), store),
             judge="scripted/judge")
@@ -54,10 +54,10 @@ judge = gate.evaluator.judge
 figures = dict.fromkeys(("kappa_low", "kappa_high", "agreement_low", "agreement_high", "pass_at", "threshold",
                          "threshold_fit", "threshold_agreement", "threshold_agreement_low",
                          "threshold_agreement_high", "rubric_hash"))
-store.write(save_calibrations, [dict(figures, id="cal1", kind="gate", judge_model=judge.model.name,
-                                     template_name=judge.template.name, template_hash=judge.template.hash,
-                                     rubric="quality", scale="pass/fail", items=10, n=20, kappa=0.8, agreement=0.9,
-                                     labels="labels.jsonl", figures={}, created_at=datetime.now(timezone.utc))])
+store.write(save_calibrations, [StoredCalibration(
+    **figures, id="cal1", kind="gate", judge_model=judge.model.name, template_name=judge.template.name,
+    template_hash=judge.template.hash, rubric="quality", scale="pass/fail", items=10, n=20, kappa=0.8, agreement=0.9,
+    labels="labels.jsonl", figures={}, created_at=datetime.now(timezone.utc))])
 asyncio.run(gate.astart())
 out = {"gate started": True}
 with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:

@@ -191,7 +191,7 @@ def _at_revision(url, revision):
 
 
 def test_0007_upgrades_a_0006_store_keeping_its_rows(new_url):
-    from jurist.store.calibrations import JudgeKey, latest_calibrations, save_calibrations
+    from jurist.store.calibrations import JudgeKey, StoredCalibration, latest_calibrations, save_calibrations
     from jurist.store.tables import labels
 
     _at_revision(new_url, "0006")
@@ -209,7 +209,8 @@ def test_0007_upgrades_a_0006_store_keeping_its_rows(new_url):
         assert schema_version(store.engine) == SCHEMA_HEAD
         assert [r["item"] for r in store.read(lambda conn: [dict(x._mapping) for x in conn.execute(
             labels.select())])] == ["s1"]
-        row = dict(id="c1", kind="gate", judge_model="openai/m", template_name="gate_quality", template_hash="abc",
+        row = StoredCalibration(
+                   id="c1", kind="gate", judge_model="openai/m", template_name="gate_quality", template_hash="abc",
                    rubric="quality", rubric_hash=None, scale="pass/fail", items=4, n=4, kappa=0.7, kappa_low=0.2,
                    kappa_high=1.0, agreement=0.9, agreement_low=0.7, agreement_high=1.0, pass_at=0.4, threshold=0.5,
                    threshold_fit="agreement", threshold_agreement=1.0, threshold_agreement_low=0.8,
@@ -217,7 +218,7 @@ def test_0007_upgrades_a_0006_store_keeping_its_rows(new_url):
         store.write(save_calibrations, [row])
         key = JudgeKey("openai/m", "abc", "quality", None)
         found = store.read(latest_calibrations, [key, JudgeKey("openai/m", "other", "quality", None)])
-        assert list(found) == [key] and found[key]["kappa"] == 0.7 and found[key]["figures"] == {"n": 4}
+        assert list(found) == [key] and found[key].kappa == 0.7 and found[key].figures == {"n": 4}
     finally:
         store.close()
 

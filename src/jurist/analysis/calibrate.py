@@ -43,7 +43,7 @@ from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.runtime import Runtime
-from jurist.store.calibrations import save_calibrations
+from jurist.store.calibrations import StoredCalibration, save_calibrations
 from jurist.store.labels import LabelRow, LatestRubricScores
 from jurist.sync import gather_bounded
 
@@ -341,16 +341,16 @@ async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path
 LABELS_SOURCE_CHARS = 500  # calibrations.labels
 
 
-def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> list[dict[str, Any]]:
+def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> list[StoredCalibration]:
     """The ``calibrations`` rows of a report: one per rubric whose judge is known (new ids)."""
     at = at or datetime.now(timezone.utc)
-    rows = []
+    rows: list[StoredCalibration] = []
     for r in report.rubrics:
         if r.judge is None:
             continue
         jv, fitted = r.agreement.judge_vs_humans, r.threshold
         figures = {k: v for k, v in r.to_json().items() if k not in ("differing", "calibration_id")}
-        rows.append({
+        rows.append(StoredCalibration.model_validate({
             "id": new_id(), "kind": report.target, "judge_model": r.judge.judge_model,
             "template_name": r.judge.template_name, "template_hash": r.judge.template_hash,
             "rubric": r.judge.rubric, "rubric_hash": r.judge.rubric_hash,
@@ -365,8 +365,8 @@ def calibration_rows(report: CalibrationReport, at: datetime | None = None) -> l
             "threshold_agreement_low": fitted.agreement.low if fitted else None,
             "threshold_agreement_high": fitted.agreement.high if fitted else None,
             "labels": report.labels[:LABELS_SOURCE_CHARS], "figures": figures, "created_at": at,
-        })
-        r.calibration_id = str(rows[-1]["id"])
+        }))
+        r.calibration_id = rows[-1].id
     return rows
 
 

@@ -29,7 +29,7 @@ from jurist.errors import CalibrationRequired, ConfigError
 from jurist.jsonfiles import Number
 from jurist.judges.judge import Judge
 from jurist.judges.templates import PromptTemplate
-from jurist.store.calibrations import JudgeKey, latest_calibrations
+from jurist.store.calibrations import JudgeKey, StoredCalibration, latest_calibrations
 from jurist.store.store import Store
 
 LABELS_PLACEHOLDER = "LABELS.jsonl"  # in the commands a refusal prints: the labels the user has to write
@@ -136,8 +136,8 @@ class CalibrationFound:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> CalibrationFound:
-        return cls(id=row["id"], n=row["n"], kappa=row["kappa"], created_at=row["created_at"])
+    def from_row(cls, row: StoredCalibration) -> CalibrationFound:
+        return cls(id=row.id, n=row.n, kappa=row.kappa, created_at=row.created_at)
 
 
 @runtime_checkable
@@ -185,7 +185,7 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
                        for ident in await routed_identities(use.routed, use.judge.rubric, use.judge.rubric_hash)]
     uses = list({(u.judge.key, u.requirement.min_kappa): u for u in routed}.values())
     store = await source.astore()
-    rows: dict[JudgeKey, dict[str, Any]] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
+    rows: dict[JudgeKey, StoredCalibration] = await store.aread(latest_calibrations, [u.judge.key for u in uses])
     found = {key: CalibrationFound.from_row(row) for key, row in rows.items()}
     problems: list[str] = []
     commands: list[str] = []

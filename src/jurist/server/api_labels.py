@@ -171,14 +171,14 @@ class StoredCalibration(BaseModel):
         return data
 
 
-async def stored_calibrations(request: Request, limit: int = 200) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = await get_state(request).store.aread(cq.list_calibrations, limit=limit)
+async def stored_calibrations(request: Request, limit: int = 200) -> list[cq.StoredCalibration]:
+    rows: list[cq.StoredCalibration] = await get_state(request).store.aread(cq.list_calibrations, limit=limit)
     return rows
 
 
 @router.get("/calibrations", response_model=list[StoredCalibration], responses=error_responses(422))
 async def calibrations(request: Request, limit: int = Query(200, ge=1, le=cq.MAX_CALIBRATIONS_READ)
-                       ) -> list[dict[str, Any]]:
+                       ) -> list[StoredCalibration]:
     """The stored calibrations, newest first: per judge (model, template) and rubric or dimension,
     κ and agreement with their intervals and, for pass/fail, the fitted threshold."""
-    return await stored_calibrations(request, limit)
+    return [StoredCalibration.model_validate(row.model_dump()) for row in await stored_calibrations(request, limit)]
