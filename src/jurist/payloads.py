@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Union
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from jurist.checklist.records import ChecklistTurn
 from jurist.errors import PayloadError
 from jurist.gate.records import GateRecord
+from jurist.jsonfiles import unknown_field
 from jurist.research.records import EvaluationRecord
 from jurist.rubrics.results import RubricResult
 
 Payload = Annotated[Union[RubricResult, GateRecord, EvaluationRecord, ChecklistTurn], Field(discriminator="kind")]
 KINDS = ("rubric", "gate", "research", "checklist")
+_MODELS: dict[str, type[BaseModel]] = {"rubric": RubricResult, "gate": GateRecord, "research": EvaluationRecord,
+                                       "checklist": ChecklistTurn}
 
 _ADAPTER: TypeAdapter[Payload] = TypeAdapter(Payload)
 
@@ -48,6 +51,8 @@ def read_payload(kind: str | None, data: Any) -> Payload:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"][1:]) or "payload"  # loc[0] is the union tag
+        if first["type"] == "extra_forbidden":  # unknown field 'feedbak' (did you mean 'feedback'?)
+            first["msg"] = unknown_field(first, _MODELS[own], skip=1)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise PayloadError(f"the stored {own} payload does not fit its format: {where}: {first['msg']}{more}",
                            kind=own) from None

@@ -36,7 +36,7 @@ def test_a_stored_turn_reads_back_with_the_outcome_status_and_writes_its_documen
 def test_a_turn_with_an_unknown_status_or_field_is_an_error():
     with pytest.raises(PayloadError, match="status"):
         read_payload("checklist", {**STORED, "status": "scored"})
-    with pytest.raises(PayloadError, match="feedbak"):
+    with pytest.raises(PayloadError, match=r"feedbak: unknown field 'feedbak' \(did you mean 'feedback'\?\)"):
         read_payload("checklist", {**STORED, "feedbak": "x"})
 
 

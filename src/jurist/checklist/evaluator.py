@@ -23,12 +23,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from functools import partial
-from typing import Literal, Sequence, TypeGuard, get_args
+from typing import Sequence, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
-from jurist.checklist.records import BatchEvaluation
+from jurist.checklist.records import BatchEvaluation, Mode
 from jurist.config import Settings
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.outcome import FAILED, SKIPPED
@@ -42,9 +42,6 @@ from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
 log = logging.getLogger("jurist.checklist")
-
-Mode = Literal["recall", "rabbithole"]
-
 
 def is_mode(value: str) -> TypeGuard[Mode]:
     """Whether ``value`` names a tutoring mode."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from jurist.judges.outcome import OK, Status
 
 TURN_VERSION = "1.0"
+Mode = Literal["recall", "rabbithole"]  # the tutoring modes
 #: A checklist turn's stored (and shown) name for each outcome status.
 TurnStatus = Literal["ok", "evaluation_failed", "skipped"]
 TURN_STATUS: Final[Mapping[Status, TurnStatus]] = {"ok": "ok", "failed": "evaluation_failed", "skipped": "skipped"}
@@ -65,7 +66,7 @@ class ChecklistTurn(BaseModel):
     id: str
     session_id: str
     message_seq: int
-    mode: str | None = None
+    mode: Mode | None = None
     status: Status  # stored as ok | evaluation_failed | skipped (TURN_STATUS)
     judge_model: str | None = None
     unchecked: list[str] = Field(default_factory=list)  # point ids unchecked before this message
@@ -90,7 +91,7 @@ class ChecklistTurn(BaseModel):
         return TURN_STATUS[status]
 
     @classmethod
-    def of(cls, evaluation: BatchEvaluation, *, id: str, session_id: str, message_seq: int, mode: str,
+    def of(cls, evaluation: BatchEvaluation, *, id: str, session_id: str, message_seq: int, mode: Mode,
            unchecked: list[str], learner: str | None = None, title: str | None = None,
            recalled_count: int | None = None, total_points: int | None = None) -> "ChecklistTurn":
         """The stored turn of ``evaluation``: its fields under their stored names, and the session's."""
