@@ -56,7 +56,7 @@ async def test_an_active_version_changes_the_gate_judges_prompt(store):
     await _gate_runs(store, ["When was the Eiffel Tower built?"])
     assert MARK_B in _text(judge.requests[-1].messages)
     hashes = [c["template_hash"] for c in _judge_calls(store, "quality_evaluation")]
-    assert set(hashes) == {builtin("gate_quality").hash, v2["hash"]}
+    assert set(hashes) == {builtin("gate_quality").hash, v2.hash}
     # Back to the shipped text: version 1.
     await activate_version(store, "gate_quality", 1)
     await _gate_runs(store, ["When was the Eiffel Tower finished?"])
@@ -93,7 +93,7 @@ async def test_the_checklist_tutors_prompt_is_routed_too(store):
     assert MARK_B in _text(tutor.requests[-1].messages)
     await store.aflush()
     hashes = [c["template_hash"] for c in store.calls(limit=None, purpose="checklist_tutor")]
-    assert sorted(hashes) == sorted([builtin("checklist_tutor").hash, v2["hash"]])
+    assert sorted(hashes) == sorted([builtin("checklist_tutor").hash, v2.hash])
     await session.aclose()
 
 
@@ -110,8 +110,8 @@ async def test_an_ab_test_routes_its_share_deterministically(store):
     expected_b = sum(arm_of(route,
                             _route_key([{"role": "user", "content": q_text}])) == "b" for q_text in questions)
     calls = _judge_calls(store, "quality_evaluation")
-    by_hash = {h: sum(c["template_hash"] == h for c in calls) for h in (builtin("gate_quality").hash, v2["hash"])}
-    assert by_hash[v2["hash"]] == expected_b and 15 <= expected_b <= 45  # about half
+    by_hash = {h: sum(c["template_hash"] == h for c in calls) for h in (builtin("gate_quality").hash, v2.hash)}
+    assert by_hash[v2.hash] == expected_b and 15 <= expected_b <= 45  # about half
     assert by_hash[builtin("gate_quality").hash] == 60 - expected_b
     marked = sum(MARK_B in _text(r.messages) for r in judge.requests)
     assert marked == expected_b
@@ -274,7 +274,7 @@ async def test_routes_are_stored_as_their_params(store):
     params = {r.status: r.params for r in rows}
     assert list(params[q.TEST_DONE].items()) == [
         ("prompt", "gate_quality"), ("a", 1), ("b", 2), ("hash_a", builtin("gate_quality").hash),
-        ("hash_b", v2["hash"]), ("share", 0.25), ("calls", 50), ("alpha", None), ("better", "higher")]
+        ("hash_b", v2.hash), ("share", 0.25), ("calls", 50), ("alpha", None), ("better", "higher")]
     assert params[q.ACTIVE] == {"prompt": "gate_quality", "version": 2}
     [stored] = await list_tests(store, "gate_quality")
     assert stored.id == test.id and not stored.running and stored.ended_because == "version 2 was activated"

@@ -18,25 +18,25 @@ def _v2_text() -> str:
 
 
 async def test_prompts_list_the_shipped_templates_as_version_1(store):
-    prompts = {p["name"]: p for p in await list_prompts(store)}
+    prompts = {p.name: p for p in await list_prompts(store)}
     assert {"rubric_judge", "gate_quality", "pattern_writer"} <= set(prompts)
     rj = prompts["rubric_judge"]
-    assert rj["latest_version"] == 1
-    assert rj["versions"] == [{"version": 1, "hash": SHIPPED.hash, "created_at": None,
-                               "note": "shipped with jurist", "source": "shipped"}]
+    assert rj.latest_version == 1
+    assert [v.model_dump() for v in rj.versions] == [{"version": 1, "hash": SHIPPED.hash, "created_at": None,
+                                                      "note": "shipped with jurist", "source": "shipped"}]
     v1 = await prompt_version(store, "rubric_judge", 1)
-    assert v1["text"] == SHIPPED.text and v1["hash"] == SHIPPED.hash
+    assert v1.text == SHIPPED.text and v1.hash == SHIPPED.hash
 
 
 async def test_new_versions_are_numbered_and_kept(store):
     v2 = await create_prompt_version(store, "rubric_judge", _v2_text(), note="stricter")
-    assert v2["version"] == 2 and v2["source"] == "stored" and v2["note"] == "stricter"
-    assert v2["hash"] != SHIPPED.hash and len(v2["hash"]) == 16
+    assert v2.version == 2 and v2.source == "stored" and v2.note == "stricter"
+    assert v2.hash != SHIPPED.hash and len(v2.hash) == 16
     v3 = await create_prompt_version(store, "rubric_judge", _v2_text() + "Be brief.\n")
-    assert v3["version"] == 3
-    listed = {p["name"]: p for p in await list_prompts(store)}["rubric_judge"]
-    assert listed["latest_version"] == 3 and [v["version"] for v in listed["versions"]] == [1, 2, 3]
-    assert (await prompt_version(store, "rubric_judge", 2))["text"] == _v2_text()
+    assert v3.version == 3
+    listed = {p.name: p for p in await list_prompts(store)}["rubric_judge"]
+    assert listed.latest_version == 3 and [v.version for v in listed.versions] == [1, 2, 3]
+    assert (await prompt_version(store, "rubric_judge", 2)).text == _v2_text()
     with pytest.raises(NotFound, match="has no version 9; versions: 1, 2, 3"):
         await prompt_version(store, "rubric_judge", 9)
 
@@ -45,7 +45,7 @@ async def test_concurrent_creations_get_distinct_versions(store):
     made = await asyncio.gather(*(create_prompt_version(store, "gate_quality",
                                                         builtin("gate_quality").text + f"\nVariant {i}.\n")
                                   for i in range(3)))
-    assert sorted(v["version"] for v in made) == [2, 3, 4]
+    assert sorted(v.version for v in made) == [2, 3, 4]
 
 
 async def test_bad_new_versions_are_refused(store):
@@ -64,7 +64,7 @@ async def test_bad_new_versions_are_refused(store):
         await create_prompt_version(store, "nope", "text")
     with pytest.raises(NotFound):
         await prompt_version(store, "nope", 1)
-    assert {p["name"]: p for p in await list_prompts(store)}["rubric_judge"]["latest_version"] == 1
+    assert {p.name: p for p in await list_prompts(store)}["rubric_judge"].latest_version == 1
 
 
 async def test_a_new_version_with_a_format_spec_is_refused(store):
@@ -96,7 +96,7 @@ def _seed_pairs(store, hash_a, hash_b, shift, n=30, seed=5, noise=True):
 
 async def test_ab_paired_data_where_b_is_better(store):
     v2 = await create_prompt_version(store, "rubric_judge", _v2_text())
-    _seed_pairs(store, SHIPPED.hash, v2["hash"], shift=0.4)
+    _seed_pairs(store, SHIPPED.hash, v2.hash, shift=0.4)
     ab = await compare_versions(store, "rubric_judge", 1, 2)
     assert ab.paired and ab.test == "paired t-test" and ab.n_a == ab.n_b == 30
     assert ab.p_value < 0.05 and ab.significant and ab.unit == "points" and ab.refused is None
@@ -117,7 +117,7 @@ async def test_ab_paired_data_where_b_is_better(store):
 
 async def test_ab_equal_data_is_no_significant_difference(store):
     v2 = await create_prompt_version(store, "rubric_judge", _v2_text())
-    _seed_pairs(store, SHIPPED.hash, v2["hash"], shift=0.0, n=12, noise=False)
+    _seed_pairs(store, SHIPPED.hash, v2.hash, shift=0.0, n=12, noise=False)
     ab = await compare_versions(store, "rubric_judge", 1, 2)
     assert ab.difference == pytest.approx(0.0, abs=1e-9) and not ab.significant
     assert ab.verdict.startswith("no significant difference yet (p = ") and ab.verdict.endswith(
@@ -133,7 +133,7 @@ async def test_ab_different_subjects_are_not_compared(store):
                                     "template_hash": SHIPPED.hash}])
         add_evaluation(store, text=None, percentage=80, subject=f"b-{i}",
                        score_rows=[{"key": "r1", "score": 4 + (i % 2) * 0.5, "max_score": 5,
-                                    "template_hash": v2["hash"]}])
+                                    "template_hash": v2.hash}])
     store.flush()
     ab = await compare_versions(store, "rubric_judge", 1, 2)
     assert ab.test is None and ab.p_value is None and not ab.significant and ab.judge_model == "openai/judge-a"
@@ -156,9 +156,9 @@ async def test_verdicts_of_different_judges_are_never_pooled(store):
     v2 = await create_prompt_version(store, "rubric_judge", _v2_text())
     shared = [f"s-{i}" for i in range(8)]
     _judged(store, SHIPPED.hash, "local/minilm", [f"a-{i}" for i in range(20)], 2)
-    _judged(store, v2["hash"], "llamacpp/smollm2", [f"b-{i}" for i in range(20)], 5)
+    _judged(store, v2.hash, "llamacpp/smollm2", [f"b-{i}" for i in range(20)], 5)
     _judged(store, SHIPPED.hash, "scripted/judge", shared, 4)
-    _judged(store, v2["hash"], "scripted/judge", shared, 4)
+    _judged(store, v2.hash, "scripted/judge", shared, 4)
     store.flush()
     ab = await compare_versions(store, "rubric_judge", 1, 2)
     assert ab.judge_model == "scripted/judge" and ab.n_a == ab.n_b == 8 and ab.test == "paired t-test"
@@ -169,7 +169,7 @@ async def test_verdicts_of_different_judges_are_never_pooled(store):
         ("scripted/judge", 8, 8, 8, True)]
     # A second judge that scored both versions on shared sessions: which one? Not pooled, the caller chooses.
     _judged(store, SHIPPED.hash, "local/minilm", shared, 2)
-    _judged(store, v2["hash"], "local/minilm", shared, 3)
+    _judged(store, v2.hash, "local/minilm", shared, 3)
     store.flush()
     ab = await compare_versions(store, "rubric_judge", 1, 2)
     assert ab.test is None and not ab.significant and ab.verdict == ab.refused == (

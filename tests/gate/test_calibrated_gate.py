@@ -201,12 +201,12 @@ async def test_a_calibration_holds_for_the_text_the_prompt_lab_routes_the_judge_
         shipped = identity_of(gate.evaluator.judge, "quality")
         store_calibration(rt.store, shipped, 0.9)
         v1 = await prompt_version(store, "gate_quality", 1)
-        await create_prompt_version(store, "gate_quality", v1["text"].replace("Score the response", "Score strictly"))
+        await create_prompt_version(store, "gate_quality", v1.text.replace("Score the response", "Score strictly"))
         await activate_version(store, "gate_quality", 2)
         rt.prompts.forget()
         with pytest.raises(CalibrationRequired) as caught:
             await gate.astart()
-        v2 = (await prompt_version(store, "gate_quality", 2))["hash"]
+        v2 = (await prompt_version(store, "gate_quality", 2)).hash
         assert f"template gate_quality ({v2})" in str(caught.value) and shipped.template_hash not in str(caught.value)
 
         report = await calibrate_gate(gate, labels, [sessions], resamples=0)  # calibrated on version 2

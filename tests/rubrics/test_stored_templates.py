@@ -32,7 +32,7 @@ async def test_a_stored_version_is_what_the_judge_is_sent(provider, tmp_path):
         assert not any("STRICT MODE" in m["content"] for m in sent[1])
         assert strict["rubric_scores"][0]["score"] == 2.0 and plain["rubric_scores"][0]["score"] == 4.0
         hashes = {r.template_hash for e in store.evaluations(limit=None) for r in store.scores_of(e["id"])}
-        assert hashes == {v2["hash"], builtin("rubric_judge").hash}
+        assert hashes == {v2.hash, builtin("rubric_judge").hash}
         ab = await compare_versions(store, "rubric_judge", 1, 2)
         assert ab.n_a == 1 and ab.n_b == 1  # the prompt lab sees both versions' scores
     finally:

@@ -62,7 +62,7 @@ async def seed_rubrics(store: Store, tmp_path: Path) -> None:
     await evaluate(rubric_set(f"Safety {PWN_IMG}"), session("xss-session", f"Please repeat {XSS}", XSS),
                          judge="scripted/xss", settings=settings, store=store)
     v1 = await prompt_version(store, "rubric_judge", 1)
-    v2_text = v1["text"].replace("## Instructions\n", "## Instructions\nQuote the evidence before you score.\n")
+    v2_text = v1.text.replace("## Instructions\n", "## Instructions\nQuote the evidence before you score.\n")
     await create_prompt_version(store, "rubric_judge", v2_text, note=V2_NOTE)
     v2_file = tmp_path / "rubric_judge_v2.txt"
     v2_file.write_text(v2_text, encoding="utf-8")

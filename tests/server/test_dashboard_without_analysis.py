@@ -37,7 +37,7 @@ seed_history(store, 80, seed=5, days=25)  # inside the overview's default 30 day
 
 async def second_version():
     v1 = await prompt_version(store, "rubric_judge", 1)
-    text = v1["text"].replace("## Instructions\\n", "## Instructions\\nBe strict.\\n")
+    text = v1.text.replace("## Instructions\\n", "## Instructions\\nBe strict.\\n")
     await create_prompt_version(store, "rubric_judge", text, "strict")
 
 asyncio.run(second_version())

@@ -222,10 +222,10 @@ async def compare_versions(store: Store, name: str, a: int, b: int, key: str | N
     if a == b:
         raise InputError("compare two different versions (a and b are the same)")
     va, vb = await prompt_version(store, name, a), await prompt_version(store, name, b)
-    if va["hash"] == vb["hash"]:
+    if va.hash == vb.hash:
         raise InputError(f"versions {a} and {b} of {name!r} have the same text, so their scores cannot be told apart")
     rows: list[Mapping[str, Any]] = []
-    for h in (va["hash"], vb["hash"]):  # each version's newest ``limit`` rows
+    for h in (va.hash, vb.hash):  # each version's newest ``limit`` rows
         rows += await store.aread(q.scores_for_hashes, [h], key=key, limit=limit)
-    result = await asyncio.to_thread(compare_rows, rows, va["hash"], vb["hash"], judge=judge)
-    return comparison(name, a, b, va["hash"], vb["hash"], result, key=key)
+    result = await asyncio.to_thread(compare_rows, rows, va.hash, vb.hash, judge=judge)
+    return comparison(name, a, b, va.hash, vb.hash, result, key=key)

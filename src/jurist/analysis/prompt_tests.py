@@ -122,10 +122,10 @@ async def start_test(store: Store, name: str, a: int, b: int, share: float = 0.5
         raise InputError("better must be 'higher' or 'lower'")
     await prompt_versions(store, name)  # NotFound for an unknown prompt
     va, vb = await prompt_version(store, name, a), await prompt_version(store, name, b)
-    if va["hash"] == vb["hash"]:
+    if va.hash == vb.hash:
         raise InputError(f"versions {a} and {b} of {name!r} have the same text, so their calls cannot be told apart")
     test_id, when = new_id(), _now()
-    route = q.TestRoute(id=test_id, created_at=when, prompt=name, a=a, b=b, hash_a=va["hash"], hash_b=vb["hash"],
+    route = q.TestRoute(id=test_id, created_at=when, prompt=name, a=a, b=b, hash_a=va.hash, hash_b=vb.hash,
                         share=float(share), calls=calls, alpha=alpha, better=better)
 
     def write(conn: Any) -> None:

@@ -14,8 +14,9 @@ import difflib
 import functools
 from datetime import datetime, timezone
 from importlib.resources import files
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from jurist.errors import InputError, NotFound, StoreError
@@ -36,60 +37,85 @@ def shipped_prompts() -> dict[str, PromptTemplate]:
     return {name: builtin(name) for name in names}
 
 
-def _shipped_entry(tmpl: PromptTemplate) -> dict[str, Any]:
-    return {"version": 1, "hash": tmpl.hash, "created_at": None, "note": "shipped with jurist", "source": "shipped"}
+# The prompt lab's records, served as they are by /api/prompts (no docstrings: the API schema keeps its text).
 
 
-def _stored_entry(row: q.PromptVersion) -> dict[str, Any]:
-    return {"version": row.version, "hash": row.hash, "created_at": row.created_at, "note": row.note,
-            "source": "stored"}
+class PromptVersionInfo(BaseModel):  # one version of a prompt: its number, hash and where it comes from
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    hash: str = Field(description="the template hash judge calls record (sha256 of the text, 16 hex digits)")
+    created_at: datetime | None = Field(description="None for the text shipped with jurist")
+    note: str | None
+    source: Literal["shipped", "stored"]
 
 
-def _merge(shipped: dict[str, PromptTemplate], rows: list[q.PromptVersion]) -> dict[str, list[dict[str, Any]]]:
-    by_name: dict[str, list[dict[str, Any]]] = {}
+class PromptInfo(BaseModel):  # a prompt with its versions, oldest first
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    latest_version: int
+    versions: list[PromptVersionInfo]
+
+
+class PromptText(PromptVersionInfo):  # one version of a prompt with its text
+    name: str
+    text: str
+
+
+def _shipped_entry(tmpl: PromptTemplate) -> PromptVersionInfo:
+    return PromptVersionInfo(version=1, hash=tmpl.hash, created_at=None, note="shipped with jurist", source="shipped")
+
+
+def _stored_entry(row: q.PromptVersion) -> PromptVersionInfo:
+    return PromptVersionInfo(version=row.version, hash=row.hash, created_at=row.created_at, note=row.note,
+                             source="stored")
+
+
+def _merge(shipped: dict[str, PromptTemplate], rows: list[q.PromptVersion]) -> dict[str, list[PromptVersionInfo]]:
+    by_name: dict[str, list[PromptVersionInfo]] = {}
     for name, tmpl in shipped.items():
         by_name[name] = [_shipped_entry(tmpl)]
     for row in rows:
         versions = by_name.setdefault(row.name, [])
         if row.version == 1:  # a stored version 1 replaces the shipped file
-            versions[:] = [v for v in versions if v["version"] != 1]
+            versions[:] = [v for v in versions if v.version != 1]
         versions.append(_stored_entry(row))
     for versions in by_name.values():
-        versions.sort(key=lambda v: v["version"])
+        versions.sort(key=lambda v: v.version)
     return dict(sorted(by_name.items()))
 
 
-async def list_prompts(store: Store) -> list[dict[str, Any]]:
-    """Every prompt: ``[{"name", "latest_version", "versions": [{"version", "hash", "created_at", "note",
-    "source"}]}]``, by name."""
+async def list_prompts(store: Store) -> list[PromptInfo]:
+    """Every prompt with its versions, by name."""
     shipped = await asyncio.to_thread(shipped_prompts)
     rows = await store.aread(q.list_prompt_versions)
-    return [{"name": name, "latest_version": versions[-1]["version"], "versions": versions}
+    return [PromptInfo(name=name, latest_version=versions[-1].version, versions=versions)
             for name, versions in _merge(shipped, rows).items()]
 
 
-async def prompt_versions(store: Store, name: str) -> dict[str, Any]:
+async def prompt_versions(store: Store, name: str) -> PromptInfo:
     """One prompt with its versions (as in :func:`list_prompts`); NotFound for an unknown name."""
     shipped = await asyncio.to_thread(shipped_prompts)
     rows = await store.aread(q.list_prompt_versions, name)
     merged = _merge({name: shipped[name]} if name in shipped else {}, rows)
     if name not in merged:
         raise NotFound(f"no prompt named {name!r}; known prompts: {', '.join(shipped)}")
-    return {"name": name, "latest_version": merged[name][-1]["version"], "versions": merged[name]}
+    return PromptInfo(name=name, latest_version=merged[name][-1].version, versions=merged[name])
 
 
-async def prompt_version(store: Store, name: str, version: int) -> dict[str, Any]:
-    """One version with its text: ``{"name", "version", "hash", "text", "created_at", "note", "source"}``."""
+async def prompt_version(store: Store, name: str, version: int) -> PromptText:
+    """One version with its text."""
     row = await store.aread(q.get_prompt_version, name, version)
     if row is not None:
-        return {**_stored_entry(row), "name": name, "text": row.text}
+        return PromptText(**_stored_entry(row).model_dump(), name=name, text=row.text)
     if version == 1:
         shipped = await asyncio.to_thread(shipped_prompts)
         if name in shipped:
-            return {**_shipped_entry(shipped[name]), "name": name, "text": shipped[name].text}
+            return PromptText(**_shipped_entry(shipped[name]).model_dump(), name=name, text=shipped[name].text)
     known = await prompt_versions(store, name)  # NotFound for an unknown name
     raise NotFound(f"prompt {name!r} has no version {version}; versions: "
-                   f"{', '.join(str(v['version']) for v in known['versions'])}")
+                   f"{', '.join(str(v.version) for v in known.versions)}")
 
 
 def _check_placeholders(name: str, text: str, base_text: str) -> None:
@@ -108,7 +134,7 @@ def _check_placeholders(name: str, text: str, base_text: str) -> None:
         )
 
 
-async def create_prompt_version(store: Store, name: str, text: str, note: str | None = None) -> dict[str, Any]:
+async def create_prompt_version(store: Store, name: str, text: str, note: str | None = None) -> PromptText:
     """Store ``text`` as the next version of prompt ``name``; returns it as :func:`prompt_version` does.
 
     The name must be a known prompt, the text non-empty, under
@@ -121,10 +147,10 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
     if note is not None and len(note) > 2000:
         raise InputError("the note is longer than 2,000 characters")
     info = await prompt_versions(store, name)  # NotFound for an unknown name
-    base = await prompt_version(store, name, info["versions"][0]["version"])
-    _check_placeholders(name, text, base["text"])
+    base = await prompt_version(store, name, info.versions[0].version)
+    _check_placeholders(name, text, base.text)
     tmpl = PromptTemplate(name=name, version="", text=text)
-    shipped_has = any(v["source"] == "shipped" for v in info["versions"])
+    shipped_has = any(v.source == "shipped" for v in info.versions)
 
     def insert_next(conn: Any) -> int:
         latest = q.latest_prompt_version(conn, name) or 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Optional, TypeVar
 
 import typer
 from rich.markup import escape
@@ -89,23 +89,23 @@ def show_test(test: "PromptTest") -> None:
 def list_cmd(config: Optional[str] = ConfigOpt, db: Optional[str] = DbOpt) -> None:
     """Every prompt: its versions, the one in use, and a running A/B test (its id: jurist prompts tests)."""
     from jurist.analysis.prompt_tests import active_routes
-    from jurist.analysis.prompts import list_prompts
+    from jurist.analysis.prompts import PromptInfo, list_prompts
     from jurist.store import prompt_routes as q
 
-    async def work(store: "Store") -> tuple[list[dict[str, Any]], dict[str, q.Route]]:
+    async def work(store: "Store") -> tuple[list[PromptInfo], dict[str, q.Route]]:
         return await list_prompts(store), await active_routes(store)
 
     prompts, routes = on_store(config, db, work)
     table = Table("prompt", "versions", "in use")
     for p in prompts:
-        route = routes.get(p["name"])
+        route = routes.get(p.name)
         if route is None:
             use = "1 (shipped)"
         elif isinstance(route, q.VersionRoute):
             use = str(route.version)
         else:
             use = f"A/B test: {route.a} vs {route.b}"
-        table.add_row(escape(p["name"]), ", ".join(str(v["version"]) for v in p["versions"]), escape(use))
+        table.add_row(escape(p.name), ", ".join(str(v.version) for v in p.versions), escape(use))
     console.print(table)
 
 
@@ -121,7 +121,7 @@ def show_cmd(
     from jurist.analysis.prompts import prompt_version
 
     found = on_store(config, db, lambda store: prompt_version(store, name, version))
-    sys.stdout.write(found["text"])
+    sys.stdout.write(found.text)
 
 
 @app.command("add")
@@ -138,9 +138,9 @@ def add_cmd(
 
     text = read_text(file)
     made = on_store(config, db, lambda store: create_prompt_version(store, name, text, note))
-    console.print(escape(f"stored {name} version {made['version']} (hash {made['hash']}); use it with "
-                         f"`jurist prompts activate {name} {made['version']}` or test it with "
-                         f"`jurist prompts ab {name} 1 {made['version']} --calls 200`"), highlight=False)
+    console.print(escape(f"stored {name} version {made.version} (hash {made.hash}); use it with "
+                         f"`jurist prompts activate {name} {made.version}` or test it with "
+                         f"`jurist prompts ab {name} 1 {made.version} --calls 200`"), highlight=False)
 
 
 @app.command("activate")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jurist import analysis
 from jurist.analysis.comparison import ABComparison
+from jurist.analysis.prompts import PromptInfo, PromptText
 from jurist.extras import require_extra
 from jurist.jsonfiles import Number, Whole
 from jurist.server.auth import require_write
@@ -33,25 +34,6 @@ router = APIRouter(tags=["analysis"])
 PromptName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.-]+$",
                                  description="a prompt (template) name")]
 MAX_VERSION = 1_000_000  # larger numbers are not versions (and overflow the database's integers)
-
-
-class PromptVersionInfo(BaseModel):
-    version: int
-    hash: str = Field(description="the template hash judge calls record (sha256 of the text, 16 hex digits)")
-    created_at: datetime | None = Field(description="None for the text shipped with jurist")
-    note: str | None
-    source: Literal["shipped", "stored"]
-
-
-class PromptInfo(BaseModel):
-    name: str
-    latest_version: int
-    versions: list[PromptVersionInfo]
-
-
-class PromptText(PromptVersionInfo):
-    name: str
-    text: str
 
 
 class NewPromptVersion(BaseModel):
@@ -144,26 +126,26 @@ async def analyze(request: Request, body: AnalyzeRequest | None = Body(None)) ->
 
 
 @router.get("/api/prompts", response_model=list[PromptInfo])
-async def get_prompts(request: Request) -> list[dict[str, Any]]:
+async def get_prompts(request: Request) -> list[PromptInfo]:
     """Every judge and generator prompt with its versions."""
     return await analysis.list_prompts(get_state(request).store)
 
 
 @router.get("/api/prompts/{name}", response_model=PromptInfo, responses=error_responses(404, 422))
-async def get_prompt(request: Request, name: PromptName) -> dict[str, Any]:
+async def get_prompt(request: Request, name: PromptName) -> PromptInfo:
     """One prompt with its versions."""
     return await analysis.prompt_versions(get_state(request).store, name)
 
 
 @router.get("/api/prompts/{name}/versions/{version}", response_model=PromptText, responses=error_responses(404, 422))
-async def get_prompt_version(request: Request, name: PromptName, version: int = Path(ge=1, le=MAX_VERSION)) -> dict[str, Any]:
+async def get_prompt_version(request: Request, name: PromptName, version: int = Path(ge=1, le=MAX_VERSION)) -> PromptText:
     """One version of a prompt, with its text."""
     return await analysis.prompt_version(get_state(request).store, name, version)
 
 
 @router.put("/api/prompts/{name}", response_model=PromptText, status_code=201, dependencies=[Depends(require_write)],
             responses=error_responses(400, 401, 404, 422))
-async def put_prompt(request: Request, body: NewPromptVersion, name: PromptName) -> dict[str, Any]:
+async def put_prompt(request: Request, body: NewPromptVersion, name: PromptName) -> PromptText:
     """Save a new version of a prompt (the next version number)."""
     return await analysis.create_prompt_version(get_state(request).store, name, body.text, body.note)
 
@@ -175,7 +157,7 @@ async def get_diff(request: Request, name: PromptName, a: int = Query(ge=1, le=M
     store = get_state(request).store
     va, vb = await analysis.prompt_version(store, name, a), await analysis.prompt_version(store, name, b)
     lines = [DiffLine.model_validate({"op": op, "text": text})
-             for op, text in analysis.diff_lines(va["text"], vb["text"])]
+             for op, text in analysis.diff_lines(va.text, vb.text)]
     return PromptDiff(name=name, a=a, b=b, lines=lines)
 
 

@@ -244,14 +244,14 @@ async def prompt_page(
         info = await prompt_versions(store, name)
     except NotFound:
         return not_found(request, f"No prompt named {name!r}.")
-    numbers = [v["version"] for v in info["versions"]]
+    numbers = [v.version for v in info.versions]
     b = b if b is not None else numbers[-1]
     a = a if a is not None else (numbers[-2] if len(numbers) > 1 else numbers[-1])
     for v in (a, b):
         if v not in numbers:
             return not_found(request, f"Prompt {name!r} has no version {v}.")
     text_a, text_b = await asyncio.gather(prompt_version(store, name, a), prompt_version(store, name, b))
-    diff = await asyncio.to_thread(diff_lines, text_a["text"], text_b["text"]) if a != b else []
+    diff = await asyncio.to_thread(diff_lines, text_a.text, text_b.text) if a != b else []
     comparison, problem = None, None
     if a == b:
         problem = "Choose two different versions to compare them." if len(numbers) > 1 else \
