@@ -434,3 +434,17 @@ def test_a_misconfigured_gate_is_an_openai_shaped_error(provider, settings):
         r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": ASK})
     assert r.status_code == 500 and r.json()["error"]["code"] == "gate_not_configured"
     assert "no-such-alias" in r.json()["error"]["message"] and provider.requests == []
+
+
+def test_the_upstream_gets_the_openai_organization_and_project_the_settings_read(provider, isolated, monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-a")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-a")
+    settings = Settings(home=str(isolated / ".jurist"))  # the variables are read now, when the settings are built
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-b")
+    script("judge", default=PASS)
+    provider.script(Reply(text="Paris."))
+    with running(create_app(settings, upstream=provider.base_url, gate_config=GATE_CONFIG)) as base:
+        with openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0) as c:
+            c.chat.completions.create(model="gpt-test", messages=ASK)
+    headers = provider.requests[0]["headers"]
+    assert headers["openai-organization"] == "org-a" and headers["openai-project"] == "proj-a"

@@ -117,7 +117,9 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
     ``base_url``, else ``max_concurrency``). No cache, no retries: the caller's
     own client retries, and sees the upstream's 429 and ``Retry-After``."""
     endpoint = base_url.rstrip("/")
-    adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model)
+    adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model,
+                         organization=settings.variable("OPENAI_ORG_ID"),
+                         project=settings.variable("OPENAI_PROJECT_ID"))
     return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings), sink=sink,
                      cache=False, retry=RetryPolicy(max_retries=0))
 
@@ -178,7 +180,9 @@ class ProxyState:
         """The adapter that reads the upstream's model list (made once, closed with the proxy)."""
         if self._lister is None:
             self._lister = OpenAIChat("models", provider="upstream", base_url=self.upstream,
-                                      api_key=self.api_key or NO_KEY)
+                                      api_key=self.api_key or NO_KEY,
+                                      organization=self.settings.variable("OPENAI_ORG_ID"),
+                                      project=self.settings.variable("OPENAI_PROJECT_ID"))
         return self._lister
 
     def caller_key(self, request: Request) -> str | None:
