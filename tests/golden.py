@@ -17,7 +17,8 @@ an optional field's presence is still compared):
 
 The export folder is named by the logId: its files are keyed by their path
 under that folder. Regenerate the files with the code as it was before a
-change, e.g. ``PYTHONPATH=/tmp/base/src python -m tests.rubrics.golden --write``
+change, e.g. ``PYTHONPATH=OLD/src python -m tests.rubrics.golden --write`` (OLD: a checkout
+of the earlier code)
 (and ``tests.research.golden``).
 """
 

@@ -8,7 +8,8 @@ its ``checklist_evaluations`` row, the API's trace of the turn
 (``/api/evaluation/sessions/{id}``), and a batch evaluation skipped for want of
 points. Ids are renamed ``<id-N>`` in order of appearance; see ``tests/golden.py``
 for the other volatile fields. Regenerate with the code as it was before a
-change: ``PYTHONPATH=/tmp/base/src python -m tests.checklist.golden --write``.
+change: ``PYTHONPATH=OLD/src python -m tests.checklist.golden --write`` (OLD: a
+checkout of the earlier code).
 """
 
 from __future__ import annotations
