@@ -19,6 +19,8 @@ fields on the record (``event.result``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -27,15 +29,15 @@ from jurist.gate.records import Evaluation, GateRecord
 from jurist.gate.types import AcceptReason, ErrorCode
 
 
-class _Event(BaseModel):
+class _Event(BaseModel, ABC):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     result: GateRecord | None = None
 
     @property
+    @abstractmethod
     def data(self) -> dict[str, JsonValue]:
-        """The event's JSON data (the SSE event's ``data``)."""
-        raise NotImplementedError
+        """The event's JSON data (the SSE event's ``data``): each event type gives its own."""
 
 
 class DeltaEvent(_Event):

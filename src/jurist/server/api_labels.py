@@ -59,17 +59,8 @@ class NewLabel(BaseModel):
         return self
 
 
-class StoredLabel(BaseModel):
-    id: int
-    item: str
-    rubric: str
-    score: float | None
-    passed: bool | None
-    annotator: str
-    note: str | None
-    evaluation_id: str | None
-    created_at: datetime
-    updated_at: datetime
+class StoredLabel(lq.LabelRow):
+    """A stored label as the API returns it: the store's row."""
 
 
 @router.post("/labels", response_model=StoredLabel, status_code=201, dependencies=[Depends(require_write)],
