@@ -214,7 +214,7 @@ class EvaluationRecord(Record):
             "iterations": plan.total_iterations if plan else 0,
             "evaluationSkipped": self.evaluation_skipped,
             "skipReason": self.skip_reason,
-            "details": f"jurist export {self.log_id}",
+            "details": f"/api/evaluation/sessions/{self.log_id}",
         }
 
 

@@ -20,6 +20,7 @@ from jurist.server import (api_analysis, api_evaluations, api_labels, api_prompt
                            dashboard_calibration, dashboard_prompt_tests, health, proxy, tutor, tutor_ws)
 from jurist.server.research_live import LiveResearch
 from jurist.server.research_live import install as install_live_research
+from jurist.server.research_query import install as install_research_query
 from jurist.server.api_docs import install as install_api_docs
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
 from jurist.server.guard import Guard
@@ -66,7 +67,8 @@ def create_app(
     request: the caller's ``Authorization`` is then the token, never sent upstream);
     ``max_iterations`` bounds the rounds of a caller's tool loop (0: no bound).
     ``research_pipeline`` lets ``POST /api/research/evaluate`` start research evaluations of
-    it; ``research_live`` is the sink whose runs the live pages show (default: a new one,
+    it and ``POST /api/research/query`` run it and answer (:mod:`jurist.server.research_query`);
+    ``research_live`` is the sink whose runs the live pages show (default: a new one,
     :func:`jurist.server.research_live.live_research`); see :mod:`jurist.server.research_live`.
 
     Every request passes :class:`~jurist.server.guard.Guard` first: the host
@@ -130,6 +132,7 @@ def create_app(
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     live = install_live_research(app, research_pipeline, research_live)
+    install_research_query(app)  # POST /api/research/query (the same pipeline), GET /api/logs/sessions/{logId}
     if upstream:
         proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
                       max_iterations=max_iterations)
