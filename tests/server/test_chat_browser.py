@@ -174,6 +174,7 @@ def test_an_upstream_error_then_continue_succeeds(browser, provider, settings):
         first = page.locator(".message.assistant").nth(0)
         expect(first.locator(".note.error")).to_contain_text("Error 500")
         expect(page.locator("#continue")).to_be_visible()
+        expect(page.locator("#continue")).to_have_text("Continue Processing")  # the label the chat UI shows
         expect(first.locator(".call-table tbody tr")).to_have_count(1)  # the failed call, from the stored record
         expect(first.locator(".call.failed")).to_have_count(1)
 

@@ -331,7 +331,7 @@
     addNote(turn, errorText(error || data, data && data.status), "error");
     var context = (data && data.continueContext) || (error && error.continueContext);
     if ((data && data.showContinueButton) || (error && error.showContinueButton)) offerContinue(context);
-    setStatus("The request failed." + (continueContext ? " Continue resends it with its full context." : ""), true);
+    setStatus("The request failed." + (continueContext ? " Continue Processing resends it with its full context." : ""), true);
   }
 
   async function request(messages, isContinuation, model) {
