@@ -6,7 +6,9 @@ posted to the API or scored in memory count as much as files) and its per-item
 scores; merges the evaluations of each subject into one (a session scored five
 times counts once, with its mean score); finds the features whose subjects
 score significantly lower (:mod:`jurist.analysis.stats`), one finding per
-feature; puts each finding into words (:mod:`jurist.analysis.writer`) and
+feature, and one per group of subjects: terms that occur in exactly the same
+subjects ("latest" and "breakthroughs" in the same 16 queries) are one finding,
+named by all its terms (:func:`one_per_group`); puts each finding into words (:mod:`jurist.analysis.writer`) and
 stores the run, its patterns and the evaluations each pattern covers (every
 evaluation of its subjects). Database reads and the statistics
 run in worker threads, never on the event loop.
@@ -133,6 +135,35 @@ def build_subjects(rows: list[AnalysedEvaluation], texts: dict[str, str],
     return subjects
 
 
+TERM_SEPARATOR = ", "  # between the terms of a finding that several terms flag alike (terms are single words)
+
+
+def one_per_group(findings: list[Finding]) -> list[Finding]:
+    """One finding per group of affected subjects: the term findings that flag exactly the same
+    subjects become the first (strongest) of them, its feature all their terms (``"breakthroughs,
+    latest"``) and ``also_lower_on`` every score any of them was found on. Other features are kept
+    as they are: a judge model or a prompt version is a different explanation than a word."""
+    groups: dict[frozenset[str], Finding] = {}
+    terms: dict[frozenset[str], list[str]] = {}
+    out = []
+    for f in findings:
+        if f.feature_type != "term":
+            out.append(f)
+            continue
+        key = frozenset(f.affected)
+        first = groups.get(key)
+        if first is None:
+            groups[key], terms[key] = f, [f.feature]
+            out.append(f)
+            continue
+        terms[key].append(f.feature)
+        first.also_lower_on.extend(d for d in [f.dimension, *f.also_lower_on]
+                                   if d != first.dimension and d not in first.also_lower_on)
+    for key, first in groups.items():
+        first.feature = TERM_SEPARATOR.join(terms[key])
+    return out
+
+
 def _patterns(run_id: str, findings: list[Finding], texts: list[Text], at: datetime) -> list[Pattern]:
     """The patterns to store, each with every evaluation it covers."""
     return [Pattern(
@@ -184,7 +215,7 @@ async def run_analysis(
         subjects = await asyncio.to_thread(build_subjects, rows, texts, score_rows)
         findings = await asyncio.to_thread(lambda: find_patterns(subjects, min_count=min_count, alpha=alpha,
                                                                  hash_label=labels))
-        findings = findings[:MAX_PATTERNS]
+        findings = one_per_group(findings)[:MAX_PATTERNS]
         written = await write_patterns(findings, model, timeout=settings.rubric_timeout,
                                        prompts=PromptRouter(store))
         used = sorted({t.writer for t in written if t.writer != STATISTICS})

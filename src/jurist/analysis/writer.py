@@ -46,9 +46,10 @@ def _p(p: float) -> str:
 
 
 def subject_of(f: Finding) -> str:
-    """'Evaluations containing "latest"' and the like."""
+    """'Evaluations containing "latest"' and the like (a finding of several terms: '"breakthroughs" and
+    "latest"', each of its subjects contains all of them)."""
     return {
-        "term": f'Evaluations containing "{f.feature}"',
+        "term": "Evaluations containing " + " and ".join(f'"{t}"' for t in f.feature.split(", ")),
         "length": f"Evaluations with texts {f.feature}",
         "judge_model": f"Evaluations judged by {f.feature}",
         "prompt_version": f"Evaluations scored with prompt {f.feature}",
