@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -109,3 +110,13 @@ def test_an_unknown_session_log_is_a_404(make_client):
 def test_the_routes_are_in_the_api_schema(make_client):
     paths = make_client(None).get("/openapi.json").json()["paths"]
     assert "post" in paths["/api/research/query"] and "get" in paths["/api/logs/sessions/{log_id}"]
+
+
+def test_the_chat_pages_continue_button_reads_continue_processing(tmp_path):
+    """The continuation note's label for the button that resends a failed request's full context."""
+    settings = Settings.load(database_url=f"sqlite:///{tmp_path}/chat.db", home=str(tmp_path / ".jurist"))
+    with TestClient(create_app(settings, upstream="http://127.0.0.1:9/v1"), base_url="http://localhost") as client:
+        page = client.get("/chat")
+        assert page.status_code == 200
+        assert re.search(r'<button id="continue"[^>]*>Continue Processing</button>', page.text)
+        assert "Continue Processing resends it" in client.get("/static/chat.js").text
