@@ -89,10 +89,10 @@ def test_a_bad_label_is_refused_with_a_clear_message(store):
     ids = _seed(store)
     with _client(store) as c:
         cases = [
-            ({"evaluation_id": ids["c0"], "rubric": "kindness", "score": 3, "annotator": "a"}, 400, "no rubric"),
-            ({"evaluation_id": ids["c0"], "rubric": "helpful", "score": 9, "annotator": "a"}, 400, "not on the"),
+            ({"evaluation_id": ids["c0"], "rubric": "kindness", "score": 3, "annotator": "a"}, 422, "no rubric"),
+            ({"evaluation_id": ids["c0"], "rubric": "helpful", "score": 9, "annotator": "a"}, 422, "not on the"),
             ({"evaluation_id": "nope", "rubric": "helpful", "score": 3, "annotator": "a"}, 404, "no evaluation"),
-            ({"evaluation_id": ids["c0"], "item": "c1", "rubric": "helpful", "score": 3, "annotator": "a"}, 400,
+            ({"evaluation_id": ids["c0"], "item": "c1", "rubric": "helpful", "score": 3, "annotator": "a"}, 422,
              "not the evaluation's subject"),
             ({"item": "c0", "rubric": "helpful", "annotator": "a"}, 422, "either score or passed"),
             ({"item": "c0", "rubric": "helpful", "score": 2.5, "annotator": "a"}, 422, "whole number"),

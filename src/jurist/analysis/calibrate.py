@@ -69,6 +69,23 @@ class Disagreement:
 
 
 @dataclass
+class UnusableLabel:
+    """A stored label the calibration leaves out, and why (the dashboard lists it, to delete)."""
+
+    id: int
+    item: str
+    rubric: str
+    annotator: str
+    label: float | bool | None
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        finite = not isinstance(self.label, float) or math.isfinite(self.label)
+        return {"id": self.id, "item": self.item, "rubric": self.rubric, "annotator": self.annotator,
+                "label": self.label if finite else repr(self.label), "reason": self.reason}
+
+
+@dataclass
 class RubricCalibration:
     rubric: str
     name: str
@@ -100,6 +117,7 @@ class CalibrationReport:
     resamples: int
     fit: str = "agreement"  # what the thresholds of pass/fail rubrics maximise
     target: str = "rubric"  # what was calibrated: rubric | gate | panel
+    unusable: list[UnusableLabel] = field(default_factory=list)  # labels left out of the figures, with why
 
     @property
     def degenerate(self) -> list[str]:
@@ -110,7 +128,7 @@ class CalibrationReport:
     def to_json(self) -> dict[str, object]:
         return {"kind": "calibration", "target": self.target, "judge": self.judge, "labels": self.labels,
                 "annotators": self.annotators, "bootstrap_resamples": self.resamples, "fit": self.fit,
-                "rubrics": [r.to_json() for r in self.rubrics]}
+                "rubrics": [r.to_json() for r in self.rubrics], "unusable": [u.to_json() for u in self.unusable]}
 
 
 def find_sessions(labels: LabelSet, sessions: list[Path]) -> dict[str, ChatSession]:
@@ -279,27 +297,56 @@ def compare(rubric_set: RubricSet, labels: LabelSet, judged: dict[str, tuple[Rub
                              resamples=resamples, fit=fit)
 
 
+def _stored_label_problem(row: LabelRow, low: float, top: float | None) -> str | None:
+    """Why a stored label cannot be compared (None: it can): no verdict, a score that is not a
+    whole number on the rubric's scale, or a score for a rubric whose scale no stored evaluation gives."""
+    if row.passed is not None:
+        return None
+    if row.score is None:
+        return "neither a score nor pass/fail"
+    if not math.isfinite(row.score) or row.score != int(row.score):
+        return f"score {row.score!r} is not a whole number"
+    if top is None:
+        return f"no stored evaluation of the labelled items scores rubric {row.rubric!r}, so its scale is not known"
+    if not low <= row.score <= top:
+        return f"score {row.score:g} is off the rubric's scale {low:g}-{top:g}"
+    return None
+
+
 def compare_stored(label_rows: Sequence[LabelRow], latest: Mapping[str, LatestRubricScores], *, low: float,
                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> CalibrationReport:
     """The report for labels kept in the store (added on the dashboard), against the newest
     stored rubric evaluation of each item (no judge is run). A rubric's scale runs from
-    ``low`` (the configured scale's bottom) to the top its stored scores name; a label
-    whose rubric or pass/fail kind does not fit the rest of its rubric is left out."""
+    ``low`` (the configured scale's bottom) to the top its stored scores name. A label the
+    figures cannot use is listed in the report's ``unusable`` with why: a score that is not a
+    whole number on that scale (or of a rubric no stored evaluation gives a scale for), or a
+    label whose pass/fail kind differs from the rubric's first label."""
+    tops: dict[str, float] = {}  # rubric -> the top of its scale, from the stored evaluations
+    for entry in latest.values():
+        for key, s in entry.scores.items():
+            if s.max_score is not None and math.isfinite(s.max_score) and s.max_score > low:
+                tops[key] = max(tops.get(key, s.max_score), s.max_score)
     by_rubric: dict[str, list[Label]] = {}
+    unusable: list[UnusableLabel] = []
     for row in label_rows:
         value = row.passed if row.passed is not None else row.score
-        if value is None:
-            continue
-        lab = Label(item=row.item, rubric=row.rubric, label=value, annotator=row.annotator, note=row.note)
-        mine = by_rubric.setdefault(lab.rubric, [])
-        if not mine or mine[0].is_pass_fail == lab.is_pass_fail:
-            mine.append(lab)
+        problem = _stored_label_problem(row, low, tops.get(row.rubric))
+        if problem is None and value is not None:
+            # the store's items are any evaluation's subject (not only a labels file's ids): checked above
+            lab = Label.model_construct(item=row.item, rubric=row.rubric, label=value, annotator=row.annotator,
+                                        note=row.note)
+            mine = by_rubric.setdefault(lab.rubric, [])
+            if not mine or mine[0].is_pass_fail == lab.is_pass_fail:
+                mine.append(lab)
+                continue
+            kinds = ("a pass/fail label", "scores") if lab.is_pass_fail else ("a score", "pass/fail")
+            problem = f"{kinds[0]} on a rubric labelled with {kinds[1]} (first: item {mine[0].item!r})"
+        unusable.append(UnusableLabel(row.id, row.item, row.rubric, row.annotator, value,
+                                      problem or "neither a score nor pass/fail"))
     out: list[RubricCalibration] = []
     judges: set[str] = set()
     for rid, mine in sorted(by_rubric.items()):
-        tops = [s.max_score for item in {lab.item for lab in mine}
-                if (entry := latest.get(item)) and (s := entry.scores.get(rid)) and s.max_score]
-        top = max(tops + [lab.label for lab in mine if not lab.is_pass_fail] + [low + 1])
+        top = tops.get(rid, low + 1)  # pass/fail labels of a rubric no stored evaluation scored
 
         def verdict(item: str, rid: str = rid) -> JudgeScore:
             entry = latest.get(item)
@@ -310,13 +357,13 @@ def compare_stored(label_rows: Sequence[LabelRow], latest: Mapping[str, LatestRu
             s = entry.scores.get(rid)
             if s is None:
                 return JudgeScore(None, None, entry.evaluation_id)
-            value = s.score if s.status == SCORED else None
+            value = s.score if s.status == SCORED and s.score is not None and math.isfinite(s.score) else None
             return JudgeScore(value, s.reason, entry.evaluation_id)
 
         out.append(rubric_calibration(rid, rid, (low, float(top)), mine, verdict, resamples=resamples, seed=seed))
     annotators = sorted({row.annotator for row in label_rows})
     return CalibrationReport(judge=", ".join(sorted(judges)) or None, labels="the store", annotators=annotators,
-                             rubrics=out, resamples=resamples)
+                             rubrics=out, resamples=resamples, unusable=unusable)
 
 
 async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path], runtime: Runtime, *,

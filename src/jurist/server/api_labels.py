@@ -1,9 +1,11 @@
 """Human labels on the dashboard, and the calibration they make possible.
 
 ``POST /api/evaluation/labels`` stores a person's score (or pass/fail) of one
-rubric of an evaluated item; ``GET /api/evaluation/labels`` lists them;
-``GET /api/evaluation/calibration`` compares them with the newest stored rubric
-evaluation of each item (it needs the ``analysis`` extra, and answers 501 naming it
+rubric of an evaluated item (checked against the stored evaluation: the item, the rubric
+and the rubric's scale; 422 naming the problem); ``GET /api/evaluation/labels`` lists
+them; ``DELETE /api/evaluation/labels/{id}`` deletes one; ``GET /api/evaluation/calibration``
+compares them with the newest stored rubric evaluation of each item, listing the labels
+it cannot use with why (it needs the ``analysis`` extra, and answers 501 naming it
 without); ``GET /api/evaluation/calibrations`` lists the calibrations ``jurist calibrate``
 stored, which ``require_calibration`` looks up (a store read: no extra needed). See
 docs/calibration.md. All SQL is in ``jurist.store.labels`` and ``jurist.store.calibrations``.
@@ -15,10 +17,11 @@ import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from jurist.errors import InputError, NotFound
+from jurist.errors import NotFound
 from jurist.extras import require_extra
 from jurist.jsonfiles import Number
 from jurist.server.auth import require_write
@@ -43,7 +46,7 @@ class NewLabel(BaseModel):
     item: str | None = Field(None, pattern=SAFE_ID, description="what was judged (a session id); default: the "
                              "evaluation's subject")
     rubric: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,200}$")
-    score: Number | None = Field(None, description="a whole number on the rubric's scale")
+    score: Number | None = Field(None, allow_inf_nan=False, description="a whole number on the rubric's scale")
     passed: StrictBool | None = Field(None, description="pass (true) or fail (false), instead of a score")
     annotator: str = Field(min_length=1, max_length=200)
     note: str | None = Field(None, max_length=5000)
@@ -63,10 +66,17 @@ class StoredLabel(lq.LabelRow):
     """A stored label as the API returns it: the store's row."""
 
 
+def refused(field: str, message: str) -> RequestValidationError:
+    """A 422 naming the body field at fault, as a validation error of the body is answered."""
+    return RequestValidationError([{"type": "value_error", "loc": ("body", field), "msg": message}])
+
+
 @router.post("/labels", response_model=StoredLabel, status_code=201, dependencies=[Depends(require_write)],
-             responses=error_responses(400, 401, 404, 422))
+             responses=error_responses(401, 404, 422))
 async def add_label(request: Request, body: NewLabel) -> lq.LabelRow:
-    """Store a label (the annotator's earlier label of the same item and rubric is replaced)."""
+    """Store a label (the annotator's earlier label of the same item and rubric is replaced). The item
+    must have a stored rubric evaluation scoring the rubric (the one given, or the item's newest), and
+    a score must be a whole number on that rubric's scale: else 422, naming the problem."""
     state = get_state(request)
     item = body.item
     if body.evaluation_id is not None:
@@ -75,20 +85,40 @@ async def add_label(request: Request, body: NewLabel) -> lq.LabelRow:
             raise NotFound(f"no evaluation with id {body.evaluation_id!r}")
         ev = found["evaluation"]
         if item is not None and item != ev["subject_id"]:
-            raise InputError(f"item {item!r} is not the evaluation's subject {ev['subject_id']!r}")
+            raise refused("item", f"item {item!r} is not the evaluation's subject {ev['subject_id']!r}")
         item = ev["subject_id"]
-        rubric = next((s for s in found["scores"] if s["key"] == body.rubric), None)
-        if rubric is None:
-            keys = ", ".join(s["key"] for s in found["scores"]) or "none"
-            raise InputError(f"the evaluation has no rubric {body.rubric!r} (rubrics: {keys})")
-        low, high = state.settings.score_scale[0], rubric["max_score"]
-        if body.score is not None and high is not None and not low <= body.score <= high:
-            raise InputError(f"score {body.score:g} is not on the rubric's scale {low:g}-{high:g}")
-    if item is None:  # NewLabel asks for one of them; an evaluation always has a subject
-        raise InputError("give evaluation_id or item")
+        scored = {s["key"]: s["max_score"] for s in found["scores"]}
+        what = "the evaluation"
+    elif item is not None:
+        latest = (await state.store.aread(lq.latest_rubric_scores, [item])).get(item)
+        if latest is None:
+            raise refused("item", f"no stored rubric evaluation of item {item!r}: label an item the judge scored "
+                                  "(give evaluation_id, from its trace page)")
+        scored = {key: s.max_score for key, s in latest.scores.items()}
+        what = f"the newest evaluation of item {item!r}"
+    else:  # NewLabel asks for one of them
+        raise refused("item", "give evaluation_id or item")
+    if body.rubric not in scored:
+        raise refused("rubric", f"{what} has no rubric {body.rubric!r} (rubrics: {', '.join(scored) or 'none'})")
+    low, top = state.settings.score_scale
+    high = scored[body.rubric]
+    high = top if high is None else high
+    if body.score is not None and not low <= body.score <= high:
+        raise refused("score", f"score {body.score:g} is not on the rubric's scale {low:g}-{high:g}")
     label = lq.NewLabel(item=item, rubric=body.rubric, annotator=body.annotator, score=body.score,
                         passed=body.passed, note=body.note, evaluation_id=body.evaluation_id)
     return await state.store.awrite(lq.save_label, label, datetime.now(timezone.utc))
+
+
+@router.delete("/labels/{label_id}", response_model=StoredLabel, dependencies=[Depends(require_write)],
+               responses=error_responses(401, 404, 422))
+async def delete_label(request: Request, label_id: int = Path(ge=1, le=2_147_483_647, description="the label's id")
+                       ) -> lq.LabelRow:
+    """Delete a label; returns it as it was. The calibration lists the labels it cannot use with their ids."""
+    found = await get_state(request).store.awrite(lq.delete_label, label_id)
+    if found is None:
+        raise NotFound(f"no label with id {label_id}")
+    return found
 
 
 @router.get("/labels", response_model=list[StoredLabel], responses=error_responses(422))

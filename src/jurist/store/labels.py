@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from jurist.store.stored import StoredRow
@@ -70,6 +70,15 @@ def save_label(conn: Connection, label: NewLabel, at: datetime) -> LabelRow:
         conn.execute(insert(labels), [{**label.model_dump(), "created_at": at, "updated_at": at}])
     found = conn.execute(select(labels).where(key)).first()
     assert found is not None  # written above, in this transaction
+    return LabelRow.of(found._mapping)
+
+
+def delete_label(conn: Connection, label_id: int) -> LabelRow | None:
+    """Delete one label by id; returns it as it was (None: no such label)."""
+    found = conn.execute(select(labels).where(labels.c.id == label_id)).first()
+    if found is None:
+        return None
+    conn.execute(delete(labels).where(labels.c.id == label_id))
     return LabelRow.of(found._mapping)
 
 
