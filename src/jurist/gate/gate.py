@@ -126,6 +126,11 @@ class Gate:
         self._calibration = self._calibration_uses()  # checked against the store before the first judge call
 
     @property
+    def collector(self) -> CallCollector:
+        """The sink that keeps each open trace's call entries (in front of the runtime's)."""
+        return self._collector
+
+    @property
     def store(self) -> Store:
         """The store the gate's records go to (the runtime's)."""
         return self.runtime.store
@@ -352,7 +357,7 @@ class Gate:
                 yield DeltaEvent(text=delta, attempt=accepted.number)
         elif shown != accepted.number:
             yield RevisionEvent(text=accepted.text, attempt=accepted.number, replaces=shown)
-        result = self._result(run, accepted, reason)
+        result = self.record_of(run, accepted, reason)
         if not feedback:
             async for event in self._done_first(run, accepted, result):
                 yield event
@@ -361,7 +366,7 @@ class Gate:
         if last is not None:
             yield EvaluationEvent(evaluation=last, accepted=True, accepted_attempt=accepted.number,
                                   accept_reason=reason)
-        await self._save(result)
+        await self.save(result)
         yield DoneEvent(result=result)
 
     async def _done_first(self, run: Run, accepted: Attempt, result: GateRecord) -> AsyncIterator[GateEvent]:
@@ -395,9 +400,9 @@ class Gate:
             except asyncio.CancelledError:
                 ev = skipped(attempt.number, "the gate closed before the evaluator answered").model_copy(
                     update={"latency_ms": round((time.monotonic() - started) * 1000.0, 3)})
-            result = self._result(run, run.evaluated(attempt.number, ev), reason)
+            result = self.record_of(run, run.evaluated(attempt.number, ev), reason)
             try:
-                await self._save(result, committed=True)
+                await self.save(result, committed=True)
             except Exception:  # nobody awaits this task's outcome: say it where it can be read
                 log.exception("the gate could not store the record of trace %s", run.trace_id)
             return result
@@ -480,10 +485,17 @@ class Gate:
                             trace_id=run.trace_id, error=f"{type(exc).__name__}: {exc}",
                             continue_context=context, strategy=self.config.strategy,
                             evaluator=self.evaluator.name, question=_question(run.received))
-        await self._save(result)
+        await self.save(result)
         return ErrorEvent(code=code, last_user_message=context[last_user] if last_user >= 0 else None, result=result)
 
-    def _result(self, run: Run, accepted: Attempt, reason: AcceptReason) -> GateRecord:
+    async def failed(self, run: Run, exc: Exception, partial: str = "") -> GateRecord:
+        """The stored record of a request whose first generation failed (``error`` set, no answer)."""
+        event = await self._error(run, exc, partial)
+        assert event.result is not None
+        return event.result
+
+    def record_of(self, run: Run, accepted: Attempt, reason: AcceptReason) -> GateRecord:
+        """The record of ``run`` releasing ``accepted`` for ``reason``."""
         evs = [a.evaluation for a in run.attempts if a.evaluation is not None]
         skipped = next((e for e in reversed(evs) if e.passed is None), None)
         return GateRecord(answer=accepted.text, accepted_attempt=accepted.number, accept_reason=reason,
@@ -493,7 +505,7 @@ class Gate:
                           strategy=self.config.strategy, evaluator=self.evaluator.name,
                           question=_question(run.received), evaluations_list=evaluations_list(evs))
 
-    async def _save(self, result: GateRecord, *, committed: bool = False) -> None:
+    async def save(self, result: GateRecord, *, committed: bool = False) -> None:
         """Queue the record for the store; ``committed``: return once it is written."""
         if not self.runtime.has_store:
             return
