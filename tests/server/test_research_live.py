@@ -105,7 +105,8 @@ def test_a_started_run_streams_its_events_and_is_stored(make_client):
     log_id = links["log_id"]
     assert links == {"log_id": log_id, "live": f"/evaluation/research/{log_id}/live",
                      "events": f"/api/research/{log_id}/events", "status": f"/api/research/{log_id}",
-                     "decision": f"/api/research/{log_id}/decision", "record": f"/evaluation/research/{log_id}"}
+                     "decision": f"/api/research/{log_id}/decision", "cancel": f"/api/research/{log_id}/cancel",
+                     "record": f"/evaluation/research/{log_id}"}
     r = client.get(links["events"])  # ends after done
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     assert r.headers["cache-control"] == "no-store"
@@ -145,8 +146,10 @@ def test_retry_decision_through_the_api(make_client):
     pending = found["pending_decision"]
     assert pending["stage"] == "retrieval" and pending["default"] == "proceed" and pending["timeout_s"] == 30
     assert pending["options"] == ["proceed", "retry"] and "resolve" not in pending
-    r = client.post(f"/api/research/{log_id}/decision", json={"choice": "retry"})
-    assert r.status_code == 200 and r.json() == {"log_id": log_id, "stage": "retrieval", "choice": "retry"}
+    asked = pending["seq"]
+    r = client.post(f"/api/research/{log_id}/decision", json={"decision": asked, "choice": "retry"})
+    assert r.status_code == 200
+    assert r.json() == {"log_id": log_id, "decision": asked, "stage": "retrieval", "choice": "retry"}
     messages = parse_sse(client.get(f"/api/research/{log_id}/events").text)
     decided = next(m["data"] for m in messages if m["event"] == "decided")
     assert (decided["choice"], decided["by"]) == ("retry", "user")
@@ -157,7 +160,7 @@ def test_retry_decision_through_the_api(make_client):
     page = client.get(f"/evaluation/research/{log_id}").text  # the stored page shows what was chosen
     assert 'class="notice info decision" data-choice="retry"' in page and "chosen by the user" in page
     # decided and finished: nothing is waiting any more
-    late = client.post(f"/api/research/{log_id}/decision", json={"choice": "proceed"})
+    late = client.post(f"/api/research/{log_id}/decision", json={"decision": asked, "choice": "proceed"})
     assert late.status_code == 409 and "has finished" in late.json()["detail"]
 
 
@@ -180,13 +183,14 @@ def test_bad_input(make_client):
     log_id = start(client)["log_id"]
     wait_for(client, log_id, "running")
     decide = f"/api/research/{log_id}/decision"
-    r = client.post(decide, json={"choice": "proceed"})  # running, but not waiting for a decision
-    assert r.status_code == 409 and "is not waiting for a decision" in r.json()["detail"]
-    assert client.post(decide, json={"choice": "maybe"}).status_code == 422
+    r = client.post(decide, json={"decision": 1, "choice": "proceed"})  # running; event 1 asked nothing
+    assert r.status_code == 409 and "is not a decision" in r.json()["detail"]
+    assert client.post(decide, json={"decision": 1, "choice": "maybe"}).status_code == 422
+    assert client.post(decide, json={"choice": "proceed"}).status_code == 422
     assert client.post(decide, json={}).status_code == 422
     assert client.post(decide, content=b'{"choice": "retry"}', headers={"Content-Type": "text/plain"}).status_code == 415
     assert client.post(decide, json={"choice": "proceed"}, headers={"Origin": "http://evil.example"}).status_code == 403
-    unknown = client.post("/api/research/abc123/decision", json={"choice": "retry"})
+    unknown = client.post("/api/research/abc123/decision", json={"decision": 1, "choice": "retry"})
     assert unknown.status_code == 404 and "no live research evaluation" in unknown.json()["detail"]
     assert client.get("/api/research/abc123").status_code == 404
     assert client.get("/api/research/abc123/events").status_code == 404
@@ -211,7 +215,7 @@ def test_writes_need_the_token(make_client):
     r = client.post("/api/research/evaluate", json={"query": QUERY}, headers={"Authorization": "Bearer s3cret"})
     assert r.status_code == 202
     log_id = r.json()["log_id"]
-    assert client.post(f"/api/research/{log_id}/decision", json={"choice": "retry"}).status_code == 401
+    assert client.post(f"/api/research/{log_id}/decision", json={"decision": 1, "choice": "retry"}).status_code == 401
     assert client.get(f"/api/research/{log_id}/events").status_code == 200  # reads stay open
     assert 'id="decision-token"' in client.get(f"/evaluation/research/{log_id}/live").text
 
@@ -220,10 +224,10 @@ def test_runs_at_once_are_bounded(make_client, monkeypatch):
     monkeypatch.setattr(research_live, "MAX_RUNNING", 1)
     client = make_client(pipeline(plan=(GOOD_PLAN,), retrieval=(SEVERE,)))
     first = start(client, decision_timeout=30)["log_id"]
-    wait_for(client, first, "waiting")
+    asked = wait_for(client, first, "waiting")["pending_decision"]["seq"]
     r = client.post("/api/research/evaluate", json={"query": QUERY})
     assert r.status_code == 429 and "research evaluations are running" in r.json()["detail"]
-    client.post(f"/api/research/{first}/decision", json={"choice": "proceed"})
+    client.post(f"/api/research/{first}/decision", json={"decision": asked, "choice": "proceed"})
     wait_for(client, first, "done")
     start(client)
 
@@ -288,8 +292,9 @@ def test_an_application_in_process_runs_its_own_evaluation_live(tmp_path):
         thread = threading.Thread(target=lambda: asyncio.run(research()))
         thread.start()
         try:
-            wait_for(client, "app-run-1", "waiting")
-            assert client.post("/api/research/app-run-1/decision", json={"choice": "retry"}).status_code == 200
+            asked = wait_for(client, "app-run-1", "waiting")["pending_decision"]["seq"]
+            decide = {"decision": asked, "choice": "retry"}
+            assert client.post("/api/research/app-run-1/decision", json=decide).status_code == 200
             messages = parse_sse(client.get("/api/research/app-run-1/events").text)
         finally:
             thread.join(timeout=10)

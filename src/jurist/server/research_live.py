@@ -17,7 +17,9 @@ Routes::
     GET  /api/research/{id}                  the run so far (JSON)
     GET  /api/research/{id}/events           its events as server-sent events (history first; resumes
                                              after Last-Event-ID / ?after=N; ends after done or error)
-    POST /api/research/{id}/decision         {"choice": "proceed" | "retry"} for the decision it awaits (write)
+    POST /api/research/{id}/decision         {"decision": N, "choice": "proceed" | "retry"}: answer decision N,
+                                             the seq of the decision event that asked it (write)
+    POST /api/research/{id}/cancel           end a run started here, recorded as cancelled (write)
     GET  /evaluation/research/{id}/live      the live page (a finished run no longer held: the stored page)
 
 Writes pass the guard like every other (token, same origin, JSON). Runs are
@@ -55,6 +57,8 @@ log = logging.getLogger("jurist.server")
 
 KEEP_FINISHED = 100  # finished runs held for late readers; older ones are read from the store
 MAX_RUNNING = 8  # runs started by POST /api/research/evaluate at once
+MAX_DECISION_TIMEOUT_S = 600  # a run waiting for a decision holds one of those places that long at most
+CANCEL_WAIT_S = 10.0  # how long POST .../cancel waits for the run to end
 HEARTBEAT_S = 15.0  # an SSE comment when nothing happened, so proxies keep the stream open
 LOG_ID = r"^[A-Za-z0-9-]{1,32}$"
 
@@ -66,11 +70,14 @@ class _Run:
     events: list[ResearchEvent] = field(default_factory=list)  # as they came; JSON data only when sent
     pending: DecisionRequested | None = None  # the decision awaiting an answer
     finished: bool = False
+    cancelled: bool = False  # ended by POST .../cancel
     readers: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
         if self.finished:
+            if self.cancelled:
+                return "cancelled"
             return self.events[-1].type if self.events else "done"
         return "waiting" if self.pending is not None else "running"
 
@@ -179,20 +186,53 @@ class LiveResearch:
                 run.readers.remove(reader)
 
     # -- decisions -----------------------------------------------------------------------
-    def decide(self, log_id: str, choice: Choice) -> DecisionMade:
-        """Answer the decision run ``log_id`` waits for. NotFound: no such run;
-        HTTPException 409: it waits for none (or it was answered meanwhile)."""
+    def decide(self, log_id: str, decision: int, choice: Choice) -> DecisionMade:
+        """Answer decision ``decision`` (the ``seq`` of the event that asked it) of run ``log_id``.
+        NotFound: no such run; HTTPException 409: no such question was asked yet, or it is
+        answered already (by the user, or by its time-out)."""
         with self._lock:
             run = self._runs.get(log_id)
             if run is None:
                 raise NotFound(_unknown(log_id))
-            pending = run.pending
-        if pending is None or pending.resolve is None:
-            state = "has finished" if run.finished else "is not waiting for a decision"
-            raise HTTPException(409, f"research evaluation {log_id!r} {state}")
-        if not pending.resolve(choice):
-            raise HTTPException(409, f"research evaluation {log_id!r} was already decided (or its time ran out)")
-        return DecisionMade(log_id=log_id, stage=pending.stage, choice=choice)
+            asked = next((e for e in run.events if e.seq == decision), None)
+            answer = next((e for e in run.events if isinstance(e, Decided) and e.seq > decision), None)
+            pending, latest, finished = run.pending, run.events[-1].seq if run.events else 0, run.finished
+        which = f"decision {decision} of research evaluation {log_id!r}"
+        if not isinstance(asked, DecisionRequested):
+            if asked is None and decision > latest:
+                raise HTTPException(409, f"{which} has not been asked (its latest event is {latest}): "
+                                         "answer the decision event you were shown, by its seq")
+            raise HTTPException(409, f"event {decision} of research evaluation {log_id!r} is not a decision "
+                                     "(answer a decision event, by its seq)")
+        if pending is not asked or asked.resolve is None or not asked.resolve(choice):
+            if answer is not None:
+                by = "the user" if answer.by == "user" else "its time-out"
+                told = f"{which} was already answered: {answer.choice}, by {by}"
+            elif finished:
+                told = f"{which} was not answered before the run ended"
+            else:
+                told = f"{which} was already answered (or its time ran out)"
+            raise HTTPException(409, told + ("; the run has finished" if finished else ""))
+        return DecisionMade(log_id=log_id, decision=decision, stage=asked.stage, choice=choice)
+
+    def cancel(self, log_id: str) -> asyncio.Task[Any]:
+        """Cancel a run started here (its place among the ``MAX_RUNNING`` is free once it has
+        ended); returns its task. NotFound: no such run; HTTPException 409: it has finished,
+        or it is an application's own run (not started here)."""
+        with self._lock:
+            run = self._runs.get(log_id)
+            if run is None:
+                raise NotFound(_unknown(log_id))
+            task = self._tasks.get(log_id)
+            if run.finished or task is None or task.done():
+                if run.finished:
+                    raise HTTPException(409, f"research evaluation {log_id!r} has finished ({run.status})")
+                raise HTTPException(409, f"research evaluation {log_id!r} is run by the application, not by this "
+                                         "server: only a run started with POST /api/research/evaluate can be "
+                                         "cancelled here")
+            run.cancelled = True
+        task.cancel(CANCELLED_BY_REQUEST)
+        return task
 
     # -- runs started here ---------------------------------------------------------------
     def running(self) -> int:
@@ -214,7 +254,10 @@ class LiveResearch:
             if run is None or run.finished:
                 return
             seq = run.events[-1].seq + 1 if run.events else 1
-        reason = "cancelled (the server stopped)" if task.cancelled() else str(error or "ended without a result")
+        if task.cancelled():
+            reason = CANCELLED_BY_REQUEST if run.cancelled else "cancelled (the server stopped)"
+        else:
+            reason = str(error or "ended without a result")
         self._add(log_id, Failed(log_id=log_id, seq=seq, error=reason,
                                  error_type=type(error).__name__ if error else "Cancelled"))
 
@@ -264,8 +307,10 @@ class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=20_000, description="the user's research question")
-    decision_timeout: Number = Field(30.0, gt=0, le=3600,
-                                    description="seconds to wait for proceed / retry after a severe retrieval flag")
+    decision_timeout: Number = Field(30.0, gt=0, le=MAX_DECISION_TIMEOUT_S,
+                                    description="seconds to wait for proceed / retry after a severe retrieval flag "
+                                                f"(at most {MAX_DECISION_TIMEOUT_S}; the run holds one of the "
+                                                f"{MAX_RUNNING} places meanwhile)")
     decision_default: Literal["proceed", "retry"] = Field("proceed", description="the choice after the time-out")
 
 
@@ -275,13 +320,14 @@ class Started(BaseModel):
     events: str = Field(description="the server-sent events")
     status: str = Field(description="the run so far, as JSON")
     decision: str = Field(description="where to POST proceed / retry")
+    cancel: str = Field(description="where to POST to cancel the run")
     record: str = Field(description="the stored evaluation's page, once done")
 
 
 class LiveRun(BaseModel):
     log_id: str
     query: str | None
-    status: Literal["running", "waiting", "done", "error"]
+    status: Literal["running", "waiting", "done", "error", "cancelled"]
     pending_decision: dict[str, JsonValue] | None
     events: list[dict[str, JsonValue]]
 
@@ -289,19 +335,27 @@ class LiveRun(BaseModel):
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    decision: int = Field(ge=1, le=1_000_000_000,
+                          description="the decision answered: the seq of the decision event that asked it")
     choice: Choice
 
 
 class DecisionMade(BaseModel):
     log_id: str
+    decision: int
     stage: str
     choice: Choice
+
+
+class Cancelled(BaseModel):
+    log_id: str
+    status: Literal["cancelled"]
 
 
 def _links(log_id: str) -> dict[str, str]:
     return {"log_id": log_id, "live": f"/evaluation/research/{log_id}/live", "events": f"/api/research/{log_id}/events",
             "status": f"/api/research/{log_id}", "decision": f"/api/research/{log_id}/decision",
-            "record": f"/evaluation/research/{log_id}"}
+            "cancel": f"/api/research/{log_id}/cancel", "record": f"/evaluation/research/{log_id}"}
 
 
 @api.post("/evaluate", dependencies=[Depends(require_write)], status_code=202, response_model=Started,
@@ -322,6 +376,9 @@ async def start(request: Request, body: StartRequest) -> dict[str, str]:
         decision_default=body.decision_default)
     live.start(evaluation, pipeline, body.query)
     return _links(evaluation.log_id)
+
+
+CANCELLED_BY_REQUEST = "cancelled (POST /api/research/{id}/cancel)"
 
 
 def _unknown(log_id: str) -> str:
@@ -382,8 +439,21 @@ async def events(
 async def decision(request: Request, body: DecisionRequest, log_id: str = PathParam(pattern=LOG_ID)
                    ) -> DecisionMade:
     """Answer the decision a run waits for after a severe retrieval flag: ``proceed`` with
-    these sources, or ``retry`` the search. 409 when it waits for none."""
-    return _live(request).decide(log_id, body.choice)
+    these sources, or ``retry`` the search. ``decision`` names the question answered (the
+    ``seq`` of its ``decision`` event): 409 when that question was answered already (by the
+    user or its time-out) or has not been asked."""
+    return _live(request).decide(log_id, body.decision, body.choice)
+
+
+@api.post("/{log_id}/cancel", dependencies=[Depends(require_write)], response_model=Cancelled,
+          responses=error_responses(401, 404, 409, 422))
+async def cancel(request: Request, log_id: str = PathParam(pattern=LOG_ID)) -> Cancelled:
+    """End a run started with ``POST /api/research/evaluate``: its last event is an ``error``
+    saying it was cancelled, its status ``cancelled``, and its place among the runs at once
+    is free. 409 when it has finished."""
+    task = _live(request).cancel(log_id)
+    await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+    return Cancelled(log_id=log_id, status="cancelled")
 
 
 # -- the page --------------------------------------------------------------------------------

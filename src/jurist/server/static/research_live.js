@@ -117,7 +117,9 @@
     return box;
   }
 
-  function sendDecision(box, choice) {
+  // A decision names the question it answers (the seq of the event that asked it): a click
+  // that arrives late never answers a later question the user has not seen.
+  function sendDecision(box, choice, decision) {
     var buttons = box.querySelectorAll("button.choice");
     Array.prototype.forEach.call(buttons, function (b) { b.disabled = true; });
     var status = box.querySelector(".sent") || box.appendChild(el("p", "sent muted"));
@@ -125,7 +127,7 @@
     var headers = { "Content-Type": "application/json" };
     var token = document.getElementById("decision-token");
     if (token && token.value) headers.Authorization = "Bearer " + token.value;
-    fetch(root.dataset.decision, { method: "POST", headers: headers, body: JSON.stringify({ choice: choice }) })
+    fetch(root.dataset.decision, { method: "POST", headers: headers, body: JSON.stringify({ decision: decision, choice: choice }) })
       .then(function (response) {
         return response.json().catch(function () { return {}; }).then(function (data) {
           if (!response.ok) {
@@ -155,7 +157,7 @@
                       CHOICES[choice] || choice);
       button.type = "button";
       button.dataset.choice = choice;
-      button.addEventListener("click", function () { sendDecision(box, choice); });
+      button.addEventListener("click", function () { sendDecision(box, choice, d.seq); });
       actions.appendChild(button);
     });
     var left = el("p", "countdown muted");
