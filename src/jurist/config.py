@@ -79,7 +79,9 @@ class Settings(BaseModel):
     home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store, jurist.db
     cache: bool = True
     max_concurrency: Whole = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
-    timeout: Number = Field(default=60.0, gt=0)  # seconds per attempt
+    # seconds per attempt: under rubric_timeout, so that a retry fits in a rubric's time and a hung
+    # endpoint's first calls time out (and open its breaker) well before the rubrics' own clock
+    timeout: Number = Field(default=30.0, gt=0)
     max_retries: Whole = Field(default=4, ge=0)
     backoff_base: Number = Field(default=0.5, gt=0)
     backoff_max: Number = Field(default=30.0, gt=0)
@@ -91,7 +93,9 @@ class Settings(BaseModel):
     # plain: the judge's number; logprobs: also the expectation over the scale's tokens
     # from the endpoint's top logprobs (G-Eval), where it returns them
     score_mode: Literal["plain", "logprobs"] = "plain"
-    rubric_timeout: Number = Field(default=60.0, gt=0)  # seconds per rubric, retries included (note 003)
+    # seconds per rubric, every attempt, backoff and re-ask included (note 003); a call it cuts counts
+    # toward the endpoint's breaker as a time-out, like one whose own timeout ran out
+    rubric_timeout: Number = Field(default=60.0, gt=0)
     retry_on_parse_failure: bool = True  # one re-ask showing the judge its parse error
     max_reply_chars: Whole = Field(default=64_000, ge=100)  # a longer judge reply is cut and fails to parse
     breaker_threshold: Whole = Field(default=5, ge=0)  # calls in a row without an answer open the breaker (0: off)

@@ -66,7 +66,7 @@ def test_settings_built_in_code_read_the_provider_variables_when_built(
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("JURIST_TIMEOUT", "3")
     settings = Settings(judge="openai/gpt-test")  # not through Settings.load: no JURIST_*, but the keys
-    assert settings.timeout == 60.0
+    assert settings.timeout == 30.0
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert build_adapter("openai/gpt-test", settings).endpoint == server.base_url
     copied = settings.model_copy(update={"timeout": 5.0})

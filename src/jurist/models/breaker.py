@@ -2,20 +2,25 @@
 
 Without one, every call to an endpoint that never answers waits its whole
 timeout (and its retries): 200 sessions against a dead judge cost minutes
-to hours. :class:`CircuitBreaker` counts the calls that got no answer in a
-row (timeouts, connection refused or dropped: see :func:`got_no_answer`);
-at ``threshold`` of them it *opens*, and for ``cooldown`` seconds every call
-fails at once with :class:`~jurist.errors.EndpointDown`, which is not
-retried. When the cool-down ends, one call goes through as a probe
-(*half-open*; the others still fail at once): an answer closes the breaker,
-no answer opens it for another cool-down.
+to hours. :class:`CircuitBreaker` counts the calls that failed in a row:
+those that got no answer (timeouts, connection refused or dropped: see
+:func:`got_no_answer`), whichever clock ran out (the attempt's own timeout,
+or the caller's time limit cancelling it: ``Model`` reports that one as a
+timeout), and those that gave up on a server error (5xx) after their
+retries (:func:`server_failed`). At ``threshold`` of them it *opens*, and for
+``cooldown`` seconds every call fails at once with
+:class:`~jurist.errors.EndpointDown`, which is not retried. When the
+cool-down ends, one call goes through as a probe (*half-open*; the others
+still fail at once): an answer closes the breaker, no answer or a server
+error opens it for another cool-down.
 
-Any answer, an error status included (429, 400, 500), counts as the endpoint
-being up: it resets the count. A call cancelled by its caller says nothing
-either way. ``Model`` asks the breaker inside its limiter slot, before each
-attempt, so calls that waited for a slot while the endpoint died fail at
-once too. A :class:`~jurist.models.limiter_pool.LimiterPool` keeps one
-breaker per endpoint, shared by every model of the pool, like its limiters.
+Any other answer (a success, 429, 400) counts as the endpoint being up: it
+resets the count. A 5xx that is retried says nothing either way, nor does a
+call cancelled by its caller before its time limit. ``Model`` asks the
+breaker inside its limiter slot, before each attempt, so calls that waited
+for a slot while the endpoint died fail at once too. A
+:class:`~jurist.models.limiter_pool.LimiterPool` keeps one breaker per
+endpoint, shared by every model of the pool, like its limiters.
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ def got_no_answer(exc: BaseException) -> bool:
             and not isinstance(exc, EndpointDown))
 
 
+def server_failed(exc: BaseException) -> bool:
+    """Whether a failed call got a server error (an HTTP status of 500 or more)."""
+    return isinstance(exc, ModelError) and exc.status is not None and exc.status >= 500
+
+
 class CircuitBreaker:
     """Closed, open or half-open for one endpoint; thread-safe (a pool's models may
     run on several event loops)."""
@@ -53,6 +63,7 @@ class CircuitBreaker:
         self.opened_at: float | None = None  # when the breaker last opened; None: closed
         self._probing = False  # a half-open probe call is in flight
         self._last_error = ""
+        self._server_errors = 0  # of the failures in a row, those that were server errors (5xx)
 
     def configure(self, threshold: int | None = None, cooldown: float | None = None) -> None:
         """Change the bounds (``threshold`` 0 turns the breaker off)."""
@@ -84,30 +95,40 @@ class CircuitBreaker:
                 self._probing = True
                 return True
             raise EndpointDown(
-                f"{self.endpoint} is down: {self.failures} calls in a row got no answer "
-                f"(last: {self._last_error}); calls to it fail at once for "
+                f"{self.endpoint} is down: {self.failures} calls in a row "
+                + ("got no answer" if not self._server_errors else
+                   "got a server error" if self._server_errors == self.failures else
+                   "got no answer or a server error")
+                + f" (last: {self._last_error}); calls to it fail at once for "
                 + (f"{wait:.1f} s more, then one call probes it" if wait > 0
                    else "as long as the probe call is in flight")
                 + "; check the endpoint (breaker_threshold and breaker_cooldown in jurist.yaml tune this)",
                 endpoint=self.endpoint, retry_in=max(0.0, wait),
             )
 
-    def report(self, probe: bool, error: BaseException | None = None) -> None:
+    def report(self, probe: bool, error: BaseException | None = None, *, gave_up: bool = False) -> None:
         """How an admitted call ended: ``error`` None is an answer, and so is a model
-        error with an HTTP status (429, 400, 500): the breaker closes. A call that got
-        no answer (:func:`got_no_answer`) counts toward opening it; a failed probe
-        opens it again at once. Anything else (the caller cancelled, the breaker's own
-        EndpointDown) says nothing, but a probe's turn goes to the next call."""
+        error with an HTTP status under 500 (429, 400): the breaker closes. A call that
+        got no answer (:func:`got_no_answer`) counts toward opening it, and so does a
+        server error (5xx) the call ``gave_up`` on (no retry follows); a retried one says
+        nothing, unless it answered the probe. A failed probe opens the breaker again at
+        once. Anything else (the caller cancelled before its time limit, the breaker's
+        own EndpointDown) says nothing, but a probe's turn goes to the next call."""
         with self._lock:
             if probe:
                 self._probing = False
             if error is not None and (not isinstance(error, ModelError) or isinstance(error, EndpointDown)):
                 return
-            if error is None or not got_no_answer(error):
-                self.failures = 0
+            if error is None or not (got_no_answer(error) or server_failed(error)):
+                self.failures = self._server_errors = 0
                 self.opened_at = None
                 return
+            if server_failed(error) and not gave_up:
+                if probe:
+                    self.opened_at = self._clock()
+                return
             self.failures += 1
+            self._server_errors += server_failed(error)
             self._last_error = f"{type(error).__name__}: {_short(str(error))}"
             if probe or (self.opened_at is None and self.threshold and self.failures >= self.threshold):
                 self.opened_at = self._clock()

@@ -4,18 +4,29 @@
 per-attempt timeout, retries with capped exponential backoff and jitter
 (honouring ``Retry-After``), the judge-call cache, the bound on a parsed
 reply's size, timing, usage and the call record. Adapters stay thin.
+
+A caller that bounds a whole judgement in time (a rubric's ``rubric_timeout``:
+every attempt, backoff and re-ask) says so with :func:`time_limit` around it.
+Within it, no retry waits a backoff that would outlast the limit (the call
+fails with its last error instead), and an attempt the caller cancels when
+the limit runs out counts toward the endpoint's breaker as a time-out, as if
+the attempt's own timeout had fired: whichever clock runs out first, a hung
+endpoint opens the breaker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import json
 import random
 import time
 from jurist.ids import new_id
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Protocol, TypedDict, TypeVar, cast
+from typing import (Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Protocol, TypedDict, TypeVar,
+                    cast)
 
 from pydantic import JsonValue
 
@@ -30,6 +41,52 @@ from jurist.models.messages import UserMessage
 T = TypeVar("T")
 #: A meaning question's inputs, as its call record's message shows them: texts and lists of texts.
 MeaningRequest = dict[str, str | list[str]]
+
+
+@dataclass(frozen=True)
+class _Limit:
+    """A caller's time limit on the model calls it makes: when it runs out (``time.monotonic()``)."""
+
+    at: float
+    seconds: float
+
+
+_LIMIT: contextvars.ContextVar[_Limit | None] = contextvars.ContextVar("jurist_call_time_limit", default=None)
+# asyncio runs a timer up to this much before its time (BaseEventLoop._clock_resolution)
+_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Tell the model calls made in the block (in this task) that their caller cancels them
+    ``seconds`` from now (``None``: no limit; an enclosing, earlier limit stays). The caller keeps
+    its own clock (``asyncio.timeout``); this lets ``Model`` give up a retry that could not end in
+    time, and count a call cancelled when the limit runs out as a time-out toward the breaker."""
+    outer = _LIMIT.get()
+    limit = outer
+    if seconds is not None and (outer is None or time.monotonic() + seconds < outer.at):
+        limit = _Limit(time.monotonic() + seconds, seconds)
+    token = _LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def _time_left() -> float | None:
+    limit = _LIMIT.get()
+    return None if limit is None else limit.at - time.monotonic()
+
+
+def _as_reported(model: str, exc: BaseException) -> BaseException:
+    """What the breaker is told of an attempt that failed with ``exc``: a cancellation at the
+    caller's time limit is a time-out like the attempt's own."""
+    limit = _LIMIT.get()
+    if isinstance(exc, asyncio.CancelledError) and limit is not None and \
+            time.monotonic() >= limit.at - _CLOCK_RESOLUTION:
+        return ModelTimeout(f"{model} gave no answer within the caller's time limit of {limit.seconds:g} s",
+                            model=model)
+    return exc
 
 
 class CachedReply(TypedDict):
@@ -379,43 +436,56 @@ class Model:
         )
 
     async def _call_with_retries(self, request: ChatRequest) -> tuple[Completion, int]:
+        """Attempts until one is answered or the call gives up. The endpoint's breaker is asked
+        before each attempt, in the limiter slot (so calls that waited while the endpoint died
+        fail at once), and told how each admitted attempt ended and whether the call gives up."""
         tokens = request.estimated_tokens()
+        breaker = self.breaker
         attempt = 0
         while True:
             attempt += 1
+            probe: bool | None = None  # None: the breaker did not admit this attempt (or there is none)
             try:
                 async with self.limiter.slot(tokens):
+                    if breaker is not None:
+                        probe = breaker.admit()
                     completion = await self._attempt(request)
-                completion.attempts = attempt
-                return completion, attempt
-            except ModelError as exc:
-                if not exc.retryable or attempt > self.retry.max_retries:
-                    exc.attempts = attempt
+            except BaseException as exc:
+                delay = self._retry_delay(attempt, exc)
+                if breaker is not None and probe is not None:
+                    breaker.report(probe, _as_reported(self.name, exc), gave_up=delay is None)
+                if delay is None:
+                    if isinstance(exc, ModelError):
+                        exc.attempts = attempt
                     raise
-                await asyncio.sleep(self.retry.delay(attempt, exc))
+                await asyncio.sleep(delay)
+                continue
+            if breaker is not None and probe is not None:
+                breaker.report(probe)
+            completion.attempts = attempt
+            return completion, attempt
+
+    def _retry_delay(self, attempt: int, exc: BaseException) -> float | None:
+        """Seconds to wait before retrying after attempt number ``attempt`` failed with ``exc``;
+        None: the call gives up (an error that is not retried, no retries left, or a backoff
+        that would outlast the caller's :func:`time_limit`)."""
+        if not isinstance(exc, ModelError) or not exc.retryable or attempt > self.retry.max_retries:
+            return None
+        delay = self.retry.delay(attempt, exc)
+        left = _time_left()
+        return None if left is not None and delay >= left else delay
 
     async def _attempt(self, request: ChatRequest) -> Completion:
-        """One call to the adapter, within the timeout, if the endpoint's breaker lets it through
-        (asked in the limiter slot, so calls that waited while the endpoint died fail at once)."""
-        breaker = self.breaker
-        probe = breaker.admit() if breaker is not None else False
+        """One call to the adapter, within the per-attempt timeout."""
         try:
-            try:
-                async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for
-                    completion = await self.adapter.complete(request, timeout=self.timeout)
-            except TimeoutError:
-                raise ModelTimeout(
-                    f"{self.name} gave no answer within {self.timeout:g} s; "
-                    "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",
-                    model=self.name,
-                ) from None
-        except BaseException as exc:
-            if breaker is not None:
-                breaker.report(probe, exc)
-            raise
-        if breaker is not None:
-            breaker.report(probe)
-        return completion
+            async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for
+                return await self.adapter.complete(request, timeout=self.timeout)
+        except TimeoutError:
+            raise ModelTimeout(
+                f"{self.name} gave no answer within {self.timeout:g} s; "
+                "raise the timeout (JURIST_TIMEOUT or --timeout) or check the endpoint",
+                model=self.name,
+            ) from None
 
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
@@ -452,7 +522,7 @@ class Model:
             raise
         finally:
             if admitted and breaker is not None:
-                breaker.report(probe, error)
+                breaker.report(probe, None if error is None else _as_reported(self.name, error), gave_up=True)
             done.text = "".join(parts)
             self._record(
                 request, request.cache_key(self.name, self.endpoint), new_id(), started,

@@ -35,7 +35,7 @@ from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, 
 from jurist.errors import ConfigError
 from jurist.models.base import Completion, StatementCheck
 from jurist.models.images import Image
-from jurist.models.model import Model
+from jurist.models.model import Model, time_limit
 from jurist.rubrics.models import Rubric, RubricItem
 from jurist.rubrics.results import FILE_STATUS, ItemDecision, RubricScore, Tokens
 from jurist.rubrics.sessions import ChatSession, FormattedSession
@@ -192,28 +192,29 @@ class RubricJudge:
             score_min=f"{lo:g}",
             score_max=f"{hi:g}",
         )
-        if rubric.item_based:
-            ids = [i.id for i in rubric.items or []]
-            verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await items.verdict(
-                variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
-                meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
-                images=sent, route_key=session.session_id,
-            )
-        else:
-            hint = (
-                f'{{"score": <number from {lo:g} to {hi:g}>, "reasoning": "<2-3 sentences>"}}\n'
-                f"or the two lines\nSCORE: <number from {lo:g} to {hi:g}>\nREASONING: <2-3 sentences>"
-            )
-            def weighted(reply: ScoreReply, completion: Completion) -> ScoreReply:
-                return weigh(reply, completion.logprobs, scale)  # recorded with the call
+        with time_limit(timeout):  # the calls know the rubric's clock: one it cuts counts as a time-out
+            if rubric.item_based:
+                ids = [i.id for i in rubric.items or []]
+                verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await items.verdict(
+                    variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
+                    meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
+                    images=sent, route_key=session.session_id,
+                )
+            else:
+                hint = (
+                    f'{{"score": <number from {lo:g} to {hi:g}>, "reasoning": "<2-3 sentences>"}}\n'
+                    f"or the two lines\nSCORE: <number from {lo:g} to {hi:g}>\nREASONING: <2-3 sentences>"
+                )
+                def weighted(reply: ScoreReply, completion: Completion) -> ScoreReply:
+                    return weigh(reply, completion.logprobs, scale)  # recorded with the call
 
-            verdict = await free.verdict(
-                variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
-                format_hint=hint, schema=None if self._lines else score_schema(scale),
-                unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
-                refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
-                images=sent, route_key=session.session_id,
-            )
+                verdict = await free.verdict(
+                    variables, lambda text: parse_score(text, scale), trace_id=trace_id, timeout=timeout,
+                    format_hint=hint, schema=None if self._lines else score_schema(scale),
+                    unsupported=f"the local judge cannot score free-form rubric {rubric.id}; configure an LLM judge",
+                    refine=weighted if self.score_mode == LOGPROBS else None, sample=sample,
+                    images=sent, route_key=session.session_id,
+                )
         given: dict[str, Any] = {}  # the optional fields result.json writes only when they apply
         if verdict.cached:
             given["cached"] = True
