@@ -168,10 +168,21 @@ class _TTest:
     p_value: float
 
 
+# Below this share of the scores' size a mean or a spread is floating-point noise (twelve scores of 0.8
+# average to 0.8000000000000002): it is zero, so equal scores never read as a significant difference.
+_NOISE = 1e-9
+
+
+def _noise(*xs: np.ndarray) -> float:
+    return _NOISE * max(1.0, *(float(np.abs(x).max()) for x in xs if len(x)))
+
+
 def _paired(xa: np.ndarray, xb: np.ndarray) -> _TTest:
     d = xb - xa
     n = len(d)
     mean_d, sd = float(d.mean()), float(d.std(ddof=1))
+    noise = _noise(xa, xb)
+    mean_d, sd = (0.0 if abs(mean_d) <= noise else mean_d), (0.0 if sd <= noise else sd)
     half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n)
     p = 1.0 if sd == 0 and mean_d == 0 else (0.0 if sd == 0 else float(stats.ttest_rel(xb, xa).pvalue))
     return _TTest(test="paired t-test", difference=mean_d, ci_low=mean_d - half, ci_high=mean_d + half, p_value=p)
@@ -181,6 +192,8 @@ def _welch(xa: np.ndarray, xb: np.ndarray) -> _TTest:
     va, vb = float(xa.var(ddof=1)) / len(xa), float(xb.var(ddof=1)) / len(xb)
     diff = float(xb.mean() - xa.mean())
     se = math.sqrt(va + vb)
+    noise = _noise(xa, xb)
+    diff, se = (0.0 if abs(diff) <= noise else diff), (0.0 if se <= noise else se)
     if se == 0:
         p, half = (1.0 if diff == 0 else 0.0), 0.0
     else:

@@ -283,7 +283,8 @@ class _JudgeEvaluator:
         if not verdict.ok:
             raise EvaluationFailed(verdict.reason or "the judge gave no verdict")
         value = verdict.value
-        return value if isinstance(value, Evaluation) else coerce(value, self.threshold)
+        ev = value if isinstance(value, Evaluation) else coerce(value, self.threshold)
+        return ev.model_copy(update={"template_hash": verdict.template_hash})  # which prompt version scored it
 
 
 class QualityEvaluator(_JudgeEvaluator):

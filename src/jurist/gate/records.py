@@ -144,6 +144,7 @@ class Evaluation(_Record):
     latency_ms: float = 0.0
     skipped_reason: str | None = None  # set when the evaluation was skipped
     coverage: float | None = None  # parallel strategy: share of the final answer the judge saw (None: all)
+    template_hash: str | None = None  # the judge prompt's text that gave the verdict (None: no prompt, a function)
 
     @property
     def status(self) -> Status:
@@ -266,7 +267,8 @@ def evaluation_row(record: GateRecord, *, evaluation_id: str, subject_id: str, j
 
 
 def score_rows(record: GateRecord, *, judge_model: str | None) -> list[dict[str, Any]]:
-    """One ``scores`` row per evaluated attempt (key ``attempt.<n>``)."""
+    """One ``scores`` row per evaluated attempt (key ``attempt.<n>``), with the hash of the judge
+    prompt that scored it."""
     rows = []
     for a in record.attempts:
         ev = a.evaluation
@@ -276,7 +278,7 @@ def score_rows(record: GateRecord, *, judge_model: str | None) -> list[dict[str,
             "key": f"attempt.{a.number}", "name": a.kind, "score": ev.score, "max_score": 1.0, "weight": None,
             "status": "evaluation_failed" if ev.passed is None else "scored",
             "reason": ev.skipped_reason or ev.reason or ("; ".join(ev.issues) or None),
-            "judge_model": judge_model, "template_hash": None, "input_tokens": 0, "output_tokens": 0,
+            "judge_model": judge_model, "template_hash": ev.template_hash, "input_tokens": 0, "output_tokens": 0,
             "latency_ms": round(ev.latency_ms, 3), "call_id": None,
         })
     return rows

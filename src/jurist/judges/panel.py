@@ -94,6 +94,7 @@ class RoleResult(PanelRecord):
     tokens_used: int
     status: Status = OK  # ok | failed (left out of the aggregation)
     error: str | None = None
+    template_hash: str | None = None  # the hash of the prompt text the role's call used (the prompt lab's version)
 
 
 class Escalation(PanelRecord):
@@ -528,14 +529,16 @@ class Panel:
         return [r for r in gathered if isinstance(r, RoleResult)]
 
     async def _call(self, judge: Judge, variables: dict[str, str], parse: Callable[[str], T], trace_id: str | None,
-                    timeout: float | None) -> tuple[Outcome[T], str, float, int]:
+                    timeout: float | None) -> tuple[Outcome[T], str, float, int, str]:
         """One judge call under ``timeout`` (role_timeout): (outcome of the reply, last raw text, latency ms,
-        tokens). A time-out, a reply still invalid after the re-ask or a model error is a failed outcome."""
+        tokens, the hash of the template text used). A time-out, a reply still invalid after the re-ask or
+        a model error is a failed outcome."""
         started = time.perf_counter()
         completions: list[Completion] = []
+        used = await judge.template_for(variables, trace_id=trace_id)  # the prompt lab's version for this call
 
         async def call() -> T:
-            reply, done = await judge.run(variables, parse, trace_id=trace_id)
+            reply, done = await judge.run(variables, parse, trace_id=trace_id, template=used)
             completions.extend(done)
             return reply
 
@@ -544,20 +547,23 @@ class Panel:
         if outcome.failed:  # a reply that could not be parsed still cost its calls
             completions = list(getattr(outcome.error, "completions", None) or [])
         if not completions:  # no call came back: the wall time is all there is
-            return outcome, "", round((time.perf_counter() - started) * 1000.0, 3), 0
+            return outcome, "", round((time.perf_counter() - started) * 1000.0, 3), 0, used.hash
         latency = round(sum(c.latency_ms for c in completions), 3)
-        return outcome, completions[-1].text, latency, sum(c.input_tokens + c.output_tokens for c in completions)
+        tokens = sum(c.input_tokens + c.output_tokens for c in completions)
+        return outcome, completions[-1].text, latency, tokens, used.hash
 
     async def _run_role(self, role: Role, judge: Judge, task: str, material: str, trace_id: str | None) -> RoleResult:
         variables = {"role_name": role.name, "dimensions": self._dimension_list(role.dimensions),
                      "role_instructions": role.instructions or _GENERIC_INSTRUCTIONS,
                      "format": judge.format_hint, "task": task, "subject": material}
         parse = functools.partial(parse_role_reply, dimensions=role.dimensions)
-        outcome, raw, latency, tokens = await self._call(judge, variables, parse, trace_id, self.role_timeout)
+        outcome, raw, latency, tokens, template_hash = await self._call(judge, variables, parse, trace_id,
+                                                                        self.role_timeout)
         reply = outcome.value or RoleReply({}, 0.0, "")
         return RoleResult(role=role.name, model=judge.model.name, dimensions=list(role.dimensions),
                           scores=reply.scores, confidence=reply.confidence, critique=reply.critique, raw_response=raw,
-                          latency_ms=latency, tokens_used=tokens, status=outcome.status, error=outcome.reason)
+                          latency_ms=latency, tokens_used=tokens, status=outcome.status, error=outcome.reason,
+                          template_hash=template_hash)
 
     async def _escalate(self, panel: PanelResult, task: str, material: str, trace_id: str | None) -> Escalation:
         """One call to the escalation model; a failure is recorded and the panel's scores stand."""
@@ -572,7 +578,7 @@ class Panel:
         variables = {"dimensions": self._dimension_list(dims), "format": hint, "task": task, "subject": material,
                      "triggers": why, "panel": self._panel_text(panel)}
         parse = functools.partial(parse_escalation_reply, dimensions=dims, roles=roles)
-        outcome, _, latency, tokens = await self._call(judge, variables, parse, trace_id, None)
+        outcome, _, latency, tokens, _ = await self._call(judge, variables, parse, trace_id, None)
         reply = outcome.value or EscalationReply("", {}, {}, "")
         return Escalation(triggers=list(panel.triggers), model=judge.model.name, panel_review=reply.panel_review,
                           trust_decisions=reply.trust, final_verdict=reply.verdict, scores=reply.scores,

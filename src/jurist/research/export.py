@@ -2,7 +2,8 @@
 
 In the store: one ``evaluations`` row (kind ``research``, id = logId,
 subject_id = queryId, payload = the record's JSON) and ``scores`` rows keyed
-``overall``, ``<stage>.overall`` and ``<stage>.<dimension>``.
+``overall``, ``<stage>.overall`` and ``<stage>.<dimension>``, each with the hash of
+the judges' prompt that produced it (``template_hash``; see :func:`template_hash`).
 
 Exported (``jurist export <logId>``)::
 
@@ -68,6 +69,14 @@ def _models(results: list[RoleResult]) -> list[str]:
     return sorted({r.model for r in results if r.model})
 
 
+def template_hash(results: list[RoleResult]) -> str | None:
+    """The hash of the prompt that produced these judgements: the one prompt text their calls used;
+    None when none was used (the local judge has no prompt) or several were (no one version
+    produced the score, so no version claims it)."""
+    hashes = {r.template_hash for r in results if r.status == "ok"}
+    return hashes.pop() if len(hashes) == 1 else None
+
+
 def evaluation_row(rec: EvaluationRecord) -> EvaluationRow:
     """The ``evaluations`` row of a record; its payload is the record."""
     sections = {s: sec for s in st.STAGE_NAMES if (sec := _section(rec, s)) is not None}
@@ -119,9 +128,11 @@ def max_attempts_hit(plan: PlanEvaluation) -> bool:
 
 def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, ColumnValue]]:
     """``scores`` rows: the record's overall, each stage's overall and each dimension."""
+    every = [r for stage in st.STAGE_NAMES for r in _final_results(rec, stage)]
     rows: list[dict[str, ColumnValue]] = [{
         "key": "overall", "name": "Overall", "score": rec.overall_score, "max_score": 1.0, "weight": None,
         "status": "scored" if rec.overall_score is not None else "skipped", "reason": rec.skip_reason,
+        "template_hash": template_hash(every),
     }]
     for stage in st.STAGE_NAMES:
         sec = _section(rec, stage)
@@ -134,7 +145,7 @@ def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, 
         rows.append({
             "key": f"{stage}.overall", "name": f"{stage.capitalize()} overall", "score": sec.overall,
             "max_score": 1.0, "weight": None, "latency_ms": latency, "judge_model": models,
-            "status": "skipped" if sec.evaluation_skipped else "scored",
+            "template_hash": template_hash(results), "status": "skipped" if sec.evaluation_skipped else "scored",
             "reason": sec.skip_reason if sec.evaluation_skipped else sec.scoring_note,
         })
         for key, dim in config.stages.of(stage).dimensions.items():
@@ -145,7 +156,7 @@ def score_rows(rec: EvaluationRecord, config: ResearchConfig) -> list[dict[str, 
             rows.append({
                 "key": f"{stage}.{key}", "name": label, "score": value, "max_score": 1.0, "weight": dim.weight,
                 "status": status, "reason": "; ".join(r.critique for r in scorers if r.critique)[:2000] or None,
-                "judge_model": ",".join(_models(scorers))[:200] or None,
+                "judge_model": ",".join(_models(scorers))[:200] or None, "template_hash": template_hash(scorers),
             })
     return [{**_SCORE_DEFAULTS, **row} for row in rows]
 
