@@ -21,7 +21,7 @@ import re
 from typing import Literal
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from jurist.errors import ModelError, UsageError
 from jurist.jsonfiles import validation_problems
@@ -45,6 +45,13 @@ class ClientMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["message"]
     content: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+    @field_validator("content")
+    @classmethod
+    def no_nul(cls, content: str) -> str:
+        if "\x00" in content:  # no database stores it: refused here, the same on SQLite and PostgreSQL
+            raise ValueError("a NUL character (\\u0000) is not allowed in a message")
+        return content
 
 
 class _Frame(BaseModel):

@@ -9,9 +9,13 @@
   SQLite database (``<file>.lock``, removed when done), a transaction-scoped
   advisory lock on PostgreSQL. Whoever comes second finds the schema up to
   date and migrates nothing.
+* jurist migrates only a database that is empty or already its own (its
+  ``alembic_version`` table names one of jurist's migrations). Another
+  application's database, or a database shared with one, is refused
+  (ConfigError, naming the tables found) before anything is created or dropped.
 * A SQLite store that an earlier jurist left half-migrated on its first run
-  (some of jurist's tables, no schema version, no rows) is cleared and
-  migrated again.
+  (some of jurist's tables, with jurist's columns, no schema version, no rows)
+  is cleared and migrated again.
 * An up-to-date store costs one query: the lock and Alembic are for the rest.
 """
 
@@ -30,6 +34,13 @@ from jurist.store.tables import metadata
 
 # The newest migration in migrations/versions (a test keeps the two in step).
 SCHEMA_HEAD = "0008"
+# jurist's migrations: a schema version that is none of these is another application's.
+REVISIONS = frozenset(p.name[:4] for p in (files("jurist.store") / "migrations" / "versions").iterdir()
+                      if p.name[:4].isdigit())
+# Columns migrations added to a table after creating it: a table left by a first
+# migration of an earlier version may lack them.
+_ADDED_LATER = {"evaluations": {"passed", "escalated", "iterations", "failure", "max_attempts_hit"},
+                "llm_calls": {"usage_known"}}
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _PG_LOCK_KEY = 0x6A75726973740001  # "jurist" + 1: the advisory lock that serialises migrations
@@ -47,6 +58,7 @@ def migrate(engine: Engine) -> None:
             with engine.begin() as conn:
                 if engine.dialect.name == "postgresql":
                     pg_transaction_lock(conn, _PG_LOCK_KEY)
+                _check_ours(conn)
                 _upgrade(conn)
     except ConfigError:
         raise
@@ -82,6 +94,7 @@ def _migrate_sqlite(engine: Engine) -> None:
             try:
                 with conn.begin():
                     conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    _check_ours(conn)
                     _clear_partial_first_migration(conn)
                     _upgrade(conn)
             finally:
@@ -108,6 +121,37 @@ def _upgrade(conn: Connection) -> None:
     cfg.set_main_option("script_location", MIGRATIONS)
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, "head")
+
+
+def _check_ours(conn: Connection) -> None:
+    """Refuse a database that is neither empty nor jurist's, before anything is changed."""
+    version = _version(conn)
+    if version is not None:
+        if version not in REVISIONS:
+            raise ConfigError(
+                f"the database's schema version (table alembic_version) is {version!r}, not one of jurist's "
+                f"(0001 to {SCHEMA_HEAD}): it belongs to another application, or to a newer jurist. jurist changes "
+                "nothing in it: give jurist a database of its own (--db), or upgrade jurist")
+        return
+    inspector = inspect(conn)
+    present = sorted(set(inspector.get_table_names()) - {"alembic_version"})
+    foreign = [name for name in present if not _left_by_jurist(inspector, name)]
+    if foreign:
+        shown = ", ".join(present[:20]) + (f" and {len(present) - 20} more" if len(present) > 20 else "")
+        raise ConfigError(
+            f"the database is not jurist's: it has no jurist schema version and holds the tables {shown}. "
+            "jurist creates its tables only in an empty database or its own store, and changes nothing here: "
+            "give it a database of its own (--db, JURIST_DATABASE_URL or database_url in jurist.yaml)")
+
+
+def _left_by_jurist(inspector: Any, name: str) -> bool:
+    """A table with a name and columns of jurist's (an earlier first migration's, stopped halfway)."""
+    table = metadata.tables.get(name)
+    if table is None:
+        return False
+    columns = {c["name"] for c in inspector.get_columns(name)}
+    ours = {c.name for c in table.columns}
+    return columns <= ours and ours - columns <= _ADDED_LATER.get(name, set())
 
 
 def _clear_partial_first_migration(conn: Connection) -> None:

@@ -5,8 +5,11 @@ put rows on a queue that one background thread writes in batches, one
 transaction per batch. Reads used on the event loop (the judge-call cache)
 run in a worker thread. ``flush()`` waits until everything queued is written;
 ``asave_evaluation`` returns once its row is committed (the batches write a
-result file only then). JSON columns take finite numbers only, as PostgreSQL
-does: a NaN or an infinity is refused on SQLite too.
+result file only then). The database takes what PostgreSQL takes, on SQLite
+too: JSON columns finite numbers only (no NaN, no infinity) and no value a NUL
+character (an InputError before anything is written). Connecting to a
+PostgreSQL server gives up after ``CONNECT_TIMEOUT_S`` (``?connect_timeout=N``
+in the URL sets another). A closed store refuses every call at once.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import re
 import sys
 import threading
 from datetime import datetime, timezone
@@ -21,9 +25,10 @@ from pathlib import Path
 from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, TypeVar
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
+from sqlalchemy.exc import OperationalError
 
-from jurist.errors import ConfigError, StoreError
+from jurist.errors import ConfigError, InputError, StoreError
 from jurist.models.base import CallRecord
 from jurist.models.model import CachedReply
 from jurist.models.messages import openai_messages
@@ -44,6 +49,15 @@ LOOKUP_LINGER = 0.002
 # waiting longer costs no throughput, and one query then answers several calls.
 BATCH_LOOKUP_LINGER = 0.01
 
+# Seconds to wait for a PostgreSQL server to answer a connection (libpq's connect_timeout):
+# a port where nothing speaks PostgreSQL fails in this time, not never.
+CONNECT_TIMEOUT_S = 10
+NUL_REFUSED = ("a NUL character (\\u0000) cannot be stored (PostgreSQL stores none, and jurist's SQLite store "
+               "refuses it too): remove it from the text")
+
+# A NUL in encoded JSON: the escape \u0000 after an even number of backslashes.
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -54,6 +68,14 @@ def normalise_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
+
+
+def connect_args(url: str | URL) -> dict[str, Any]:
+    """The driver's connection options jurist adds: a connect time-out for PostgreSQL, unless the URL sets one."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        return {"connect_timeout": CONNECT_TIMEOUT_S}
+    return {}
 
 
 def _utcnow() -> datetime:
@@ -81,12 +103,22 @@ class Store:
         if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
             Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json)
+            self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json,
+                                                connect_args=connect_args(self.url))
         except Exception as exc:  # bad URL or missing driver
             raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        migrate(self.engine)
+        event.listen(self.engine, "before_cursor_execute", _refuse_nul)
+        event.listen(self.engine, "handle_error", _input_errors_as_raised)
+        self._closed = False
+        try:
+            if self.engine.dialect.name != "sqlite":
+                _connect(self.engine)
+            migrate(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
         self._queue = WorkQueue(_WRITE_LINGER)
         self._errors: list[str] = []
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
@@ -94,11 +126,19 @@ class Store:
         self._lookups = WorkQueue(lookup_linger)
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
-        self._closed = False
+
+    def _check_open(self) -> None:
+        """A closed store's threads have stopped: what is queued now would wait for ever."""
+        if self._closed:
+            from jurist.config import shown_url
+
+            raise StoreError(f"the store {shown_url(self.url)} is closed: nothing more can be written to it or "
+                             "read from it (open a new Store, or close it after the work that uses it)")
 
     # -- writes (queued) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> None:
         """Queue one LLM call for writing; returns at once."""
+        self._check_open()
         row = dict(vars(record))  # shallow: the params are not copied
         row["messages"] = openai_messages(record.messages)
         row["created_at"] = row["created_at"] or _utcnow()
@@ -107,12 +147,14 @@ class Store:
     def save_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
                         score_rows: list[ScoreValues]) -> None:
         """Queue one evaluation (a typed row, or its columns) with its per-item scores; returns at once."""
+        self._check_open()
         self._queue.put(("evaluation", *_evaluation_rows(evaluation, score_rows)))
 
     def save_evaluation_once(self, evaluation: EvaluationRow | Mapping[str, Any],
                              score_rows: list[ScoreValues]) -> None:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
+        self._check_open()
         self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
 
     async def asave_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
@@ -121,13 +163,19 @@ class Store:
         :meth:`save_evaluation_once`), and return once it is committed, with what else
         was queued before it (the calls behind it). Evaluations saved at once share one
         transaction. Raises StoreError if it could not be written."""
+        self._check_open()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), (loop, done)), urgent=True)
         await done
 
     def flush(self) -> None:
-        """Block until everything queued so far is written; raise if a write failed."""
+        """Block until everything queued so far is written; raise if a write failed (StoreError
+        at once on a closed store: its writer has stopped)."""
+        self._check_open()
+        self._flush()
+
+    def _flush(self) -> None:
         done = threading.Event()
         self._queue.put(("flush", done), urgent=True)
         done.wait()
@@ -152,7 +200,7 @@ class Store:
             return
         self._closed = True
         try:
-            self.flush()
+            self._flush()
         finally:
             self._queue.put(_STOP, urgent=True)
             self._lookups.put(_STOP, urgent=True)
@@ -216,6 +264,7 @@ class Store:
         Lookups are answered by one reader thread, many per query, so a batch
         with thousands of calls in flight pays one round trip per group.
         """
+        self._check_open()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[CachedReply | None] = loop.create_future()
         self._lookups.put((request_hash, fut, loop))
@@ -384,8 +433,11 @@ def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
 
 
 def _strict_json(value: Any) -> str:
-    """JSON columns' encoder: what PostgreSQL takes, on every database (no NaN, no infinity)."""
-    return json.dumps(value, allow_nan=False)
+    """JSON columns' encoder: what PostgreSQL takes, on every database (no NaN, no infinity, no NUL)."""
+    text = json.dumps(value, allow_nan=False)
+    if "\\u0000" in text and _JSON_NUL.search(text):
+        raise InputError(NUL_REFUSED)
+    return text
 
 
 def _answer_all(batch: list[Any], found: Mapping[str, CachedReply]) -> None:
@@ -406,10 +458,52 @@ def _resolve_all(pairs: list[tuple[asyncio.Future[Any], Any]]) -> None:
             fut.set_result(value)
 
 
+def _connect(engine: Engine) -> None:
+    """Connect once (the connection stays in the pool): a server that does not answer is a
+    StoreError naming it and the fix, after the connect time-out, not a hang."""
+    from jurist.config import shown_url
+
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        shown = shown_url(engine.url.render_as_string(hide_password=False))
+        reason = " ".join(str(exc.orig or exc).split()) or type(exc.orig or exc).__name__
+        raise StoreError(
+            f"cannot connect to the database {shown}: {reason}. Check that --db, JURIST_DATABASE_URL or "
+            "database_url in jurist.yaml names a running PostgreSQL server (host, port, database); a server "
+            f"slower to answer than {CONNECT_TIMEOUT_S} s is given longer with ?connect_timeout=SECONDS in the URL"
+        ) from None
+
+
+def _refuse_nul(_conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any,
+                executemany: bool) -> None:
+    """Every statement's text parameters, before the driver: a NUL is an InputError on every
+    database (JSON values are checked as they are encoded, by :func:`_strict_json`)."""
+    rows = parameters if executemany else [parameters]
+    for row in rows:
+        values = row.values() if isinstance(row, Mapping) else row
+        if any(isinstance(v, str) and "\x00" in v for v in values or ()):
+            raise InputError(NUL_REFUSED)
+
+
+def _input_errors_as_raised(context: ExceptionContext) -> BaseException | None:
+    """An InputError raised while a statement was prepared (a JSON value's NUL) is raised as
+    it is, not wrapped in SQLAlchemy's StatementError."""
+    if isinstance(context.original_exception, InputError):
+        return context.original_exception
+    return None
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other processes too
-    cur.execute("PRAGMA journal_mode=WAL")
+    # WAL stays with the file: only for a new database or jurist's own (another application's
+    # file is refused by the migration and left as it was).
+    cur.execute("SELECT count(*), sum(name = 'alembic_version') FROM sqlite_master WHERE type = 'table'")
+    tables, versioned = cur.fetchone()
+    if not tables or versioned:
+        cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
