@@ -23,6 +23,7 @@ from jurist.server.research_live import install as install_live_research
 from jurist.server.research_query import install as install_research_query
 from jurist.server.api_docs import install as install_api_docs
 from jurist.server.errors import install_error_handlers, json_errors_in_openapi
+from jurist.server.auth import require_token_for_any_host
 from jurist.server.guard import Guard
 from jurist.server.sessions import SessionFactory
 from jurist.server.state import ServerState
@@ -82,6 +83,7 @@ def create_app(
         judge_model=judge_model,
         factory_given=session_factory,
     )
+    require_token_for_any_host(state.settings)  # a UsageError before anything is served
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -9,7 +9,9 @@ One rule for ``jurist serve``, ``jurist serve --upstream`` and ``jurist proxy``
   ``POST /api/evaluate``, the analysis, prompt writes) and the tutor socket need
   it: ``Authorization: Bearer <token>``, or on the socket, for browsers, the
   subprotocol ``jurist.bearer.<base64url(token)>``.
-* Requests must name the server by an allowed host (:func:`allowed_hosts`).
+* Requests must name the server by an allowed host (:func:`allowed_hosts`); answering to
+  any host name (``*``) needs a token (:func:`require_token_for_any_host`): without one, a
+  page on any site whose name resolves here could read and write as this machine does.
 
 The checks themselves run in :mod:`jurist.server.guard`, before any body is read.
 """
@@ -112,6 +114,20 @@ def allowed_hosts(settings: Settings) -> frozenset[str]:
     return frozenset([*LOCAL_NAMES, *(normal_host(h) for h in settings.allowed_hosts)])
 
 
+def require_token_for_any_host(settings: Settings) -> None:
+    """A server that answers to any host name (``*`` in ``allowed_hosts``) needs an API token: a
+    UsageError (exit 2) that names the fixes, before it serves anything."""
+    if settings.api_token or ANY_HOST not in allowed_hosts(settings):
+        return
+    raise UsageError(
+        "refusing to answer to any host name (--allowed-host '*') without an API token: a web page on any site "
+        "whose name resolves to this server could then read the stored calls and write (DNS rebinding). Either "
+        "name the host names to answer to (--allowed-host jurist.example.org, or allowed_hosts in jurist.yaml), "
+        "or set a token first, e.g. export JURIST_API_TOKEN=$(python -c 'import secrets; "
+        "print(secrets.token_urlsafe(32))'), and send it as 'Authorization: Bearer <token>'. "
+        "See docs/server.md, \"Security\".")
+
+
 def same_origin(origin: str, host: str) -> bool:
     """Whether a browser's ``Origin`` is this server as the request names it: the host and port of
     ``Host`` (http or https: TLS may end at a reverse proxy in front of the server)."""
@@ -160,10 +176,13 @@ def require_free_port(host: str, port: int) -> None:
 
 def listen_settings(settings: Settings, host: str, extra_hosts: Iterable[str] = ()) -> Settings:
     """The settings to serve with on ``host``: the bind rule checked (:func:`bind_host`), and the
-    host names to answer to extended with ``extra_hosts`` (``--allowed-host``) and ``host`` itself."""
+    host names to answer to extended with ``extra_hosts`` (``--allowed-host``) and ``host`` itself
+    (any host name only with a token: :func:`require_token_for_any_host`)."""
     bind_host(host, settings.api_token)
     names = [*settings.allowed_hosts, *extra_hosts]
     if host not in WILDCARD_ADDRESSES:
         names.append(host)
     unique = list(dict.fromkeys(normal_host(n) for n in names if n.strip()))
-    return settings.model_copy(update={"allowed_hosts": unique})
+    out = settings.model_copy(update={"allowed_hosts": unique})
+    require_token_for_any_host(out)
+    return out

@@ -3,10 +3,13 @@
 In this order, each refusal a JSON error (OpenAI's shape under ``/v1/``):
 
 1. the ``Host`` header names an allowed host (:func:`jurist.server.auth.allowed_hosts`),
-   else 400: a page on another name that resolves here (DNS rebinding) reads nothing;
+   else 400: a page on another name that resolves here (DNS rebinding) reads nothing
+   (any host name, ``*``, only with a token: refused when the app is built);
 2. a ``Content-Length`` above the limit is 413 at once, before any of the body is read;
 3. no NUL byte in the path or the query, nor (``\u0000``) in a write's JSON body outside
-   ``/v1/`` (422: PostgreSQL stores none);
+   ``/v1/`` (422: PostgreSQL stores none); no lone surrogate (``\ud800`` without its other
+   half) in a write's JSON body (422 naming where: such a string decodes, then fails wherever
+   it is encoded, in the store, a prompt, a log);
 4. a write (a route's POST, PUT, PATCH or DELETE; a method no route serves is left to
    the app's 404 / 405) carries the API token when the server has one (401), a
    browser's ``Origin`` is this server itself (403), and the body is
@@ -36,6 +39,7 @@ from jurist.server.auth import (
     allowed_hosts,
     bearer,
     host_name,
+    require_token_for_any_host,
     same_origin,
     token_matches,
     ws_subprotocol,
@@ -49,6 +53,8 @@ CLOSE_UNAUTHORIZED = 4401  # a socket without the token
 TOKEN_HINT = "send 'Authorization: Bearer <JURIST_API_TOKEN>'"
 # A JSON string's NUL: the escape \u0000 after an even number of backslashes (JSON allows no raw NUL).
 NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+# A JSON string's surrogate escape (\ud800-\udfff): the body may hold a lone one (lone_surrogate says).
+SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 class Refusal(Exception):
@@ -63,6 +69,7 @@ class Guard:
     """Wraps the app; built by :func:`jurist.server.create_app` from the settings."""
 
     def __init__(self, app: ASGIApp, settings: Settings, router: Router) -> None:
+        require_token_for_any_host(settings)  # create_app checks it first; never a guard that lets any page in
         self.app = app
         self.router = router  # the app's routes, to tell a write from a method no route serves
         self.token = settings.api_token or None
@@ -92,6 +99,8 @@ class Guard:
             body = await read_body(receive, limit)
             if write and not scope["path"].startswith(PROXY_PREFIX) and NUL_ESCAPE.search(body.get("body", b"")):
                 raise Refusal(422, "invalid request: a NUL character (\\u0000) in the body")
+            if write and SURROGATE_ESCAPE.search(body.get("body", b"")):
+                check_surrogates(body["body"])
         except Refusal as refusal:
             await respond(scope, send, refusal)
             return
@@ -161,6 +170,45 @@ class Guard:
                 await send({"type": "websocket.close", "code": CLOSE_UNAUTHORIZED})
                 return
         await self.app(scope, receive, send)
+
+
+def check_surrogates(body: bytes) -> None:
+    """A 422 naming where a JSON body holds a lone surrogate: a string that is not text (half of a
+    UTF-16 pair) and cannot be encoded, stored or shown. A body that is not JSON is the route's to refuse."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    where = lone_surrogate(data)
+    if where is not None:
+        path, text = where
+        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        raise Refusal(422, f"invalid request: {path or 'the body'}: a lone surrogate (\\u{ord(text[at]):04x}) at "
+                           f"character {at + 1}: half of a UTF-16 pair is not text; send the character itself, or "
+                           "both halves of its escape")
+
+
+def lone_surrogate(data: object) -> tuple[str, str] | None:
+    """The first string (a value or a key) of decoded JSON that holds a lone surrogate, with where it
+    is (``session.0.content``); None if there is none. Walked without recursion (bodies nest deep)."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path, value
+        elif isinstance(value, dict):
+            for key in value:
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path} (a field's name)" if path else "a field's name", key
+            stack.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{path}.{i}" if path else str(i), item) for i, item in reversed(list(enumerate(value))))
+    return None
 
 
 def too_large(limit: int) -> Refusal:
