@@ -96,13 +96,29 @@ def insert_route(conn: Connection, route: Route) -> None:
                                           "created_at": route.created_at, "params": route.params()}])
 
 
+# PostgreSQL's advisory lock key of the route changes (any number no other lock of jurist uses).
+ROUTES_LOCK = 0x6A75726973740001
+
+
+def lock_routes(conn: Connection) -> None:
+    """Hold the route changes' lock until the transaction ends: changes (a test started, ended, a
+    version made active) are made one at a time, each reading what the one before wrote, so
+    concurrent starts neither fail ("database is locked") nor leave two tests of one prompt running."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(ROUTES_LOCK)))
+    else:  # SQLite: a write first takes the database's write lock (waiting for it), before any read
+        conn.execute(update(analysis_runs).where(false()).values(status=analysis_runs.c.status))
+
+
 def end_running_tests(conn: Connection, name: str, when: datetime, reason: str, *,
                       test_id: str | None = None, calls: int | None = None) -> list[str]:
     """Mark the running tests of prompt ``name`` (or only ``test_id``) done; the ids ended (none
-    when another writer ended them first)."""
+    when another writer ended them first). Every route change starts here: it takes the
+    routes' lock (:func:`lock_routes`) for the rest of ``conn``'s transaction."""
+    lock_routes(conn)
     r = analysis_runs.c
     ended = []
-    for row in conn.execute(select(r.id, r.params).where(r.status == TEST_RUNNING)):
+    for row in conn.execute(select(r.id, r.params).where(r.status == TEST_RUNNING)).all():
         if (row.params or {}).get("prompt") != name or (test_id is not None and row.id != test_id):
             continue
         values: dict[str, str | int | datetime] = {"status": TEST_DONE, "finished_at": when, "error": reason}
