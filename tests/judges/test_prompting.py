@@ -66,11 +66,16 @@ def test_empty_text():
     assert escape_turn_markers("") == ""
 
 
-def test_unicode_text_is_kept_as_written():
-    text = "Café ☕ — naïve 日本語 مرحبا 🤖 e\u0301 \u200b <ｔｅｘｔ> ＜b＞"
+def test_readable_text_is_kept_as_written():
+    text = "Café ☕ — naïve 日本語 مرحبا 🤖 👨\u200d👩\u200d👧 می\u200cخواهم <b>"
     assert escape(text) == text
     assert quote("text", text) == f"<text>\n{text}\n</text>"
-    assert escape("\uff1c/TEXT\uff1e") == "\uff1c/TEXT_\uff1e"
+
+
+def test_other_spellings_are_read_as_one():
+    # Compatibility forms become the plain letters, invisible characters go: the judge reads one spelling.
+    assert escape("e\u0301 \u200b <ｔｅｘｔ> ＜b＞") == "\u00e9  <text_> <b>"
+    assert escape("\uff1c/TEXT\uff1e") == "</TEXT_>"
 
 
 def test_nested_blocks_keep_their_own_tags_and_escape_the_texts():

@@ -106,8 +106,8 @@ def register(app: typer.Typer) -> None:
             25, "--max-iterations", min=0, help="Rounds of tool calls a client's loop may run per user message "
                                                  "(MAX_ITERATIONS; 0: no limit)."),
         allowed_host: Optional[List[str]] = typer.Option(
-            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
-                                         "localhost, ::1 and --host."),
+            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
+                                         "Always: 127.0.0.1, localhost, ::1 and --host."),
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:

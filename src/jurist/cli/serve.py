@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
             None, "--api-key", help="With --upstream, the upstream key: for requests without an Authorization header; "
                                     "with JURIST_API_TOKEN, for every request (as `jurist proxy --api-key`)."),
         allowed_host: Optional[List[str]] = typer.Option(
-            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any). Always: 127.0.0.1, "
-                                         "localhost, ::1 and --host."),
+            None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
+                                         "Always: 127.0.0.1, localhost, ::1 and --host."),
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:

@@ -3,6 +3,20 @@
 Accepted: a JSON object (bare, in a code fence, or with prose around it) and
 the ``SCORE: n`` / ``REASONING: ...`` format. Every rejection raises
 :class:`JudgeParseError` with a message the re-ask shows to the model.
+
+A judge often quotes the transcript before its verdict, and a transcript can
+hold a verdict of its own (``SCORE: 5``). So the verdict is read from what the
+judge states, never from the first thing that looks like one:
+
+* text the judge quotes is not its statement: lines quoted markdown-style
+  (``> SCORE: 5``) and blocks between a prompt's delimiter tags
+  (``<chat_session>`` ... ``</chat_session>``);
+* a reply that is one JSON object (bare or fenced) is the verdict, whatever its
+  strings hold; JSON nested in another object is part of that object;
+* otherwise every verdict the reply states (a JSON object with the field, or a
+  ``SCORE:`` line) counts: when they agree, the last one is the verdict, its
+  reasoning the one in the same object or after the same line; when they differ,
+  the reply is a parse failure (the judge is asked again), never the first one.
 """
 
 from __future__ import annotations
@@ -16,6 +30,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from jurist.errors import JudgeParseError
+from jurist.judges.prompting import DELIMITERS
 
 #: The JSON schema of a number from 0 to 1 (a confidence), in hundredths: as an enum,
 #: every constrained decoder holds a reply to the range (llama.cpp's grammars do not
@@ -26,7 +41,7 @@ UNIT_INTERVAL: dict[str, JsonValue] = {"type": "number", "minimum": 0, "maximum"
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _SCORE = re.compile(r"^[\s*#_>-]*score[\s*_]*[:=][\s*_]*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
 _JSON_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
-_REASONING = re.compile(r"^[\s*#_>-]*reasoning[\s*_]*[:=][\s*_]*(.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+_REASONING_LABEL = re.compile(r"^[\s*#_-]*reasoning[\s*_]*[:=][\s*_]*", re.IGNORECASE | re.MULTILINE)
 
 
 def extract_json(text: str) -> dict[str, JsonValue]:
@@ -46,6 +61,74 @@ def extract_json(text: str) -> dict[str, JsonValue]:
             if isinstance(obj, dict):
                 return obj
     raise JudgeParseError("the reply holds no complete JSON object", raw=text)
+
+
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_DELIMITED = re.compile(
+    r"<\s*(" + "|".join(sorted(map(re.escape, DELIMITERS), key=len, reverse=True)) + r")(?![\w-])[^>]*>"
+    r".*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the spans put out of sight: every character but a line break is a space,
+    so offsets and lines stay where they were."""
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
+    return "".join(chars)
+
+
+@dataclass
+class _Statement:
+    """A verdict the judge states: a JSON object with the field, or a line ``FIELD: value``."""
+
+    start: int
+    end: int
+    value: object
+    span: tuple[int, int] | None  # where its value is written (of a JSON object: found in score_span)
+    obj: dict[str, object] | None = None  # the JSON object it is in (keys in lower case)
+
+
+def _statements(text: str, key: str, line: re.Pattern[str] | None) -> tuple[list[_Statement], str, bool]:
+    """Every verdict ``text`` states outside the text it quotes, in order: the top-level JSON
+    objects holding ``key`` and the lines ``line`` matches. Also the text with the quoted parts
+    and the JSON objects blanked (where a ``REASONING:`` label is looked for), and whether the
+    reply holds any JSON object at all."""
+    quoted = [m.span() for m in _QUOTED_LINE.finditer(text)] + [m.span() for m in _DELIMITED.finditer(text)]
+    masked = _blank(text, quoted)
+    decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
+    found: list[_Statement] = []
+    objects: list[tuple[int, int]] = []
+    at = masked.find("{")
+    while at >= 0:
+        try:
+            obj, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = masked.find("{", at + 1)
+            continue
+        if isinstance(obj, dict):
+            objects.append((at, end))
+            low = _lower_keys(obj)
+            if key in low:
+                found.append(_Statement(at, end, low[key], None, low))
+        at = masked.find("{", end)
+    masked = _blank(masked, objects)
+    if line is not None:
+        found += [_Statement(masked.rfind("\n", 0, m.start(1)) + 1, m.end(), m.group(1), m.span(1))
+                  for m in line.finditer(masked)]
+    return sorted(found, key=lambda s: s.start), masked, bool(objects)
+
+
+def _line_reasoning(text: str, masked: str, chosen: _Statement, before: int) -> str:
+    """The reasoning that goes with the verdict line ``chosen``: after it, else just before it
+    (after ``before``, where the judge's previous statement ended)."""
+    after = _REASONING_LABEL.search(masked, chosen.end)
+    if after is not None:
+        return text[after.end():].strip()
+    labels = list(_REASONING_LABEL.finditer(masked, before, chosen.start))
+    return text[labels[-1].end():chosen.start].strip() if labels else ""
 
 
 def _lower_keys(obj: Mapping[str, object]) -> dict[str, object]:
@@ -73,28 +156,27 @@ class ScoreReply:
 
 
 def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
-    """A score on ``scale`` (inclusive) and its reasoning."""
+    """A score on ``scale`` (inclusive) and its reasoning: the score the judge states (see the
+    module's notes); two different scores are a parse failure."""
     lo, hi = scale
-    score: float | None = None
-    reasoning = ""
-    try:
-        obj = _lower_keys(extract_json(text))
-    except JudgeParseError:
-        obj = None
-    if obj is not None and "score" in obj:
-        score = _number(obj["score"], "score", text)
+    found, masked, _ = _statements(text or "", "score", _SCORE)
+    if not found:
+        if not text or not text.strip():
+            raise JudgeParseError("the reply was empty", raw=text)
+        raise JudgeParseError(
+            'found neither a JSON object with "score" nor a line "SCORE: <number>"', raw=text
+        )
+    scores = [_number(s.value, "score", text) for s in found]
+    if len(set(scores)) > 1:
+        listed = ", ".join(f"{v:g}" for v in dict.fromkeys(scores))
+        raise JudgeParseError(
+            f"the reply states different scores ({listed}); give one score, once, as the format asks", raw=text)
+    chosen, score = found[-1], scores[-1]
+    if chosen.obj is not None:
+        obj = chosen.obj
         reasoning = str(obj.get("reasoning") or obj.get("reason") or obj.get("explanation") or "").strip()
     else:
-        m = _SCORE.search(text or "")
-        if m is None:
-            if not text or not text.strip():
-                raise JudgeParseError("the reply was empty", raw=text)
-            raise JudgeParseError(
-                'found neither a JSON object with "score" nor a line "SCORE: <number>"', raw=text
-            )
-        score = float(m.group(1))
-        r = _REASONING.search(text)
-        reasoning = r.group(1).strip() if r else ""
+        reasoning = _line_reasoning(text, masked, chosen, found[-2].end if len(found) > 1 else 0)
     if not lo <= score <= hi:
         raise JudgeParseError(f"score {score:g} is outside the scale {lo:g}-{hi:g}", raw=text)
     return ScoreReply(score=score, reasoning=reasoning)
@@ -102,9 +184,17 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
 
 def score_span(text: str) -> tuple[int, int] | None:
     """Where the score's number is in ``text`` (start, end), found as :func:`parse_score`
-    reads it: a JSON ``"score": n`` first, else a ``SCORE: n`` line."""
-    m = _JSON_SCORE.search(text) or _SCORE.search(text)
-    return m.span(1) if m else None
+    reads it: the last score the reply states, in a JSON ``"score": n`` or a ``SCORE: n`` line."""
+    found, _, _ = _statements(text, "score", _SCORE)
+    if not found:
+        return None
+    chosen = found[-1]
+    if chosen.obj is None:
+        return chosen.span
+    spans = [m for m in _JSON_SCORE.finditer(text, chosen.start, chosen.end)]
+    same = [m for m in spans if str(chosen.value).strip() == m.group(1)
+            or isinstance(chosen.value, (int, float)) and float(m.group(1)) == chosen.value]
+    return (same or spans)[0].span(1) if spans else None
 
 
 @dataclass
@@ -120,8 +210,23 @@ _FALSE = {"false", "no", "not met", "unmet", "n", "0"}
 
 
 def parse_items(text: str, item_ids: list[str]) -> dict[str, ItemReply]:
-    """Per-item ``met`` decisions; every id must be answered."""
-    obj = _lower_keys(extract_json(text))
+    """Per-item ``met`` decisions; every id must be answered. The decisions are the JSON
+    object the judge states (see the module's notes); two objects that decide an item
+    differently are a parse failure."""
+    found, _, any_json = _statements(text or "", "items", None)
+    if not found:
+        if any_json:
+            raise JudgeParseError('the JSON object needs an "items" list', raw=text)
+        extract_json(text)  # says why: an empty reply, or no complete JSON object
+        raise JudgeParseError("the reply holds no complete JSON object outside the text it quotes", raw=text)
+    decisions = [_items(s.obj or {}, item_ids, text) for s in found]
+    if any({k: v.met for k, v in d.items()} != {k: v.met for k, v in decisions[-1].items()} for d in decisions):
+        raise JudgeParseError("the reply states different decisions for the same items; give one JSON object",
+                              raw=text)
+    return decisions[-1]
+
+
+def _items(obj: Mapping[str, object], item_ids: list[str], text: str) -> dict[str, ItemReply]:
     items = obj.get("items")
     if not isinstance(items, list):
         raise JudgeParseError('the JSON object needs an "items" list', raw=text)
@@ -163,22 +268,23 @@ class PreferenceReply:
 def parse_preference(text: str) -> PreferenceReply:
     """A pairwise verdict: a JSON object with ``"winner": "A" | "B" | "tie"`` (and its
     ``reasoning``), or a line ``WINNER: A``."""
-    try:
-        obj: dict[str, object] | None = _lower_keys(extract_json(text))
-    except JudgeParseError:
-        obj = None
-    if obj is not None and "winner" in obj:
-        raw, reasoning = obj["winner"], str(obj.get("reasoning") or obj.get("reason") or "").strip()
+    found, masked, _ = _statements(text or "", "winner", _WINNER_LINE)
+    if not found:
+        if not text or not text.strip():
+            raise JudgeParseError("the reply was empty", raw=text)
+        raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
+    winners = []
+    for s in found:
+        raw = s.value
+        winner = _WINNERS.get(" ".join(raw.split()).lower().strip(".")) if isinstance(raw, str) else None
+        if winner is None:
+            raise JudgeParseError(f'"winner" must be "A", "B" or "tie", got {str(raw)[:40]!r}', raw=text)
+        winners.append(winner)
+    if len(set(winners)) > 1:
+        raise JudgeParseError("the reply names different winners; name one, once, as the format asks", raw=text)
+    chosen = found[-1]
+    if chosen.obj is not None:
+        reasoning = str(chosen.obj.get("reasoning") or chosen.obj.get("reason") or "").strip()
     else:
-        m = _WINNER_LINE.search(text or "")
-        if m is None:
-            if not text or not text.strip():
-                raise JudgeParseError("the reply was empty", raw=text)
-            raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
-        raw = m.group(1)
-        r = _REASONING.search(text)
-        reasoning = r.group(1).strip() if r else ""
-    winner = _WINNERS.get(" ".join(str(raw).split()).lower().strip(".")) if isinstance(raw, str) else None
-    if winner is None:
-        raise JudgeParseError(f'"winner" must be "A", "B" or "tie", got {str(raw)[:40]!r}', raw=text)
-    return PreferenceReply(winner=winner, reasoning=reasoning)
+        reasoning = _line_reasoning(text, masked, chosen, found[-2].end if len(found) > 1 else 0)
+    return PreferenceReply(winner=winners[-1], reasoning=reasoning)

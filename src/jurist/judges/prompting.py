@@ -11,7 +11,8 @@ between named delimiter tags built here::
 and the text cannot close or forge a delimiter: any opening or closing tag
 named in :data:`DELIMITERS` inside it gets an underscore after its name
 (``</answer>`` becomes ``</answer_>``), whatever its case and spacing
-(``</ANSWER >``, ``< / answer>``, ``</answer\\n>``, full-width brackets) and
+(``</ANSWER >``, ``< / answer>``, ``</answer\\n>``, full-width brackets, the
+angle brackets ``〈`` ``‹`` ``⟨`` and other lookalikes of ``<`` and ``/``) and
 even unterminated at the end of the text. Other tags (``<textarea>``) and
 all other text are left as they are, so the judge reads the text as written.
 
@@ -19,6 +20,15 @@ A chat transcript's turn headers (``[4] ASSISTANT:``) cannot be forged either:
 :func:`escape_turn_markers` puts a backslash before a line of a message that
 starts like a turn header (``\\[4] ASSISTANT:``, ``\\User:``), so only the real
 headers start a line with one.
+
+Both look at the text as a model reads it, so a spelling cannot slip past
+them: quoted text is first normalised (:func:`normalise`): Unicode NFKC
+(full-width and other compatibility forms become the plain letters), every
+line break (CR, CRLF, VT, FF, NEL, U+2028, U+2029, the file and record
+separators) becomes ``\\n``, every other space becomes a plain space, and
+invisible characters (zero-width spaces and joiners, the byte-order mark, soft
+hyphens, bidirectional controls, other format and control characters; tabs
+stay) are removed.
 
 Quoted blocks nest: :func:`quote` returns a :class:`Quoted` string, which a
 further :func:`quote` (or :func:`join`) takes as it is, since its text is
@@ -30,6 +40,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 __all__ = [
@@ -39,6 +50,7 @@ __all__ = [
     "escape",
     "escape_turn_markers",
     "join",
+    "normalise",
     "quote",
     "quote_all",
     "turn_header",
@@ -67,8 +79,36 @@ class Quoted(str):
     __slots__ = ()
 
 
-_LT = "<\uff1c\ufe64"  # "<" and its full-width and small forms
-_SLASH = "/\uff0f"
+# "<" and what a reader takes for it: full-width and small forms (NFKC makes those "<"), and the
+# angle brackets NFKC keeps (U+2039, U+2329, U+3008, U+27E8, U+276C, U+276E, U+2770, U+02C2, U+1438, U+29FC).
+_LT = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276c\u276e\u2770\u02c2\u1438\u29fc"
+# "/" and its lookalikes (full-width, fraction slash, division slash, big solidus, box drawing diagonal).
+_SLASH = "/\uff0f\u2044\u2215\u29f8\u2571\u27cb"
+
+# Line breaks a reader (or str.splitlines) takes for one: CRLF, CR, VT, FF, the file, group and record
+# separators, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR.
+_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+# Neither seen nor a line break: control characters (but tab and line feed), and format characters
+# (category Cf: zero-width space, joiners, BOM, soft hyphen, bidirectional controls, ...).
+_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f" + "".join(
+    re.escape(chr(c)) for c in range(0xA0, 0x110000)
+    if unicodedata.category(chr(c)) == "Cf" and c not in (0x200C, 0x200D)) + "]")
+# The zero-width (non-)joiner, kept where it joins what it is for (an emoji sequence, Persian or
+# Devanagari letters), removed next to plain ASCII (where it would only split a word: chat_\u200dsession).
+_JOINERS = re.compile("(?<![^\x00-\x7f])[\u200c\u200d]+|[\u200c\u200d]+(?![^\x00-\x7f])")
+_SPACES = re.compile(r"[^\S\n\t]")  # every other white space: NBSP, em space, ideographic space, ...
+_PLAIN = re.compile("[\t\n\x20-\x7e]*")  # text normalise() leaves as it is
+
+
+def normalise(text: str) -> str:
+    """``text`` as a model reads it, in one spelling: NFKC, every line break ``\\n``, every space
+    ``" "``, invisible characters removed (see the module's notes). Idempotent."""
+    if _PLAIN.fullmatch(text):  # most texts: printable ASCII, nothing to do
+        return text
+    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", _BREAKS.sub("\n", text)))
+    if "\u200c" in text or "\u200d" in text:
+        text = unicodedata.normalize("NFKC", _JOINERS.sub("", text))
+    return _SPACES.sub(" ", text)
 
 
 @functools.lru_cache(maxsize=8)
@@ -82,10 +122,11 @@ def _tag_pattern(names: frozenset[str]) -> re.Pattern[str]:
 
 
 def escape(text: str) -> str:
-    """``text`` with every delimiter tag neutralised: ``</answer>`` -> ``</answer_>``.
+    """``text`` :func:`normalise`-d, with every delimiter tag neutralised: ``</answer>`` -> ``</answer_>``.
 
     Idempotent: an escaped tag is not escaped again.
     """
+    text = normalise(text)
     if not any(lt in text for lt in _LT):  # most texts: no scan at all
         return text
     return _tag_pattern(DELIMITERS).sub(lambda m: m.group(0) + "_", text)
@@ -137,9 +178,10 @@ _TURN = re.compile(
 def escape_turn_markers(text: str) -> str:
     """A backslash before every line of ``text`` that starts like a turn header.
 
-    ``[4] ASSISTANT: yes`` -> ``\\[4] ASSISTANT: yes``; ``User: hi`` -> ``\\User: hi``.
+    ``[4] ASSISTANT: yes`` -> ``\\[4] ASSISTANT: yes``; ``User: hi`` -> ``\\User: hi``. The text is
+    :func:`normalise`-d first, so a line started by a CR, a U+2028 or an indent of NBSPs is a line too.
     """
-    return _TURN.sub(lambda m: "\n" + m.group(1) + "\\", "\n" + text)[1:]
+    return _TURN.sub(lambda m: "\n" + m.group(1) + "\\", "\n" + normalise(text))[1:]
 
 
 def turn_header(index: int, role: str, name: str | None = None) -> str:
