@@ -8,13 +8,15 @@ inside the command that runs, so ``jurist --help`` stays fast.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
 from typer.core import TyperGroup
 
 from jurist.errors import JuristError, ModelError, StoreError, UsageError
@@ -23,11 +25,55 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     from rich.status import Status
+    from rich.text import Text
 
     from jurist.config import Settings
 
-console = Console()
-err_console = Console(stderr=True)
+# What a terminal would act on rather than show: escape sequences (CSI: ESC [ or 0x9B, parameters, a final
+# byte; OSC, DCS, SOS, PM and APC strings, ESC ] ... BEL or ST, an OSC 8 link among them; any other ESC x),
+# and the control characters left (C0 but tab and line feed, DEL, C1; a carriage return too).
+_ESCAPE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f])(?:[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c))?"
+    r"|\x1b[ -~]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal escape sequence (whole) and control character removed; line
+    feeds and tabs stay. What a judge, a file or a user wrote is printed, never acted on."""
+    return _ESCAPE.sub("", text) if _ESCAPE.search(text) else text
+
+
+class SafeConsole(Console):
+    """A console that prints text it is given without the escapes and control characters in it
+    (:func:`printable`): a judge's reasoning holding ``ESC]0;...`` or ``ESC[2J`` shows as text, it
+    does not retitle or clear the terminal. Every string becomes text through :meth:`render_str`
+    (printed strings, table cells, titles), and every segment it renders is checked again (text
+    built elsewhere: a progress bar's fields); rich's own cursor and colour codes are kept."""
+
+    def render_str(self, text: str, **kwargs: Any) -> "Text":
+        return super().render_str(printable(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not _ESCAPE.search(segment.text):
+                yield segment
+            else:
+                yield Segment(printable(segment.text), segment.style, segment.control)
+
+
+def json_text(data: object, **kwargs: Any) -> str:
+    """``data`` as JSON with its text readable (not ASCII-escaped), but the control characters JSON
+    leaves as they are (DEL, C1) escaped too, so a terminal shows the JSON and acts on nothing."""
+    import json
+
+    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}",
+                  json.dumps(data, ensure_ascii=False, **kwargs))
+
+
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 import signal
 from textwrap import shorten
 from pathlib import Path
@@ -13,8 +12,8 @@ import typer
 from rich.markup import escape
 
 from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, NoCacheOpt, console,
-                               err_console, handle_errors, load_settings, local_load_notice, require_local_judge,
-                               stdout_is_terminal, waiting)
+                               err_console, handle_errors, json_text, load_settings, local_load_notice,
+                               require_local_judge, stdout_is_terminal, waiting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -118,7 +117,7 @@ def register(app: typer.Typer) -> None:
             output.parent.mkdir(parents=True, exist_ok=True)
             write_json(output, data)
         if as_json or not (output or stdout_is_terminal()):
-            typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            typer.echo(json_text(data, indent=2))
         else:
             console.print(result_table(result))
         if output:

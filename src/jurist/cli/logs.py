@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
-from jurist.cli.common import ConfigOpt, DbOpt, console, err_console, handle_errors, load_settings, print_store
+from jurist.cli.common import (ConfigOpt, DbOpt, console, err_console, handle_errors, json_text, load_settings,
+                               print_store)
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
                               highlight=False, soft_wrap=True)
         if as_json:
             for row in rows:
-                typer.echo(json.dumps(_row_json(row), ensure_ascii=False, default=str))
+                typer.echo(json_text(_row_json(row), default=str))
             return
         if not rows:
             filtered = " matching these filters" if purpose or status or trace else ""

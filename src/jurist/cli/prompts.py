@@ -14,7 +14,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from jurist.cli.common import CommandGroup, ConfigOpt, DbOpt, console, handle_errors, load_settings
+from jurist.cli.common import (CommandGroup, ConfigOpt, DbOpt, console, handle_errors, load_settings, printable,
+                               stdout_is_terminal)
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.analysis.prompt_tests import PromptTest
@@ -121,7 +122,7 @@ def show_cmd(
     from jurist.analysis.prompts import prompt_version
 
     found = on_store(config, db, lambda store: prompt_version(store, name, version))
-    sys.stdout.write(found.text)
+    sys.stdout.write(printable(found.text) if stdout_is_terminal() else found.text)  # a file gets it as stored
 
 
 @app.command("add")
