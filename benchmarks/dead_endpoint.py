@@ -1,4 +1,4 @@
-"""A batch against a judge that never answers, and Redis permits after a kill -9.
+"""Batches against judges that fail, a poison session, and Redis permits after a kill -9.
 
 1. Starts the benchmarks' judge server (``python -m jurist.testing.provider_server``)
    in its own process with a latency of an hour: it accepts every request and
@@ -9,31 +9,52 @@
    the same batch would cost with timeouts alone (computed from the settings,
    not run: every call waits its timeouts and backoffs, up to the rubric
    timeout, ``--parallel`` sessions at a time).
-2. Starts a process that takes every permit of an endpoint from the Redis
+2. Runs ``jurist evaluate-batch`` (a subprocess, its default settings: the
+   per-attempt timeout, ``rubric_timeout``, retries and breaker of a new
+   ``jurist.yaml``) over ``--sessions`` sessions x 2 rubrics, 5 at once, against
+   judges that fail each their own way (a ``ProviderServer`` on 127.0.0.1 in this
+   process): a refused port, a server that accepts and closes the connection, one
+   that accepts and never answers, one that answers 500 to everything. For each it
+   prints the seconds to give up, the exit code, the sessions with a result, why
+   their rubrics failed (the reasons' error types, counted) and the requests that
+   reached the judge. Then it puts one poison session (its text holds a lone
+   surrogate, ``"a\\ud800b"`` as written in the file) among ``--sessions`` good
+   ones, judged by a server that answers, and prints how many sessions have a
+   result, whether ``summary.json`` was written and the exit code.
+3. Starts a process that takes every permit of an endpoint from the Redis
    limiter (the default lease), kills it with SIGKILL and prints the seconds
    until another limiter gets a permit. It uses Redis database 14 by default
    (the tests empty database 15 when they start, which would free the permits early).
 
     python benchmarks/dead_endpoint.py                     # 200 sessions, 10 s timeout, Redis on 127.0.0.1 (db 14)
     python benchmarks/dead_endpoint.py --redis-url ''      # without the Redis part
+    python benchmarks/dead_endpoint.py --judges-only       # only part 2
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-from jurist.testing.provider_server import spawn
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the batch harness is shared with tests/faults
+
+from jurist.testing import ProviderServer, Reply  # noqa: E402
+from jurist.testing.provider_server import spawn  # noqa: E402
+from tests.faults.harness import RUBRICS, Workspace  # noqa: E402
 
 HOLDER = """
 import asyncio, sys
@@ -101,10 +122,111 @@ def dead_batch(args: argparse.Namespace) -> dict:
                      "parallel": args.parallel},
         "timeouts_alone_s": round(timeouts_alone(args.sessions, args.parallel, s.timeout, s.max_retries,
                                                  s.backoff_base, s.backoff_max, s.rubric_timeout), 1),
+        "defaults": {"timeout": Settings().timeout, "rubric_timeout": Settings().rubric_timeout},
         "timeouts_alone_defaults_s": round(timeouts_alone(args.sessions, args.parallel, Settings().timeout,
                                                           Settings().max_retries, Settings().backoff_base,
                                                           Settings().backoff_max, Settings().rubric_timeout), 1),
     }
+
+
+# The judges that fail, each its own way: a Reply for a ProviderServer, or None for a port nobody listens on.
+FAILING_JUDGES: dict[str, Reply | None] = {
+    "refused port": None,
+    "dropped": Reply(drop=True),
+    "hung judge": Reply(hang=True),
+    "always 500": Reply(status=500, message="internal error"),
+}
+POISON = json.dumps({"role": "user", "content": "a\ud800b"}) + "\n"  # a lone surrogate, as a JSON escape
+
+
+@dataclass
+class BatchRun:
+    """One `jurist evaluate-batch` run and what it left: result files, why their rubrics failed."""
+
+    seconds: float
+    exit_code: int
+    results: int  # sessions with a result file
+    failed: int  # of them, sessions with a failed rubric
+    reasons: dict[str, int]  # a failed rubric's error type (its reason up to the first colon) -> rubrics
+    requests: int  # requests that reached the judge
+    summary: bool  # summary.json was written
+    input_errors: int  # sessions summary.json lists as input errors (a file that could not be read)
+    tail: str  # the end of what the run printed
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(ws: Workspace, server: ProviderServer | None, timeout: float) -> BatchRun:
+    started = time.monotonic()
+    done = subprocess.run(ws.command(), env=ws.env(), capture_output=True, text=True, timeout=timeout)
+    seconds = time.monotonic() - started
+    reasons: collections.Counter[str] = collections.Counter()
+    results = failed = 0
+    for p in ws.out.glob("*_result.json"):
+        data = json.loads(p.read_text(encoding="utf-8"))
+        results += 1
+        bad = [rs["reasoning"] or "" for rs in data["rubric_scores"] if rs["status"] != "scored"]
+        failed += bool(bad)
+        reasons.update(r.split(":", 1)[0] if ":" in r[:40] else r[:40] for r in bad)
+    summary = ws.out / "summary.json"
+    input_errors = len(json.loads(summary.read_text(encoding="utf-8"))["failures"]["input_errors"]) \
+        if summary.is_file() else 0
+    return BatchRun(seconds, done.returncode, results, failed, dict(reasons.most_common()),
+                    len(server.requests) if server is not None else 0, summary.is_file(), input_errors,
+                    (done.stdout + done.stderr)[-600:])
+
+
+def failing_judge(name: str, sessions: int, parallel: int, workdir: str, timeout: float = 600) -> BatchRun:
+    """A batch of ``sessions`` against the judge ``FAILING_JUDGES[name]``, jurist's default settings."""
+    reply = FAILING_JUDGES[name]
+    server = ProviderServer(reply).start() if reply is not None else None
+    try:
+        base_url = server.base_url if server is not None else f"http://127.0.0.1:{_free_port()}/v1"
+        with tempfile.TemporaryDirectory(dir=workdir, prefix=".failing-judge-") as tmp:
+            ws = Workspace(Path(tmp), f"sqlite:///{tmp}/j.db", base_url, sessions=sessions, parallel=parallel)
+            return _run(ws, server, timeout)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def poison_batch(sessions: int, parallel: int, workdir: str, timeout: float = 600) -> BatchRun:
+    """``sessions`` good sessions and one poison session (in the middle of the folder's order),
+    judged by a server that answers at once."""
+    server = ProviderServer().start()
+    try:
+        with tempfile.TemporaryDirectory(dir=workdir, prefix=".poison-session-") as tmp:
+            ws = Workspace(Path(tmp), f"sqlite:///{tmp}/j.db", server.base_url, sessions=sessions, parallel=parallel)
+            (ws.sessions_dir / f"s{sessions // 2:04d}-poison.jsonl").write_text(POISON)
+            return _run(ws, server, timeout)
+    finally:
+        server.stop()
+
+
+def print_failing_judges(sessions: int, parallel: int, workdir: str) -> None:
+    """Part 2, printed as it runs."""
+    from jurist.config import Settings
+
+    s = Settings()
+    print(f"failing judges:   {sessions} sessions x {len(RUBRICS['rubrics'])} rubrics, {parallel} at once, "
+          f"`jurist evaluate-batch` with the default settings (timeout {s.timeout:g} s, rubric_timeout "
+          f"{s.rubric_timeout:g} s, {s.max_retries} retries, breaker {s.breaker_threshold} in a row / "
+          f"{s.breaker_cooldown:g} s)", flush=True)
+    for name in FAILING_JUDGES:
+        r = failing_judge(name, sessions, parallel, workdir)
+        why = ", ".join(f"{k} {n}" for k, n in r.reasons.items()) or "none"
+        print(f"{name + ':':<18}{r.seconds:.2f} s to give up, exit {r.exit_code}; {r.results} sessions with a "
+              f"result, {r.failed} failed (rubrics: {why}); {r.requests} requests reached the judge", flush=True)
+    r = poison_batch(sessions, parallel, workdir)
+    print(f"{'poison session:':<18}{r.results} of {sessions + 1} sessions have a result ({r.failed} failed), "
+          f"summary.json {'written' if r.summary else 'missing'} ({r.input_errors} input errors listed), "
+          f"exit {r.exit_code}, {r.seconds:.2f} s", flush=True)
+    if not r.summary:
+        print(f"                  the run ended: {r.tail.strip().splitlines()[-1] if r.tail.strip() else ''}")
 
 
 def redis_recovery(url: str, permits: int) -> dict:
@@ -148,8 +270,12 @@ def main() -> None:
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/14", help="'' to skip the Redis part")
     ap.add_argument("--permits", type=int, default=16, help="permits the killed process holds")
     ap.add_argument("--workdir", default=".", help="where the sessions, results and store go for the run")
+    ap.add_argument("--judges-only", action="store_true", help="only the failing judges and the poison session")
     args = ap.parse_args()
 
+    if args.judges_only:
+        print_failing_judges(args.sessions, args.parallel, args.workdir)
+        return
     f = dead_batch(args)
     st = f["settings"]
     print(f"dead endpoint:    {f['sessions']} sessions x 1 rubric, {st['parallel']} at once, timeout "
@@ -161,7 +287,8 @@ def main() -> None:
     print(f"timeouts alone:   {f['timeouts_alone_s']:,.0f} s with these settings (computed: "
           f"{math.ceil(f['sessions'] / st['parallel'])} rounds of {st['max_retries'] + 1} timeouts and backoffs, "
           f"at most rubric_timeout each); {f['timeouts_alone_defaults_s']:,.0f} s with the default settings "
-          "(timeout 60 s, rubric_timeout 120 s)")
+          f"(timeout {f['defaults']['timeout']:g} s, rubric_timeout {f['defaults']['rubric_timeout']:g} s)")
+    print_failing_judges(args.sessions, args.parallel, args.workdir)
     if args.redis_url:
         r = redis_recovery(args.redis_url, args.permits)
         print(f"redis permits:    a process holding all {r['permits']} permits killed with SIGKILL; the next "

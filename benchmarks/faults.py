@@ -11,10 +11,12 @@ sessions, the store's rows against the result files after each final rerun,
 and the calls answered twice (an answer on record more than once, not from the
 call cache: must be 0).
 
-Then two more figures, from the scripts that measure them in full: the seconds
-a batch of ``--dead-sessions`` sessions takes against a judge endpoint that
-never answers, breaker on (``benchmarks/dead_endpoint.py``), and the peak RSS
-of ``jurist serve`` under one unauthenticated POST of ``--post-mb`` MiB
+Then more figures, from the scripts that measure them in full: the seconds a
+batch of ``--dead-sessions`` sessions takes to give up against a refused port,
+a dropped connection, a judge that never answers and one that answers 500,
+and the sessions with a result after a poison session among as many good
+ones (``benchmarks/dead_endpoint.py``, its second part), and the peak RSS of
+``jurist serve`` under one unauthenticated POST of ``--post-mb`` MiB
 (``benchmarks/server_bounds.py``, its first case). ``0`` skips either.
 
     python benchmarks/faults.py                          # 10 trials on SQLite, 200 dead-endpoint sessions, 400 MiB
@@ -74,7 +76,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="replays the kill moments of a run")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL admin URL: new databases there, not SQLite")
     parser.add_argument("--workdir", default=".", help="where the trials' folders go (default: here)")
-    parser.add_argument("--dead-sessions", type=int, default=200, help="sessions against a dead endpoint (0: skip)")
+    parser.add_argument("--dead-sessions", type=int, default=200,
+                        help="sessions against each failing judge, and good ones beside a poison session (0: skip)")
     parser.add_argument("--post-mb", type=int, default=400, help="MiB of one unauthenticated POST (0: skip)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
@@ -115,12 +118,7 @@ def main() -> int:
     print(f"rows vs files:    {' '.join(agreements)} (after each final rerun; {disagreements} trials disagree)")
     print(f"calls made twice: {twice} (must be 0)")
     if args.dead_sessions:
-        dead = dead_endpoint.dead_batch(argparse.Namespace(
-            sessions=args.dead_sessions, parallel=5, timeout=10.0, rubric_timeout=120.0, threshold=None,
-            cooldown=None, workdir=args.workdir))
-        print(f"dead endpoint:    {dead['sessions']} sessions finished in {dead['wall_s']:.2f} s, breaker on "
-              f"({dead['endpoint_down']} failed at once with EndpointDown; timeouts alone: "
-              f"{dead['timeouts_alone_s']:,.0f} s)")
+        dead_endpoint.print_failing_judges(args.dead_sessions, 5, args.workdir)
     if args.post_mb:
         before, peak, status = server_bounds.unauthenticated_post(args.post_mb)
         print(f"{args.post_mb} MiB POST:".ljust(18) + f"peak RSS {peak / 1024:.0f} MiB (before {before / 1024:.0f} "
