@@ -19,11 +19,63 @@ from jurist.errors import InputError
 from jurist.ids import new_id
 
 
+#: The deepest nesting of arrays and objects a JSON input may have.
+MAX_JSON_DEPTH = 100
+
+# What may be a lone surrogate: an escape of one (``\ud800``), or one as a character.
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+# A surrogate's escape without its other half, in JSON text.
+_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def loads(text: str, source: str, line: int | None = None) -> Any:
+    """JSON text's value, as ``json.loads`` reads it, within bounds: nested at most
+    :data:`MAX_JSON_DEPTH` arrays and objects deep, and every string Unicode text (a lone
+    surrogate, ``"\\ud800"`` without its pair, cannot be written as UTF-8 and is refused).
+    Either is an InputError naming ``source`` and the line (``line``: the text's own, for a
+    JSONL line); invalid JSON raises ``json.JSONDecodeError`` for the caller to word."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_JSON_DEPTH} arrays or objects deep", file=source,
+                         line=line) from None
+    deep = text.count("[") + text.count("{") > MAX_JSON_DEPTH  # else it cannot be too deep
+    if deep or _MAYBE_SURROGATE.search(text):
+        problem = _value_problem(value)
+        if problem is not None:
+            lone = _LONE_ESCAPE.search(text) if problem.startswith("a lone") else None
+            if line is None and lone is not None:
+                line = text.count("\n", 0, lone.start()) + 1
+            raise InputError(problem, file=source, line=line)
+    return value
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why a parsed JSON value is out of bounds (too deep, a lone surrogate), or None."""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found is not None:
+                return (f"a lone surrogate (\\u{ord(found[0]):04x}) in a string: it is half of a character, "
+                        "not text; write the character itself or both halves of its escape")
+        elif isinstance(item, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                return f"nested more than {MAX_JSON_DEPTH} arrays or objects deep"
+            children = [*item, *item.values()] if isinstance(item, dict) else item
+            todo.extend((child, depth + 1) for child in children)
+    return None
+
+
 def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
                   max_line: int | None = None) -> Iterator[tuple[int, dict[str, object]]]:
     """Each JSONL line's object with its line number; blank lines (and ``#`` lines when
-    ``comments``) skipped. A line over ``max_line`` characters, invalid JSON or a value that
-    is not an object is an InputError naming ``source`` and the line."""
+    ``comments``) skipped. A line over ``max_line`` characters, invalid JSON, a value that
+    is not an object or one out of :func:`loads`' bounds is an InputError naming ``source``
+    and the line."""
     for n, raw in enumerate(lines, start=1):
         if max_line is not None and len(raw) > max_line:
             raise InputError(f"line longer than {max_line} characters", file=source, line=n)
@@ -31,7 +83,7 @@ def jsonl_objects(lines: Iterable[str], source: str, *, comments: bool = False,
         if not text or (comments and text.startswith("#")):
             continue
         try:
-            obj = json.loads(text)
+            obj = loads(text, source, n)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", file=source, line=n) from None
         if not isinstance(obj, dict):
@@ -213,9 +265,10 @@ def read_text(path: str | Path, what: str) -> str:
 
 
 def parse_json(text: str, source: str) -> Any:
-    """JSON text's value; invalid JSON is an InputError naming ``source`` and the line."""
+    """JSON text's value (within :func:`loads`' bounds); invalid JSON is an InputError naming
+    ``source`` and the line."""
     try:
-        return json.loads(text)
+        return loads(text, source)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from jurist.errors import InputError
-from jurist.jsonfiles import unknown_name
+from jurist.jsonfiles import read_text, unknown_name
 from jurist.judges.prompting import Quoted
 from jurist.models.messages import Message, SystemMessage, UserMessage
 
@@ -154,10 +154,7 @@ def builtin(name: str, version: str = "1") -> PromptTemplate:
 def from_file(path: str | Path, name: str | None = None) -> PromptTemplate:
     """A user's template file; its version is its content hash."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read template: {exc.strerror}", file=str(p)) from None
+    text = read_text(p, "template")  # unreadable or not UTF-8: an InputError naming the file
     if not text.strip():
         raise InputError("template is empty", file=str(p))
     placeholders_of(text, str(p))  # refused at once: only bare {name} placeholders

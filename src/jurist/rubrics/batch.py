@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
-from jurist.errors import EndpointDown, InputError
+from jurist.errors import ConfigError, EndpointDown, InputError, StoreError
 from jurist.jsonfiles import write_json
 from jurist.judges.outcome import OK
 from jurist.rubrics.folder import ResultFolder
@@ -54,13 +54,21 @@ def session_files(sessions_dir: Path) -> list[Path]:
     return [sessions_dir / n for n in names]
 
 
-def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, RubricResult | None]:
+def open_session(path: Path, out: Path, force: bool, *,
+                 allow_private_image_urls: bool = False) -> tuple[ChatSession, RubricResult | None]:
     """Load a session and, unless ``force``, the result it already has (blocking: run in a thread).
 
     A result file that cannot be read as a result of this session (``[]``, ``{}``, a
     half-written file, another session's result) counts as none: the session is scored.
+    A session that cannot be read for any reason is an InputError naming its file (a bug in
+    reading one bad file is that file's failure, never the batch's).
     """
-    session = load_session(path)
+    try:
+        session = load_session(path, allow_private_image_urls=allow_private_image_urls)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"the session could not be read: {failure_of(exc)}", file=str(path)) from exc
     if force:
         return session, None
     try:
@@ -68,6 +76,12 @@ def open_session(path: Path, out: Path, force: bool) -> tuple[ChatSession, Rubri
     except (ValidationError, ValueError, OSError):
         return session, None
     return session, result if result.session_id == session.session_id else None
+
+
+def failure_of(exc: BaseException) -> str:
+    """An unexpected exception as a failure reason: its type and message, the message shortened."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message[:REASON_CHARS]}" if message else type(exc).__name__
 
 
 def needs_scoring(existing: RubricResult | None, retry_failed: bool) -> bool:
@@ -217,8 +231,11 @@ async def run_batch(
     """Score every ``*.jsonl`` in ``sessions_dir``; ``parallel`` sessions at once.
 
     Sessions with a scored result are skipped (``force``: rescored); sessions whose result
-    failed are scored again unless ``retry_failed`` is false. Interrupted (cancelled), the
-    batch lets the sessions being saved finish first.
+    failed are scored again unless ``retry_failed`` is false. A session that cannot be read
+    or judged (a bad line, a value out of bounds, anything that goes wrong before its judge's
+    verdicts) is listed in ``summary.json``'s ``input_errors`` with its file and reason, and
+    the batch goes on. Interrupted (cancelled), the batch lets the sessions being saved finish
+    first.
     """
     if parallel < 1:
         raise InputError(f"--parallel must be at least 1, got {parallel}")
@@ -240,7 +257,8 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
 
     async def one(path: Path) -> None:
         try:
-            session, existing = await asyncio.to_thread(open_session, path, out, force)
+            session, existing = await asyncio.to_thread(open_session, path, out, force,
+                                                        allow_private_image_urls=evaluator.allow_private_image_urls)
         except InputError as exc:
             tally.input_error(path.name, str(exc))
             return
@@ -249,7 +267,14 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
         if existing is not None and not needs_scoring(existing, retry_failed):
             tally.add_existing(session.session_id, existing)
             return
-        scored = await evaluator.score(session)
+        try:
+            scored = await evaluator.score(session)
+        except (ConfigError, StoreError):
+            raise  # the batch's judge or store, not this session
+        except Exception as exc:  # this session could not be judged (its text, its images): its failure alone
+            tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
+                                         f"{failure_of(exc)}")
+            return
         save = asyncio.ensure_future(folder.write(scored))  # finishes even if the batch is interrupted now
         saving.add(save)
         save.add_done_callback(saving.discard)

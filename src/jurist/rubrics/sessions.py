@@ -84,18 +84,22 @@ def _line(obj: dict[str, object], source: str, n: int) -> HeaderLine | MessageLi
         raise InputError(line_problem(exc, model, "line"), file=source, line=n) from None
 
 
-def _tool_calls_text(calls: list[dict[str, object]]) -> list[str]:
-    """An assistant turn's tool calls as the judge reads them: ``[tool call search: {"q": "x"}]``."""
+def _tool_calls_text(calls: list[dict[str, object]], file: str, line: int) -> list[str]:
+    """An assistant turn's tool calls as the judge reads them: ``[tool call search: {"q": "x"}]``
+    (``?`` for a call without a name); a name that is not text is an InputError."""
     out: list[str] = []
-    for call in calls:
+    for i, call in enumerate(calls):
         function = call.get("function")
         if not isinstance(function, dict):
             function = {}
         name = function.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InputError(f"tool_calls[{i}].function.name must be text, not {type(name).__name__}",
+                             file=file, line=line)
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        out.append(f"[tool call {name if isinstance(name, str) and name else '?'}: {arguments or ''}]")
+        out.append(f"[tool call {name or '?'}: {arguments or ''}]")
     return out
 
 
@@ -140,8 +144,9 @@ class _ImageCount:
         return self.count
 
 
-def _image_of(part: dict[str, object], root: Path | None, file: str, line: int) -> Image | None:
-    """The image of a content part (None: the part is not an image)."""
+def _image_of(part: dict[str, object], root: Path | None, file: str, line: int, allow_private: bool) -> Image | None:
+    """The image of a content part (None: the part is not an image); ``allow_private``: a URL at a
+    private address is taken (:func:`~jurist.models.images.from_url`)."""
     kind = part.get("type")
     what = f"the {kind} part"
     if kind in ("image_url", "input_image"):
@@ -150,20 +155,20 @@ def _image_of(part: dict[str, object], root: Path | None, file: str, line: int) 
             ref = ref.get("url")
         if not isinstance(ref, str) or not ref:
             raise InputError(f"{what} has no url (\"image_url\": {{\"url\": ...}})", file=file, line=line)
-        return resolve_image(ref, root, what, file=file, line=line)
+        return resolve_image(ref, root, what, file=file, line=line, allow_private=allow_private)
     if kind == "image":
         source = part.get("source")
         kind = source.get("type") if isinstance(source, dict) else None
         if kind == "base64" and isinstance(source, dict) and isinstance(source.get("data"), str):
             return from_base64(source["data"], what, file=file, line=line)
         if kind == "url" and isinstance(source, dict) and isinstance(source.get("url"), str):
-            return resolve_image(source["url"], root, what, file=file, line=line)
+            return resolve_image(source["url"], root, what, file=file, line=line, allow_private=allow_private)
         raise InputError(f"{what} needs a source of type base64 (with data) or url (with url)", file=file, line=line)
     return None
 
 
-def _content(content: Any, root: Path | None, count: _ImageCount, file: str,
-             line: int) -> tuple[str, list[Image]]:
+def _content(content: Any, root: Path | None, count: _ImageCount, file: str, line: int,
+             allow_private: bool) -> tuple[str, list[Image]]:
     if content is None:
         return "", []
     if isinstance(content, str):
@@ -177,7 +182,7 @@ def _content(content: Any, root: Path | None, count: _ImageCount, file: str,
             elif isinstance(part, dict) and part.get("type") == "text":
                 parts.append(str(part.get("text", "")))
             elif isinstance(part, dict):
-                image = _image_of(part, root, file, line)
+                image = _image_of(part, root, file, line, allow_private)
                 if image is None:
                     parts.append(f"[{part.get('type', 'attachment')}]")
                 else:
@@ -187,10 +192,12 @@ def _content(content: Any, root: Path | None, count: _ImageCount, file: str,
     raise InputError(f"content must be text or a list of parts, got {type(content).__name__}", file=file, line=line)
 
 
-def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Path | None = None) -> ChatSession:
+def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Path | None = None, *,
+                  allow_private_image_urls: bool = False) -> ChatSession:
     """Parse JSONL lines; a bad line is reported with its number. Image files are read from
-    ``root`` (the session file's folder; ``None``: image files are refused). Blocking when
-    there are image files: call it off the event loop."""
+    ``root`` (the session file's folder; ``None``: image files are refused); an image URL at
+    a private address is refused unless ``allow_private_image_urls``. Blocking when there are
+    image files or URLs (a host name is resolved): call it off the event loop."""
     messages: list[Message] = []
     count = _ImageCount()
     session_id: str | None = None
@@ -209,9 +216,10 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Pa
         if line.content is None and not line.tool_calls:
             raise InputError("the turn has no content (and no tool_calls): give its text as \"content\"",
                              file=source, line=n)
-        text, images = _content(line.content, root, count, source, n)
+        text, images = _content(line.content, root, count, source, n, allow_private_image_urls)
         if line.tool_calls:
-            text = "\n".join([text, *_tool_calls_text(line.tool_calls)] if text else _tool_calls_text(line.tool_calls))
+            calls = _tool_calls_text(line.tool_calls, source, n)
+            text = "\n".join([text, *calls] if text else calls)
         messages.append(Message(line.role, text, line.name, images))
     if not messages:
         raise InputError("the session has no messages", file=source)
@@ -223,11 +231,13 @@ def parse_session(lines: list[str] | Any, source: str, default_id: str, root: Pa
     return ChatSession(session_id=sid, messages=messages, source=source)
 
 
-def load_session(path: str | Path) -> ChatSession:
+def load_session(path: str | Path, *, allow_private_image_urls: bool = False) -> ChatSession:
+    """A session file (:func:`parse_session`, its images read beside it); an unreadable or
+    bad one is an InputError naming the file and the line."""
     p = Path(path)
     try:
         with p.open(encoding="utf-8") as fh:
-            return parse_session(fh, str(p), p.stem, p.parent)
+            return parse_session(fh, str(p), p.stem, p.parent, allow_private_image_urls=allow_private_image_urls)
     except OSError as exc:
         raise InputError(f"cannot read session: {exc.strerror}", file=str(p)) from None
     except UnicodeDecodeError:
