@@ -113,6 +113,9 @@ class Settings(BaseModel):
     # The /tutor page and its socket show the learner the progress counts (points recalled of all);
     # off: the conversation only, the evaluation stays out of sight (note 000's criterion 17)
     tutor_progress: bool = False
+    # http(s) image URLs whose host is, or resolves to, a loopback, private, link-local or reserved
+    # address are refused (a vision endpoint fetching one would reach this network); true: taken
+    allow_private_image_urls: bool = False
 
     # PROVIDER_VARIABLES and each provider's api_key_env as the environment held them when these
     # settings were built (None: unset or empty); copied with the settings, never shown
@@ -230,6 +233,7 @@ _ENV_FIELDS = {
     "JURIST_MAX_PROXY_BODY_BYTES": "max_proxy_body_bytes",
     "JURIST_MAX_EVALUATION_RETRIES": "max_evaluation_retries",
     "JURIST_TUTOR_PROGRESS": "tutor_progress",
+    "JURIST_ALLOW_PRIVATE_IMAGE_URLS": "allow_private_image_urls",
 }
 
 
@@ -239,7 +243,7 @@ def _from_env() -> dict[str, object]:
         raw = os.environ.get(var)
         if raw is None or raw == "":
             continue
-        if field in ("cache", "retry_on_parse_failure", "tutor_progress"):
+        if field in ("cache", "retry_on_parse_failure", "tutor_progress", "allow_private_image_urls"):
             out[field] = raw.strip().lower() not in ("0", "false", "no", "off")
         elif field == "allowed_hosts":
             out[field] = [h.strip() for h in raw.split(",") if h.strip()]  # comma-separated

@@ -1,5 +1,6 @@
 """Messages: typed by role, read strictly from OpenAI-style dicts, written back as they were read."""
 
+import base64
 import json
 
 import pytest
@@ -10,7 +11,9 @@ from jurist.models.images import attach, from_base64
 from jurist.models.messages import (AssistantMessage, ImagePart, SystemMessage, TextPart, ToolMessage, UserMessage,
                                     message_from_openai, messages_from_openai, openai_messages)
 
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+from tests.images import png
+
+PNG = base64.b64encode(png()).decode()  # a PNG that decodes (images are checked to)
 
 CONVERSATION = [
     {"role": "system", "content": "You plan trips."},

@@ -120,7 +120,8 @@ async def _evaluator(
         rj = build_judge(runtime, judge=judge, template=loaded, cache=cache, score_mode=score_mode)
         try:
             await require_rubric_calibrations(runtime, rubric_set, rj, loaded)  # before any judge call
-            yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout)
+            yield SessionEvaluator(rubric_set, rj, store, settings.session_char_budget, settings.rubric_timeout,
+                                   settings.allow_private_image_urls)
         finally:
             await rj.aclose()
     finally:
@@ -160,9 +161,10 @@ async def evaluate_result(
 ) -> RubricResult:
     """:func:`evaluate`, the result as a :class:`~jurist.rubrics.RubricResult` (its ``to_json()``
     is result.json's content)."""
-    chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(load_session, session)
     async with _evaluator(rubrics, settings, store, judge=judge, template=template, cache=cache,
                           runtime=runtime, score_mode=score_mode) as evaluator:
+        chat = session if isinstance(session, ChatSession) else await asyncio.to_thread(
+            load_session, session, allow_private_image_urls=evaluator.allow_private_image_urls)
         return await evaluator.evaluate(chat)
 
 

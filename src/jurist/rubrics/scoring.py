@@ -113,6 +113,7 @@ class SessionEvaluator:
     store: EvaluationSink | None = None
     char_budget: int = 60_000
     rubric_timeout: float = 120.0
+    allow_private_image_urls: bool = False  # sessions read for it take image URLs at private addresses
 
     async def evaluate(self, session: ChatSession) -> RubricResult:
         """Score ``session`` against every rubric (in parallel); queue its store row; return its result.json."""

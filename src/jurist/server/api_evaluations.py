@@ -7,6 +7,7 @@ Every read runs off the event loop (``Store.aread``); all SQL is in
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -241,6 +242,7 @@ async def evaluate(request: Request, body: EvaluateRequest) -> dict[str, Any]:
     state = get_state(request)
     rubric_set = parse_rubrics(body.rubrics, "request body: rubrics", state.settings.score_scale)
     lines = [json.dumps(m) for m in body.session]
-    session = parse_session(lines, "request body: session", body.session_id or "posted")
+    session = await asyncio.to_thread(parse_session, lines, "request body: session", body.session_id or "posted",
+                                      allow_private_image_urls=state.settings.allow_private_image_urls)
     return await run_evaluation(rubric_set, session, judge=body.judge, template=body.template,
                                 settings=state.settings, store=state.store)
