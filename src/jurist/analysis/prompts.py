@@ -2,7 +2,10 @@
 
 Version 1 of a prompt is the template file shipped with jurist
 (``src/jurist/templates/<name>.txt``) unless the ``prompts`` table holds a
-version 1 of that name; later versions live in the table. A version's hash is
+version 1 of that name; later versions live in the table. An application's
+own prompts (a research pipeline's planner, retrieval and synthesis prompts)
+join the lab by :func:`register_prompt`: their version 1 is the first text
+registered, stored in the table. A version's hash is
 :attr:`PromptTemplate.hash`, the hash every judge call records, so scores can
 be grouped by the prompt version that produced them.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import functools
+import re
 from datetime import datetime, timezone
 from importlib.resources import files
 from typing import Any, Literal
@@ -21,7 +25,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from jurist.errors import InputError, NotFound, StoreError
 from jurist.jsonfiles import unknown_name
-from jurist.judges.templates import PromptTemplate, builtin, placeholders_of
+from jurist.judges.templates import BUILTIN_SOURCE, PromptTemplate, builtin, placeholders_of
 from jurist.store import Store
 from jurist.store import analysis as q
 
@@ -149,20 +153,31 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
     info = await prompt_versions(store, name)  # NotFound for an unknown name
     base = await prompt_version(store, name, info.versions[0].version)
     _check_placeholders(name, text, base.text)
-    tmpl = PromptTemplate(name=name, version="", text=text)
     shipped_has = any(v.source == "shipped" for v in info.versions)
+    version = await _insert_next(store, name, text, note, after=1 if shipped_has else 0)
+    return await prompt_version(store, name, version)
+
+
+async def _insert_next(store: Store, name: str, text: str, note: str | None, *, after: int = 0,
+                       unless_stored: bool = False) -> int:
+    """Store ``text`` as the next version of ``name`` (above ``after``); its number. With
+    ``unless_stored``, a text already stored under ``name`` is not stored again: its version is returned."""
+    tmpl = PromptTemplate(name=name, version="", text=text)
 
     def insert_next(conn: Any) -> int:
+        if unless_stored:
+            same = [r.version for r in q.list_prompt_versions(conn, name) if r.hash == tmpl.hash]
+            if same:
+                return same[0]
         latest = q.latest_prompt_version(conn, name) or 0
-        version = max(latest, 1 if shipped_has else 0) + 1
+        version = max(latest, after) + 1
         q.insert_prompt_version(conn, q.PromptText(name=name, version=version, text=text, hash=tmpl.hash, note=note,
                                                    created_at=datetime.now(timezone.utc)))
         return version
 
     for attempt in range(_ATTEMPTS):
         try:
-            version = await store.awrite(insert_next)
-            break
+            return int(await store.awrite(insert_next))
         except (IntegrityError, OperationalError) as exc:
             # Two writers took the same number (PostgreSQL: unique violation; SQLite: the
             # second writer's snapshot is stale, "database is locked"): read again and retry.
@@ -171,7 +186,33 @@ async def create_prompt_version(store: Store, name: str, text: str, note: str | 
             if attempt == _ATTEMPTS - 1:
                 raise StoreError(f"another version of {name!r} was being saved at the same time; "
                                  "try again") from None
-    return await prompt_version(store, name, version)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+PROMPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+
+
+async def register_prompt(store: Store, name: str, text: str, *, owner: str = "the application") -> PromptTemplate:
+    """Put an application's own prompt (a research pipeline's planner, say) in the prompt lab.
+
+    The first text registered under ``name`` is its version 1; a later text that is not stored
+    yet (the application's code changed it) becomes the next version. From then on the lab
+    lists it, takes new versions of it (``PUT /api/prompts/{name}``, the same placeholders)
+    and routes calls of it: the template returned is what :meth:`PromptRouter.resolve
+    <jurist.prompt_router.PromptRouter.resolve>` routes to the active version or an A/B test's
+    arm. InputError for a bad name, a name of jurist's own prompts, or an empty or unreadable text."""
+    if not isinstance(name, str) or not PROMPT_NAME.match(name):
+        raise InputError(f"prompt name {name!r} must be 1 to 200 letters, digits, '_', '.' or '-'")
+    if name in await asyncio.to_thread(shipped_prompts):
+        raise InputError(f"{name!r} is the name of one of jurist's own prompts: name the application's prompt "
+                         "differently")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"prompt {name!r} is empty")
+    if len(text) >= MAX_PROMPT_CHARS:
+        raise InputError(f"prompt {name!r} has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS - 1:,}")
+    placeholders_of(text, f"prompt {name}")  # braces that do not make a template are an InputError
+    version = await _insert_next(store, name, text, f"registered by {owner}", unless_stored=True)
+    return PromptTemplate(name=name, version=str(version), text=text, source=BUILTIN_SOURCE)
 
 
 def diff_lines(a_text: str, b_text: str, context: int = 3) -> list[tuple[str, str]]:

@@ -23,15 +23,18 @@ search after a severe retrieval flag, the default answering after a time-out
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
+import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError
 from jurist.ids import new_id
+from jurist.jsonfiles import unknown_name
 from jurist.judges.calibration import LABELS_PLACEHOLDER, require_calibrated
 from jurist.judges.panel import Panel, PanelResult, roles_for
 from jurist.models.base import MeaningJudge
@@ -52,6 +55,7 @@ from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
 KIND = "research"
+PROMPT_PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 ITEMS_PLACEHOLDER = "ITEMS.jsonl"
 Search = Callable[[str, Any], Awaitable[list[Any]]]
 MAX_SEARCH_RETRIES = 2  # run(): searches made again after a severe retrieval flag, at most
@@ -127,23 +131,70 @@ class ResearchResult:
     record: EvaluationRecord
 
 
+def _takes_prompt(callback: Any) -> bool:
+    """Whether ``callback`` can be called with a ``prompt=`` keyword."""
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): assume it can
+        return True
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "prompt" and p.kind != p.POSITIONAL_ONLY) for p in params)
+
+
 @dataclass
 class ResearchPipeline:
     """A research application's three callbacks, for whoever starts runs of it (the server's
-    ``POST /api/research/evaluate``). ``evaluation`` builds each run's :class:`ResearchEvaluation`
-    from ``config`` and keyword arguments (``runtime``, ``events``, ``decision_timeout``, ...):
-    ``ResearchEvaluation`` (panels on the configured models), ``ResearchEvaluation.local``, or
-    your own factory."""
+    ``POST /api/research/evaluate`` and ``POST /api/research/query``). ``evaluation`` builds each
+    run's :class:`ResearchEvaluation` from ``config`` and keyword arguments (``runtime``, ``events``,
+    ``decision_timeout``, ...): ``ResearchEvaluation`` (panels on the configured models),
+    ``ResearchEvaluation.local``, or your own factory.
+
+    ``prompts`` are the pipeline's own prompts, by what uses them: ``planner`` (Stage 1),
+    ``retrieval`` (the search, Stage 2) and ``synthesis`` (the synthesiser, Stage 3). Each run
+    registers them with the prompt lab as ``<prompt_prefix>.<name>`` (``research.planner``), where
+    they are versioned and A/B tested like jurist's own prompts, and calls the callback that
+    uses one with ``prompt=`` the text the lab routes this run to (the active version, or an
+    A/B test's arm; the text given when nothing is routed)."""
 
     planner: Planner
     search: Search
     synthesiser: Synthesiser
     config: ResearchConfig | None = None
     evaluation: Callable[..., "ResearchEvaluation"] | None = None
+    prompts: Mapping[str, str] | None = None
+    prompt_prefix: str = "research"
+
+    def __post_init__(self) -> None:
+        for name, text in (self.prompts or {}).items():
+            if name not in st.PIPELINE_PROMPTS:
+                raise InputError(f"research pipeline prompts: {unknown_name(name, list(st.PIPELINE_PROMPTS), 'prompt')}")
+            if not isinstance(text, str) or not text.strip():
+                raise InputError(f"research pipeline prompts: the {name} prompt is empty")
+            callback = {st.PLANNER_PROMPT: self.planner, st.RETRIEVAL_PROMPT: self.search,
+                        st.SYNTHESIS_PROMPT: self.synthesiser}[name]
+            if not _takes_prompt(callback):
+                raise InputError(f"research pipeline prompts: the {name} prompt is given, so its callback "
+                                 f"{getattr(callback, '__name__', type(callback).__name__)} must take a 'prompt' "
+                                 "keyword (the text the prompt lab routes the run to)")
+        if not PROMPT_PREFIX.match(self.prompt_prefix):
+            raise InputError(f"prompt_prefix {self.prompt_prefix!r} must be 1 to 100 letters, digits, '_', '.' or '-'")
+
+    def prompt_names(self) -> dict[str, tuple[str, str]]:
+        """Each prompt given: its use -> (its name in the prompt lab, the text given)."""
+        return {use: (f"{self.prompt_prefix}.{use}", text) for use, text in (self.prompts or {}).items()}
+
+    async def register_prompts(self, store: Store) -> list[str]:
+        """Put the pipeline's prompts in the prompt lab of ``store`` now (each run registers them too,
+        so a text changed in code becomes a new version); returns their names in the lab."""
+        from jurist.analysis.prompts import register_prompt
+
+        return [(await register_prompt(store, name, text, owner="the research pipeline")).name
+                for name, text in self.prompt_names().values()]
 
     def start(self, **kw: Any) -> "ResearchEvaluation":
         make = self.evaluation or ResearchEvaluation
-        return make(self.config, **kw)
+        evaluation = make(self.config, **kw)
+        evaluation.pipeline_prompts = self.prompt_names()
+        return evaluation
 
 
 class ResearchEvaluation:
@@ -196,6 +247,9 @@ class ResearchEvaluation:
         self.plan: PlanEvaluation | None = None
         self.retrieval: RetrievalEvaluation | None = None
         self.answer: AnswerEvaluation | None = None
+        self.pipeline_prompts: dict[str, tuple[str, str]] = {}  # use -> (prompt lab name, text): ResearchPipeline
+        self.prompts_used: dict[str, str] = {}  # prompt lab name -> the hash of the text this run used
+        self._notes: list[str] = []  # the record's warnings that belong to no stage
 
     @classmethod
     def local(cls, config: ResearchConfig | None = None, *, settings: Settings | None = None,
@@ -348,14 +402,51 @@ class ResearchEvaluation:
         self.answer = out.evaluation
         return out
 
+    async def pipeline_prompt(self, use: str) -> str | None:
+        """The text of the pipeline's ``use`` prompt (``planner``, ``retrieval``, ``synthesis``) this
+        run uses: registered with the prompt lab, then routed by the run's trace (the active
+        version, or an A/B test's arm); None when the pipeline gave no such prompt. When the lab
+        cannot be reached the text given is used, and the record's warnings say so."""
+        from jurist.analysis.prompts import register_prompt
+        from jurist.judges.templates import PromptTemplate
+
+        if use not in self.pipeline_prompts:
+            return None
+        name, text = self.pipeline_prompts[use]
+        used = PromptTemplate(name=name, version="", text=text)
+        try:
+            if self.runtime.has_store:
+                used = await register_prompt(await self.runtime.astore(), name, text, owner="the research pipeline")
+                router = self.runtime.prompts
+                if router is not None:
+                    used = await router.resolve(used, self.trace_id)
+        except Exception as exc:  # the lab is advisory: the pipeline's own text is used
+            self._notes.append(f"prompt {name}: the prompt lab could not be read ({type(exc).__name__}: {exc}); "
+                               "the pipeline's own text was used")
+            logger.warning("%s", self._notes[-1])
+        self.prompts_used[name] = used.hash
+        return used.text
+
+    async def with_prompts(self, planner: Planner, search: Search, synthesiser: Synthesiser
+                           ) -> tuple[Planner, Search, Synthesiser]:
+        """The callbacks, each that has a prompt of the pipeline called with ``prompt=`` its routed text."""
+        async def bind(use: str, callback: Any) -> Any:
+            text = await self.pipeline_prompt(use)
+            return callback if text is None else functools.partial(callback, prompt=text)
+
+        return (await bind(st.PLANNER_PROMPT, planner), await bind(st.RETRIEVAL_PROMPT, search),
+                await bind(st.SYNTHESIS_PROMPT, synthesiser))
+
     async def run(self, query: str, planner: Planner, search: Search, synthesiser: Synthesiser) -> ResearchResult:
         """The whole pipeline: plan (evaluated), search, retrieval evaluation, answer; then save.
 
         With ``decision_timeout`` set, a severe retrieval flag asks :meth:`decision`; ``retry``
         calls ``search`` again and evaluates its sources (at most ``MAX_SEARCH_RETRIES`` times).
-        A failure is emitted as an ``error`` event before it is raised."""
+        The pipeline's own prompts (:class:`ResearchPipeline`'s ``prompts``) reach their callbacks
+        as ``prompt=`` (:meth:`with_prompts`). A failure is emitted as an ``error`` event before it is raised."""
         try:
             await self._remember(query)
+            planner, search, synthesiser = await self.with_prompts(planner, search, synthesiser)
             plan = (await self.evaluate_plan(query, planner)).plan
             sources = await search(query, plan)
             retrieval = await self.evaluate_retrieval(query, plan, sources)
@@ -392,8 +483,8 @@ class ResearchEvaluation:
             trace_id=self.trace_id, plan_evaluation=self.plan, retrieval_evaluation=self.retrieval,
             answer_evaluation=self.answer, overall_score=round(sum(overalls) / len(overalls), 4) if overalls else None,
             evaluation_skipped=bool(skipped), skip_reason="; ".join(skipped) or None,
-            warnings=[w for v in present.values() for w in v.warnings], decisions=list(self.decisions),
-            config=self.config.snapshot(),
+            warnings=[*self._notes, *(w for v in present.values() for w in v.warnings)], decisions=list(self.decisions),
+            config=self.config.snapshot(), pipeline_prompts=dict(self.prompts_used),
         )
 
     async def save(self, *, flush: bool = True) -> EvaluationRecord:

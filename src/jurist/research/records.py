@@ -191,6 +191,8 @@ class EvaluationRecord(Record):
     warnings: list[str] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     config: dict[str, JsonValue] = Field(default_factory=dict)
+    # The pipeline's own prompts this run used: prompt lab name -> the hash of the text (its version).
+    pipeline_prompts: dict[str, str] = Field(default_factory=dict)
 
     def stages_config(self) -> StagesConfig | None:
         """The stages' configuration (thresholds, weights) this record was made under: None when the

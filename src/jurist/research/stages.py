@@ -71,6 +71,14 @@ DIMENSIONS: dict[str, tuple[Dimension, ...]] = {
     ),
 }
 
+# A research pipeline's own prompts, named by what uses them (``ResearchPipeline(prompts=...)``): the
+# planner (Stage 1), the search (Stage 2) and the synthesiser (Stage 3). The prompt lab lists them
+# as ``<prefix>.<name>`` (``research.planner``) and routes their calls like jurist's own.
+PLANNER_PROMPT: Final = "planner"
+RETRIEVAL_PROMPT: Final = "retrieval"
+SYNTHESIS_PROMPT: Final = "synthesis"
+PIPELINE_PROMPTS: tuple[str, ...] = (PLANNER_PROMPT, RETRIEVAL_PROMPT, SYNTHESIS_PROMPT)
+
 PASS_THRESHOLD = 0.7  # plan: "0.7 overall (configurable)"; used for every stage by default
 SEVERE_THRESHOLD = 0.5  # retrieval: flag severe failures below 0.5
 REGENERATE_BELOW = 0.5  # answer: regenerate the synthesis below 0.5

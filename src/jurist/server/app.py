@@ -68,7 +68,8 @@ def create_app(
     request: the caller's ``Authorization`` is then the token, never sent upstream);
     ``max_iterations`` bounds the rounds of a caller's tool loop (0: no bound).
     ``research_pipeline`` lets ``POST /api/research/evaluate`` start research evaluations of
-    it and ``POST /api/research/query`` run it and answer (:mod:`jurist.server.research_query`);
+    it and ``POST /api/research/query`` run it and answer (:mod:`jurist.server.research_query`); its
+    own prompts (``ResearchPipeline(prompts=...)``) are registered with the prompt lab at start-up;
     ``research_live`` is the sink whose runs the live pages show (default: a new one,
     :func:`jurist.server.research_live.live_research`); see :mod:`jurist.server.research_live`.
 
@@ -89,6 +90,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.aopen()  # the database is opened (and migrated) before the first request
         try:
+            if research_pipeline is not None:  # its own prompts are in the prompt lab from the start
+                await research_pipeline.register_prompts(state.store)
             yield
         finally:
             await state.sessions.aclose()  # the sessions' model clients
