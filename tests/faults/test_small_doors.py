@@ -84,15 +84,17 @@ def _session(content: str) -> str:
 
 def test_a_lone_surrogate_in_a_body_is_a_422_that_says_where(client):
     text = json.dumps(builtin("rubric_judge").text)[1:-1]
+    label = '{"item": "s1", "rubric": "helpful", "passed": true, %s}'
     cases = [
-        ("POST", "/api/evaluate", _session('"a\\ud800b"'), "session.0.content: a lone surrogate (\\ud800) at character 2"),
-        ("POST", "/api/evaluate", _session('"\\\\\\udfff"'), "session.0.content: a lone surrogate (\\udfff) at character 2"),
+        ("POST", "/api/evaluate", _session('"a\\ud800b"'),
+         "session.0.content: a lone surrogate (\\ud800) at character 2"),
+        ("POST", "/api/evaluate", _session('"\\\\\\udfff"'),
+         "session.0.content: a lone surrogate (\\udfff) at character 2"),
         ("PUT", "/api/prompts/rubric_judge", '{"text": "%s \\uDBFF"}' % text, "text: a lone surrogate (\\udbff)"),
         ("PUT", "/api/prompts/rubric_judge", '{"text": "%s", "note": "\\ud83d"}' % text, "note: a lone surrogate"),
-        ("POST", "/api/evaluation/labels", '{"item": "s1", "rubric": "helpful", "passed": true, "annotator": "\\udc00"}',
-         "annotator: a lone surrogate"),
-        ("POST", "/api/evaluation/labels", '{"item": "s1", "rubric": "helpful", "passed": true, "annotator": "a", '
-         '"\\ud800": 1}', "a field's name: a lone surrogate"),
+        ("POST", "/api/evaluation/labels", label % '"annotator": "\\udc00"', "annotator: a lone surrogate"),
+        ("POST", "/api/evaluation/labels", label % '"annotator": "a", "\\ud800": 1',
+         "a field's name: a lone surrogate"),
     ]
     for method, path, body, words in cases:
         r = client.request(method, path, content=body.encode(), headers=JSON)
@@ -111,7 +113,8 @@ def test_a_tool_name_that_is_an_object_is_refused_with_where(client):
     """A function name {"a": 1} in a tool call was judged as if it were text (or a 500 where it was read)."""
     script("doors", default=json.dumps({"score": 4, "reasoning": "fine"}))
     call = {"id": "c1", "type": "function", "function": {"name": {"a": 1}, "arguments": "{}"}}
-    turns = [{"role": "user", "content": "What is the weather?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+    turns = [{"role": "user", "content": "What is the weather?"},
+             {"role": "assistant", "content": "", "tool_calls": [call]},
              {"role": "tool", "tool_call_id": "c1", "content": "sunny"}, {"role": "assistant", "content": "Sunny."}]
     named = [turns[0], {"role": "tool", "tool_call_id": "c1", "name": {"a": 1}, "content": "sunny"}, turns[3]]
     for session, where in ((turns, "session:2: tool_calls[0].function.name"), (named, "session:2: name")):
