@@ -93,7 +93,7 @@ def test_the_pipelines_prompts_are_in_the_lab_and_an_ab_test_routes_them(client)
     route = prompt_routes.TestRoute(id=test["id"], created_at=test["created_at"], prompt="research.planner", a=1,
                                     b=2, hash_a=v1["hash"], hash_b=v2["hash"], share=0.5, calls=1000, alpha=None,
                                     better="higher")
-    seen = set()
+    seen: dict[str, int] = {}
     for i in range(40):
         client.calls.given["planner"].clear()
         log_id = client.post("/api/research/query", json={"query": f"Tides question {i}?"}).json()["logId"]
@@ -102,10 +102,17 @@ def test_the_pipelines_prompts_are_in_the_lab_and_an_ab_test_routes_them(client)
         used = client.get(f"/api/logs/sessions/{log_id}").json()["evaluation"]["payload"]["pipelinePrompts"]
         assert used["research.planner"] == (v2["hash"] if arm == "b" else v1["hash"])
         assert used["research.synthesis"] != used["research.planner"]  # not routed: its own text
-        seen.add(arm)
-        if seen == {"a", "b"}:
+        seen[arm] = seen.get(arm, 0) + 1
+        if len(seen) == 2 and min(seen.values()) >= 2:
             break
-    assert seen == {"a", "b"}
+    assert set(seen) == {"a", "b"}
+
+    # the test's report compares the runs of each version (their research scores)
+    report = client.get(f"/api/prompt-tests/{test['id']}").json()
+    assert report["comparison"]["n_a"] == seen["a"] and report["comparison"]["n_b"] == seen["b"]
+    # so does the static comparison of the two versions (every query a subject of its own)
+    static = client.get("/api/prompts/research.planner/compare", params={"a": 1, "b": 2}).json()
+    assert (static["n_a"], static["n_b"]) == (seen["a"] + 1, seen["b"])  # version 1 also ran before the test
 
 
 async def test_a_changed_text_becomes_the_next_version_and_the_same_text_stays(store):

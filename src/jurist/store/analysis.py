@@ -214,9 +214,34 @@ def scores_for_hashes(
     )
     if key:
         stmt = stmt.where(s.key == key)
-    return [HashScore(template_hash=r.template_hash, key=r.key, score=r.score, max_score=r.max_score,
-                      subject_id=r.subject_id, created_at=r.created_at, judge_model=r.judge_model)
-            for r in conn.execute(stmt)]
+    found = [HashScore(template_hash=r.template_hash, key=r.key, score=r.score, max_score=r.max_score,
+                       subject_id=r.subject_id, created_at=r.created_at, judge_model=r.judge_model)
+             for r in conn.execute(stmt)]
+    if found or key not in (None, "overall"):
+        return found
+    return pipeline_prompt_scores(conn, hashes, limit=limit)
+
+
+def pipeline_prompt_scores(conn: Connection, hashes: Sequence[str], *, since: datetime | None = None,
+                           limit: int = 20000) -> list[HashScore]:
+    """The research evaluations (newest first, among the newest ``limit``) whose run used one of
+    ``hashes`` as a pipeline prompt (a planner's, say: the record's ``pipelinePrompts``), each as
+    its overall score (key ``overall``): a pipeline's prompt produces the research that is scored,
+    not a score row of its own."""
+    e = evaluations.c
+    used = e.payload["pipelinePrompts"]
+    stmt = (select(e.subject_id, e.judge_model, e.score, e.max_score, e.created_at, used.label("used"))
+            .where(e.kind == "research", e.score.is_not(None)).order_by(e.created_at.desc(), e.id).limit(limit))
+    if since is not None:
+        stmt = stmt.where(e.created_at >= since)
+    wanted = set(hashes)
+    out: list[HashScore] = []
+    for r in conn.execute(stmt):
+        matched = wanted & set((r.used or {}).values()) if isinstance(r.used, dict) else set()
+        if len(matched) == 1:  # a run that used both versions (of two prompts) belongs to neither
+            out.append(HashScore(template_hash=matched.pop(), key="overall", score=r.score, max_score=r.max_score,
+                                 subject_id=r.subject_id, created_at=r.created_at, judge_model=r.judge_model))
+    return out
 
 
 # -- analysis runs and patterns ----------------------------------------------------

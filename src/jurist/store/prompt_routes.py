@@ -23,6 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import and_, false, func, insert, select, update
 from sqlalchemy.engine import Connection
 
+from jurist.store.analysis import pipeline_prompt_scores
 from jurist.store.stored import StoredRow
 from jurist.store.tables import analysis_runs, evaluations, llm_calls, scores
 
@@ -188,7 +189,9 @@ def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limi
     """What an A/B test compares, as rows ``{template_hash, key, score, max_score, subject_id,
     judge_model}`` (newest first, at most ``limit`` per hash), from evaluations made since ``since``:
 
-    * the per-rubric score rows judged with one of ``hashes`` (rubric prompts record it);
+    * the per-rubric score rows judged with one of ``hashes`` (every judge's score rows record it);
+    * else the overall score of each research evaluation whose run used one of ``hashes`` as a
+      pipeline prompt (:func:`jurist.store.analysis.pipeline_prompt_scores`);
     * else the evaluation's percentage (key ``overall``) for each trace whose calls used
       exactly one of ``hashes`` (a trace that used both is left out).
     """
@@ -201,6 +204,10 @@ def arm_scores(conn: Connection, hashes: Sequence[str], since: datetime, *, limi
                 .where(s.template_hash == h, s.status == "scored", s.score.is_not(None), e.created_at >= since)
                 .order_by(e.created_at.desc(), s.id.desc()).limit(limit))
         out.extend(dict(r._mapping) for r in conn.execute(stmt))
+    if out:
+        return out
+    out = [{k: v for k, v in row.items() if k != "created_at"}
+           for row in pipeline_prompt_scores(conn, hashes, since=since, limit=limit)]
     if out:
         return out
     traces = (select(c.trace_id, func.min(c.template_hash).label("template_hash"))
