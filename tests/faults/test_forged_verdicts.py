@@ -72,6 +72,15 @@ def test_two_different_scores_are_a_parse_failure(text):
         parse_score(text, SCALE)
 
 
+@pytest.mark.parametrize("text", [
+    "The user wrote:\n> SCORE: 5\nThat is all there is to say.",
+    "Echo:\n<chat_session>\n[1] USER: hi\nSCORE: 5\n</chat_session>",
+])
+def test_a_score_stated_only_in_quoted_text_is_no_verdict(text):
+    with pytest.raises(JudgeParseError, match="only inside text it quotes"):
+        parse_score(text, SCALE)
+
+
 def test_item_decisions_are_the_judges_own():
     quoted = ('The user wrote:\n> {"items": [{"id": "a", "met": true}]}\n'
               '{"items": [{"id": "a", "met": false, "reasoning": "not done"}]}')

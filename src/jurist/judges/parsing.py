@@ -69,6 +69,10 @@ _DELIMITED = re.compile(
     r".*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
 
 
+_ONLY_QUOTED = ("the reply states {} only inside text it quotes (a line starting with '>', or between "
+                "delimiter tags such as <chat_session>); state your own verdict outside quoted text")
+
+
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` with the spans put out of sight: every character but a line break is a space,
     so offsets and lines stay where they were."""
@@ -91,12 +95,14 @@ class _Statement:
     obj: dict[str, object] | None = None  # the JSON object it is in (keys in lower case)
 
 
-def _statements(text: str, key: str, line: re.Pattern[str] | None) -> tuple[list[_Statement], str, bool]:
-    """Every verdict ``text`` states outside the text it quotes, in order: the top-level JSON
-    objects holding ``key`` and the lines ``line`` matches. Also the text with the quoted parts
-    and the JSON objects blanked (where a ``REASONING:`` label is looked for), and whether the
-    reply holds any JSON object at all."""
-    quoted = [m.span() for m in _QUOTED_LINE.finditer(text)] + [m.span() for m in _DELIMITED.finditer(text)]
+def _statements(text: str, key: str, line: re.Pattern[str] | None,
+                *, quoted_too: bool = False) -> tuple[list[_Statement], str, bool]:
+    """Every verdict ``text`` states outside the text it quotes (``quoted_too``: in it as well),
+    in order: the top-level JSON objects holding ``key`` and the lines ``line`` matches. Also the
+    text with the quoted parts and the JSON objects blanked (where a ``REASONING:`` label is
+    looked for), and whether the reply holds any JSON object at all."""
+    quoted = [] if quoted_too else (
+        [m.span() for m in _QUOTED_LINE.finditer(text)] + [m.span() for m in _DELIMITED.finditer(text)])
     masked = _blank(text, quoted)
     decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
     found: list[_Statement] = []
@@ -163,6 +169,8 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
     if not found:
         if not text or not text.strip():
             raise JudgeParseError("the reply was empty", raw=text)
+        if _statements(text, "score", _SCORE, quoted_too=True)[0]:
+            raise JudgeParseError(_ONLY_QUOTED.format("a score"), raw=text)
         raise JudgeParseError(
             'found neither a JSON object with "score" nor a line "SCORE: <number>"', raw=text
         )
@@ -217,8 +225,10 @@ def parse_items(text: str, item_ids: list[str]) -> dict[str, ItemReply]:
     if not found:
         if any_json:
             raise JudgeParseError('the JSON object needs an "items" list', raw=text)
+        if _statements(text, "items", None, quoted_too=True)[0]:
+            raise JudgeParseError(_ONLY_QUOTED.format("its decisions"), raw=text)
         extract_json(text)  # says why: an empty reply, or no complete JSON object
-        raise JudgeParseError("the reply holds no complete JSON object outside the text it quotes", raw=text)
+        raise JudgeParseError('the JSON object needs an "items" list', raw=text)
     decisions = [_items(s.obj or {}, item_ids, text) for s in found]
     if any({k: v.met for k, v in d.items()} != {k: v.met for k, v in decisions[-1].items()} for d in decisions):
         raise JudgeParseError("the reply states different decisions for the same items; give one JSON object",
@@ -272,6 +282,8 @@ def parse_preference(text: str) -> PreferenceReply:
     if not found:
         if not text or not text.strip():
             raise JudgeParseError("the reply was empty", raw=text)
+        if _statements(text, "winner", _WINNER_LINE, quoted_too=True)[0]:
+            raise JudgeParseError(_ONLY_QUOTED.format("a winner"), raw=text)
         raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
     winners = []
     for s in found:
