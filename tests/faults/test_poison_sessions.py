@@ -9,6 +9,8 @@ Runs the real ``jurist evaluate-batch`` against a ``ProviderServer`` on 127.0.0.
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 from fastapi.testclient import TestClient
@@ -94,6 +96,24 @@ def test_a_session_read_directly_refuses_a_lone_surrogate(tmp_path):
     path.write_text(POISON["surrogate.jsonl"][0], encoding="utf-8")
     with pytest.raises(InputError, match=r"s.jsonl:2: a lone surrogate \(\\ud800\)"):
         load_session(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_in_place_of_a_session_file_is_refused_at_once(tmp_path):
+    os.mkfifo(tmp_path / "s.jsonl")
+    out: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            load_session(tmp_path / "s.jsonl")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)  # a hung open cannot keep the test run alive
+    reader.start()
+    reader.join(1.0)
+    assert out, "opening a FIFO in place of a session waited for a writer"
+    assert isinstance(out[0], InputError) and "s.jsonl: not a regular file" in str(out[0]), out
 
 
 @pytest.mark.parametrize("which", ["rubrics", "template"])

@@ -27,6 +27,8 @@ to the judge after its text, one per line: ``[tool call search: {"q": "coffee"}]
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,8 +238,15 @@ def load_session(path: str | Path, *, allow_private_image_urls: bool = False) ->
     bad one is an InputError naming the file and the line."""
     p = Path(path)
     try:
-        with p.open(encoding="utf-8") as fh:
-            return parse_session(fh, str(p), p.stem, p.parent, allow_private_image_urls=allow_private_image_urls)
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place opens at once
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError("not a regular file", file=str(p))
+            with open(fd, encoding="utf-8", closefd=False) as fh:
+                return parse_session(fh, str(p), p.stem, p.parent,
+                                     allow_private_image_urls=allow_private_image_urls)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise InputError(f"cannot read session: {exc.strerror}", file=str(p)) from None
     except UnicodeDecodeError:
