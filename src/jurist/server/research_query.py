@@ -11,7 +11,8 @@ The query runs the same :class:`~jurist.research.ResearchPipeline` as ``POST
 /api/research/evaluate`` (``create_app(research_pipeline=...)``), through the same
 :meth:`ResearchEvaluation.run`, with the server's :class:`~jurist.server.research_live.LiveResearch`
 as its event sink: while the request waits, the run can be followed on its live page.
-The difference is that the request waits for the answer. ``evaluation`` is the
+The difference is that the request waits for the answer. A query is refused (429) while
+``MAX_RUNNING`` runs are going on, counting the runs started by ``POST /api/research/evaluate``. ``evaluation`` is the
 record's summary (:meth:`EvaluationRecord.summary`), whose ``details`` is the URL of
 the full trace. Evaluation is advisory: a stage whose evaluation failed is reported
 in ``evaluationSkipped`` / ``skipReason`` and the answer is returned all the same; a
@@ -39,7 +40,7 @@ from jurist.server import api_evaluations
 from jurist.server.api_evaluations import EvaluationTrace
 from jurist.server.auth import require_write
 from jurist.server.errors import error_responses
-from jurist.server.research_live import live_research
+from jurist.server.research_live import MAX_DECISION_TIMEOUT_S, MAX_RUNNING, live_research
 from jurist.server.state import get_state
 
 log = logging.getLogger("jurist.server")
@@ -58,8 +59,10 @@ class QueryRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=20_000, description="the user's research question")
     decision_timeout: Number | None = Field(
-        None, gt=0, le=3600, description="after a severe retrieval flag, seconds to wait for proceed / retry "
-                                         "(POST /api/research/{logId}/decision); default: no question, proceed")
+        None, gt=0, le=MAX_DECISION_TIMEOUT_S,
+        description="after a severe retrieval flag, seconds to wait for proceed / retry (POST "
+                    f"/api/research/{{logId}}/decision; at most {MAX_DECISION_TIMEOUT_S}); default: no question, "
+                    "the run proceeds")
     decision_default: Literal["proceed", "retry"] = Field("proceed", description="the choice after the time-out")
 
 
@@ -112,12 +115,24 @@ def _pipeline(request: Request) -> ResearchPipeline:
 
 
 @router.post("/api/research/query", dependencies=[Depends(require_write)], response_model=QueryResponse,
-             response_model_by_alias=True, responses=error_responses(400, 401, 404, 422, 502))
+             response_model_by_alias=True, responses=error_responses(400, 401, 404, 422, 429, 502))
 async def research_query(request: Request, body: QueryRequest) -> QueryResponse:
     """Run the server's research pipeline on ``query`` (plan with its evaluation loop, search,
     retrieval evaluation, answer) and answer with the result and its ``evaluation`` scores;
     the run is on record under ``logId`` (``GET /api/logs/sessions/{logId}``)."""
     pipeline = _pipeline(request)
+    live = live_research(request.app)
+    app_state = request.app.state
+    if live.running() + app_state.research_queries >= MAX_RUNNING:
+        raise HTTPException(429, f"{MAX_RUNNING} research runs are going on; try again when one has finished")
+    app_state.research_queries += 1
+    try:
+        return await _query(request, pipeline, body)
+    finally:
+        app_state.research_queries -= 1
+
+
+async def _query(request: Request, pipeline: ResearchPipeline, body: QueryRequest) -> QueryResponse:
     live = live_research(request.app)
     evaluation = await asyncio.to_thread(  # it may read the research configuration from jurist.yaml
         pipeline.start, runtime=get_state(request).runtime, events=live, decision_timeout=body.decision_timeout,
@@ -157,6 +172,7 @@ async def session_log(request: Request, log_id: str = PathParam(min_length=1, ma
 
 def install(app: FastAPI) -> None:
     """Serve these routes on ``app`` (after :func:`jurist.server.research_live.install`)."""
+    app.state.research_queries = 0  # queries being answered: with the live runs, at most MAX_RUNNING
     app.include_router(router)
 
 
