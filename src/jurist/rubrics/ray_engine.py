@@ -127,13 +127,13 @@ class _ResultWriter:
             write_json(self.out / result_name(session_id), result)
 
 
-def _open_shard(files: list[str], out: Path, force: bool) -> list[tuple[str, Any, Any]]:
+def _open_shard(files: list[str], out: Path, force: bool, allow_private_image_urls: bool) -> list[tuple[str, Any, Any]]:
     """Load a shard's sessions in one go (blocking: run in a thread): per file,
     (file, session, existing result) or (file, InputError, None)."""
     opened: list[tuple[str, Any, Any]] = []
     for name in files:
         try:
-            session, existing = open_session(Path(name), out, force)
+            session, existing = open_session(Path(name), out, force, allow_private_image_urls=allow_private_image_urls)
         except InputError as exc:
             opened.append((name, exc, None))
         else:
@@ -280,7 +280,8 @@ class BatchWorker:
         assert self._queue is not None
         loop = asyncio.get_running_loop()
         outcomes: list[ShardOutcome | asyncio.Future[ShardOutcome]] = []
-        for name, session, existing in await asyncio.to_thread(_open_shard, files, self.out, self.spec.force):
+        for name, session, existing in await asyncio.to_thread(_open_shard, files, self.out, self.spec.force,
+                                                                self.spec.settings.allow_private_image_urls):
             if isinstance(session, InputError):
                 outcomes.append(ShardOutcome(file=name, kind="input_error", error=str(session)))
             elif not needs_scoring(existing, self.spec.retry_failed):
