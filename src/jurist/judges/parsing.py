@@ -21,6 +21,7 @@ judge states, never from the first thing that looks like one:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -39,9 +40,11 @@ UNIT_INTERVAL: dict[str, JsonValue] = {"type": "number", "minimum": 0, "maximum"
                                  "enum": [i / 100 for i in range(101)]}
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_SCORE = re.compile(r"^[\s*#_>-]*score[\s*_]*[:=][\s*_]*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+# (A line's lead-in is matched within the line: "^\s*" would run on over every blank line below
+# it, again from each, in a reply of many blank lines.)
+_SCORE = re.compile(r"^[ \t*#_>-]*score[\s*_]*[:=][\s*_]*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
 _JSON_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
-_REASONING_LABEL = re.compile(r"^[\s*#_-]*reasoning[\s*_]*[:=][\s*_]*", re.IGNORECASE | re.MULTILINE)
+_REASONING_LABEL = re.compile(r"^[ \t*#_-]*reasoning[\s*_]*[:=][\s*_]*", re.IGNORECASE | re.MULTILINE)
 
 
 def extract_json(text: str) -> dict[str, JsonValue]:
@@ -52,7 +55,7 @@ def extract_json(text: str) -> dict[str, JsonValue]:
     decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
     for chunk in candidates:
         for i, ch in enumerate(chunk):
-            if ch != "{":
+            if ch != "{" or not _OBJECT_START.match(chunk, i):
                 continue
             try:
                 obj, _ = decoder.raw_decode(chunk, i)
@@ -64,9 +67,30 @@ def extract_json(text: str) -> dict[str, JsonValue]:
 
 
 _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
-_DELIMITED = re.compile(
-    r"<\s*(" + "|".join(sorted(map(re.escape, DELIMITERS), key=len, reverse=True)) + r")(?![\w-])[^>]*>"
-    r".*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
+_NAMES = "|".join(sorted(map(re.escape, DELIMITERS), key=len, reverse=True))
+_OPENING = re.compile(rf"<[ \t]*({_NAMES})(?![\w-])[^<>\n]{{0,200}}>", re.IGNORECASE)
+_CLOSING = re.compile(rf"<[ \t]*/[ \t]*({_NAMES})[ \t]*>", re.IGNORECASE)
+_OBJECT_START = re.compile(r'\{\s*["}]')  # where a JSON object can start: a key, or its end
+
+
+def _quoted(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` the judge quotes: lines starting with ``>``, and blocks from a
+    delimiter's opening tag to its closing one (each opening tag matched with the first closing
+    tag of its name after it, found by bisection: linear in the reply, however many tags)."""
+    spans = [m.span() for m in _QUOTED_LINE.finditer(text)]
+    closings: dict[str, list[tuple[int, int]]] = {}
+    for m in _CLOSING.finditer(text):
+        closings.setdefault(m.group(1).lower(), []).append(m.span())
+    if not closings:
+        return spans
+    after = 0
+    for m in _OPENING.finditer(text):
+        ends = closings.get(m.group(1).lower(), [])
+        i = bisect.bisect_left(ends, (m.end(), 0))
+        if m.start() >= after and i < len(ends):
+            spans.append((m.start(), ends[i][1]))
+            after = ends[i][1]
+    return spans
 
 
 _ONLY_QUOTED = ("the reply states {} only inside text it quotes (a line starting with '>', or between "
@@ -101,14 +125,16 @@ def _statements(text: str, key: str, line: re.Pattern[str] | None,
     in order: the top-level JSON objects holding ``key`` and the lines ``line`` matches. Also the
     text with the quoted parts and the JSON objects blanked (where a ``REASONING:`` label is
     looked for), and whether the reply holds any JSON object at all."""
-    quoted = [] if quoted_too else (
-        [m.span() for m in _QUOTED_LINE.finditer(text)] + [m.span() for m in _DELIMITED.finditer(text)])
+    quoted = [] if quoted_too else _quoted(text)
     masked = _blank(text, quoted)
     decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
     found: list[_Statement] = []
     objects: list[tuple[int, int]] = []
     at = masked.find("{")
     while at >= 0:
+        if not _OBJECT_START.match(text, at):
+            at = masked.find("{", at + 1)
+            continue
         try:
             obj, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError:
@@ -125,6 +151,11 @@ def _statements(text: str, key: str, line: re.Pattern[str] | None,
         found += [_Statement(masked.rfind("\n", 0, m.start(1)) + 1, m.end(), m.group(1), m.span(1))
                   for m in line.finditer(masked)]
     return sorted(found, key=lambda s: s.start), masked, bool(objects)
+
+
+def _only_quoted(text: str, key: str, line: re.Pattern[str] | None) -> bool:
+    """Whether ``text``, which states no verdict of its own, holds one in the text it quotes."""
+    return bool(_quoted(text)) and bool(_statements(text, key, line, quoted_too=True)[0])
 
 
 def _line_reasoning(text: str, masked: str, chosen: _Statement, before: int) -> str:
@@ -169,7 +200,7 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
     if not found:
         if not text or not text.strip():
             raise JudgeParseError("the reply was empty", raw=text)
-        if _statements(text, "score", _SCORE, quoted_too=True)[0]:
+        if _only_quoted(text, "score", _SCORE):
             raise JudgeParseError(_ONLY_QUOTED.format("a score"), raw=text)
         raise JudgeParseError(
             'found neither a JSON object with "score" nor a line "SCORE: <number>"', raw=text
@@ -225,7 +256,7 @@ def parse_items(text: str, item_ids: list[str]) -> dict[str, ItemReply]:
     if not found:
         if any_json:
             raise JudgeParseError('the JSON object needs an "items" list', raw=text)
-        if _statements(text, "items", None, quoted_too=True)[0]:
+        if _only_quoted(text, "items", None):
             raise JudgeParseError(_ONLY_QUOTED.format("its decisions"), raw=text)
         extract_json(text)  # says why: an empty reply, or no complete JSON object
         raise JudgeParseError('the JSON object needs an "items" list', raw=text)
@@ -263,7 +294,7 @@ def _items(obj: Mapping[str, object], item_ids: list[str], text: str) -> dict[st
 
 #: A pairwise judge's answers: answer A (shown first), answer B (shown second), or neither.
 PREFER_A, PREFER_B, PREFER_NEITHER = "A", "B", "tie"
-_WINNER_LINE = re.compile(r"^[\s*#_>-]*winner[\s*_]*[:=][\s*_\"']*([^\n\"'*]*)", re.IGNORECASE | re.MULTILINE)
+_WINNER_LINE = re.compile(r"^[ \t*#_>-]*winner[\s*_]*[:=][\s*_\"']*([^\n\"'*]*)", re.IGNORECASE | re.MULTILINE)
 _WINNERS = {"a": PREFER_A, "answer a": PREFER_A, "[[a]]": PREFER_A, "b": PREFER_B, "answer b": PREFER_B,
             "[[b]]": PREFER_B, "tie": PREFER_NEITHER, "neither": PREFER_NEITHER, "[[c]]": PREFER_NEITHER,
             "equal": PREFER_NEITHER}
@@ -282,7 +313,7 @@ def parse_preference(text: str) -> PreferenceReply:
     if not found:
         if not text or not text.strip():
             raise JudgeParseError("the reply was empty", raw=text)
-        if _statements(text, "winner", _WINNER_LINE, quoted_too=True)[0]:
+        if _only_quoted(text, "winner", _WINNER_LINE):
             raise JudgeParseError(_ONLY_QUOTED.format("a winner"), raw=text)
         raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
     winners = []
