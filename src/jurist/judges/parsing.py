@@ -258,8 +258,9 @@ def parse_items(text: str, item_ids: list[str]) -> dict[str, ItemReply]:
             raise JudgeParseError('the JSON object needs an "items" list', raw=text)
         if _only_quoted(text, "items", None):
             raise JudgeParseError(_ONLY_QUOTED.format("its decisions"), raw=text)
-        extract_json(text)  # says why: an empty reply, or no complete JSON object
-        raise JudgeParseError('the JSON object needs an "items" list', raw=text)
+        if not text or not text.strip():
+            raise JudgeParseError("the reply was empty", raw=text)
+        raise JudgeParseError("the reply holds no complete JSON object", raw=text)
     decisions = [_items(s.obj or {}, item_ids, text) for s in found]
     if any({k: v.met for k, v in d.items()} != {k: v.met for k, v in decisions[-1].items()} for d in decisions):
         raise JudgeParseError("the reply states different decisions for the same items; give one JSON object",
