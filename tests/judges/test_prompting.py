@@ -72,6 +72,18 @@ def test_readable_text_is_kept_as_written():
     assert quote("text", text) == f"<text>\n{text}\n</text>"
 
 
+def test_every_format_character_is_taken_out():
+    # The format characters are listed in the module (computing them costs 0.1 s at import): every one
+    # this Python's Unicode data knows, but the joiners, must be in the list.
+    import unicodedata
+
+    from jurist.judges.prompting import normalise
+
+    missing = [hex(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"
+               and c not in (0x200C, 0x200D) and normalise(f"a{chr(c)}b") != "ab"]
+    assert not missing
+
+
 def test_other_spellings_are_read_as_one():
     # Compatibility forms become the plain letters, invisible characters go: the judge reads one spelling.
     assert escape("e\u0301 \u200b <ｔｅｘｔ> ＜b＞") == "\u00e9  <text_> <b>"

@@ -88,11 +88,14 @@ _SLASH = "/\uff0f\u2044\u2215\u29f8\u2571\u27cb"
 # Line breaks a reader (or str.splitlines) takes for one: CRLF, CR, VT, FF, the file, group and record
 # separators, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR.
 _BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-# Neither seen nor a line break: control characters (but tab and line feed), and format characters
-# (category Cf: zero-width space, joiners, BOM, soft hyphen, bidirectional controls, ...).
-_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f" + "".join(
-    re.escape(chr(c)) for c in range(0xA0, 0x110000)
-    if unicodedata.category(chr(c)) == "Cf" and c not in (0x200C, 0x200D)) + "]")
+# Format characters (Unicode category Cf, Unicode 15.1) but the joiners: soft hyphen, Arabic number
+# signs, zero-width space, direction marks and embeddings, word joiner and invisible operators,
+# the BOM, interlinear annotation, and the format controls of other scripts and of tags.
+_FORMAT = ("\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b\u200e-\u200f\u202a-\u202e"
+           "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+           "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+# Neither seen nor a line break: control characters (but tab and line feed), and format characters.
+_INVISIBLE = re.compile(f"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f{_FORMAT}]")
 # The zero-width (non-)joiner, kept where it joins what it is for (an emoji sequence, Persian or
 # Devanagari letters), removed next to plain ASCII (where it would only split a word: chat_\u200dsession).
 _JOINERS = re.compile("(?<![^\x00-\x7f])[\u200c\u200d]+|[\u200c\u200d]+(?![^\x00-\x7f])")
