@@ -131,8 +131,8 @@ class ModelUnavailable(ModelError):
 
 
 class EndpointDown(ModelUnavailable):
-    """The endpoint failed too many calls in a row without answering (timeouts,
-    connection failures): its circuit breaker is open, so calls fail at once, with
+    """The endpoint failed too many calls in a row (no answer: timeouts, connection
+    failures; or server errors after retries): its circuit breaker is open, so calls fail at once, with
     no retries, until the cool-down ends and one probe call finds it up again."""
 
     retryable = False

@@ -19,6 +19,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Final, Generic, Literal, TypeVar
 
+from jurist.models.model import time_limit
+
 T = TypeVar("T")
 
 Status = Literal["ok", "failed", "skipped"]
@@ -109,8 +111,9 @@ async def guarded(
     first) and cancellation always propagate.
     """
     try:
-        async with asyncio.timeout(timeout or None):
-            value = await fn()
+        with time_limit(timeout or None):  # a call cut off by this clock counts as a time-out toward the breaker
+            async with asyncio.timeout(timeout or None):
+                value = await fn()
     except TimeoutError as exc:
         if timeout is None:  # an inner time limit that is not ours: a failure like any other
             if not isinstance(exc, catch) or isinstance(exc, reraise):
