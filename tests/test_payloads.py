@@ -25,7 +25,20 @@ OLD = json.loads((DATA / "stored_before_kind.json").read_text(encoding="utf-8"))
 MODELS = {"rubric": RubricResult, "gate": GateRecord, "research": EvaluationRecord, "checklist": ChecklistTurn}
 OLD_ROWS = [(kind, p) for kind, payloads in OLD.items() for p in payloads]
 # Fields added after the fixture was stored, with the value an old row reads as.
-LATER = {"research": {"decisions": []}}
+LATER = {"research": {"decisions": [], "pipelinePrompts": {}}}
+# Fields added since inside a record's parts (a research evaluator result, a gate evaluation),
+# with the value an old row reads as: left out where they have it, to compare with the row as stored.
+NESTED_LATER = {"research": {"templateHash": None}, "gate": {"template_hash": None}}
+
+
+def without_later(kind: str, data):
+    """``data`` without the fields :data:`NESTED_LATER` names where they hold their default."""
+    later = NESTED_LATER.get(kind, {})
+    if isinstance(data, dict):
+        return {k: without_later(kind, v) for k, v in data.items() if not (k in later and v == later[k])}
+    if isinstance(data, list):
+        return [without_later(kind, v) for v in data]
+    return data
 
 
 def test_the_fixture_is_from_before_kind_and_covers_every_kind():
@@ -39,7 +52,7 @@ def test_old_rows_load_through_the_union_with_the_rows_kind(kind, stored):
     payload = read_payload(kind, stored)
     assert type(payload) is MODELS[kind]
     assert payload.kind == kind and payload.version == "1.0"
-    again = payload.to_json()
+    again = without_later(kind, payload.to_json())
     # nothing lost, nothing changed: only kind (and version) are added, and later fields at their defaults
     added = {"kind", "version"} - set(stored)
     later = LATER.get(kind, {})
