@@ -48,22 +48,20 @@ _REASONING_LABEL = re.compile(r"^[ \t*#_-]*reasoning[\s*_]*[:=][\s*_]*", re.IGNO
 
 
 def extract_json(text: str) -> dict[str, JsonValue]:
-    """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
+    """The JSON object the judge states: fenced, bare, or surrounded by prose, outside the text
+    it quotes (see the module's notes). Two top-level objects that differ are a parse failure
+    (the judge is asked again), never the first one; the same object repeated is that object."""
     if not text or not text.strip():
         raise JudgeParseError("the reply was empty", raw=text)
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
-    for chunk in candidates:
-        for i, ch in enumerate(chunk):
-            if ch != "{" or not _OBJECT_START.match(chunk, i):
-                continue
-            try:
-                obj, _ = decoder.raw_decode(chunk, i)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                return obj
-    raise JudgeParseError("the reply holds no complete JSON object", raw=text)
+    objects = [obj for _, _, obj in _json_objects(text, _blank(text, _quoted(text)))]
+    if not objects:
+        if _quoted(text) and _json_objects(text, text):
+            raise JudgeParseError(_ONLY_QUOTED.format("a JSON object"), raw=text)
+        raise JudgeParseError("the reply holds no complete JSON object", raw=text)
+    objects = [obj for obj in objects if obj] or objects  # a "{}" in the prose is not a verdict
+    if any(obj != objects[-1] for obj in objects):
+        raise JudgeParseError("the reply states different JSON objects; give one JSON object, once", raw=text)
+    return objects[-1]
 
 
 _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
@@ -127,9 +125,25 @@ def _statements(text: str, key: str, line: re.Pattern[str] | None,
     looked for), and whether the reply holds any JSON object at all."""
     quoted = [] if quoted_too else _quoted(text)
     masked = _blank(text, quoted)
-    decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
     found: list[_Statement] = []
     objects: list[tuple[int, int]] = []
+    for at, end, obj in _json_objects(text, masked):
+        objects.append((at, end))
+        low = _lower_keys(obj)
+        if key in low:
+            found.append(_Statement(at, end, low[key], None, low))
+    masked = _blank(masked, objects)
+    if line is not None:
+        found += [_Statement(masked.rfind("\n", 0, m.start(1)) + 1, m.end(), m.group(1), m.span(1))
+                  for m in line.finditer(masked)]
+    return sorted(found, key=lambda s: s.start), masked, bool(objects)
+
+
+def _json_objects(text: str, masked: str) -> list[tuple[int, int, dict[str, JsonValue]]]:
+    """The top-level JSON objects of ``text`` (start, end, object) that start where ``masked``
+    (the text with its quoted parts blanked) still has a ``{``; nested ones are part of theirs."""
+    decoder = json.JSONDecoder(strict=False)  # a raw line break inside a string is still the string
+    out: list[tuple[int, int, dict[str, JsonValue]]] = []
     at = masked.find("{")
     while at >= 0:
         if not _OBJECT_START.match(text, at):
@@ -141,16 +155,11 @@ def _statements(text: str, key: str, line: re.Pattern[str] | None,
             at = masked.find("{", at + 1)
             continue
         if isinstance(obj, dict):
-            objects.append((at, end))
-            low = _lower_keys(obj)
-            if key in low:
-                found.append(_Statement(at, end, low[key], None, low))
-        at = masked.find("{", end)
-    masked = _blank(masked, objects)
-    if line is not None:
-        found += [_Statement(masked.rfind("\n", 0, m.start(1)) + 1, m.end(), m.group(1), m.span(1))
-                  for m in line.finditer(masked)]
-    return sorted(found, key=lambda s: s.start), masked, bool(objects)
+            out.append((at, end, obj))
+            at = masked.find("{", end)
+        else:
+            at = masked.find("{", at + 1)
+    return out
 
 
 def _only_quoted(text: str, key: str, line: re.Pattern[str] | None) -> bool:
