@@ -154,6 +154,11 @@ def _json_objects(text: str, masked: str) -> list[tuple[int, int, dict[str, Json
         except json.JSONDecodeError:
             at = masked.find("{", at + 1)
             continue
+        except RecursionError:
+            raise JudgeParseError("the reply's JSON is nested too deep to read; give one flat JSON object",
+                                  raw=text) from None
+        except ValueError:  # an integer of more digits than Python reads (4,300)
+            raise JudgeParseError("the reply's JSON holds a number too long to read", raw=text) from None
         if isinstance(obj, dict):
             out.append((at, end, obj))
             at = masked.find("{", end)
@@ -185,7 +190,10 @@ def _number(value: Any, what: str, raw: str) -> float:
     if isinstance(value, bool):
         raise JudgeParseError(f"{what} must be a number, got {value!r}", raw=raw)
     if isinstance(value, (int, float)):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an integer beyond any float
+            raise JudgeParseError(f"{what} must be a finite number", raw=raw) from None
     elif isinstance(value, str) and re.fullmatch(r"\s*-?\d+(\.\d+)?\s*", value):
         out = float(value)
     else:
