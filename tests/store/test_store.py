@@ -177,7 +177,7 @@ def test_a_failed_write_is_reported_on_flush_and_the_store_keeps_working(store):
 def test_url_normalisation_and_bad_urls(tmp_path):
     assert normalise_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
     assert normalise_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
-    with pytest.raises(StoreError, match="JURIST_DATABASE_URL"):
+    with pytest.raises(ConfigError, match="JURIST_DATABASE_URL"):
         Store("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with pytest.raises(ConfigError):
         Store("notadb://x")

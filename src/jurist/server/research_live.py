@@ -76,7 +76,7 @@ class _Run:
     @property
     def status(self) -> str:
         if self.finished:
-            if self.cancelled:
+            if self.cancelled and self.events and self.events[-1].type == "error":
                 return "cancelled"
             return self.events[-1].type if self.events else "done"
         return "waiting" if self.pending is not None else "running"

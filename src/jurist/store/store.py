@@ -460,7 +460,8 @@ def _resolve_all(pairs: list[tuple[asyncio.Future[Any], Any]]) -> None:
 
 def _connect(engine: Engine) -> None:
     """Connect once (the connection stays in the pool): a server that does not answer is a
-    StoreError naming it and the fix, after the connect time-out, not a hang."""
+    ConfigError naming it and the fix (a setting to correct: exit 2), after the connect
+    time-out, not a hang."""
     from jurist.config import shown_url
 
     try:
@@ -469,10 +470,10 @@ def _connect(engine: Engine) -> None:
     except OperationalError as exc:
         shown = shown_url(engine.url.render_as_string(hide_password=False))
         reason = " ".join(str(exc.orig or exc).split()) or type(exc.orig or exc).__name__
-        raise StoreError(
-            f"cannot connect to the database {shown}: {reason}. Check that --db, JURIST_DATABASE_URL or "
-            "database_url in jurist.yaml names a running PostgreSQL server (host, port, database); a server "
-            f"slower to answer than {CONNECT_TIMEOUT_S} s is given longer with ?connect_timeout=SECONDS in the URL"
+        raise ConfigError(
+            f"cannot connect to the database {shown}: {reason}. Check --db, JURIST_DATABASE_URL or database_url "
+            "in jurist.yaml: it must name a running PostgreSQL server (host, port, database); a server slower to "
+            f"answer than {CONNECT_TIMEOUT_S} s is given longer with ?connect_timeout=SECONDS in the URL"
         ) from None
 
 
