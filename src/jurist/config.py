@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from jurist.errors import ConfigError
-from jurist.jsonfiles import Number, Whole, error_problem, key_line
+from jurist.jsonfiles import Number, Whole, error_problem, key_line, value_problem
 
 APP_NAME = "jurist"
 DATABASE_FILE = "jurist.db"
@@ -274,11 +274,23 @@ def _config_path(explicit: str | Path | None) -> Path | None:
 
 
 def read_yaml(path: Path, what: str = "settings") -> dict[str, object]:
-    """A YAML file holding a mapping (``{}`` when empty); ConfigError otherwise."""
+    """A YAML file holding a mapping (``{}`` when empty), within the bounds of a JSON input
+    (:func:`~jurist.jsonfiles.value_problem`); ConfigError naming the file otherwise."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deep to read") from None
+    except ValueError:  # an integer of more digits than Python reads (4,300)
+        raise ConfigError(f"{path} holds a number too long to read (over 4,300 digits)") from None
+    problem = value_problem(data)
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -34,16 +34,20 @@ def loads(text: str, source: str, line: int | None = None) -> Any:
     """JSON text's value, as ``json.loads`` reads it, within bounds: nested at most
     :data:`MAX_JSON_DEPTH` arrays and objects deep, and every string Unicode text (a lone
     surrogate, ``"\\ud800"`` without its pair, cannot be written as UTF-8 and is refused).
-    Either is an InputError naming ``source`` and the line (``line``: the text's own, for a
-    JSONL line); invalid JSON raises ``json.JSONDecodeError`` for the caller to word."""
+    Either, or a number of more digits than Python reads, is an InputError naming ``source`` and
+    the line (``line``: the text's own, for a JSONL line); invalid JSON raises ``json.JSONDecodeError`` for the caller to word."""
     try:
         value = json.loads(text)
     except RecursionError:
         raise InputError(f"nested more than {MAX_JSON_DEPTH} arrays or objects deep", file=source,
                          line=line) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more digits than Python reads (4,300)
+        raise InputError("a number too long to read (over 4,300 digits)", file=source, line=line) from None
     deep = text.count("[") + text.count("{") > MAX_JSON_DEPTH  # else it cannot be too deep
     if deep or _MAYBE_SURROGATE.search(text):
-        problem = _value_problem(value)
+        problem = value_problem(value)
         if problem is not None:
             lone = _LONE_ESCAPE.search(text) if problem.startswith("a lone") else None
             if line is None and lone is not None:
@@ -52,11 +56,18 @@ def loads(text: str, source: str, line: int | None = None) -> Any:
     return value
 
 
-def _value_problem(value: Any) -> str | None:
-    """Why a parsed JSON value is out of bounds (too deep, a lone surrogate), or None."""
+def value_problem(value: Any) -> str | None:
+    """Why a parsed JSON (or YAML) value is out of bounds (too deep, a lone surrogate), or None.
+    A list or object met again (a YAML alias) is not walked again: aliases of aliases repeat one
+    value a billion times."""
     todo: list[tuple[Any, int]] = [(value, 0)]
+    seen: set[int] = set()
     while todo:
         item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, str):
             found = _SURROGATE.search(item)
             if found is not None:

@@ -78,28 +78,28 @@ def nested(depth: int, inner: str = "1", *, objects: bool = False) -> str:
     return "[" * depth + inner + "]" * depth
 
 
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every place in a JSON value (the paths to each value inside it, the root's ``()`` first)."""
     out = [path]
     if isinstance(value, dict):
         for k, v in value.items():
-            out += _places(v, (*path, k))
+            out += places(v, (*path, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            out += _places(v, (*path, i))
+            out += places(v, (*path, i))
     return out
 
 
-def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     if not path:
         return new
     head, rest = path[0], path[1:]
     if isinstance(value, dict):
-        return {k: (_replaced(v, rest, new) if k == head else v) for k, v in value.items()}
-    return [_replaced(v, rest, new) if i == head else v for i, v in enumerate(value)]
+        return {k: (replaced(v, rest, new) if k == head else v) for k, v in value.items()}
+    return [replaced(v, rest, new) if i == head else v for i, v in enumerate(value)]
 
 
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
+def at(value: Any, path: tuple[Any, ...]) -> Any:
     for part in path:
         value = value[part]
     return value
@@ -112,22 +112,22 @@ def mutated(draw: st.DrawFn, example: Any) -> Any:
     unknown field added, a field removed, or a value nested deep."""
     value = example
     for _ in range(draw(st.integers(1, 3))):
-        places = _places(value)
-        path = draw(st.sampled_from(places))
-        target = _at(value, path)
+        spots = places(value)
+        path = draw(st.sampled_from(spots))
+        target = at(value, path)
         how = draw(st.sampled_from(["replace", "replace", "number", "unknown", "drop", "deep"]))
         if how == "unknown" and isinstance(target, dict):
             key = draw(st.one_of(texts, st.sampled_from(["scale", "weight", "id", "contnet", "__proto__"])))
-            value = _replaced(value, path, {**target, key: draw(json_values)})
+            value = replaced(value, path, {**target, key: draw(json_values)})
         elif how == "drop" and isinstance(target, dict) and target:
             gone = draw(st.sampled_from(sorted(target)))
-            value = _replaced(value, path, {k: v for k, v in target.items() if k != gone})
+            value = replaced(value, path, {k: v for k, v in target.items() if k != gone})
         elif how == "number":
-            value = _replaced(value, path, draw(st.one_of(raw_numbers, st.booleans())))
+            value = replaced(value, path, draw(st.one_of(raw_numbers, st.booleans())))
         elif how == "deep":
-            value = _replaced(value, path, Raw(nested(draw(st.integers(10, 3000)), dump(target))))
+            value = replaced(value, path, Raw(nested(draw(st.integers(10, 3000)), dump(target))))
         else:
-            value = _replaced(value, path, draw(json_values))
+            value = replaced(value, path, draw(json_values))
     return value
 
 
