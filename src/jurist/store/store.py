@@ -26,7 +26,7 @@ from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, Typ
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from jurist.errors import ConfigError, InputError, StoreError
 from jurist.models.base import CallRecord
@@ -100,8 +100,18 @@ class Store:
         for ``lookup_linger`` seconds into one query (``BATCH_LOOKUP_LINGER``
         suits batch runs; the default, interactive calls)."""
         self.url = normalise_url(url)
+        try:
+            self.url.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"cannot use database {self.url!a}: the URL holds a lone surrogate, half of a "
+                              "character, not text") from None
         if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
-            Path(self.url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(self.url[len("sqlite:///") :]).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise ConfigError(f"cannot use database {self.url!r}: cannot make its folder {folder}: {reason}") from None
         try:
             self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json,
                                                 connect_args=connect_args(self.url))
@@ -467,7 +477,7 @@ def _connect(engine: Engine) -> None:
     try:
         with engine.connect():
             pass
-    except OperationalError as exc:
+    except DBAPIError as exc:  # no answer, a refusal, or an option the driver refuses (connect_timeout=abc)
         shown = shown_url(engine.url.render_as_string(hide_password=False))
         reason = " ".join(str(exc.orig or exc).split()) or type(exc.orig or exc).__name__
         raise ConfigError(
