@@ -64,9 +64,10 @@ class ProviderSettings(BaseModel):
 class Settings(BaseModel):
     """Everything jurist can be told. Build it with :meth:`Settings.load` (explicit values, jurist.yaml,
     ``JURIST_*``); built directly, ``Settings(...)`` holds the values given and the defaults. Either
-    way it reads the providers' variables once, as it is built (:meth:`variable`)."""
+    way it reads the providers' variables once, as it is built (:meth:`variable`). Every number is
+    finite: a time-out or a scale of ``1e400`` (infinity) or NaN is refused, not waited on."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     judge: str | None = None
     # A vision model (reference or alias): sessions with images are judged by it, with the images;

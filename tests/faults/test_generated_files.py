@@ -213,3 +213,25 @@ def test_yaml_aliases_are_read_at_once_not_expanded(reader, text, tmp_path):
     started = time.monotonic()
     loads_or_names_the_file(reader, path)
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("name, text", [
+    ("labels.jsonl", '{"item": "s1", "rubric": "safety", "label": NaN, "annotator": "ana"}\n'),
+    ("labels.jsonl", '{"item": "s1", "rubric": "safety", "label": Infinity, "annotator": "ana"}\n'),
+    ("labels.jsonl", '{"item": "s1", "rubric": "safety", "label": 1e400, "annotator": "ana"}\n'),
+    ("jurist.yaml", "timeout: 1e400\n"),
+    ("jurist.yaml", "score_scale: [1, .inf]\n"),
+    ("jurist.yaml", "breaker_cooldown: .inf\n"),
+    ("rubrics.json", '{"version": {"major": 1}, "rubrics": [{"id": "a", "name": "A", "scoring_criteria": "x"}]}'),
+    ("rubrics.json", '{"version": true, "rubrics": [{"id": "a", "name": "A", "scoring_criteria": "x"}]}'),
+], ids=["label NaN", "label Infinity", "label 1e400", "timeout 1e400", "scale to infinity", "cooldown infinite",
+        "version an object", "version true"])
+def test_a_value_of_the_wrong_kind_is_refused_not_read_as_another(name, text, tmp_path):
+    """Read as it was, each was silently wrong: a NaN label in the calibration, a time-out never
+    reached, a rubrics version written as Python's ``{'major': 1}``."""
+    reader = {"labels.jsonl": JSON_READERS[3], "jurist.yaml": JSON_READERS[7], "rubrics.json": JSON_READERS[0]}[name]
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(JuristError) as refused:
+        reader.load(path)
+    assert str(path) in str(refused.value)

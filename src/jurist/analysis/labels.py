@@ -13,9 +13,10 @@ and lines starting with ``#`` are skipped. Every problem names the file and line
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from jurist.errors import InputError
 from jurist.jsonfiles import jsonl_objects, line_problem
@@ -35,6 +36,13 @@ class Label(BaseModel):
     label: StrictBool | float  # a score on the rubric's scale, or pass (true) / fail (false)
     annotator: str = Field(min_length=1, max_length=200)
     note: str | None = Field(default=None, max_length=5000)
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _finite(cls, value: object) -> object:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"a label is a score (a finite number) or true / false, not {value}")
+        return value
 
     @property
     def is_pass_fail(self) -> bool:

@@ -203,6 +203,9 @@ def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | N
     if default_scale is not None and "scale" not in data:
         data["scale"] = default_scale
     if "version" in data:
+        if isinstance(data["version"], bool) or not isinstance(data["version"], (str, int, float)):
+            raise InputError(f"version must be text or a number, not {type(data['version']).__name__}",
+                             file=str(p))
         data["version"] = str(data["version"])
     rubrics = data.get("rubrics")
     if isinstance(rubrics, list):
