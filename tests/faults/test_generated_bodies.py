@@ -1,4 +1,4 @@
-"""Every JSON write of the API, fed generated bodies: the answer is a 2xx or a 4xx, in JSON, never a
+"""Every JSON write of the API (and the tutor socket's frames), fed generated bodies: the answer is a 2xx or a 4xx, in JSON, never a
 500. ``tests/server/test_api_schema.py`` sends what the OpenAPI schema describes (schemathesis);
 these bodies are what it does not send: lone surrogates and NUL in any string, numbers no float
 holds (``1e400``, 5,000 digits), NaN and infinities, booleans where numbers go, unknown fields,
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from jurist.config import Settings
 from jurist.judges.templates import builtin
 from jurist.server import create_app
+from jurist.server.tutor_ws import ClientMessage, parse_client
 from jurist.testing import ProviderServer, Reply
 
 from tests.faults.generated import (DEEP, PROPERTY, Raw, dump, json_values, mutated, nested, places, replaced,
@@ -125,3 +126,15 @@ def test_every_field_of_a_body_swapped_for_each_bad_value_is_a_2xx_or_4xx(client
     for place in places(valid)[1:]:
         for bad in SWAPS:
             answers_without_a_500(client, method, path, dump(replaced(valid, place, bad)).encode())
+
+
+FRAME = {"type": "message", "content": "Caffeine blocks adenosine."}
+
+
+@PROPERTY
+@given(st.one_of(bodies(FRAME).map(lambda b: b.decode("utf-8", "replace")),
+                 st.sampled_from([nested(DEEP), nested(DEEP, objects=True), '{"content": ' + "9" * 5000 + "}"])))
+def test_a_generated_tutor_frame_is_read_or_answered_with_what_is_wrong(frame):
+    """The socket answers a bad frame with an error frame saying why, and stays open."""
+    read = parse_client(frame)
+    assert isinstance(read, (ClientMessage, str))

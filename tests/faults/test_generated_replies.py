@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jurist.analysis.writer import parse_written
 from jurist.checklist.evaluator import parse_batch_response
 from jurist.errors import JudgeParseError
 from jurist.gate.evaluators import parse_comprehensive, parse_quality
@@ -58,6 +59,8 @@ PARSERS = [
            {"sentences": [{"sentence": "It is.", "supported": False, "confidence": UNIT}]}),
     Parser("critic", parse_critic, {"passed": False, "scores": {"coverage": UNIT}, "critique": "thin",
                                     "recommendation": "refine", "specific_issues": [{"issue": "x", "fix": "y"}]}),
+    Parser("pattern writer", parse_written, {"title": "Short answers", "description": "They skip steps.",
+                                             "suggested_fix": None}),
     Parser("checklist", parse_batch_response,
            {"recalledPoints": [{"id": "adenosine", "confidence": UNIT, "observation": "x"}], "feedback": "more"},
            (JudgeParseError, ValueError)),

@@ -23,8 +23,8 @@ from typing import Literal
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from jurist.errors import ModelError, UsageError
-from jurist.jsonfiles import validation_problems
+from jurist.errors import InputError, ModelError, UsageError
+from jurist.jsonfiles import loads, validation_problems
 from jurist.server.auth import ws_subprotocol
 from jurist.server.checklists import Checklist, valid_name
 from jurist.server.sessions import TurnResult, TutorSession
@@ -110,9 +110,11 @@ def error_frame(message: str) -> ErrorFrame:
 def parse_client(raw: str) -> ClientMessage | str:
     """The client's frame, or a message saying what is wrong with it."""
     try:
-        data = json.loads(raw)
+        data = loads(raw, "the frame")
     except json.JSONDecodeError:
         return 'not JSON: send {"type": "message", "content": "..."}'
+    except InputError as exc:  # nested too deep, a lone surrogate, a number too long to read
+        return f'bad frame ({exc.reason}): send {{"type": "message", "content": "..."}}'
     try:
         return ClientMessage.model_validate(data)
     except ValidationError as exc:
