@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from jurist.config import Settings
 from jurist.judges.templates import builtin
+from jurist.models import script
 from jurist.server import create_app
 from jurist.server.tutor_ws import ClientMessage, parse_client
 from jurist.testing import ProviderServer, Reply
@@ -91,6 +92,8 @@ def bodies(valid: dict[str, Any]) -> st.SearchStrategy[bytes]:
 def answers_without_a_500(client: TestClient, method: str, path: str, body: bytes) -> None:
     r = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
     assert r.status_code < 500, f"{method} {path} {body[:300]!r}: {r.status_code} {r.text[:500]}"
+    if r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream"):
+        return  # the proxy's answer to "stream": true
     r.json()  # every answer is JSON, errors included
 
 
@@ -138,3 +141,47 @@ def test_a_generated_tutor_frame_is_read_or_answered_with_what_is_wrong(frame):
     """The socket answers a bad frame with an error frame saying why, and stays open."""
     read = parse_client(frame)
     assert isinstance(read, (ClientMessage, str))
+
+
+# -- the gate proxy --------------------------------------------------------------------------
+
+GATE_PASS = '{"quality_score": 0.9, "confidence_score": 0.9, "issues": [], "improvement_hint": null}'
+CHAT = {"model": "gpt-test", "temperature": 0.2, "max_tokens": 50, "stream": False, "messages": [
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": [{"type": "text", "text": "What is the capital of France?"}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\": \"France\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+]}
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[TestClient]:
+    upstream = ProviderServer().start()
+    upstream.default = Reply(text="Paris.")
+    folder = Path(tempfile.mkdtemp(prefix="jurist-proxy-bodies-"))
+    settings = Settings(home=str(folder / ".jurist"), database_url=f"sqlite:///{folder / 'jurist.db'}",
+                        max_retries=0)
+    app = create_app(settings, upstream=upstream.base_url, upstream_api_key="k",
+                     gate_config={"evaluate_feedback_enabled": True, "judge": "scripted/judge"})
+    try:
+        with TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as c:
+            yield c
+    finally:
+        upstream.stop()
+
+
+def test_a_generated_chat_completion_body_is_answered_2xx_or_4xx_in_json(proxy):
+    script("judge", default=GATE_PASS)
+    answers_without_a_500(proxy, "POST", "/v1/chat/completions", dump(CHAT).encode())
+    for place in places(CHAT)[1:]:
+        for bad in SWAPS:
+            answers_without_a_500(proxy, "POST", "/v1/chat/completions", dump(replaced(CHAT, place, bad)).encode())
+
+    @PROPERTY
+    @given(bodies(CHAT))
+    def check(body: bytes) -> None:
+        answers_without_a_500(proxy, "POST", "/v1/chat/completions", body)
+
+    check()
+    proxy.app.state.jurist.store.flush()  # and every request answered was recorded: no write failed

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
@@ -381,11 +382,26 @@ def _with_fields(body: bytes, fields: Mapping[str, JsonValue]) -> bytes:
     return json.dumps(data).encode()
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is beyond any float")
+    return value
+
+
+def _not_json(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 async def _parse(request: Request) -> tuple[ChatBody, list[Message]] | JSONResponse:
-    try:
-        raw = await request.json()
-    except ValueError:
+    try:  # strict JSON: no NaN nor infinity, which neither the upstream nor the record takes
+        raw = json.loads(await request.body(), parse_float=_finite, parse_constant=_not_json)
+    except json.JSONDecodeError:
         return _error(400, "the request body is not valid JSON")
+    except ValueError as exc:  # NaN, Infinity, 1e400, an integer of more than 4,300 digits
+        return _error(400, f"the request body is not valid JSON: {exc}")
+    except RecursionError:
+        return _error(400, "the request body is nested too deep to read")
     if not isinstance(raw, dict):
         return _error(400, "the request body must be a JSON object")
     try:
