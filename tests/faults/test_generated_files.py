@@ -147,6 +147,23 @@ def test_a_number_no_reader_can_hold_is_read_or_a_typed_error_naming_it(reader, 
     loads_or_names_the_file(reader, path)
 
 
+#: What each field of a file is swapped for, one field at a time.
+SWAPS = [Raw("1e400"), Raw("-Infinity"), Raw("NaN"), Raw("9" * 5000), Raw("-" + "9" * 400), "a\ud800b", "\udcff",
+         "a\x00b", True, None, {}, [], Raw(nested(200)), {"unknown": 1}]
+
+
+@pytest.mark.parametrize("reader", JSON_READERS, ids=repr)
+def test_every_field_of_a_file_swapped_for_each_bad_value_loads_or_names_the_file(reader, tmp_path):
+    path = tmp_path / f"swapped{reader.suffix}"
+    lines = reader.example[:2] if reader.lines else [reader.example]
+    for n, line in enumerate(lines):
+        for place in places(line):
+            for bad in SWAPS:
+                changed = [replaced(v, place, bad) if i == n else v for i, v in enumerate(lines)]
+                path.write_text("\n".join(dump(v) for v in changed) + "\n")
+                loads_or_names_the_file(reader, path)
+
+
 TEMPLATE_TEXT = "Judge {rubric_name}.\n{rubric_description}\n<chat_session>\n{chat_session}\n</chat_session>\n"
 
 

@@ -95,7 +95,10 @@ def load_research_items(path: str | Path, stage: str) -> dict[str, dict[str, str
                              f"{', '.join(missing)}", file=str(p), line=n)
         if item.item in out:
             raise InputError(f"item {item.item!r} is given twice", file=str(p), line=n)
-        out[item.item] = stage_subject(stage, item)
+        try:
+            out[item.item] = stage_subject(stage, item)
+        except InputError as exc:  # a source or plan the stage cannot show
+            raise InputError(exc.reason, file=str(p), line=n) from None
     if not out:
         raise InputError("the file holds no items", file=str(p))
     return out
