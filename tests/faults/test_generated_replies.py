@@ -11,6 +11,7 @@ infinities, ``SCORE:`` lines with such numbers, fences, and a reply nested 100,0
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -19,14 +20,18 @@ from hypothesis import strategies as st
 
 from jurist.analysis.writer import parse_written
 from jurist.checklist.evaluator import parse_batch_response
-from jurist.errors import JudgeParseError
+from jurist.config import Settings
+from jurist.errors import JudgeParseError, ModelError
 from jurist.gate.evaluators import parse_comprehensive, parse_quality
 from jurist.judges import meaning
 from jurist.judges.panel import parse_escalation_reply, parse_role_reply
 from jurist.judges.parsing import parse_items, parse_preference, parse_score
+from jurist.models import ChatRequest, resolve_model
+from jurist.models.messages import UserMessage
 from jurist.research.plan import parse_critic
+from jurist.testing import ProviderServer, Reply
 
-from tests.faults.generated import DEEP, NUMBER_TOKENS, PROPERTY, characters, dump, mutated, nested
+from tests.faults.generated import DEEP, NUMBER_TOKENS, PROPERTY, Raw, characters, dump, mutated, nested
 
 
 class Parser:
@@ -120,3 +125,57 @@ def test_a_reply_no_parser_can_hold_is_a_parse_error(parser, reply):
     with pytest.raises(parser.errors):
         parser.parse(reply)
 
+
+
+# -- the endpoint's HTTP reply ---------------------------------------------------------------
+
+OPENAI_REPLY = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+    {"index": 0, "finish_reason": "stop", "logprobs": None, "message": {
+        "role": "assistant", "content": "SCORE: 4\nREASONING: clear", "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\": 1}"}}]}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+ANTHROPIC_REPLY = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+                   "content": [{"type": "text", "text": "SCORE: 4"},
+                               {"type": "tool_use", "id": "t1", "name": "lookup", "input": {"q": 1}}],
+                   "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = ProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("kind, good", [("openai", OPENAI_REPLY), ("anthropic", ANTHROPIC_REPLY)])
+def test_a_generated_endpoint_reply_is_a_completion_or_a_model_error(endpoint, kind, good):
+    """What the endpoint sends back (a completion with any field changed, NaN, 5,000 digits, deep
+    nesting, bytes) is read, or a ModelError the retries and the breaker understand."""
+    settings = Settings(providers={"p": {"type": kind, "base_url": endpoint.base_url, "api_key": "k"}},
+                        max_retries=0, breaker_threshold=0)
+    request = ChatRequest(messages=[UserMessage(content="Judge this.")])
+
+    async def complete() -> None:
+        model = resolve_model("p/m", settings, cache=False)
+        try:
+            await model.complete(request)
+        except ModelError:
+            pass
+        finally:
+            await model.aclose()
+
+    def read(body: bytes) -> None:
+        endpoint.default = Reply(body=body, headers={"Content-Type": "application/json"})
+        asyncio.run(complete())
+
+    read(dump(good).encode())
+
+    @PROPERTY
+    @given(st.one_of(mutated(good).map(lambda v: dump(v).encode()), st.binary(max_size=100),
+                     st.sampled_from([nested(DEEP).encode(), dump({**good, "usage": Raw("9" * 5000)}).encode()])))
+    def check(body: bytes) -> None:
+        read(body)
+
+    check()

@@ -72,6 +72,11 @@ def map_transport_error(
             f"{wire}-compatible",
             model=model,
         )
+    # JSON that decodes into nothing Python holds: nested past the recursion limit, or an integer of
+    # more than 4,300 digits (Python's ValueError says "integer string conversion")
+    if isinstance(exc, RecursionError) or (isinstance(exc, ValueError) and "integer string conversion" in str(exc)):
+        return ModelUnavailable(f"{where} sent a reply too deep or with a number too long to read; the server "
+                                f"may not be {wire}-compatible", model=model)
     return exc
 
 
