@@ -35,7 +35,8 @@ def loads(text: str, source: str, line: int | None = None) -> Any:
     :data:`MAX_JSON_DEPTH` arrays and objects deep, and every string Unicode text (a lone
     surrogate, ``"\\ud800"`` without its pair, cannot be written as UTF-8 and is refused).
     Either, or a number of more digits than Python reads, is an InputError naming ``source`` and
-    the line (``line``: the text's own, for a JSONL line); invalid JSON raises ``json.JSONDecodeError`` for the caller to word."""
+    the line (``line``: the text's own, for a JSONL line); invalid JSON raises
+    ``json.JSONDecodeError`` for the caller to word."""
     try:
         value = json.loads(text)
     except RecursionError:

@@ -1,6 +1,6 @@
-"""Every JSON write of the API (and the tutor socket's frames), fed generated bodies: the answer is a 2xx or a 4xx, in JSON, never a
-500. ``tests/server/test_api_schema.py`` sends what the OpenAPI schema describes (schemathesis);
-these bodies are what it does not send: lone surrogates and NUL in any string, numbers no float
+"""Every JSON write of the API (the gate proxy's too, and the tutor socket's frames), fed generated
+bodies: the answer is a 2xx or a 4xx, in JSON, never a 500. ``tests/server/test_api_schema.py``
+sends what the OpenAPI schema describes (schemathesis); these bodies are what it does not send: lone surrogates and NUL in any string, numbers no float
 holds (``1e400``, 5,000 digits), NaN and infinities, booleans where numbers go, unknown fields,
 deep nesting, invalid UTF-8 and random bytes, each in the place of one field of a valid body.
 

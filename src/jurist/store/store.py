@@ -111,7 +111,8 @@ class Store:
                 folder.mkdir(parents=True, exist_ok=True)
             except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                raise ConfigError(f"cannot use database {self.url!r}: cannot make its folder {folder}: {reason}") from None
+                raise ConfigError(f"cannot use database {self.url!r}: cannot make its folder {folder}: "
+                                  f"{reason}") from None
         try:
             self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json,
                                                 connect_args=connect_args(self.url))
