@@ -27,11 +27,13 @@ from jurist.judges import meaning
 from jurist.judges.panel import parse_escalation_reply, parse_role_reply
 from jurist.judges.parsing import parse_items, parse_preference, parse_score
 from jurist.models import ChatRequest, resolve_model
+from jurist.models.base import ToolCallDelta
 from jurist.models.messages import UserMessage
 from jurist.research.plan import parse_critic
 from jurist.testing import ProviderServer, Reply
 
-from tests.faults.generated import DEEP, NUMBER_TOKENS, PROPERTY, Raw, characters, dump, mutated, nested
+from tests.faults.generated import (DEEP, NUMBER_TOKENS, PROPERTY, Raw, characters, dump, json_values, mutated,
+                                    nested)
 
 
 class Parser:
@@ -177,5 +179,44 @@ def test_a_generated_endpoint_reply_is_a_completion_or_a_model_error(endpoint, k
                      st.sampled_from([nested(DEEP).encode(), dump({**good, "usage": Raw("9" * 5000)}).encode()])))
     def check(body: bytes) -> None:
         read(body)
+
+    check()
+
+
+CHUNK = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [
+    {"index": 0, "delta": {"role": "assistant", "content": "Paris", "tool_calls": [
+        {"index": 0, "id": "t1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+     "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+
+def test_a_generated_stream_chunk_is_read_or_a_model_error(endpoint):
+    settings = Settings(providers={"p": {"type": "openai", "base_url": endpoint.base_url, "api_key": "k"}},
+                        max_retries=0, breaker_threshold=0)
+    request = ChatRequest(messages=[UserMessage(content="Answer.")])
+
+    async def stream() -> None:
+        model = resolve_model("p/m", settings, cache=False)
+        try:
+            async for item in model.stream(request):
+                assert isinstance(item, (str, ToolCallDelta))
+        except ModelError:
+            pass
+        finally:
+            await model.aclose()
+
+    def read(chunk: str) -> None:
+        endpoint.default = Reply(body=f"data: {chunk}\n\ndata: [DONE]\n\n".encode(),
+                                 headers={"Content-Type": "text/event-stream"})
+        asyncio.run(stream())
+
+    read(dump(CHUNK))
+    for chunk in ('{"choices": 3}', '{"choices": [{"delta": {"content": {"a": 1}}}]}', '{"choices": [7]}',
+                  '{"usage": {"prompt_tokens": "many"}, "choices": []}', '{"choices": [{"delta": "x"}]}'):
+        read(chunk)
+
+    @PROPERTY
+    @given(st.one_of(mutated(CHUNK).map(dump), json_values.map(dump), st.just(nested(DEEP))))
+    def check(chunk: str) -> None:
+        read(chunk)
 
     check()

@@ -178,22 +178,18 @@ class OpenAIChat:
                         raise ModelUnavailable(
                             f"{self.name} at {self.endpoint} failed mid-stream: {_error_message(chunk)}; "
                             "try again later", model=self.name)
-                    if into is not None and isinstance(chunk.get("usage"), dict):
+                    items, finish, tokens = self._chunk(chunk)
+                    if into is not None and tokens is not None:
                         usage = True
-                        into.input_tokens = int(chunk["usage"].get("prompt_tokens") or 0)
-                        into.output_tokens = int(chunk["usage"].get("completion_tokens") or 0)
-                    for choice in chunk.get("choices") or ():
-                        delta = choice.get("delta") or {}
-                        if delta.get("content"):
-                            yield delta["content"]
-                        for position, entry in enumerate(delta.get("tool_calls") or ()):
-                            piece = ToolCallDelta.from_openai(entry, position)
-                            add_tool_call(calls, piece)
-                            yield piece
-                        if choice.get("finish_reason"):
-                            finished = True
-                            if into is not None:
-                                into.finish_reason = choice["finish_reason"]
+                        into.input_tokens, into.output_tokens = tokens
+                    for item in items:
+                        if isinstance(item, ToolCallDelta):
+                            add_tool_call(calls, item)
+                        yield item
+                    if finish:
+                        finished = True
+                        if into is not None:
+                            into.finish_reason = finish
             if into is not None and calls:
                 into.tool_calls = message_tool_calls(calls)
             if not finished:
@@ -207,6 +203,31 @@ class OpenAIChat:
             if mapped is exc:
                 raise
             raise mapped from exc
+
+    def _chunk(self, chunk: dict[str, Any]) -> tuple[list[StreamItem], str | None, tuple[int, int] | None]:
+        """A stream chunk's text deltas and tool call pieces, its finish reason and its usage (input
+        and output tokens); a chunk not in OpenAI's shape is ModelUnavailable, as a reply not read."""
+        items: list[StreamItem] = []
+        finish: str | None = None
+        try:
+            given = chunk.get("usage")
+            tokens = ((int(given.get("prompt_tokens") or 0), int(given.get("completion_tokens") or 0))
+                      if isinstance(given, dict) else None)
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                content = delta.get("content")
+                if content:
+                    if not isinstance(content, str):
+                        raise TypeError(f"a delta's content is {type(content).__name__}, not text")
+                    items.append(content)
+                items += [ToolCallDelta.from_openai(entry, position)
+                          for position, entry in enumerate(delta.get("tool_calls") or ())]
+                if choice.get("finish_reason"):
+                    finish = str(choice["finish_reason"])
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ModelUnavailable(f"{self.name} at {self.endpoint} sent a stream chunk not in OpenAI's shape "
+                                   f"({exc}); the server may not be OpenAI-compatible", model=self.name) from None
+        return items, finish, tokens
 
     async def list_models(self, *, api_key: str | None = None, timeout: float | None = None) -> bytes:
         """The endpoint's ``GET /models`` body as it is; an error status raises its jurist error."""
