@@ -114,3 +114,24 @@ def test_the_live_page_sends_the_decision_it_answers(make_client):
     script = client.get("/static/research_live.js").text
     assert "JSON.stringify({ decision: decision, choice: choice })" in script
     assert "sendDecision(box, choice, d.seq)" in script
+
+
+def test_a_query_being_answered_holds_a_place_that_evaluate_respects(make_client, monkeypatch):
+    """POST /api/research/query counted the live runs, but /evaluate did not count the queries."""
+    import threading
+    import time
+
+    monkeypatch.setattr(research_live, "MAX_RUNNING", 1)
+    client = make_client(pipeline(plan=(GOOD_PLAN,), retrieval=(SEVERE,)))
+    answered: list[int] = []
+    query = threading.Thread(target=lambda: answered.append(client.post(
+        "/api/research/query", json={"query": QUERY, "decision_timeout": 2}).status_code))
+    query.start()
+    deadline = time.monotonic() + 10
+    while getattr(client.app.state, "research_queries", 0) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    r = client.post("/api/research/evaluate", json={"query": QUERY})
+    assert r.status_code == 429 and "research evaluations are running" in r.json()["detail"]
+    query.join(20)
+    assert answered == [200]
+    assert client.post("/api/research/evaluate", json={"query": QUERY}).status_code == 202

@@ -227,9 +227,9 @@ class LiveResearch:
             if run.finished or task is None or task.done():
                 if run.finished:
                     raise HTTPException(409, f"research evaluation {log_id!r} has finished ({run.status})")
-                raise HTTPException(409, f"research evaluation {log_id!r} is run by the application, not by this "
-                                         "server: only a run started with POST /api/research/evaluate can be "
-                                         "cancelled here")
+                raise HTTPException(409, f"research evaluation {log_id!r} was not started with POST "
+                                         "/api/research/evaluate (an application's own run, or a query "
+                                         "answered in its own request): only those can be cancelled here")
             run.cancelled = True
         task.cancel(CANCELLED_BY_REQUEST)
         return task
@@ -369,7 +369,7 @@ async def start(request: Request, body: StartRequest) -> dict[str, str]:
                        "create_app(research_pipeline=ResearchPipeline(planner, search, synthesiser)) "
                        "(see docs/research.md, \"Live view\")")
     live = _live(request)
-    if live.running() >= MAX_RUNNING:
+    if live.running() + getattr(request.app.state, "research_queries", 0) >= MAX_RUNNING:  # queries count too
         raise HTTPException(429, f"{MAX_RUNNING} research evaluations are running; try again when one has finished")
     evaluation = await asyncio.to_thread(  # it may read the research configuration from jurist.yaml
         pipeline.start, runtime=get_state(request).runtime, events=live, decision_timeout=body.decision_timeout,
