@@ -170,7 +170,7 @@ def test_the_operator_allows_private_image_urls_by_a_setting(tmp_path, provider,
     body = {"rubrics": RUBRICS, "session": session}
     with _app(tmp_path, provider) as c:
         refused = c.post("/api/evaluate", json=body)
-    assert refused.status_code == 400 and "10.1.2.3 is not a public address" in refused.json()["detail"]
+    assert refused.status_code == 422 and "10.1.2.3 is not a public address" in refused.json()["detail"]
     assert provider.requests == []
     monkeypatch.setenv("JURIST_ALLOW_PRIVATE_IMAGE_URLS", "1")
     assert Settings.load().allow_private_image_urls is True

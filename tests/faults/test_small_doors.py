@@ -119,7 +119,7 @@ def test_a_tool_name_that_is_an_object_is_refused_with_where(client):
     named = [turns[0], {"role": "tool", "tool_call_id": "c1", "name": {"a": 1}, "content": "sunny"}, turns[3]]
     for session, where in ((turns, "session:2: tool_calls[0].function.name"), (named, "session:2: name")):
         r = client.post("/api/evaluate", json={"rubrics": RUBRICS, "judge": "scripted/doors", "session": session})
-        assert r.status_code == 400 and r.headers["content-type"] == "application/json", r.text
+        assert r.status_code == 422 and r.headers["content-type"] == "application/json", r.text
         assert where in r.json()["detail"], r.text
 
 

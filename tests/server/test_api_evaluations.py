@@ -201,9 +201,9 @@ def test_evaluate_needs_the_token_when_one_is_set(tmp_path, provider):
 
 
 @pytest.mark.parametrize("body, status, words", [
-    ({"rubrics": {"rubrics": []}, "session": SESSION}, 400, '"rubrics" is empty'),
-    ({"rubrics": {"rubrics": [{"name": "x"}]}, "session": SESSION}, 400, "missing field 'id'"),
-    ({"rubrics": RUBRICS, "session": [{"content": "no role"}]}, 400, "missing field 'role'"),
+    ({"rubrics": {"rubrics": []}, "session": SESSION}, 422, '"rubrics" is empty'),
+    ({"rubrics": {"rubrics": [{"name": "x"}]}, "session": SESSION}, 422, "missing field 'id'"),
+    ({"rubrics": RUBRICS, "session": [{"content": "no role"}]}, 422, "missing field 'role'"),
     ({"rubrics": RUBRICS, "session": []}, 422, "session"),
     ({"session": SESSION}, 422, "rubrics"),
     ({"rubrics": RUBRICS, "session": SESSION, "template": "/etc/passwd"}, 422, "template"),  # never a file path

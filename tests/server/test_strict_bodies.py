@@ -61,11 +61,11 @@ def test_booleans_are_not_numbers_in_bodies(client, method, url, body, field):
 
 def test_a_typo_inside_the_posted_session_or_rubrics_names_the_line_or_rubric(client):
     r = client.post("/api/evaluate", json={"rubrics": RUBRICS, "session": [{"role": "user", "contnet": "hi"}]})
-    assert r.status_code == 400
+    assert r.status_code == 422
     assert r.json()["detail"] == "request body: session:1: unknown field 'contnet' (did you mean 'content'?)"
     rubrics = {"rubrics": [{**RUBRICS["rubrics"][0], "weigth": 2}]}
     r = client.post("/api/evaluate", json={"rubrics": rubrics, "session": SESSION})
-    assert r.status_code == 400
+    assert r.status_code == 422
     assert r.json()["detail"] == ("request body: rubrics: rubric 'helpful': unknown field 'weigth' "
                                   "(did you mean 'weight'?)")
 

@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection
 
@@ -240,9 +240,13 @@ async def evaluate(request: Request, body: EvaluateRequest) -> dict[str, Any]:
     from jurist.rubrics.sessions import parse_session
 
     state = get_state(request)
-    rubric_set = parse_rubrics(body.rubrics, "request body: rubrics", state.settings.score_scale)
-    lines = [json.dumps(m) for m in body.session]
-    session = await asyncio.to_thread(parse_session, lines, "request body: session", body.session_id or "posted",
-                                      allow_private_image_urls=state.settings.allow_private_image_urls)
+    try:  # the body is JSON of the right shape whose rubrics or session do not hold: unprocessable (422)
+        rubric_set = parse_rubrics(body.rubrics, "request body: rubrics", state.settings.score_scale)
+        lines = [json.dumps(m) for m in body.session]
+        session = await asyncio.to_thread(parse_session, lines, "request body: session",
+                                          body.session_id or "posted",
+                                          allow_private_image_urls=state.settings.allow_private_image_urls)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
     return await run_evaluation(rubric_set, session, judge=body.judge, template=body.template,
                                 settings=state.settings, store=state.store)
