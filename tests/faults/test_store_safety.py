@@ -197,8 +197,9 @@ def _call(text: str) -> CallRecord:
                       input_tokens=1, output_tokens=1, latency_ms=1.0, attempts=1, status="ok")
 
 
-def test_a_nul_in_any_stored_value_is_an_input_error_on_both_databases(database):
-    """The store's one check: a text column and a JSON column, written now or queued."""
+def test_a_nul_in_any_stored_value_is_an_input_error_on_both_databases(database, capfd):
+    """The store's one check on a direct write; a queued record of what happened (a call whose
+    message or reply held a NUL) is kept, each NUL stored as U+FFFD and said, never lost."""
     from jurist.analysis.prompts import create_prompt_version
     import asyncio
 
@@ -208,9 +209,11 @@ def test_a_nul_in_any_stored_value_is_an_input_error_on_both_databases(database)
             asyncio.run(create_prompt_version(store, "gate_quality", builtin("gate_quality").text, note="a\x00b"))
         store.record_call(_call("fine"))
         store.record_call(_call("a NUL \x00 in a message"))
-        with pytest.raises(StoreError, match="NUL character"):
-            store.flush()
-        assert [c["id"] for c in store.calls(limit=None)] == ["c-4"]  # the other call of the batch is written
+        store.flush()
+        calls = {c["id"]: c for c in store.calls(limit=None)}
+        assert sorted(calls) == ["c-20", "c-4"]
+        assert calls["c-20"]["messages"][0]["content"] == "a NUL \ufffd in a message"
+        assert "a NUL character in a call record was stored as U+FFFD" in capfd.readouterr().err
     finally:
         store.close()
 

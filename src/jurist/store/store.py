@@ -7,7 +7,8 @@ run in a worker thread. ``flush()`` waits until everything queued is written;
 ``asave_evaluation`` returns once its row is committed (the batches write a
 result file only then). The database takes what PostgreSQL takes, on SQLite
 too: JSON columns finite numbers only (no NaN, no infinity) and no value a NUL
-character (an InputError before anything is written). Connecting to a
+character (an InputError before anything is written; a queued record of a call or an
+evaluation is kept instead, each NUL stored as U+FFFD, and stderr says so). Connecting to a
 PostgreSQL server gives up after ``CONNECT_TIMEOUT_S`` (``?connect_timeout=N``
 in the URL sets another). A closed store refuses every call at once.
 """
@@ -24,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
@@ -246,7 +248,16 @@ class Store:
             # One bad row must not cost the rest of the batch: write one by one.
             for item in items:
                 try:
-                    self._insert([item])
+                    try:
+                        self._insert([item])
+                    except InputError as exc:
+                        if str(exc) != NUL_REFUSED:
+                            raise
+                        # A record of what happened (a call, an evaluation) is kept: each NUL in it,
+                        # from a model's reply or a client's message, is stored as U+FFFD, and said.
+                        self._insert([_nul_replaced(item)])
+                        print(f"jurist: a NUL character in a {item[0]} record was stored as U+FFFD",
+                              file=sys.stderr)
                 except Exception as exc:  # keep the process alive; report to its waiter, or on flush
                     message = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                     if not _notify(item, StoreError(f"could not write to the store: {message}")):
@@ -441,6 +452,22 @@ def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
         done.set_result(None)
     else:
         done.set_exception(error)
+
+
+def _nul_replaced(value: Any) -> Any:
+    """``value`` (a queued record: rows of strings, lists, mappings, models) with each NUL
+    character replaced by U+FFFD, the replacement character."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, BaseModel):
+        return _nul_replaced(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        return {k: _nul_replaced(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not (isinstance(value, tuple) and value and callable(
+            getattr(value[-1], "set_result", None))):
+        out = [_nul_replaced(v) for v in value]
+        return tuple(out) if isinstance(value, tuple) else out
+    return value
 
 
 def _strict_json(value: Any) -> str:
