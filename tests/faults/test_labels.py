@@ -22,23 +22,14 @@ from jurist.models import script
 from jurist.server import create_app
 from jurist.store import Store
 from jurist.store import labels as lq
-from tests.conftest import fresh_database
 from tests.server.test_dashboard_pages import rubric_set, session
+from tests.server.test_labels import store  # noqa: F401 (a fixture: a store on SQLite and on PostgreSQL)
 
-BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 TOKEN = "label-t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ITEMS = {"café 1": 4, "c2": 2, "c3": 5}  # session id -> the judge's score (1-5)
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request, tmp_path):
-    with fresh_database(request.param, tmp_path, prefix="jurist_fault_labels") as url:
-        s = Store(url)
-        try:
-            yield s
-        finally:
-            s.close()
 
 
 def _seed(store: Store) -> dict[str, str]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -14,24 +13,9 @@ from jurist.research import ResearchPipeline
 from jurist.server import create_app
 
 from tests.research.fakes import SOURCES, Planner, Synthesiser
-from tests.server.test_research_live import QUERY, Search, pipeline
+from tests.server.test_research_live import QUERY, Search, make_client, pipeline  # noqa: F401 (a fixture)
 
 
-@pytest.fixture
-def make_client(tmp_path):
-    clients = []
-
-    def make(pipe: ResearchPipeline | None = None, **settings: Any) -> TestClient:
-        url = f"sqlite:///{tmp_path}/note.db"
-        app = create_app(Settings.load(database_url=url, home=str(tmp_path / ".jurist"), **settings),
-                         research_pipeline=pipe)
-        client = TestClient(app, base_url="http://localhost")
-        clients.append(client.__enter__())
-        return client
-
-    yield make
-    for c in clients:
-        c.__exit__(None, None, None)
 
 
 def test_a_research_query_answers_with_its_evaluation_scores(make_client):

@@ -172,6 +172,20 @@ def _only_quoted(text: str, key: str, line: re.Pattern[str] | None) -> bool:
     return bool(_quoted(text)) and bool(_statements(text, key, line, quoted_too=True)[0])
 
 
+def _stated(text: str, key: str, line: re.Pattern[str], what: str, as_line: str) -> tuple[list[_Statement], str]:
+    """The verdicts ``text`` states of ``key`` and its masked text (as :func:`_statements`), or the
+    parse failure that says why there is none: an empty reply, one stated only in quoted text,
+    or neither a JSON object with ``key`` nor ``as_line``."""
+    found, masked, _ = _statements(text or "", key, line)
+    if not found:
+        if not text or not text.strip():
+            raise JudgeParseError("the reply was empty", raw=text)
+        if _only_quoted(text, key, line):
+            raise JudgeParseError(_ONLY_QUOTED.format(what), raw=text)
+        raise JudgeParseError(f'found neither a JSON object with "{key}" nor {as_line}', raw=text)
+    return found, masked
+
+
 def _line_reasoning(text: str, masked: str, chosen: _Statement, before: int) -> str:
     """The reasoning that goes with the verdict line ``chosen``: after it, else just before it
     (after ``before``, where the judge's previous statement ended)."""
@@ -213,15 +227,7 @@ def parse_score(text: str, scale: tuple[float, float]) -> ScoreReply:
     """A score on ``scale`` (inclusive) and its reasoning: the score the judge states (see the
     module's notes); two different scores are a parse failure."""
     lo, hi = scale
-    found, masked, _ = _statements(text or "", "score", _SCORE)
-    if not found:
-        if not text or not text.strip():
-            raise JudgeParseError("the reply was empty", raw=text)
-        if _only_quoted(text, "score", _SCORE):
-            raise JudgeParseError(_ONLY_QUOTED.format("a score"), raw=text)
-        raise JudgeParseError(
-            'found neither a JSON object with "score" nor a line "SCORE: <number>"', raw=text
-        )
+    found, masked = _stated(text, "score", _SCORE, "a score", 'a line "SCORE: <number>"')
     scores = [_number(s.value, "score", text) for s in found]
     if len(set(scores)) > 1:
         listed = ", ".join(f"{v:g}" for v in dict.fromkeys(scores))
@@ -327,13 +333,7 @@ class PreferenceReply:
 def parse_preference(text: str) -> PreferenceReply:
     """A pairwise verdict: a JSON object with ``"winner": "A" | "B" | "tie"`` (and its
     ``reasoning``), or a line ``WINNER: A``."""
-    found, masked, _ = _statements(text or "", "winner", _WINNER_LINE)
-    if not found:
-        if not text or not text.strip():
-            raise JudgeParseError("the reply was empty", raw=text)
-        if _only_quoted(text, "winner", _WINNER_LINE):
-            raise JudgeParseError(_ONLY_QUOTED.format("a winner"), raw=text)
-        raise JudgeParseError('found neither a JSON object with "winner" nor a line "WINNER: A|B|tie"', raw=text)
+    found, masked = _stated(text, "winner", _WINNER_LINE, "a winner", 'a line "WINNER: A|B|tie"')
     winners = []
     for s in found:
         raw = s.value
