@@ -275,3 +275,11 @@ def test_a_research_run_on_a_closed_store_fails_fast_with_a_clear_error(tmp_path
     assert run.returncode == 0, run.stdout + run.stderr
     assert "could not persist research evaluation" in run.stdout  # the record: logged, as every store failure
     assert f"refused: the store sqlite:///{tmp_path}/r.db is closed" in run.stdout  # and the run ends with it
+
+
+def test_an_option_the_sqlite_driver_would_ignore_is_refused(tmp_path):
+    """?connect_timeout= on a SQLite URL was dropped with nothing but a library warning."""
+    url = f"sqlite:///{tmp_path}/opts.db?connect_timeout=3"
+    with pytest.raises(ConfigError, match="'connect_timeout' are not accepted by the pysqlite driver; remove it"):
+        Store(url)
+    assert not (tmp_path / "opts.db").exists()

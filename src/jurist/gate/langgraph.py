@@ -263,9 +263,9 @@ def add_gate(builder: Any, gate: Gate, *, generate_node: str = "generate_respons
         raise ConfigError(f"the graph has no node {generate_node!r} to gate: add the generate node first "
                           f"(nodes: {', '.join(sorted(builder.nodes)) or 'none'})")
     del builder.nodes[generate_node]
-    builder.add_node(generate_node, budgeted(gate, spec.runnable, generate_node, messages_key=messages_key), metadata=spec.metadata,
-                     input_schema=spec.input_schema, retry_policy=spec.retry_policy, cache_policy=spec.cache_policy,
-                     defer=spec.defer)
+    builder.add_node(generate_node, budgeted(gate, spec.runnable, generate_node, messages_key=messages_key),
+                     metadata=spec.metadata, input_schema=spec.input_schema, retry_policy=spec.retry_policy,
+                     cache_policy=spec.cache_policy, defer=spec.defer)
     builder.add_node(evaluate_name, evaluate_node(gate, messages_key=messages_key, response_key=response_key))
     builder.add_edge(generate_node, evaluate_name)
     builder.add_conditional_edges(evaluate_name, should_regenerate,

@@ -21,6 +21,7 @@ import queue
 import re
 import sys
 import threading
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, TypeVar
@@ -28,7 +29,7 @@ from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, Typ
 from pydantic import BaseModel
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SAWarning
 
 from jurist.errors import ConfigError, InputError, StoreError
 from jurist.models.base import CallRecord
@@ -116,10 +117,17 @@ class Store:
                 raise ConfigError(f"cannot use database {self.url!r}: cannot make its folder {folder}: "
                                   f"{reason}") from None
         try:
-            self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json,
-                                                connect_args=connect_args(self.url))
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always", SAWarning)
+                self.engine: Engine = create_engine(self.url, future=True, json_serializer=_strict_json,
+                                                    connect_args=connect_args(self.url))
         except Exception as exc:  # bad URL or missing driver
             raise ConfigError(f"cannot use database {self.url!r}: {exc}") from None
+        ignored = [str(w.message).split(" and are being ignored")[0] for w in said
+                   if "are not accepted" in str(w.message)]
+        if ignored:  # an option the driver would ignore (SQLite: ?connect_timeout=) is not taken silently
+            self.engine.dispose()
+            raise ConfigError(f"cannot use database {self.url!r}: {ignored[0]}; remove it from the URL")
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         event.listen(self.engine, "before_cursor_execute", _refuse_nul)
