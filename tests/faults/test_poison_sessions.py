@@ -9,6 +9,7 @@ Runs the real ``jurist evaluate-batch`` against a ``ProviderServer`` on 127.0.0.
 from __future__ import annotations
 
 import json
+import re
 import os
 import threading
 
@@ -153,3 +154,17 @@ def test_a_posted_poison_session_is_refused_not_a_500(tmp_path, provider, sessio
     assert r.status_code == 422, r.text[:500]
     assert words in r.json()["detail"], r.text[:500]
     assert provider.requests == []
+
+
+@pytest.mark.parametrize("content, said", [
+    ([1], "content part 1 must be text or an object (a text or image part), got int"),
+    (["ok", None], "content part 2 must be text or an object"),
+    ([{"type": "text", "text": 5}], 'content part 1: "text" must be text, got int'),
+])
+def test_a_content_part_that_is_not_a_part_is_an_error_not_dropped(content, said):
+    """"content": [1] was dropped from the transcript without a word."""
+    from jurist.errors import InputError
+    from jurist.rubrics.sessions import parse_session
+
+    with pytest.raises(InputError, match=re.escape(said)):
+        parse_session([json.dumps({"role": "user", "content": content})], "s.jsonl", "s")

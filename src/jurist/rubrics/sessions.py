@@ -178,12 +178,19 @@ def _content(content: Any, root: Path | None, count: _ImageCount, file: str, lin
     if isinstance(content, list):
         parts: list[str] = []
         images: list[Image] = []
-        for part in content:
+        for n, part in enumerate(content, 1):
             if isinstance(part, str):
                 parts.append(part)
             elif isinstance(part, dict) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            elif isinstance(part, dict):
+                text = part.get("text", "")
+                if not isinstance(text, str):
+                    raise InputError(f"content part {n}: \"text\" must be text, got {type(text).__name__}",
+                                     file=file, line=line)
+                parts.append(text)
+            elif not isinstance(part, dict):
+                raise InputError(f"content part {n} must be text or an object (a text or image part), "
+                                 f"got {type(part).__name__}", file=file, line=line)
+            else:
                 image = _image_of(part, root, file, line, allow_private)
                 if image is None:
                     parts.append(f"[{part.get('type', 'attachment')}]")
