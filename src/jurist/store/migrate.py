@@ -22,11 +22,13 @@
 from __future__ import annotations
 
 from importlib.resources import files
+import time
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from jurist.errors import ConfigError
 from jurist.store.locks import FileLock, pg_transaction_lock
@@ -45,6 +47,7 @@ MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _PG_LOCK_KEY = 0x6A75726973740001  # "jurist" + 1: the advisory lock that serialises migrations
 _LOCK_WAIT = 120.0  # seconds to wait for another process's migration
+_SQLITE_TRIES = 3  # a SQLite lock conflict while two processes open a new store is tried again
 
 
 def migrate(engine: Engine) -> None:
@@ -53,7 +56,17 @@ def migrate(engine: Engine) -> None:
         return
     try:
         if engine.dialect.name == "sqlite":
-            _migrate_sqlite(engine)
+            for attempt in range(_SQLITE_TRIES):
+                try:
+                    _migrate_sqlite(engine)
+                    break
+                except OperationalError:  # "database is locked": another process opening the new file
+                    if schema_version(engine) == SCHEMA_HEAD:  # ... has migrated it meanwhile
+                        break
+                    if attempt == _SQLITE_TRIES - 1:
+                        raise
+                    engine.dispose()  # a fresh connection (its pragmas again) for the next try
+                    time.sleep(0.2 * (attempt + 1))
         else:
             with engine.begin() as conn:
                 if engine.dialect.name == "postgresql":
