@@ -320,6 +320,9 @@ class CallRecord(BaseModel):
     parsed: Any = None
     created_at: datetime | None = None
     usage_known: bool = True
+    #: US dollars from the provider's published prices; None when unknown, ``cost_note`` says why.
+    cost_usd: float | None = None
+    cost_note: str | None = None
 
     @property
     def failed(self) -> bool:

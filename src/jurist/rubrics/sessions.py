@@ -118,6 +118,9 @@ class ChatSession:
     session_id: str
     messages: list[Message]
     source: str | None = None
+    #: The reference answer(s) a dataset item expects (any one is acceptable); empty when there is none.
+    #: A rubric whose template uses ``{expected}`` compares the last answer with them.
+    expected: tuple[str, ...] = ()
 
     def text_of(self, role: str) -> str:
         return "\n".join(m.content for m in self.messages if m.role == role)

@@ -83,6 +83,9 @@ llm_calls = Table(
     Column("created_at", UtcDateTime(), nullable=False, index=True),
     # False: the endpoint reported no token usage (a stream without it); the tokens are unknown (migration 0008)
     Column("usage_known", Boolean, nullable=False, default=True, server_default=true()),
+    # What the call cost in US dollars (genai-prices); NULL when unknown, cost_note says why (migration 0009)
+    Column("cost_usd", Float),
+    Column("cost_note", String(200)),
     Index("ix_llm_calls_usage", "created_at", "input_tokens", "output_tokens", "latency_ms", "status"),
     Index("ix_llm_calls_request_hash_status", "request_hash", "status"),  # cached-reply lookups
 )
