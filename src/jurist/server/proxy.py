@@ -393,7 +393,8 @@ def _not_json(name: str) -> float:
     raise ValueError(f"{name} is not a JSON value")
 
 
-async def _parse(request: Request) -> tuple[ChatBody, list[Message]] | JSONResponse:
+async def read_json(request: Request) -> dict[str, Any] | JSONResponse:
+    """The request's body as a JSON object, strictly read; else the 400 that says what is wrong."""
     try:  # strict JSON: no NaN nor infinity, which neither the upstream nor the record takes
         raw = json.loads(await request.body(), parse_float=_finite, parse_constant=_not_json)
     except json.JSONDecodeError:
@@ -404,6 +405,10 @@ async def _parse(request: Request) -> tuple[ChatBody, list[Message]] | JSONRespo
         return _error(400, "the request body is nested too deep to read")
     if not isinstance(raw, dict):
         return _error(400, "the request body must be a JSON object")
+    return raw
+
+
+def _parse(raw: dict[str, Any]) -> tuple[ChatBody, list[Message]] | JSONResponse:
     try:
         body = ChatBody.model_validate(raw)
     except ValidationError as exc:
@@ -485,45 +490,55 @@ def build_router(proxy: ProxyState) -> APIRouter:
 
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        parsed = await _parse(request)
-        if isinstance(parsed, JSONResponse):
-            return parsed
-        body, messages = parsed
-        try:
-            proxy.gate  # built on first use: a missing judge says so in OpenAI's error shape
-        except JuristError as exc:
-            return _error(500, f"the gate is not configured: {exc}", code="gate_not_configured")
-        trace_id = request.headers.get("x-jurist-trace-id") or new_id()
-        upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
-                            trace_id=trace_id)
-        try:
-            await upstream.prime(current_cycle(messages, body.is_continuation))
-        except ModelError as exc:
-            # The gate records the failed request (its error and the failed call); the caller
-            # gets the upstream's own status, body and Retry-After.
-            await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
-                                 trace_id=trace_id)
-            return passthrough(exc, body.messages, body.model)
-        completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
-        if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
-            if proxy.max_iterations and not body.is_continuation and tool_rounds(messages) >= proxy.max_iterations:
-                await upstream.aclose()
-                return _iteration_limit(proxy, body, trace_id)
-            if body.stream:
-                return StreamingResponse(_relay_stream(proxy, body, upstream, trace_id, completion_id),
-                                         media_type="text/event-stream",
-                                         headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
-            return await _relay_complete(proxy, body, upstream, trace_id, completion_id)
-        if body.stream:
-            return StreamingResponse(_stream(proxy, body, upstream, trace_id, completion_id),
-                                     media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
-        try:
-            return await _complete(proxy, body, upstream, trace_id, completion_id)
-        finally:
-            await upstream.aclose()
+        raw = await read_json(request)
+        if isinstance(raw, JSONResponse):
+            return raw
+        return await gated_chat(proxy, request, raw)
 
     return router
+
+
+async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -> Response:
+    """The whole of ``POST /v1/chat/completions`` for a request body already read as a JSON object:
+    validated, generated upstream, gated; a ``chat.completion`` (JSON) or its SSE stream, or an
+    error in OpenAI's shape. The other APIs the proxy serves translate to and from this."""
+    parsed = _parse(raw)
+    if isinstance(parsed, JSONResponse):
+        return parsed
+    body, messages = parsed
+    try:
+        proxy.gate  # built on first use: a missing judge says so in OpenAI's error shape
+    except JuristError as exc:
+        return _error(500, f"the gate is not configured: {exc}", code="gate_not_configured")
+    trace_id = request.headers.get("x-jurist-trace-id") or new_id()
+    upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
+                        trace_id=trace_id)
+    try:
+        await upstream.prime(current_cycle(messages, body.is_continuation))
+    except ModelError as exc:
+        # The gate records the failed request (its error and the failed call); the caller
+        # gets the upstream's own status, body and Retry-After.
+        await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
+                             trace_id=trace_id)
+        return passthrough(exc, body.messages, body.model)
+    completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
+    if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
+        if proxy.max_iterations and not body.is_continuation and tool_rounds(messages) >= proxy.max_iterations:
+            await upstream.aclose()
+            return _iteration_limit(proxy, body, trace_id)
+        if body.stream:
+            return StreamingResponse(_relay_stream(proxy, body, upstream, trace_id, completion_id),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
+        return await _relay_complete(proxy, body, upstream, trace_id, completion_id)
+    if body.stream:
+        return StreamingResponse(_stream(proxy, body, upstream, trace_id, completion_id),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
+    try:
+        return await _complete(proxy, body, upstream, trace_id, completion_id)
+    finally:
+        await upstream.aclose()
 
 
 def _tool_round(proxy: ProxyState, trace_id: str) -> list[CallEntry]:
