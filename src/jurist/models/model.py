@@ -32,8 +32,10 @@ from pydantic import JsonValue
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, Completion, CoverageResult,
-                                MeaningJudge, RelevanceScore, StatementCheck, StreamItem, SupportResult)
+                                MeaningJudge, RelevanceScore, ReplyMeta, StatementCheck, StreamItem, SupportResult,
+                                kept_headers)
 from jurist.models.breaker import CircuitBreaker
+from jurist.models.cost import BudgetExceeded, Cost, active_budget, call_cost, is_free
 from jurist.models.limiter import RequestLimiter
 from jurist.models.messages import UserMessage
 
@@ -137,6 +139,18 @@ def cut_reply(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut]"
+
+
+def _reply_meta(completion: Completion | None, failure: BaseException | None) -> ReplyMeta | None:
+    """What the endpoint's answer carried (its HTTP status and headers, finish reason), for the record:
+    the completion's, else the failed call's error status and headers."""
+    if isinstance(failure, ModelError) and failure.status is not None:
+        return ReplyMeta(http_status=failure.status, http_headers=kept_headers(failure.headers))
+    if completion is None or completion.reply is None:
+        return None
+    if completion.reply.finish_reason is None and completion.finish_reason is not None:
+        completion.reply.finish_reason = completion.finish_reason
+    return completion.reply
 
 
 def _recorded_value(completion: Completion | None) -> Any:
@@ -246,6 +260,7 @@ class Model:
         cache: bool = True,
         breaker: CircuitBreaker | None = None,
         max_reply_chars: int | None = None,
+        prices_from: str | None = None,
     ) -> None:
         self.adapter = adapter
         self.limiter = limiter
@@ -255,6 +270,9 @@ class Model:
         self.cache = cache
         self.breaker = breaker  # the endpoint's, shared like the limiter; None: no breaker
         self.max_reply_chars = max_reply_chars  # a longer reply to parse is cut and not parsed
+        # the price table's provider whose prices the endpoint charges (a gateway in front of it), where
+        # its address alone does not show it; None: priced by the reference's provider at its own API only
+        self.prices_from = prices_from
 
     @property
     def name(self) -> str:
@@ -299,6 +317,12 @@ class Model:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise
         finally:
+            # the offline judge costs nothing (call_cost says so); another meaning judge is the caller's own
+            cost = call_cost(self.name, self.endpoint, 0, 0) if is_free(self.name) else Cost(
+                None, f"{self.name[:80]} is the caller's own judge: jurist does not know what it costs")
+            budget = active_budget()
+            if budget is not None:
+                budget.add(cost)
             if self.sink is not None:
                 self.sink.record_call(CallRecord(
                     id=call_id, trace_id=trace_id, purpose=purpose, model=self.name, endpoint=self.endpoint,
@@ -309,6 +333,7 @@ class Model:
                                                                              default=str),
                     input_tokens=0, output_tokens=0, latency_ms=round((time.perf_counter() - started) * 1000.0, 3),
                     attempts=1, status="ok" if error is None else "error", error=error,
+                    cost_usd=cost.usd, cost_note=cost.note,
                 ))
 
     async def complete(
@@ -353,12 +378,17 @@ class Model:
                 )
         error: ModelError | None = None
         attempts = 0
+        refused = False
         if completion is None:
+            budget = active_budget()
             try:
+                if budget is not None:
+                    budget.check(self.name)  # a spent budget: no new call (BudgetExceeded, recorded as failed)
                 completion, attempts = await self._call_with_retries(request)
             except ModelError as exc:
                 error = exc
                 attempts = exc.attempts
+                refused = isinstance(exc, BudgetExceeded)
             except asyncio.CancelledError:  # a caller's timeout: the call still goes on record
                 self._record(request, key, new_id(), started, purpose=purpose, trace_id=trace_id,
                              template=template, completion=None, status="error",
@@ -393,7 +423,7 @@ class Model:
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
                      completion=completion, status=status, attempts=attempts,
                      error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
-                     params=returned if request.top_logprobs else None)
+                     params=returned if request.top_logprobs else None, refused=refused, failure=error)
         if error is not None:
             raise error
         assert completion is not None
@@ -402,8 +432,21 @@ class Model:
     def _record(
         self, request: ChatRequest, key: str, call_id: str, started: float, *, purpose: str,
         trace_id: str | None, template: Template | None, completion: Completion | None, status: CallStatus,
-        error: str | None, attempts: int, params: dict[str, JsonValue] | None = None,
+        error: str | None, attempts: int, params: dict[str, JsonValue] | None = None, refused: bool = False,
+        failure: BaseException | None = None,
     ) -> None:
+        """Put one call on record with its cost, charged to the active budget (``refused``: the
+        budget was spent, so no request went out)."""
+        usage_known = completion is None or completion.usage_reported  # the stream had none: unknown, not 0
+        cost = call_cost(self.name, self.endpoint, completion.input_tokens if completion else 0,
+                         completion.output_tokens if completion else 0, usage_known=usage_known,
+                         failed=completion is None, from_cache=bool(completion and completion.cached),
+                         prices_from=self.prices_from)
+        if refused:
+            cost = Cost(0.0, "not made: the cost budget was spent")
+        budget = active_budget()
+        if budget is not None:
+            budget.add(cost)
         if self.sink is None:
             return
         params = {**request.params(), **(params or {})}
@@ -430,9 +473,10 @@ class Model:
                 template_name=template.name if template else None,
                 template_hash=template.hash if template else None,
                 parsed=_recorded_value(completion),
-                # the endpoint's stream had none: the tokens are unknown, not 0
-                usage_known=completion is None or completion.usage_reported,
-            )
+                usage_known=usage_known,
+                cost_usd=cost.usd,
+                cost_note=cost.note,
+            ).with_reply(_reply_meta(completion, failure))
         )
 
     async def _call_with_retries(self, request: ChatRequest) -> tuple[Completion, int]:
@@ -489,20 +533,24 @@ class Model:
 
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
-        template: Template | None = None,
+        template: Template | None = None, into: Completion | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """Stream text deltas (and tool-call pieces, where the reply calls tools)
         through the limiter (no retries once text flows); the whole call, with
         the usage and tool calls the adapter reports, is recorded when the
         stream ends, fails or is closed early. The endpoint's breaker is asked
-        first, and told whether the stream started."""
+        first, and told whether the stream started. ``into``: the completion the
+        adapter fills as the stream ends (finish reason, usage, what the reply carried)."""
         started = time.perf_counter()
         parts: list[str] = []
-        done = Completion(text="", model=self.name)
+        done = into if into is not None else Completion(text="", model=self.name)
         error: BaseException | None = None
         breaker = self.breaker
         admitted = probe = False  # whether the breaker let the stream through (and still awaits its outcome)
         try:
+            budget = active_budget()
+            if budget is not None:
+                budget.check(self.name)  # a spent budget: no new call
             async with self.limiter.slot(request.estimated_tokens()):
                 if breaker is not None:
                     probe = breaker.admit()
@@ -529,7 +577,7 @@ class Model:
                 purpose=purpose, trace_id=trace_id, template=template, completion=done,
                 status="ok" if error is None else "error", attempts=1,
                 error=None if error is None else f"{type(error).__name__}: {error}",
-                params={"stream": True},
+                params={"stream": True}, refused=isinstance(error, BudgetExceeded), failure=error,
             )
 
     async def aclose(self) -> None:
