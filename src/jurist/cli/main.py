@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from jurist.cli import (calibrate, compare, demo, doctor, evaluate, logs, probe, prompts, proxy, research, serve,
-                        tutor)
+from jurist.cli import (calibrate, compare, datasets, demo, doctor, evaluate, experiment, logs, probe, prompts, proxy,
+                        research, serve, tutor)
 from jurist.cli.common import CommandGroup
 
 app = typer.Typer(
@@ -48,6 +48,8 @@ calibrate.register(app)
 compare.register(app)
 probe.register(app)
 prompts.register(app)
+datasets.register(app)
+experiment.register(app)
 
 
 def main() -> None:

@@ -32,10 +32,13 @@ from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_ur
 from sqlalchemy.exc import DBAPIError, SAWarning
 
 from jurist.errors import ConfigError, InputError, StoreError
+from jurist.experiments.records import DatasetItem, DatasetVersion, ExperimentItem, ExperimentRecord
 from jurist.models.base import CallRecord
 from jurist.models.model import CachedReply
 from jurist.models.messages import openai_messages
+from jurist.store import experiments as experiment_queries
 from jurist.store import queries
+from jurist.store.experiments import ExperimentLock
 from jurist.store.checklist_rows import (ChecklistEvaluationRow, ChecklistMessageRow, ChecklistPointRow,
                                          ChecklistSessionRow, FsrsCardRow)
 from jurist.store.migrate import migrate
@@ -398,6 +401,38 @@ class Store:
         self, learner: str, *, due_before: datetime | None = None, deck: str | None = None
     ) -> list[FsrsCardRow]:
         return await self.aread(queries.list_fsrs_cards, learner, due_before=due_before, deck=deck)
+
+    # -- datasets and experiments (jurist.store.experiments) ------------------
+    def add_dataset_version(self, dataset: str, version: str, items: list[DatasetItem],
+                            source: str | None = None) -> tuple[DatasetVersion, bool]:
+        """Store a dataset version (its items' content hash) unless the dataset has it; return it
+        and whether it is new."""
+        return self.write(experiment_queries.add_dataset_version, dataset, version, items, source)
+
+    def dataset_version(self, dataset: str, version: str | None = None) -> DatasetVersion | None:
+        """A dataset's version by hash or number (None: the latest); None if there is none."""
+        return self.read(experiment_queries.get_dataset_version, dataset, version)
+
+    def dataset_versions(self, dataset: str | None = None) -> list[DatasetVersion]:
+        return self.read(experiment_queries.list_dataset_versions, dataset)
+
+    def dataset_items(self, dataset: str, version: str) -> list[DatasetItem]:
+        return self.read(experiment_queries.get_dataset_items, dataset, version)
+
+    def experiment(self, name: str) -> ExperimentRecord | None:
+        return self.read(experiment_queries.get_experiment, name)
+
+    def experiments(self, dataset: str | None = None) -> list[ExperimentRecord]:
+        """Experiments, newest first."""
+        return self.read(experiment_queries.list_experiments, dataset)
+
+    def experiment_items(self, name: str) -> list[ExperimentItem]:
+        """An experiment's finished items (scored or failed), by item id."""
+        return self.read(experiment_queries.get_experiment_items, name)
+
+    def experiment_lock(self, name: str) -> ExperimentLock:
+        """The lock that keeps one run of experiment ``name`` at a time (not yet taken)."""
+        return experiment_queries.ExperimentLock(self.engine, name)
 
     def __enter__(self) -> "Store":
         return self

@@ -337,3 +337,58 @@ calibrations = Table(
     Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_calibrations_judge", "judge_model", "template_hash", "rubric", "created_at"),
 )
+
+
+# -- datasets and experiments (migration 0010) -----------------------------------
+
+DATASET_NAME_LENGTH = 100  # datasets.name, experiments.name (jurist.experiments.datasets.NAME_LENGTH)
+
+dataset_versions = Table(
+    "dataset_versions",
+    metadata,
+    Column("dataset", String(DATASET_NAME_LENGTH), primary_key=True),
+    Column("version", String(64), primary_key=True),  # the hash of the items' content
+    Column("number", Integer, nullable=False),  # 1, 2, ... in the order the versions were added
+    Column("items", Integer, nullable=False),
+    Column("source", Text),  # the file it was added from
+    Column("created_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("dataset", "number", name="uq_dataset_versions_number"),
+)
+
+dataset_items = Table(
+    "dataset_items",
+    metadata,
+    Column("dataset", String(DATASET_NAME_LENGTH), primary_key=True),
+    Column("version", String(64), primary_key=True),
+    Column("seq", Integer, primary_key=True),  # the item's place in the file, from 0
+    Column("item_id", String(SUBJECT_ID_LENGTH), nullable=False),
+    Column("payload", JSON, nullable=False),  # a DatasetItem
+)
+
+experiments = Table(
+    "experiments",
+    metadata,
+    Column("name", String(DATASET_NAME_LENGTH), primary_key=True),
+    Column("dataset", String(DATASET_NAME_LENGTH), nullable=False),
+    Column("dataset_version", String(64), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("status", String(16), nullable=False),  # running | finished | interrupted | stopped
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    Column("payload", JSON, nullable=False),  # an ExperimentRecord
+    Index("ix_experiments_dataset", "dataset", "created_at"),
+)
+
+experiment_items = Table(
+    "experiment_items",
+    metadata,
+    Column("experiment", String(DATASET_NAME_LENGTH), primary_key=True),
+    Column("item_id", String(SUBJECT_ID_LENGTH), primary_key=True),
+    # answered: generated, not yet judged (a rerun judges the answer kept here); scored | failed: done
+    Column("status", String(16), nullable=False),
+    Column("answer", JSON),  # the generation while the item is answered: answer, latency, cost
+    Column("evaluation_id", String(32)),
+    Column("cost_usd", Float),
+    Column("updated_at", UtcDateTime(), nullable=False),
+    Column("payload", JSON),  # the ExperimentItem once scored or failed
+)

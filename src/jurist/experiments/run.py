@@ -1,0 +1,391 @@
+"""Running an experiment: a target answers every item of a dataset version, a rubric set judges it.
+
+For each item the target generates an answer (:mod:`jurist.experiments.targets`); the answer
+is kept in the store at once (status ``answered``), then judged as the last turn of a chat
+session (the item's input, then the target's turns, the item's ``expected`` answers with
+it) by the :class:`~jurist.rubrics.scoring.SessionEvaluator`; the evaluation row is
+committed, then the item's :class:`ExperimentItem` row, then its result file
+``<item id>_result.json`` in the output folder. ``summary.json`` is written at the end,
+from the store.
+
+* **Resumable.** A rerun with the same name skips the items that were scored, retries the
+  failed ones (``retry_failed``), and judges the kept answer of an item that was answered
+  but not judged when the run stopped (Ctrl-C, a crash, ``kill -9``): no item is generated
+  or judged twice. A rerun must run what the experiment ran (dataset version, target,
+  rubrics, judge): anything else is refused.
+* **One run at a time.** The run holds the experiment's lock
+  (:class:`~jurist.store.experiments.ExperimentLock`); a second run of the same name is
+  refused at once. The lock dies with its process, so a killed run's lock is taken over.
+* **Failures are items' failures.** A target that errs or times out fails its item (status
+  ``failed``, its error kept) and the experiment goes on; so does an item a rubric could not
+  score (its scores kept, the error naming the rubric).
+* **Cost.** Each item's cost is the known cost of its recorded calls (generation and
+  judging); ``max_cost`` stops the run once the total reaches it: the items in flight
+  finish, the status is ``stopped``, and a rerun with a larger budget goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from pydantic import JsonValue
+
+from jurist.config import Settings
+from jurist.errors import ConfigError, InputError, ModelError, NotFound, StoreError
+from jurist.experiments.datasets import check_name, session_of
+from jurist.experiments.records import (DatasetItem, ExperimentItem, ExperimentRecord, ExperimentStatus, ItemScore,
+                                        RubricRef)
+from jurist.experiments.summary import build_summary
+from jurist.experiments.targets import Generation, Target, load_target
+from jurist.ids import new_id
+from jurist.jsonfiles import write_json
+from jurist.judges.outcome import OK
+from jurist.models.cost import BudgetExceeded, Cost, CostBudget, format_usd
+from jurist.rubrics.api import build_judge, load_template
+from jurist.rubrics.calibration import require_rubric_calibrations, rubric_identities
+from jurist.rubrics.models import RubricSet, load_rubrics
+from jurist.rubrics.naming import result_name
+from jurist.rubrics.results import RubricResult
+from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator, facets
+from jurist.runtime import Runtime, runtime_for
+from jurist.store import Store
+from jurist.store import experiments as q
+from jurist.store.store import BATCH_LOOKUP_LINGER
+from jurist.version import __version__
+
+ProgressFn = Callable[[str, str], None]  # (item id, status)
+SOURCE = "experiment:{name}"  # the evaluations' source: which experiment judged them
+
+
+@dataclass
+class ExperimentSpec:
+    """What to run: ``target`` over dataset ``dataset`` (``version``: a hash or number; None:
+    the latest), judged with ``rubrics`` by ``judge``; ``parallel`` items at once."""
+
+    name: str
+    dataset: str
+    target: str
+    rubrics: str | Path | RubricSet
+    version: str | None = None
+    judge: str | None = None
+    template: str | Path | None = None
+    parallel: int = 8
+    output_dir: str | Path | None = None  # default: experiments/<name>
+    retry_failed: bool = True
+    max_cost: float | None = None
+
+
+@dataclass
+class ExperimentReport:
+    record: ExperimentRecord
+    summary: dict[str, JsonValue]
+    summary_path: Path
+    done_now: int = 0  # items finished in this run (scored or failed)
+    skipped: int = 0  # items done before this run
+    resumed: int = 0  # items whose kept answer was judged now (not generated again)
+    failed_now: int = 0
+    notes: list[str] = field(default_factory=list)  # what the run wants said (a budget reached, a resume)
+
+    @property
+    def exit_code(self) -> int:
+        """0: every item scored; 1: an item failed, or the run stopped before every item was done."""
+        r = self.record
+        return 0 if r.items_failed == 0 and r.items_scored == r.items_total else 1
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def git_commit(folder: str | Path | None = None) -> str | None:
+    """The git commit checked out in ``folder`` (default: the current one), with ``-dirty`` when
+    it has changes; None when it is not a git checkout (or git is missing)."""
+    cwd = str(folder or os.getcwd())
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = head.stdout.strip()
+    return f"{commit}-dirty" if status.returncode == 0 and status.stdout.strip() else commit
+
+
+def rubric_refs(rubric_set: RubricSet, evaluator: SessionEvaluator) -> list[RubricRef]:
+    ids = rubric_identities(rubric_set, evaluator.judge)
+    return [RubricRef(id=r.id, name=r.name, weight=r.weight, template_hash=ids[r.id].template_hash)
+            for r in rubric_set.rubrics]
+
+
+def _same_run(old: ExperimentRecord, new: ExperimentRecord) -> str | None:
+    """Why ``new`` cannot resume ``old`` (None: it can)."""
+    for label, a, b in (("dataset version", old.dataset_version, new.dataset_version),
+                        ("target", old.target, new.target),
+                        ("judge", old.judge_models, new.judge_models),
+                        ("rubrics", [r.model_dump() for r in old.rubrics], [r.model_dump() for r in new.rubrics])):
+        if a != b:
+            shown = (a, b) if label != "rubrics" else ([r.id for r in old.rubrics], [r.id for r in new.rubrics])
+            what = "rubrics or their templates" if label == "rubrics" else label
+            return (f"the experiment {old.name!r} ran with another {what} ({shown[0]}; now {shown[1]}): "
+                    "a rerun resumes the same run; give another --name for a new experiment")
+    return None
+
+
+def item_scores(result: RubricResult, rubric_set: RubricSet) -> dict[str, ItemScore]:
+    scales = {r.id: rubric_set.scale_of(r) for r in rubric_set.rubrics}
+    out: dict[str, ItemScore] = {}
+    for rs in result.rubric_scores:
+        score = rs.final_score if rs.status == OK else None
+        hi = scales.get(rs.rubric_id, (0.0, rs.max_score))[1]
+        passed = None if score is None or not hi else score / hi * 100.0 >= PASS_PERCENTAGE
+        out[rs.rubric_id] = ItemScore(score=score, max_score=rs.max_score, passed=passed, status=rs.file_status,
+                                      reason=rs.reasoning)
+    return out
+
+
+class _Run:
+    """One run of an experiment: its items, the workers, the counts."""
+
+    def __init__(self, spec: ExperimentSpec, record: ExperimentRecord, store: Store, target: Target,
+                 evaluator: SessionEvaluator, out: Path, budget: CostBudget,
+                 on_progress: ProgressFn | None) -> None:
+        self.spec = spec
+        self.record = record
+        self.store = store
+        self.target = target
+        self.evaluator = evaluator
+        self.out = out
+        self.budget = budget
+        self.on_progress = on_progress
+        self.done_now = self.failed_now = self.resumed = 0
+        self.stopped = False
+
+    def _progress(self, item_id: str, status: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(item_id, status)
+
+    async def _finish(self, item: ExperimentItem) -> None:
+        """Store the item's row (durable), then write its result file."""
+        await self.store.awrite(q.save_item, item)
+        await asyncio.to_thread(write_json, self.out / result_name(item.item_id), item.model_dump(mode="json"))
+        self.done_now += 1
+        self.failed_now += item.status == "failed"
+        if item.cost_usd is not None:
+            self.budget.add(Cost(item.cost_usd))
+        self._progress(item.item_id, item.status)
+
+    async def _cost(self, trace_ids: list[str]) -> tuple[float | None, str | None]:
+        total, calls, unknown, note = await self.store.aread(q.trace_costs, trace_ids)
+        if unknown:
+            return total, f"{unknown} of {calls} calls of unknown cost ({note or 'no price'})"
+        return (total if calls else 0.0), None
+
+    def _failed(self, item: DatasetItem, error: str, gen: Generation | None = None,
+                cost_note: str | None = None) -> ExperimentItem:
+        return ExperimentItem(experiment=self.record.name, item_id=item.id, status="failed", error=error,
+                              answer=gen.answer if gen else None,
+                              generation_call_id=gen.call_id if gen else None,
+                              latency_ms=gen.latency_ms if gen else None, cost_usd=None,
+                              cost_note=cost_note or "the target failed: the cost of its call is unknown",
+                              judged_at=_now())
+
+    async def one(self, item: DatasetItem, kept: dict[str, JsonValue] | None) -> None:
+        """Generate (or take the kept answer), judge and store one item."""
+        trace = new_id()
+        if kept is not None:
+            gen = Generation.from_json(kept)
+            self.resumed += 1
+        else:
+            try:
+                gen = await self.target.generate(item, trace)
+            except BudgetExceeded:
+                self.stopped = True
+                return
+            except ModelError as exc:
+                await self._finish(self._failed(item, f"the target failed: {type(exc).__name__}: {exc}"))
+                return
+            await self.store.awrite(q.save_answer, self.record.name, item.id, {**gen.to_json(), "trace_id": trace})
+        try:
+            session = session_of(item, gen.turns, source=SOURCE.format(name=self.record.name))
+        except InputError as exc:
+            await self._finish(self._failed(item, f"the target's turns are not a chat session: {exc.reason}", gen))
+            return
+        try:
+            scored = await self.evaluator.score(session)
+        except (ConfigError, StoreError):
+            raise
+        except Exception as exc:  # this item could not be judged: its failure alone
+            await self._finish(self._failed(item, f"the answer could not be judged: {type(exc).__name__}: {exc}",
+                                            gen))
+            return
+        await self.store.asave_evaluation(scored.row, scored.score_rows)  # the calls queued before it too
+        result = scored.result
+        traces = [t for t in ((kept or {}).get("trace_id"), trace, result.trace_id) if isinstance(t, str)]
+        cost, note = await self._cost(traces)
+        failed = [rs for rs in result.rubric_scores if rs.status != OK]
+        error = "; ".join(f"rubric {rs.rubric_id}: {rs.reasoning or rs.file_status}" for rs in failed) or None
+        s = result.summary
+        await self._finish(ExperimentItem(
+            experiment=self.record.name, item_id=item.id, status="failed" if failed else "scored",
+            answer=gen.answer, error=error, scores=item_scores(result, self.evaluator.rubric_set),
+            score=s.total_score, max_score=s.max_score, percentage=s.percentage, passed=facets(result)["passed"],
+            evaluation_id=scored.row.id, generation_call_id=gen.call_id, cost_usd=cost, cost_note=note,
+            latency_ms=gen.latency_ms, judged_at=_now()))
+
+    async def run(self, todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]]) -> None:
+        queue = iter(todo)
+
+        async def worker() -> None:
+            for item, kept in queue:
+                if self.stopped or self.budget.exceeded:
+                    self.stopped = True
+                    return
+                await self.one(item, kept)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.spec.parallel, len(todo)))]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+
+
+async def _evaluator(runtime: Runtime, store: Store, spec: ExperimentSpec, rubric_set: RubricSet) -> SessionEvaluator:
+    loaded = await asyncio.to_thread(load_template, spec.template, store)
+    judge = build_judge(runtime, judge=spec.judge, template=loaded)
+    try:
+        await require_rubric_calibrations(runtime, rubric_set, judge, loaded)  # before any judge call
+    except BaseException:
+        await judge.aclose()
+        raise
+    s = runtime.settings
+    return SessionEvaluator(rubric_set, judge, store, s.session_char_budget, s.rubric_timeout,
+                            s.allow_private_image_urls)
+
+
+async def run_experiment(spec: ExperimentSpec, *, settings: Settings | None = None, runtime: Runtime | None = None,
+                         on_progress: ProgressFn | None = None,
+                         on_start: Callable[[ExperimentRecord, int], None] | None = None) -> ExperimentReport:
+    """Run (or resume) the experiment ``spec`` names; ``on_start(record, items to do)`` is told
+    before the first call. Raises an InputError (the dataset, the target, the rubrics, a name,
+    a run of the same name in progress) before any call."""
+    check_name(spec.name, "experiment")
+    check_name(spec.dataset, "dataset")
+    if spec.parallel < 1:
+        raise InputError(f"--parallel must be at least 1, got {spec.parallel}")
+    budget = CostBudget(max_usd=spec.max_cost)
+    own = runtime is None
+    runtime = await asyncio.to_thread(runtime_for, runtime, settings, None, lookup_linger=BATCH_LOOKUP_LINGER)
+    try:
+        store = await runtime.astore()
+        version = await asyncio.to_thread(store.dataset_version, spec.dataset, spec.version)
+        if version is None:
+            which = f" version {spec.version}" if spec.version else ""
+            raise NotFound(f"no dataset {spec.dataset!r}{which} in the store; add it with "
+                           f"jurist datasets add {spec.dataset} FILE (jurist datasets list shows what there is)")
+        items = await asyncio.to_thread(store.dataset_items, spec.dataset, version.dataset_version)
+        rubric_set = (spec.rubrics if isinstance(spec.rubrics, RubricSet) else
+                      await asyncio.to_thread(load_rubrics, spec.rubrics, runtime.settings.score_scale))
+        target = await asyncio.to_thread(load_target, spec.target, runtime)  # an import: before any call
+        try:
+            evaluator = await _evaluator(runtime, store, spec, rubric_set)
+            try:
+                return await _locked(spec, store, target, evaluator, version.dataset_version, items, budget,
+                                     on_progress, on_start)
+            finally:
+                await evaluator.judge.aclose()
+        finally:
+            await target.aclose()
+    finally:
+        await (runtime.aclose() if own else runtime.aflush())
+
+
+async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator: SessionEvaluator,
+                  dataset_version: str, items: list[DatasetItem], budget: CostBudget,
+                  on_progress: ProgressFn | None,
+                  on_start: Callable[[ExperimentRecord, int], None] | None) -> ExperimentReport:
+    judge = evaluator.judge
+    out = Path(spec.output_dir) if spec.output_dir is not None else Path("experiments") / spec.name
+    rubrics_file = None if isinstance(spec.rubrics, RubricSet) else str(spec.rubrics)
+    commit = await asyncio.to_thread(git_commit)
+    fresh = ExperimentRecord(
+        name=spec.name, dataset=spec.dataset, dataset_version=dataset_version, target=spec.target,
+        rubrics_file=rubrics_file, rubrics_version=evaluator.rubric_set.version,
+        rubrics=rubric_refs(evaluator.rubric_set, evaluator),
+        judge_models=[judge.name] + ([judge.visual.name] if judge.visual is not None else []),
+        jurist_version=__version__, git_commit=commit, created_at=_now(), items_total=len(items),
+        output_dir=str(out))
+    lock = store.experiment_lock(spec.name)
+    await asyncio.to_thread(lock.acquire)
+    try:
+        notes: list[str] = []
+        old = await asyncio.to_thread(store.experiment, spec.name)
+        record = fresh
+        if old is not None:
+            why = _same_run(old, fresh)
+            if why is not None:
+                raise InputError(why)
+            record = old.model_copy(update={"status": "running", "finished_at": None, "output_dir": str(out)})
+            if old.git_commit != commit:
+                notes.append(f"resumed at git commit {commit}; the experiment began at {old.git_commit}")
+                record = record.model_copy(update={"git_commit": f"{old.git_commit} (resumed at {commit})"})
+        await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
+        await store.awrite(q.save_experiment, record)
+        states = await store.aread(q.item_states, spec.name)
+        todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]] = []
+        skipped = 0
+        for item in items:
+            state, kept = states.get(item.id, (None, None))
+            if state == "scored" or (state == "failed" and not spec.retry_failed):
+                skipped += 1
+                if on_progress is not None:
+                    on_progress(item.id, "skipped")
+            else:
+                todo.append((item, kept if state == "answered" else None))
+        if on_start is not None:
+            on_start(record, len(todo))
+        run = _Run(spec, record, store, target, evaluator, out, budget, on_progress)
+        status: ExperimentStatus = "interrupted"
+        try:
+            await run.run(todo)
+            status = "stopped" if run.stopped else "finished"
+        finally:
+            done = await store.aread(q.get_experiment_items, spec.name)
+            record = _closed(record, done, status)
+            await store.awrite(q.save_experiment, record)
+            summary = build_summary(record, done)
+            summary_path = out / "summary.json"
+            await asyncio.to_thread(write_json, summary_path, summary)
+        if run.stopped:
+            notes.append(f"stopped: the cost budget of {format_usd(spec.max_cost)} was reached "
+                         f"({format_usd(budget.spent_usd)} this run); rerun with a larger --max-cost to go on")
+        if run.resumed:
+            notes.append(f"{run.resumed} items answered before the run stopped were judged now, not generated again")
+        return ExperimentReport(record, summary, summary_path, done_now=run.done_now, skipped=skipped,
+                                resumed=run.resumed, failed_now=run.failed_now, notes=notes)
+    finally:
+        await asyncio.to_thread(lock.release)
+
+
+def _closed(record: ExperimentRecord, done: list[ExperimentItem], status: ExperimentStatus) -> ExperimentRecord:
+    scored = sum(1 for i in done if i.status == "scored")
+    costs = [i.cost_usd for i in done if i.cost_usd is not None]
+    unknown = sum(1 for i in done if i.cost_note)
+    if status == "finished" and len(done) < record.items_total:
+        status = "stopped"
+    return record.model_copy(update={
+        "status": status, "finished_at": _now() if status == "finished" else None,
+        "items_scored": scored, "items_failed": len(done) - scored,
+        "cost_usd": round(sum(costs), 9) if costs else None,
+        "cost_note": f"{unknown} items had a call of unknown cost; the total counts the known costs" if unknown
+        else None})

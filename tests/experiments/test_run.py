@@ -1,0 +1,134 @@
+"""`experiment run` against the scripted OpenAI-compatible server as target and judge (SQLite and
+PostgreSQL): answers, scores, records and files; failures of the target; reruns; the lock."""
+
+import json
+
+import pytest
+
+from jurist.errors import InputError, NotFound
+from jurist.experiments.run import ExperimentSpec, run_experiment
+from jurist.store import Store
+from jurist.testing import Reply
+
+from tests.conftest import fresh_database
+from tests.experiments.runs import (RUBRICS, add_dataset, judge_requests, questions, replies, settings_for,
+                                    target_requests)
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request, tmp_path):
+    with fresh_database(request.param, tmp_path, "jurist_experiment") as url:
+        yield url
+
+
+def spec(tmp_path, name="exp1", **kw):
+    return ExperimentSpec(**{"name": name, "dataset": "qa", "target": "fake/app", "rubrics": RUBRICS,
+                             "judge": "fake/judge", "parallel": 3, "output_dir": tmp_path / "out" / name, **kw})
+
+
+async def test_every_item_is_answered_judged_stored_and_written(provider, tmp_path, url):
+    add_dataset(url, tmp_path, questions(5))
+    provider.default = replies({"Question 2?": "Paris"}, score=5)
+    report = await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+    record = report.record
+    assert (record.status, record.items_total, record.items_scored, record.items_failed) == ("finished", 5, 5, 0)
+    assert report.exit_code == 0 and record.target == "fake/app" and record.judge_models == ["fake/judge"]
+    assert [r.id for r in record.rubrics] == ["correct", "clear"] and all(r.template_hash for r in record.rubrics)
+    assert len(target_requests(provider)) == 5 and len(judge_requests(provider)) == 10
+    # the judge reads the target's answer as the assistant's last turn
+    assert any("Paris" in json.dumps(r["json"]["messages"]) for r in judge_requests(provider))
+    with Store(url) as store:
+        items = {i.item_id: i for i in store.experiment_items("exp1")}
+        assert store.experiment("exp1") == record
+        generations = store.calls(purpose="generation", limit=None)
+        evaluations = store.evaluation_ids([i.evaluation_id for i in items.values() if i.evaluation_id])
+    assert items["q002"].answer == "Paris" and items["q002"].scores["correct"].score == 5.0
+    assert items["q002"].passed is True and items["q002"].percentage == 100.0
+    assert len(generations) == 5 and {g["id"] for g in generations} == {i.generation_call_id for i in items.values()}
+    assert len(evaluations) == 5
+    out = tmp_path / "out" / "exp1"
+    assert json.loads((out / "q002_result.json").read_text())["answer"] == "Paris"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["items"] == {"total": 5, "done": 5, "scored": 5, "failed": 0, "not_done": 0}
+    assert summary["per_rubric"]["correct"]["average"] == 5.0 and summary["dataset_version"] == record.dataset_version
+
+
+async def test_a_failing_target_fails_its_item_and_a_rerun_retries_only_that_one(provider, tmp_path, url):
+    add_dataset(url, tmp_path, questions(4))
+    provider.default = replies(fail={"Question 1?"})
+    settings = settings_for(provider, url, max_retries=0)
+    report = await run_experiment(spec(tmp_path), settings=settings)
+    assert (report.record.items_scored, report.record.items_failed, report.exit_code) == (3, 1, 1)
+    failed = json.loads((tmp_path / "out" / "exp1" / "q001_result.json").read_text())
+    assert failed["status"] == "failed" and failed["error"].startswith("the target failed: ModelUnavailable")
+    assert report.summary["failures"][0]["item_id"] == "q001"
+    provider.requests.clear()
+    provider.default = replies()
+    rerun = await run_experiment(spec(tmp_path), settings=settings)
+    assert (rerun.record.items_scored, rerun.record.items_failed, rerun.exit_code) == (4, 0, 0)
+    assert [r["json"]["messages"][-1]["content"] for r in target_requests(provider)] == ["Question 1?"]
+    assert rerun.skipped == 3 and rerun.done_now == 1
+
+
+async def test_a_target_that_times_out_fails_its_item_and_the_run_goes_on(provider, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(3))
+    slow = replies()
+
+    def respond(body):
+        if body.get("model") == "app" and body["messages"][-1]["content"] == "Question 0?":
+            return Reply(delay=3)
+        return slow(body)
+
+    provider.default = respond
+    report = await run_experiment(spec(tmp_path), settings=settings_for(provider, url, timeout=0.3, max_retries=0))
+    assert (report.record.items_scored, report.record.items_failed) == (2, 1)
+    with Store(url) as store:
+        item = {i.item_id: i for i in store.experiment_items("exp1")}["q000"]
+    assert item.status == "failed" and "ModelTimeout" in item.error and item.answer is None
+
+
+async def test_a_rerun_that_changes_what_ran_is_refused(provider, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies()
+    settings = settings_for(provider, url)
+    await run_experiment(spec(tmp_path), settings=settings)
+    calls = len(provider.requests)
+    with pytest.raises(InputError, match="ran with another target"):
+        await run_experiment(spec(tmp_path, target="fake/other"), settings=settings)
+    add_dataset(url, tmp_path, questions(3))  # a new version, now the latest
+    with pytest.raises(InputError, match="ran with another dataset version"):
+        await run_experiment(spec(tmp_path), settings=settings)
+    assert len(provider.requests) == calls
+
+
+async def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(provider, tmp_path, url):
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies()
+    with Store(url) as store:
+        lock = store.experiment_lock("exp1")
+        lock.acquire()
+        try:
+            with pytest.raises(InputError, match="the experiment 'exp1' is being run by"):
+                await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+        finally:
+            lock.release()
+    assert provider.requests == []
+    report = await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+    assert report.record.items_scored == 2
+
+
+async def test_an_unknown_dataset_or_target_stops_before_any_call(provider, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(2))
+    settings = settings_for(provider, url)
+    with pytest.raises(NotFound, match="no dataset 'nope'"):
+        await run_experiment(spec(tmp_path, dataset="nope"), settings=settings)
+    with pytest.raises(InputError, match="no module 'no_such_app'"):
+        await run_experiment(spec(tmp_path, target="python:no_such_app:answer"), settings=settings)
+    with pytest.raises(Exception, match="unknown provider 'nowhere'"):
+        await run_experiment(spec(tmp_path, target="nowhere/model"), settings=settings)
+    assert provider.requests == []
