@@ -678,4 +678,7 @@ def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
                        max_iterations=max_iterations)
     app.state.proxy = proxy
     app.include_router(build_router(proxy))
+    from jurist.server import proxy_messages, proxy_responses  # translations over gated_chat (they import this)
+    for api in (proxy_responses, proxy_messages):
+        app.include_router(api.build_router(proxy))
     return proxy

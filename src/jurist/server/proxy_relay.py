@@ -1,0 +1,331 @@
+"""The gated chat-completions answer read back as typed pieces, for the proxy's other APIs.
+
+The Responses API (:mod:`jurist.server.proxy_responses`) and the Messages API
+(:mod:`jurist.server.proxy_messages`) are translations over
+:func:`jurist.server.proxy.gated_chat`: each turns its request into a chat
+completions body, lets the gate answer it, and writes what comes back in its
+own shapes. What comes back is read here, once for both:
+
+* a ``chat.completion`` (JSON) as :func:`completion_pieces`;
+* its SSE stream (chunks, jurist's named ``event: jurist.*`` events, an error
+  frame, ``data: [DONE]``) as :func:`stream_pieces`, an async iterator;
+* an error status (OpenAI's error object, or the upstream's own body) as
+  :func:`relayed_error`.
+
+The pieces: :class:`Text` (answer text, with its log probabilities when asked),
+:class:`Refusal`, :class:`ToolPiece` (a piece of a tool call, OpenAI's stream
+form), :class:`JuristEvent`, then :class:`Finish` (finish reason, usage, the
+``jurist`` record) or :class:`Failed` (a status and OpenAI's error object). A
+stream that ends with neither is :class:`Failed` (502): never an answer
+passed as complete without saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from fastapi.responses import Response, StreamingResponse
+from pydantic import JsonValue
+
+from jurist.server.proxy_sse import error_object
+
+#: Upstream headers a translated answer keeps (what the caller's client reads on an error).
+KEPT_HEADERS = ("retry-after", "x-request-id", "x-jurist-trace-id")
+
+
+class Refused(Exception):
+    """A request the proxy cannot translate: ``status`` (400), what is wrong, and the field (``param``)."""
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    logprobs: list[JsonValue] | None = None  # OpenAI's logprobs.content entries for this text
+
+
+@dataclass(frozen=True)
+class Refusal:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolPiece:
+    """A piece of tool call ``index``: its id and name (usually on the first piece), more of its arguments."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True)
+class JuristEvent:
+    kind: str  # evaluation, thinking, revision, done ...
+    data: JsonValue
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: str | None  # stop, length, tool_calls, content_filter
+    usage: Usage | None
+    jurist: dict[str, JsonValue] | None
+    id: str | None = None  # the chat completion's id
+    extra: dict[str, JsonValue] = field(default_factory=dict)  # system_fingerprint, service_tier
+
+
+@dataclass(frozen=True)
+class Failed:
+    status: int
+    error: dict[str, JsonValue]  # OpenAI's error object: message, type, param, code, and more
+    jurist: dict[str, JsonValue] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        message = self.error.get("message")
+        return message if isinstance(message, str) else f"HTTP {self.status}"
+
+
+Piece = Union[Text, Refusal, ToolPiece, JuristEvent, Finish, Failed]
+
+
+def kept_headers(response: Response) -> dict[str, str]:
+    return {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return None
+    prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    total = data.get("total_tokens")
+    return Usage(prompt, completion, total if isinstance(total, int) else prompt + completion)
+
+
+def _jurist(data: Any) -> dict[str, JsonValue] | None:
+    return data if isinstance(data, dict) else None
+
+
+def _extra(data: Mapping[str, Any]) -> dict[str, JsonValue]:
+    return {k: data[k] for k in ("system_fingerprint", "service_tier") if data.get(k) is not None}
+
+
+def relayed_error(response: Response) -> Failed:
+    """An error answer (status >= 400) as :class:`Failed`: OpenAI's error object as it came, or one
+    that holds the body's text (an upstream body in another shape)."""
+    body = bytes(response.body)
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        data = None
+    headers = kept_headers(response)
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return Failed(response.status_code, dict(data["error"]), _jurist(data.get("jurist")), headers)
+    if isinstance(data, dict) and isinstance(data.get("detail"), str):  # a FastAPI error
+        return Failed(response.status_code, error_object(response.status_code, data["detail"]), None, headers)
+    text = body.decode("utf-8", "replace").strip() or f"HTTP {response.status_code}"
+    return Failed(response.status_code, error_object(response.status_code, text[:2000]), None, headers)
+
+
+def _message_pieces(message: Mapping[str, Any], logprobs: Any) -> list[Piece]:
+    pieces: list[Piece] = []
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        entries = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+        pieces.append(Text(content, list(entries) if isinstance(entries, list) else None))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        pieces.append(Refusal(refusal))
+    calls = message.get("tool_calls")
+    for index, call in enumerate(calls if isinstance(calls, list) else []):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        arguments = function.get("arguments")
+        pieces.append(ToolPiece(index, _text(call.get("id")), _text(function.get("name")),
+                                arguments if isinstance(arguments, str) else ""))
+    return pieces
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def completion_pieces(data: Mapping[str, Any]) -> list[Piece]:
+    """A ``chat.completion`` as pieces, ending in :class:`Finish` (or :class:`Failed` when it has no choice)."""
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else None
+    if choice is None or not isinstance(choice.get("message"), Mapping):
+        return [Failed(502, error_object(502, "the gated answer holds no choice", code="bad_gateway"),
+                       _jurist(data.get("jurist")))]
+    finish = choice.get("finish_reason")
+    return [*_message_pieces(choice["message"], choice.get("logprobs")),
+            Finish(finish if isinstance(finish, str) else None, _usage(data.get("usage")), _jurist(data.get("jurist")),
+                   _text(data.get("id")), _extra(data))]
+
+
+def _events(buffer: str) -> tuple[list[tuple[str | None, str]], str]:
+    """The complete SSE events at the start of ``buffer`` as (event name, data), and the rest."""
+    out: list[tuple[str | None, str]] = []
+    while "\n\n" in buffer:
+        block, buffer = buffer.split("\n\n", 1)
+        name: str | None = None
+        data: list[str] = []
+        for line in block.splitlines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if data:
+            out.append((name, "\n".join(data)))
+    return out, buffer
+
+
+def _chunk_pieces(name: str | None, chunk: Mapping[str, Any], finish: dict[str, Any]) -> Iterable[Piece]:
+    """The pieces of one stream chunk; the finish reason, usage and record are kept in ``finish``."""
+    if isinstance(chunk.get("error"), dict):  # jurist.error: OpenAI's error object, and the event's data
+        event = chunk.get("jurist_event")
+        data = event.get("data") if isinstance(event, Mapping) else None
+        status = data.get("status") if isinstance(data, Mapping) else None
+        error = dict(chunk["error"])
+        yield Failed(status if isinstance(status, int) and status >= 400 else 502, error,
+                     _jurist(data) if isinstance(data, dict) else None)
+        return
+    event = chunk.get("jurist_event")
+    if name and name.startswith("jurist.") and isinstance(event, Mapping):
+        yield JuristEvent(name.removeprefix("jurist."), event.get("data"))
+    if chunk.get("usage") is not None:
+        finish["usage"] = _usage(chunk.get("usage"))
+    if isinstance(chunk.get("jurist"), dict):
+        finish["jurist"] = chunk["jurist"]
+    finish.setdefault("id", _text(chunk.get("id")))
+    finish.update(_extra(chunk))
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
+        if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta")
+        if isinstance(delta, Mapping):
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                logprobs = choice.get("logprobs")
+                entries = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+                yield Text(content, list(entries) if isinstance(entries, list) else None)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                yield Refusal(refusal)
+            calls = delta.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                if not isinstance(call, Mapping):
+                    continue
+                function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
+                index = call.get("index", 0)
+                arguments = function.get("arguments")
+                yield ToolPiece(index if isinstance(index, int) else 0, _text(call.get("id")),
+                                _text(function.get("name")), arguments if isinstance(arguments, str) else "")
+        if isinstance(choice.get("finish_reason"), str):
+            finish["reason"] = choice["finish_reason"]
+
+
+async def stream_pieces(response: StreamingResponse) -> AsyncIterator[Piece]:
+    """The pieces of a gated SSE answer, as they come; the last is :class:`Finish` or :class:`Failed`."""
+    finish: dict[str, Any] = {}
+    buffer = ""
+    done = False
+    try:
+        async for part in response.body_iterator:
+            buffer += part if isinstance(part, str) else bytes(part).decode("utf-8")
+            events, buffer = _events(buffer)
+            for name, data in events:
+                if data.strip() == "[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    continue
+                if not isinstance(chunk, Mapping):
+                    continue
+                for piece in _chunk_pieces(name, chunk, finish):
+                    yield piece
+                    if isinstance(piece, Failed):
+                        return
+            if done:
+                break
+    finally:
+        closing = getattr(response.body_iterator, "aclose", None)
+        if closing is not None:
+            await closing()
+        if response.background is not None:
+            await response.background()
+    if "reason" not in finish and not done:
+        yield Failed(502, error_object(502, "the gated answer ended before it was complete", code="bad_gateway"),
+                     _jurist(finish.get("jurist")))
+        return
+    yield Finish(finish.get("reason"), finish.get("usage"), _jurist(finish.get("jurist")), finish.get("id"),
+                 {k: v for k, v in finish.items() if k in ("system_fingerprint", "service_tier")})
+
+
+def json_body(response: Response) -> Any:
+    """The JSON of a non-streamed answer (None: not JSON)."""
+    try:
+        return json.loads(bytes(response.body))
+    except ValueError:
+        return None
+
+
+class ToolCalls:
+    """Tool calls joined from their pieces, OpenAI's way: the first id and name of each index,
+    the arguments concatenated."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, JoinedCall] = {}
+
+    def add(self, piece: ToolPiece) -> tuple[JoinedCall, bool]:
+        """Add ``piece``; returns its call and whether the piece began it."""
+        call = self.calls.get(piece.index)
+        new = call is None
+        if call is None:
+            call = self.calls[piece.index] = JoinedCall(piece.id or "", piece.name or "")
+        else:
+            if not call.id and piece.id:
+                call.id = piece.id
+            if not call.name and piece.name:
+                call.name = piece.name
+        if piece.arguments:
+            call.parts.append(piece.arguments)
+        return call, new
+
+
+@dataclass
+class JoinedCall:
+    """One tool call joined from its pieces (the arguments kept as pieces: joining is linear)."""
+
+    id: str
+    name: str
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def arguments(self) -> str:
+        return "".join(self.parts)
+
+
+__all__ = ["Failed", "Finish", "JoinedCall", "JuristEvent", "Piece", "Refusal", "Refused", "Text", "ToolCalls",
+           "ToolPiece", "Usage", "completion_pieces", "json_body", "kept_headers", "relayed_error", "stream_pieces"]
