@@ -132,3 +132,22 @@ async def test_an_unknown_dataset_or_target_stops_before_any_call(provider, tmp_
     with pytest.raises(Exception, match="unknown provider 'nowhere'"):
         await run_experiment(spec(tmp_path, target="nowhere/model"), settings=settings)
     assert provider.requests == []
+
+
+async def test_an_answer_kept_before_a_stop_is_judged_not_generated_again(provider, tmp_path, url):
+    """What a run killed between the answer and its verdict leaves: the rerun judges the kept answer."""
+    from jurist.store import experiments as q
+
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies()
+    with Store(url) as store:
+        store.write(q.save_answer, "exp1", "q000", {"answer": "Kept answer", "turns": [
+            {"role": "assistant", "content": "Kept answer"}], "call_id": None, "latency_ms": 12.0})
+        assert store.experiment_items("exp1") == []  # answered is not done
+    report = await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+    assert [r["json"]["messages"][-1]["content"] for r in target_requests(provider)] == ["Question 1?"]
+    assert report.resumed == 1 and report.record.items_scored == 2
+    with Store(url) as store:
+        item = {i.item_id: i for i in store.experiment_items("exp1")}["q000"]
+    assert item.answer == "Kept answer" and item.latency_ms == 12.0
+    assert any("Kept answer" in json.dumps(r["json"]["messages"]) for r in judge_requests(provider))

@@ -26,6 +26,7 @@ from jurist.store.locks import FileLock
 from jurist.store.tables import dataset_items, dataset_versions, experiment_items, experiments, llm_calls
 
 MAX_EXPERIMENTS_READ = 1000
+DONE = ("scored", "failed")  # an item's statuses once it has its ExperimentItem (before: answered)
 
 
 def _now() -> datetime:
@@ -120,7 +121,7 @@ def list_experiments(conn: Connection, dataset: str | None = None,
 def get_experiment_items(conn: Connection, name: str) -> list[ExperimentItem]:
     """An experiment's finished items (scored or failed), by item id."""
     rows = conn.execute(select(experiment_items.c.payload)
-                        .where(experiment_items.c.experiment == name, experiment_items.c.payload.is_not(None))
+                        .where(experiment_items.c.experiment == name, experiment_items.c.status.in_(DONE))
                         .order_by(experiment_items.c.item_id)).scalars()
     return [ExperimentItem.model_validate(p) for p in rows]
 

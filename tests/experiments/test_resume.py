@@ -1,0 +1,97 @@
+"""`jurist experiment run` killed with SIGKILL, then rerun: the rerun completes the experiment without
+generating or judging again the items that were done; a killed run's lock is taken over."""
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from jurist.store import Store
+
+from tests.conftest import fresh_database
+from tests.experiments.runs import RUBRICS_JSON, add_dataset, questions, replies, target_requests
+from tests.faults.harness import kill, wait_for
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+ITEMS = 20
+
+
+def command(url):
+    return [sys.executable, "-m", "jurist", "experiment", "run", "--dataset", "qa", "--target", "fake/app",
+            "--rubrics", "rubrics.json", "--judge", "fake/judge", "--name", "exp", "--parallel", "2",
+            "--output-dir", "out", "--db", url]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_killed_with_sigkill_is_completed_by_a_rerun_without_doing_items_twice(provider, tmp_path, backend):
+    base = replies()
+
+    def slow(body):  # 50 ms an answer, 50 ms a verdict: the run takes a few seconds
+        reply = base(body)
+        reply.delay = 0.05
+        return reply
+
+    provider.default = slow
+    (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
+        {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
+    (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+    with fresh_database(backend, tmp_path, "jurist_resume") as url:
+        add_dataset(url, tmp_path, questions(ITEMS))
+        out = tmp_path / "out"
+        proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= 5, 60, proc), proc.communicate()
+        code, _ = kill(proc, signal.SIGKILL)
+        assert code == -signal.SIGKILL
+        done = {p.name.removesuffix("_result.json") for p in out.glob("*_result.json")}
+        with Store(url) as store:
+            assert store.experiment("exp").status == "running"  # killed: it said nothing more
+            stored = {i.item_id for i in store.experiment_items("exp")}
+        assert done <= stored and len(stored) < ITEMS
+        asked = {r["json"]["messages"][-1]["content"] for r in target_requests(provider)}
+        provider.requests.clear()
+        rerun = subprocess.run(command(url), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        with Store(url) as store:
+            record = store.experiment("exp")
+            items = store.experiment_items("exp")
+        assert (record.status, record.items_scored, len(items)) == ("finished", ITEMS, ITEMS)
+        again = [r["json"]["messages"][-1]["content"] for r in target_requests(provider)]
+        assert len(again) == len(set(again))  # each item at most once in the rerun
+        assert not {f"Question {int(i[1:])}?" for i in stored} & set(again)  # done items: not generated again
+        # an item answered before the kill but not judged is judged now from the kept answer, not regenerated
+        assert len(again) <= ITEMS - len(stored)
+        assert {f"Question {i}?" for i in range(ITEMS)} == asked | set(again)
+        judged_again = [r for r in provider.requests if r["json"]["model"] != "app"
+                        and any(f"Question {int(i[1:])}?" in json.dumps(r["json"]["messages"]) for i in stored)]
+        assert judged_again == []
+        assert len(list(out.glob("*_result.json"))) == ITEMS
+
+
+def test_the_command_exits_2_for_bad_input_and_1_for_a_failed_item(provider, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from jurist.cli.main import app
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
+        {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
+    (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+    add_dataset(url, tmp_path, questions(3))
+    common = ["--rubrics", "rubrics.json", "--judge", "fake/judge", "--db", url]
+
+    def invoke(*args):
+        return CliRunner().invoke(app, ["experiment", "run", "--dataset", "qa", *args, *common], prog_name="jurist",
+                                  env={"COLUMNS": "300", "JURIST_MAX_RETRIES": "0"})
+
+    bad = invoke("--target", "python:nope_mod:f")
+    assert bad.exit_code == 2 and "no module 'nope_mod'" in bad.output, bad.output
+    assert provider.requests == []
+    provider.default = replies(fail={"Question 2?"})
+    ran = invoke("--target", "fake/app", "--name", "e1")
+    assert ran.exit_code == 1, ran.output
+    assert "3 items: 2 scored, 1 failed, 0 not done" in ran.output
+    assert "failed: q002: the target failed" in ran.output
+    assert json.loads((tmp_path / "experiments" / "e1" / "summary.json").read_text())["items"]["failed"] == 1
