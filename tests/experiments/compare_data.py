@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jurist.experiments.records import ExperimentItem, ExperimentRecord, ItemScore, RubricRef
+from jurist.experiments.records import DatasetItem, ExperimentItem, ExperimentRecord, ItemScore, RubricRef
+from jurist.store import Store
+from jurist.store import experiments as xq
 
 WHEN = "2026-11-27T09:00:00+00:00"
 RUBRICS = (RubricRef(id="correct", name="Correct", template_hash="t-correct"),
@@ -40,3 +42,14 @@ def item(experiment: str, item_id: str, scores: dict[str, float | None], *, answ
 def run(name: str, rows: dict[str, tuple[float | None, float | None]], **kw: object) -> list[ExperimentItem]:
     """Items whose (correct, concise) scores are given per item id."""
     return [item(name, iid, {"correct": c, "concise": k}, **kw) for iid, (c, k) in rows.items()]  # type: ignore[arg-type]
+
+
+def seed(store: Store, runs: dict[str, tuple[dict, list[ExperimentItem]]], ids: Sequence[str]) -> None:
+    """Experiments (name -> (record options, items)) in the store, with the dataset version ``qa@d1``
+    they ran on (one item per id: "Question <id>?", expecting "Answer <id>")."""
+    items = [DatasetItem(id=i, input=f"Question {i}?", expected=f"Answer {i}") for i in ids]
+    store.write(xq.add_dataset_version, "qa", "d1", items, "qa.jsonl")
+    for name, (options, rows) in runs.items():
+        store.write(xq.save_experiment, record(name, items=len(rows), **options))  # type: ignore[arg-type]
+        for row in rows:
+            store.write(xq.save_item, row)
