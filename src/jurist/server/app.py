@@ -16,8 +16,9 @@ import jurist
 from jurist.config import Settings
 from jurist.runtime import Runtime
 from jurist.research.evaluation import ResearchPipeline
-from jurist.server import (api_analysis, api_evaluations, api_labels, api_prompt_tests, chat, dashboard,
-                           dashboard_calibration, dashboard_prompt_tests, health, proxy, tutor, tutor_ws)
+from jurist.server import (api_analysis, api_evaluations, api_experiments, api_labels, api_prompt_tests, chat,
+                           dashboard, dashboard_calibration, dashboard_experiments, dashboard_prompt_tests, health,
+                           proxy, tutor, tutor_ws)
 from jurist.server.research_live import LiveResearch
 from jurist.server.research_live import install as install_live_research
 from jurist.server.research_query import install as install_research_query
@@ -131,9 +132,11 @@ def create_app(
     app.include_router(api_labels.router)
     app.include_router(chat.router)
     app.include_router(api_prompt_tests.router)
+    app.include_router(api_experiments.router)
     app.include_router(dashboard.router)
     app.include_router(dashboard_calibration.router)
     app.include_router(dashboard_prompt_tests.router)
+    app.include_router(dashboard_experiments.router)
     app.include_router(tutor.router)
     app.include_router(tutor_ws.router)
     live = install_live_research(app, research_pipeline, research_live)

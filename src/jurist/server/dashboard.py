@@ -50,7 +50,8 @@ DEFAULT_PERIOD = "30d"
 Period = Literal["7d", "30d", "90d", "365d", "all"]
 NAV = (("overview", "Overview", "/evaluation"), ("explorer", "Explorer", "/evaluation/explorer"),
        ("patterns", "Patterns", "/evaluation/patterns"), ("prompts", "Prompt lab", "/evaluation/prompts"),
-       ("calibration", "Calibration", "/evaluation/calibration"))
+       ("calibration", "Calibration", "/evaluation/calibration"), ("datasets", "Datasets", "/evaluation/datasets"),
+       ("experiments", "Experiments", "/evaluation/experiments"))
 
 
 @functools.lru_cache(maxsize=1)
