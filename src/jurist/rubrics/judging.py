@@ -14,6 +14,19 @@ over the scale's tokens, :mod:`jurist.judges.weighting`) beside the plain one;
 where there is none, ``logprobs_unavailable`` says why and the plain score is
 the one used.
 
+A rubric with a ``check`` (:mod:`jurist.rubrics.checks`) is decided without a model: its
+score is the scale's maximum or minimum with the reason, ``judge_model`` ``check``.
+
+Reference-based judging: ``{expected}`` in a rubric's description, criteria or items (or a
+template with an ``{expected}`` placeholder) brings in the session's expected answer(s),
+quoted as untrusted text (``<answer id="expected">``, with the session's data). A session
+without one is that rubric's ``evaluation_failed`` with reason "no expected answer". A
+backend that only matches meaning answers an item whose text uses ``{expected}`` by whether
+the answer expresses every sentence of an expected answer (any one of them); it refuses, with
+the reason, an expected answer too short (under :data:`MIN_REFERENCE_WORDS` words: a
+``contains`` check compares those) or too long (over :data:`MAX_REFERENCE_SENTENCES` sentences)
+to compare by meaning.
+
 A session with images goes to the ``visual`` model (``visual_evaluator``), the
 images sent with the prompt; without one, the judge reads the sessions' text
 placeholders and the outcome counts the images it did not see (:func:`unseen_note`).
@@ -21,6 +34,7 @@ placeholders and the outcome counts the images it did not see (:func:`unseen_not
 
 from __future__ import annotations
 
+import asyncio
 import re
 from functools import partial
 from typing import Any
@@ -31,11 +45,14 @@ from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_item
 from jurist.judges.templates import PromptSource
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
+from jurist.judges.prompting import Quoted, join, quote, quote_all
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
-from jurist.errors import ConfigError
+from jurist.errors import ConfigError, Unsupported
 from jurist.models.base import Completion, StatementCheck
 from jurist.models.images import Image
 from jurist.models.model import Model, time_limit
+from jurist.rubrics.checks import CHECK_MODEL, EXPECTED, NO_EXPECTED, Check, run_check
+from jurist.rubrics.regex_worker import RegexRunner
 from jurist.rubrics.models import Rubric, RubricItem
 from jurist.rubrics.results import FILE_STATUS, ItemDecision, RubricScore, Tokens
 from jurist.rubrics.sessions import ChatSession, FormattedSession
@@ -106,17 +123,82 @@ def _item_reasoning(rubric: Rubric, met: dict[str, bool]) -> str:
     return f"criteria met: {', '.join(got) or 'none'}; not met: {', '.join(missed) or 'none'}"
 
 
+MIN_REFERENCE_WORDS = 3  # an expected answer shorter than this is not compared by meaning
+MAX_REFERENCE_SENTENCES = 8  # nor one longer than this
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def reference_sentences(expected: str) -> list[str]:
+    """The sentences of an expected answer, each of which the answer must express; Unsupported
+    when it is too short or too long to compare by meaning."""
+    shown = expected if len(expected) <= 60 else expected[:60] + "…"
+    if len(expected.split()) < MIN_REFERENCE_WORDS:
+        raise Unsupported(f"the expected answer {shown!r} is too short to compare by meaning (under "
+                          f"{MIN_REFERENCE_WORDS} words): compare it with a check such as "
+                          f'{{"contains": "{EXPECTED}"}}, or configure an LLM judge')
+    sentences = [s.strip() for s in _SENTENCE_END.split(expected.strip()) if s.strip()]
+    if len(sentences) > MAX_REFERENCE_SENTENCES:
+        raise Unsupported(f"the expected answer {shown!r} has {len(sentences)} sentences, too long to compare by "
+                          f"meaning (at most {MAX_REFERENCE_SENTENCES}); configure an LLM judge")
+    return sentences
+
+
 def _items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict[str, ItemReply]]:
-    """The items as a meaning question: does the assistant's text express each item?"""
+    """The items as a meaning question: does the assistant's text express each item? An item that
+    uses ``{expected}`` asks instead whether it expresses every sentence of an expected answer
+    (any one of them)."""
     items = rubric.items or []
-
-    def answer(checks: list[StatementCheck]) -> dict[str, ItemReply]:
-        return {i.id: ItemReply(met=c.expressed, reasoning="", confidence=round(c.confidence, 4),
-                                evidence=c.evidence)
-                for i, c in zip(items, checks)}
-
     text = session.text_of("assistant")
-    return MeaningQuestion(lambda judge: judge.expresses(text, [i.text for i in items]), answer)
+
+    async def ask(judge: Any) -> list[ItemReply]:
+        plain = [i for i in items if EXPECTED not in i.text]
+        sentences = [[reference_sentences(e) for e in session.expected] if EXPECTED in i.text else [] for i in items]
+        statements = [i.text for i in plain] + [s for per_item in sentences for ref in per_item for s in ref]
+        checks = iter(await judge.expresses(text, statements)) if statements else iter(())
+        by_plain = {i.id: next(checks) for i in plain}
+        replies: list[ItemReply] = []
+        for item, refs in zip(items, sentences):
+            if item.id in by_plain:
+                c = by_plain[item.id]
+                replies.append(ItemReply(met=c.expressed, reasoning="", confidence=round(c.confidence, 4),
+                                         evidence=c.evidence))
+                continue
+            replies.append(_reference_reply([[next(checks) for _ in ref] for ref in refs]))
+        return replies
+
+    def answer(replies: list[ItemReply]) -> dict[str, ItemReply]:
+        return {i.id: r for i, r in zip(items, replies)}
+
+    return MeaningQuestion(ask, answer)
+
+
+def _reference_reply(per_reference: list[list[StatementCheck]]) -> ItemReply:
+    """An ``{expected}`` item's reply from the checks of each expected answer's sentences: met when
+    every sentence of one expected answer is expressed. Its confidence is the least sure sentence
+    of the best expected answer met, else the surest sentence found missing."""
+    met = [ref for ref in per_reference if all(c.expressed for c in ref)]
+    if met:
+        best = max(met, key=lambda ref: min(c.confidence for c in ref))
+        return ItemReply(met=True, reasoning="", confidence=round(min(c.confidence for c in best), 4),
+                         evidence=" … ".join(c.evidence or "" for c in best) or None)
+    confidence = max(c.confidence for ref in per_reference for c in ref if not c.expressed)
+    return ItemReply(met=False, reasoning="", confidence=round(confidence, 4), evidence=None)
+
+
+def expected_block(expected: tuple[str, ...]) -> Quoted:
+    """The session's expected answers, quoted as untrusted data: ``<answer id="expected">``, or
+    ``expected-1`` ... for several."""
+    if len(expected) == 1:
+        return quote("answer", expected[0], "expected")
+    return quote_all("answer", list(expected), [f"expected-{n}" for n in range(1, len(expected) + 1)])
+
+
+def expected_mention(expected: tuple[str, ...]) -> str:
+    """What ``{expected}`` in a rubric's text becomes: a pointer to the quoted expected answer(s)."""
+    if len(expected) == 1:
+        return 'the expected answer (quoted in <answer id="expected">)'
+    return (f'one of the {len(expected)} expected answers (quoted in <answer id="expected-1"> to '
+            f'<answer id="expected-{len(expected)}">; any one of them is acceptable)')
 
 
 def unseen_note(count: int) -> str:
@@ -157,16 +239,22 @@ class RubricJudge:
 
         self._free, self._items = judges(model)
         self._seeing = judges(visual) if visual is not None else None
+        self._regex = RegexRunner()  # regex checks match in a worker process, stopped when too slow
 
     def judge_model(self, session: ChatSession) -> str:
         """The model that judges ``session``: the visual one for a session with images, when there is one."""
         return self.visual.name if self.visual is not None and session.images else self.name
 
     async def aclose(self) -> None:
-        """Close the judge's models (the visual one too)."""
+        """Close the judge's models (the visual one too) and the regex checks' worker."""
+        await asyncio.to_thread(self._regex.close)
         await self.model.aclose()
         if self.visual is not None and self.visual is not self.model:
             await self.visual.aclose()
+
+    async def _checked(self, rubric: Rubric, check: Check, scale: tuple[float, float], session: ChatSession,
+                       timeout: float) -> RubricScore:
+        return await _checked_score(rubric, check, scale, session, self._regex, timeout)
 
     def judge_for(self, rubric: Rubric) -> Judge:
         """The judge (model and template) that scores ``rubric``: the items judge for an
@@ -178,12 +266,20 @@ class RubricJudge:
                     sample: int | None = None) -> RubricScore:
         """One rubric's outcome; ``sample`` numbers one of several samples of the same judgement
         (each its own call and cache entry, see :meth:`Judge.verdict`)."""
+        check = rubric.compiled_check
+        if check is not None:
+            return await self._checked(rubric, check, scale, session, timeout)
         lo, hi = scale
         sent: tuple[Image, ...] = ()
         free, items = self._free, self._items
         if session.images and self._seeing is not None:  # a vision model is sent the images
             (free, items), sent = self._seeing, session.images
-        variables = dict(
+        in_template = "expected" in (items if rubric.item_based else free).template.placeholders
+        if (in_template or rubric.uses_expected) and not session.expected:
+            return RubricScore(rubric_id=rubric.id, rubric_name=rubric.name, score=None, max_score=hi,
+                               reasoning=NO_EXPECTED, status=FAILED, weight=rubric.weight,
+                               judge_model=self.judge_model(session))
+        variables: dict[str, object] = dict(
             rubric_name=rubric.name,
             rubric_description=rubric.description,
             scoring_criteria=rubric.criteria_text(),
@@ -192,6 +288,15 @@ class RubricJudge:
             score_min=f"{lo:g}",
             score_max=f"{hi:g}",
         )
+        if rubric.uses_expected or in_template:
+            mention = expected_mention(session.expected)
+            for key in ("rubric_description", "scoring_criteria", "rubric_items"):
+                variables[key] = str(variables[key]).replace(EXPECTED, mention)
+            if in_template:
+                variables["expected"] = expected_block(session.expected)
+            else:  # the expected answers go with the data, before the session
+                assert isinstance(formatted.text, Quoted)  # format_session quotes it
+                variables["chat_session"] = join([expected_block(session.expected), formatted.text], "\n\n")
         with time_limit(timeout):  # the calls know the rubric's clock: one it cuts counts as a time-out
             if rubric.item_based:
                 ids = [i.id for i in rubric.items or []]
@@ -244,6 +349,18 @@ class RubricJudge:
             latency_ms=round(verdict.latency_ms, 1), template_hash=verdict.template_hash,
             call_ids=list(verdict.call_ids), **given,
         )
+
+
+async def _checked_score(rubric: Rubric, check: Check, scale: tuple[float, float], session: ChatSession,
+                         regex: RegexRunner, timeout: float) -> RubricScore:
+    """A check's outcome as a rubric score: no model call, ``judge_model`` ``check``."""
+    turns = [(m.role, m.content) for m in session.messages]
+    result, latency = await run_check(check, turns, session.expected, scale, regex=regex, timeout=timeout)
+    return RubricScore(
+        rubric_id=rubric.id, rubric_name=rubric.name, score=None if result.score is None else round(result.score, 4),
+        max_score=scale[1], reasoning=result.reason, status=OK if result.score is not None else FAILED,
+        weight=rubric.weight, judge_model=CHECK_MODEL, latency_ms=round(latency, 1),
+    )
 
 
 def _item_entry(item: RubricItem, reply: ItemReply) -> ItemDecision:

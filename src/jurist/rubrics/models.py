@@ -3,7 +3,10 @@
 A rubrics file is ``{"version": "1.0", "scale": [1, 5], "rubrics": [...]}`` or
 a bare list of rubrics. A rubric is free-form (``scoring_criteria`` as text, or
 a mapping from score level to its description) or item-based (``items``: each
-``{"id", "text", "points"}``, negative points for what must not happen).
+``{"id", "text", "points"}``, negative points for what must not happen), or a check
+that needs no model (``check``: :mod:`jurist.rubrics.checks`, compiled when the file is
+loaded). The text ``{expected}`` in a rubric's description, criteria or items stands for
+the session's expected answer(s) (:mod:`jurist.rubrics.judging`).
 
 Every number (weights, points, scale bounds, score levels) is finite and
 between 1e-12 and 1e12 in size (or 0, where 0 makes sense), so every total,
@@ -20,11 +23,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from jurist.errors import InputError
 from jurist.jsonfiles import Number, error_problem, first_error, key_line, parse_json, read_text
 from jurist.judges.calibration import CalibrationRequirement
+from jurist.rubrics.checks import EXPECTED, Check, parse_check
 from jurist.rubrics.naming import id_problem, name_problem, shorten
 from jurist.store.tables import RUBRICS_VERSION_LENGTH, SCORE_KEY_LENGTH, SCORE_NAME_LENGTH
 
@@ -74,7 +78,10 @@ class Rubric(BaseModel):
     # Before any judge call, a stored calibration of the judge on this rubric with at least this κ
     # (None: the rubric set's, else none; see docs/calibration.md, "Calibrated gates").
     require_calibration: CalibrationRequirement | None = None
+    # A check that needs no model (jurist.rubrics.checks), as written; compiled into compiled_check.
+    check: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None  # the user's own data: free, never read
+    _check: Check | None = PrivateAttr(None)
 
     @field_validator("id")
     @classmethod
@@ -111,6 +118,18 @@ class Rubric(BaseModel):
         empty = criteria is None or (isinstance(criteria, str) and not criteria.strip()) or (
             isinstance(criteria, dict) and not criteria
         )
+        if self.check is not None:
+            if not empty or self.items is not None:
+                raise ValueError("a rubric with a check has no scoring_criteria or items: give one or the other")
+            if self.require_calibration is not None:
+                raise ValueError("require_calibration: a check needs no model, so there is no judge to calibrate")
+            try:
+                self._check = parse_check(self.check)
+            except ValueError as exc:
+                raise ValueError(f"check: {exc}") from None
+            if self.scale is not None and not self.scale[0] < self.scale[1]:
+                raise ValueError("scale must be [min, max] with min < max")
+            return self
         if empty and not self.items:
             raise ValueError("scoring_criteria is empty and there are no items: give one or the other")
         if self.items is not None:
@@ -140,6 +159,22 @@ class Rubric(BaseModel):
     def item_based(self) -> bool:
         return bool(self.items)
 
+    @property
+    def compiled_check(self) -> Check | None:
+        """The rubric's check, compiled (None: a rubric for a judge)."""
+        if self.check is not None and self._check is None:  # a copy made without validation
+            self._check = parse_check(self.check)
+        return self._check
+
+    @property
+    def uses_expected(self) -> bool:
+        """Whether the rubric needs the session's expected answer: ``{expected}`` in its texts or check."""
+        check = self.compiled_check
+        if check is not None:
+            return check.uses_expected
+        texts = [self.description, self.criteria_text(), *(i.text for i in self.items or [])]
+        return any(EXPECTED in t for t in texts)
+
     def criteria_text(self) -> str:
         """The scoring criteria as prompt text."""
         c = self.scoring_criteria
@@ -162,7 +197,10 @@ class RubricSet(BaseModel):
     metadata: dict[str, Any] | None = None  # the user's own data: free, never read
 
     def requirement_for(self, rubric: Rubric) -> CalibrationRequirement | None:
-        """The calibration bar of one rubric: its own, else the set's (None: none)."""
+        """The calibration bar of one rubric: its own, else the set's (None: none; a check has none:
+        it needs no model)."""
+        if rubric.check is not None:
+            return None
         return rubric.require_calibration or self.require_calibration
 
     @field_validator("version")
