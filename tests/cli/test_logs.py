@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from rich.console import Console
 
-from jurist.cli.logs import calls_table
+from jurist.cli.logs import _cost, calls_table, cost_total
 from jurist.testing import Reply
 
 from tests.cli.test_cli import FREE, S1, env_for
@@ -19,7 +19,7 @@ def words_of(row: dict, wide: bool) -> set[str]:
     when = datetime.fromisoformat(row["created_at"])
     words = {*row["purpose"].split(), *row["model"].split(), *(row["error"] or "").split(), row["status"],
              f"{row['input_tokens']}/{row['output_tokens']}", "n/a", f"{row['latency_ms']:.0f}", "ms",
-             f"{row['latency_ms'] / 1000:.1f}", "s", str(row["attempts"]), "attempts", "cached", "…",
+             f"{row['latency_ms'] / 1000:.1f}", "s", str(row["attempts"]), "attempts", "cached", "…", _cost(row),
              *(when.strftime("%Y-%m-%d %H:%M:%S") if wide else when.strftime("%m-%d %H:%M")).split()}
     if wide:
         words.add((row["trace_id"] or "")[:12])
@@ -34,7 +34,12 @@ def assert_whole_words(shown: str, rows: list[dict], width: int) -> None:
     assert all(len(line) <= width for line in lines), max(lines, key=len)
     rule = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"})
     header = " ".join(lines[:rule]).split()
-    assert header == ["time", "call", "tokens", "in/out", "latency", "status", *(["trace"] if width >= 100 else [])]
+    # the cost under the tokens: the header "tokens in/out" over "cost" (the others on the second line)
+    assert header == ["tokens", "in/out", "time", "call", "cost", "latency", "status",
+                      *(["trace"] if width >= 100 else [])]
+    if lines[-1].startswith("cost of these"):  # the total under the table
+        assert " ".join(lines[-1:]) == cost_total(rows)
+        lines = lines[:-1]
     body = " ".join(lines[rule + 1:]).split()
     assert body and all(w in known for w in body), [w for w in body if w not in known]
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
 import typer
 from rich.markup import escape
 
+from jurist.cli.budget import AllowUnknownCostOpt, DryRunOpt, MaxCostOpt, cost_line
 from jurist.cli.common import (ConfigOpt, DbOpt, EXIT_BAD_INPUT, EXIT_FAILURES, EXIT_OK, NoCacheOpt, console,
                                err_console, handle_errors, json_text, load_settings, local_load_notice,
                                require_local_judge, stdout_is_terminal, waiting)
@@ -159,6 +160,9 @@ def register(app: typer.Typer) -> None:
         score_mode: Optional[ScoreMode] = ScoreModeOpt,
         db: Optional[str] = DbOpt,
         require_calibration: Optional[float] = RequireCalibrationOpt,
+        max_cost: Optional[float] = MaxCostOpt,
+        allow_unknown_cost: bool = AllowUnknownCostOpt,
+        dry_run: bool = DryRunOpt,
     ) -> None:
         """Score every session in a folder; resumable (a rerun scores what has no result, or a failed one).
 
@@ -166,6 +170,8 @@ def register(app: typer.Typer) -> None:
         a rerun resumes where the batch stopped. One batch at a time writes to an output folder.
         With --engine ray the sessions are scored by worker processes on a Ray cluster; --max-concurrency
         then bounds the requests in flight across the whole cluster and --parallel is per worker.
+        With --max-cost the batch stops cleanly when its calls' recorded cost reaches the budget (exit code 3,
+        resumable); --dry-run prints the calls, tokens and cost it expects and makes none.
         """
         from jurist.errors import ConfigError
         from jurist.models.registry import judge_ref
@@ -175,7 +181,20 @@ def register(app: typer.Typer) -> None:
         settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None,
                                  score_mode=score_mode.value if score_mode else None)
         rubric_set = with_bar(load_rubrics(rubrics, settings.score_scale), require_calibration)
-        require_local_judge(judge_ref(settings, judge))
+        ref = judge_ref(settings, judge)
+        require_local_judge(ref)
+        if engine is Engine.ray and (max_cost is not None or dry_run):
+            from jurist.errors import UsageError
+
+            raise UsageError("--max-cost and --dry-run count the calls made in this process: use them with "
+                             "--engine local (a Ray batch's calls and their cost are in `jurist logs`)")
+        if allow_unknown_cost and max_cost is None:
+            from jurist.errors import UsageError
+
+            raise UsageError("--allow-unknown-cost goes with --max-cost USD")
+        from jurist.cli.budget import check_budget
+
+        check_budget(max_cost, allow_unknown_cost, [ref, *filter(None, [settings.visual_evaluator])], settings)
         kw: dict[str, Any] = dict(parallel=parallel, max_concurrency=max_concurrency, force=force,
                                   retry_failed=retry_failed, judge=judge, template=template, settings=settings)
         if engine is Engine.ray:
@@ -188,7 +207,20 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_BAD_INPUT) from None
             kw["options"] = RayOptions(address=ray_address, workers=workers, shard_size=shard_size,
                                        worker_concurrency=worker_concurrency)
-        report = run_batch_with_progress(rubric_set, sessions_dir, output_dir, engine=engine, **kw)
+        from jurist.models.cost import CostBudget, DryRun, charged_to, expecting
+
+        if dry_run:
+            from jurist.cli.budget import print_dry_run
+
+            dry = DryRun()
+            with expecting(dry):
+                report = run_batch_with_progress(rubric_set, sessions_dir, output_dir, engine=engine, **kw)
+            print_dry_run(dry, report.scored, report.skipped)
+            for err in report.input_errors:
+                console.print(f"[red]input error:[/] {escape(str(err))}", highlight=False)
+            raise typer.Exit(EXIT_BAD_INPUT if report.input_errors else EXIT_OK)
+        with charged_to(CostBudget(max_cost) if max_cost is not None else None):
+            report = run_batch_with_progress(rubric_set, sessions_dir, output_dir, engine=engine, **kw)
         print_batch_report(report)
         raise typer.Exit(report.exit_code)
 
@@ -286,6 +318,11 @@ def print_batch_report(report: "BatchReport") -> None:
         print_failure_reasons(report.failure_reasons)
     if report.endpoint_note:
         console.print(f"[red]{escape(report.endpoint_note)}[/]", highlight=False)
+    line = cost_line(report.summary.get("cost"))
+    if line:
+        console.print(escape(line), highlight=False)
+    if report.budget_note:
+        console.print(f"[yellow]{escape(report.budget_note)}[/]", highlight=False)
     for err in report.input_errors:
         console.print(f"[red]input error:[/] {escape(str(err))}", highlight=False)
     console.print(escape(f"summary written to {report.summary_path}"), highlight=False)

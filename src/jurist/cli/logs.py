@@ -28,6 +28,28 @@ def _tokens(row: dict[str, Any]) -> str:
     return f"{row['input_tokens']}/{row['output_tokens']}"
 
 
+def _cost(row: dict[str, Any]) -> str:
+    """A call's cost in dollars; "unknown" when its price is not known (``--json``'s cost_note
+    says why); "—" for a call recorded before jurist kept costs."""
+    from jurist.models.cost import format_usd
+
+    if row.get("cost_usd") is None:
+        return "unknown" if row.get("cost_note") else "—"
+    return format_usd(row["cost_usd"])
+
+
+def cost_total(rows: list[dict[str, Any]]) -> str:
+    """The total cost of ``rows``: ``$0.0123``, and for how many calls it is unknown (not counted)."""
+    from jurist.models.cost import format_usd
+
+    total = sum(r["cost_usd"] for r in rows if r.get("cost_usd") is not None)
+    unknown = sum(1 for r in rows if r.get("cost_usd") is None)
+    line = f"cost of these {len(rows)} calls: {format_usd(total)}"
+    if unknown:
+        line += f" (unknown for {unknown} call{'s' if unknown != 1 else ''}: not included)"
+    return line
+
+
 WIDE = 100  # from this width on: full dates and a trace column
 ERROR_CHARS = 200  # the most of a failed call's error the table shows (all of it: --json)
 
@@ -35,7 +57,8 @@ ERROR_CHARS = 200  # the most of a failed call's error the table shows (all of i
 def calls_table(rows: list[dict[str, Any]], width: int) -> "Table":
     """The calls as a table that reads at 80 columns: every column but one holds short
     values and never wraps; the "call" column (purpose, model, a failure's error) wraps at
-    spaces. From WIDE columns on, full dates and the trace ids."""
+    spaces; each call's cost is under its tokens. From WIDE columns on, full dates and the
+    trace ids."""
     from rich import box
     from rich.table import Table
 
@@ -43,7 +66,7 @@ def calls_table(rows: list[dict[str, Any]], width: int) -> "Table":
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), leading=1)
     table.add_column("time", no_wrap=True)
     table.add_column("call", overflow="fold")
-    table.add_column("tokens in/out", no_wrap=True, justify="right")
+    table.add_column("tokens in/out\ncost", no_wrap=True, justify="right")  # the cost under the tokens it is of
     table.add_column("latency", no_wrap=True, justify="right")
     table.add_column("status", no_wrap=True)
     if wide:
@@ -58,8 +81,8 @@ def calls_table(rows: list[dict[str, Any]], width: int) -> "Table":
             status += f"\n{r['attempts']} attempts"
         if r["cached"]:
             status += "\ncached"
-        cells = [r["created_at"].strftime("%Y-%m-%d %H:%M:%S" if wide else "%m-%d %H:%M"), call, _tokens(r),
-                 _latency(r["latency_ms"]), status]
+        when = r["created_at"].strftime("%Y-%m-%d %H:%M:%S" if wide else "%m-%d %H:%M")
+        cells = [when, call, f"{_tokens(r)}\n{_cost(r)}", _latency(r["latency_ms"]), status]
         if wide:
             cells.append(escape((r["trace_id"] or "")[:12]))
         table.add_row(*cells)
@@ -94,7 +117,10 @@ def register(app: typer.Typer) -> None:
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
-        """List recorded judge and model calls: purpose, model, tokens, latency, status, and why a call failed."""
+        """List recorded judge and model calls: purpose, model, tokens, latency, cost, status, and why a call failed.
+
+        The cost is in dollars from genai-prices; "unknown" when the model's price is not known
+        (--json's cost_note says why), and the total of the calls listed says for how many."""
         from jurist.store import Store
 
         check_status(status)
@@ -118,3 +144,4 @@ def register(app: typer.Typer) -> None:
             return
         console.print(escape(f"last {len(rows)} calls"), highlight=False, soft_wrap=True)
         console.print(calls_table(rows, console.width))
+        console.print(escape(cost_total(rows)), highlight=False, soft_wrap=True)

@@ -18,11 +18,14 @@ prices at run time (the package's bundled table is read; its auto-update is neve
 * :func:`estimate_request` says what one request is expected to cost before it is sent:
   the input counted with the model's tokenizer where one is available offline (``tiktoken``
   with its encoding already on disk), else estimated at 4 characters a token, and says which.
+  Within :func:`expecting` (a dry run), ``Model`` counts each call into a :class:`DryRun`
+  instead of making it.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,8 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from jurist.models.base import ChatRequest
 
-__all__ = ["BudgetExceeded", "Cost", "CostBudget", "RequestEstimate", "active_budget", "call_cost",
-           "charged_to", "count_tokens", "estimate_request", "format_usd", "is_free", "is_priced", "NOTE_CHARS"]
+__all__ = ["BudgetExceeded", "Cost", "CostBudget", "DryRun", "DryRunCall", "ExpectedCalls", "RequestEstimate",
+           "active_budget", "active_dry_run", "call_cost", "charged_to", "count_tokens", "estimate_request",
+           "expecting", "format_usd", "is_free", "is_priced", "NOTE_CHARS"]
 
 #: The most of a note that is kept (the ``llm_calls.cost_note`` column's width).
 NOTE_CHARS = 200
@@ -72,6 +76,16 @@ def _provider(provider_id: str) -> "Provider | None":
     return find_provider_by_id(get_snapshot().providers, provider_id)
 
 
+@functools.lru_cache(maxsize=256)
+def _provider_at(endpoint: str) -> "Provider | None":
+    """The price table's provider whose API ``endpoint`` is (its address pattern), if any."""
+    import re
+
+    from genai_prices.data_snapshot import get_snapshot
+
+    return next((p for p in get_snapshot().providers if re.match(p.api_pattern, endpoint)), None)
+
+
 def _price_table_version() -> str:
     from genai_prices import __version__
 
@@ -80,22 +94,20 @@ def _price_table_version() -> str:
 
 def _price_source(model: str, endpoint: str, prices_from: str | None) -> tuple["Provider | None", str, str | None]:
     """The price table's provider for a call of ``model`` (``provider/name``) at ``endpoint``,
-    the model's name, and why it has none (None when it has one)."""
-    provider_name, _, name = model.partition("/")
+    the model's name, and why it has none (None when it has one). The endpoint's address says
+    whose prices apply (the provider whose API it is, whatever the reference calls it), unless
+    ``prices_from`` names the provider it charges as."""
+    name = model.partition("/")[2] or model
     if prices_from is not None:  # the endpoint is declared to bill at this provider's prices
         declared = _provider(prices_from)
         if declared is None:
             return None, name, f"no provider {prices_from!r} in {_price_table_version()}'s price table"
         return declared, name, None
-    provider = _provider(provider_name)
-    if provider is None:
-        return None, name, f"{provider_name} at {endpoint}: a server {_price_table_version()} has no prices for " \
-                           "(a local or self-hosted server): cost unknown"
-    import re
-
-    if not re.match(provider.api_pattern, endpoint):
-        return None, name, f"{endpoint} is not {provider.name}'s API (a custom base_url): what it charges is unknown"
-    return provider, name, None
+    provider = _provider_at(endpoint)
+    if provider is not None:
+        return provider, name, None
+    return None, name, f"{endpoint} is not a provider's API that {_price_table_version()} knows (a local server " \
+                       "or a custom base_url): what it charges is unknown"
 
 
 def is_priced(model: str, endpoint: str, *, prices_from: str | None = None) -> Cost:
@@ -367,3 +379,94 @@ def estimate_request(request: "ChatRequest", model: str, endpoint: str, *,
     free = _free(model)
     cost = Cost(0.0, free) if free is not None else call_cost(model, endpoint, tokens, out, prices_from=prices_from)
     return RequestEstimate(model=model, input_tokens=tokens, max_output_tokens=out, counted_by=how, cost=cost)
+
+
+class DryRunCall(ModelError):
+    """A call counted by a dry run (:func:`expecting`), not made."""
+
+    retryable = False
+
+
+@dataclass
+class ExpectedCalls:
+    """What a dry run expects to send, per model: calls, input tokens, the most output tokens,
+    and the cost at that most. ``from_cache`` calls would be answered from jurist's call cache."""
+
+    model: str
+    calls: int = 0
+    from_cache: int = 0
+    input_tokens: int = 0
+    max_output_tokens: int = 0
+    cost_usd: float = 0.0  # the known part of the upper bound
+    unknown: int = 0  # calls whose price is unknown
+    estimated: int = 0  # calls whose input tokens are an estimate (no tokenizer offline)
+    notes: set[str] = field(default_factory=set)
+
+
+@dataclass
+class DryRun:
+    """The calls a run would make, counted by ``Model`` instead of sent while the run is
+    :func:`expecting` it. Shared by threads and tasks (a lock guards it)."""
+
+    models: dict[str, ExpectedCalls] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, estimate: RequestEstimate, *, from_cache: bool = False) -> None:
+        with self._lock:
+            entry = self.models.setdefault(estimate.model, ExpectedCalls(estimate.model))
+            entry.calls += 1
+            if from_cache:
+                entry.from_cache += 1
+                return
+            entry.input_tokens += estimate.input_tokens
+            entry.max_output_tokens += estimate.max_output_tokens
+            entry.estimated += estimate.estimated
+            if estimate.cost.usd is None:
+                entry.unknown += 1
+                entry.notes.add(estimate.cost.note or "unknown")
+            else:
+                entry.cost_usd += estimate.cost.usd
+                if estimate.cost.note:
+                    entry.notes.add(estimate.cost.note)
+
+    @property
+    def calls(self) -> int:
+        return sum(e.calls for e in self.models.values())
+
+    @property
+    def cost_usd(self) -> float:
+        """The known part of the upper bound on what the calls cost."""
+        return sum(e.cost_usd for e in self.models.values())
+
+    @property
+    def unknown(self) -> int:
+        return sum(e.unknown for e in self.models.values())
+
+    def to_json(self) -> dict[str, object]:
+        """The expected calls as JSON data (per model, and the totals)."""
+        return {"models": [{"model": e.model, "calls": e.calls, "from_cache": e.from_cache,
+                            "input_tokens": e.input_tokens, "max_output_tokens": e.max_output_tokens,
+                            "max_cost_usd": round(e.cost_usd, 9), "cost_unknown_calls": e.unknown,
+                            "input_tokens_estimated": e.estimated > 0, "notes": sorted(e.notes)}
+                           for e in self.models.values()],
+                "calls": self.calls, "max_cost_usd": round(self.cost_usd, 9), "cost_unknown_calls": self.unknown}
+
+
+_DRY_RUN: contextvars.ContextVar[DryRun | None] = contextvars.ContextVar("jurist_dry_run", default=None)
+
+
+@contextmanager
+def expecting(dry: DryRun | None) -> Iterator[DryRun | None]:
+    """A dry run of the block: ``Model`` counts each call into ``dry`` (what it would send, its
+    tokens and cost, or that the call cache would answer it) and makes none, recording
+    nothing: the call fails with :class:`DryRunCall`, which a capability handles as any failed call."""
+    token = _DRY_RUN.set(dry)
+    try:
+        yield dry
+    finally:
+        _DRY_RUN.reset(token)
+
+
+def active_dry_run() -> DryRun | None:
+    """The dry run the calls made here are counted into (:func:`expecting`), if any."""
+    return _DRY_RUN.get()

@@ -35,7 +35,8 @@ from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, 
                                 MeaningJudge, RelevanceScore, ReplyMeta, StatementCheck, StreamItem, SupportResult,
                                 kept_headers)
 from jurist.models.breaker import CircuitBreaker
-from jurist.models.cost import BudgetExceeded, Cost, active_budget, call_cost, is_free
+from jurist.models.cost import (BudgetExceeded, Cost, DryRunCall, RequestEstimate, active_budget, active_dry_run,
+                                call_cost, estimate_request, is_free)
 from jurist.models.limiter import RequestLimiter
 from jurist.models.messages import UserMessage
 
@@ -305,6 +306,12 @@ class Model:
         response. Returns the answer and the call id; a failure is recorded and raised."""
         if not self.answers_meaning:
             raise Unsupported(f"{self.name} does not answer meaning questions directly; ask it through a Judge")
+        dry = active_dry_run()
+        if dry is not None:  # counted, not asked
+            free = is_free(self.name)
+            dry.add(RequestEstimate(self.name, 0, 0, "estimate", call_cost(self.name, self.endpoint, 0, 0) if free else
+                                    Cost(None, f"{self.name[:80]} is the caller's own judge")))
+            raise DryRunCall(f"dry run: {self.name} was not asked", model=self.name)
         started = time.perf_counter()
         call_id = new_id()
         answer: Any = None
@@ -376,6 +383,11 @@ class Model:
                     attempts=0,
                     cached=True,
                 )
+        dry = active_dry_run()
+        if dry is not None:  # counted (answered from the cache, or what it would cost), not sent
+            dry.add(estimate_request(request, self.name, self.endpoint, prices_from=self.prices_from),
+                    from_cache=completion is not None)
+            raise DryRunCall(f"dry run: {self.name} was not called", model=self.name)
         error: ModelError | None = None
         attempts = 0
         refused = False
@@ -547,6 +559,10 @@ class Model:
         error: BaseException | None = None
         breaker = self.breaker
         admitted = probe = False  # whether the breaker let the stream through (and still awaits its outcome)
+        dry = active_dry_run()
+        if dry is not None:  # counted, not sent
+            dry.add(estimate_request(request, self.name, self.endpoint, prices_from=self.prices_from))
+            raise DryRunCall(f"dry run: {self.name} was not called", model=self.name)
         try:
             budget = active_budget()
             if budget is not None:

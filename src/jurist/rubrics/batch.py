@@ -10,6 +10,19 @@ come from the call cache) and those whose result file cannot be read, and
 still counts them all in ``summary.json``; ``force=True`` rescores all. One
 batch at a time writes to a folder.
 
+Its calls are charged to the cost budget of the caller's block
+(:func:`jurist.models.cost.charged_to`, ``--max-cost``), else to one of its own:
+``summary.json``'s ``cost`` says what this run's calls cost. When the budget is
+spent no new call starts (``Model`` refuses it: :class:`~jurist.models.cost.BudgetExceeded`),
+the calls in flight finish (their answers go to the call cache, so a rerun does not pay
+for them again), a session that had a call refused is not saved, no other session is
+scored, those left are counted (``sessions_not_scored``), and a rerun with a larger
+budget resumes, as after Ctrl-C.
+
+Within a dry run (:func:`jurist.models.cost.expecting`, ``--dry-run``) the batch
+goes through the sessions it would score, judging each with every call counted
+and none made, and writes nothing: no result, no summary, no store row.
+
 The pieces both engines share live here: :func:`open_session`,
 :func:`result_name`, :func:`needs_scoring` and :class:`BatchTally` (the
 summary and counts); ``ray_engine`` uses them in worker processes of a Ray
@@ -30,6 +43,7 @@ from pydantic import ValidationError
 
 from jurist.errors import ConfigError, EndpointDown, InputError, StoreError
 from jurist.jsonfiles import write_json
+from jurist.models.cost import BudgetExceeded, CostBudget, active_budget, active_dry_run, charged_to
 from jurist.judges.outcome import OK
 from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet
@@ -37,12 +51,12 @@ from jurist.rubrics.naming import result_name
 from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
-from jurist.rubrics.summary import SummaryBuilder
+from jurist.rubrics.summary import SummaryBuilder, batch_cost
 
 ProgressFn = Callable[[str, str], None]  # (session id or file, status)
 
-__all__ = ["BatchReport", "BatchTally", "ProgressFn", "needs_scoring", "open_session", "result_name", "run_batch",
-           "score_session", "session_files"]
+__all__ = ["BatchReport", "BatchTally", "EXIT_BUDGET", "ProgressFn", "needs_scoring", "open_session", "refused_call",
+           "result_name", "run_batch", "score_session", "session_files"]
 
 
 def session_files(sessions_dir: Path) -> list[Path]:
@@ -78,6 +92,12 @@ def open_session(path: Path, out: Path, force: bool, *,
     return session, result if result.session_id == session.session_id else None
 
 
+def refused_call(result: RubricResult) -> bool:
+    """Whether a rubric of ``result`` failed because the cost budget was spent (its call was not made)."""
+    refused = f"{BudgetExceeded.__name__}:"
+    return any(rs.status != OK and (rs.reasoning or "").startswith(refused) for rs in result.rubric_scores)
+
+
 def failure_of(exc: BaseException) -> str:
     """An unexpected exception as a failure reason: its type and message, the message shortened."""
     message = str(exc)
@@ -109,6 +129,17 @@ class BatchReport:
     # why rubric evaluations failed: a reason of each kind -> how many failed so, most frequent first
     # (reasons that differ only in their numbers are one kind; see BatchTally.count_failures)
     failure_reasons: dict[str, int] = field(default_factory=dict)
+    # sessions left unscored because the cost budget was spent (a rerun resumes with them)
+    budget_stopped: int = 0
+
+    @property
+    def budget_note(self) -> str | None:
+        """The line that says the cost budget stopped the batch, when it did."""
+        if not self.budget_stopped:
+            return None
+        cost = self.summary.get("cost") or {}
+        return (f"the cost budget of ${cost.get('max_cost_usd', 0):g} was reached: {self.budget_stopped} sessions "
+                "were not scored; rerun with a larger --max-cost to resume (calls already made come from the cache)")
 
     @property
     def endpoint_note(self) -> str | None:
@@ -122,7 +153,13 @@ class BatchReport:
     def exit_code(self) -> int:
         if self.input_errors:
             return 2
+        if self.budget_stopped:
+            return EXIT_BUDGET
         return 1 if self.evaluations_failed else 0
+
+
+#: The exit code of a batch the cost budget stopped (resumable: rerun with a larger budget).
+EXIT_BUDGET = 3
 
 
 MAX_REASONS = 50  # distinct failure reasons a batch tells apart; the rest are counted as OTHER_REASONS
@@ -149,6 +186,7 @@ class BatchTally:
         self.skipped = 0
         self.endpoint_down = 0
         self.retried = 0
+        self.budget_stopped = 0  # sessions not scored: the cost budget was spent
         self.failure_kinds: Counter[str] = Counter()  # reason_kind -> count
         self._examples: dict[str, str] = {}  # reason_kind -> its first reason
         self._on_progress = on_progress
@@ -192,6 +230,11 @@ class BatchTally:
             self._examples.setdefault(kind, reason)
             self.failure_kinds[kind] += 1
 
+    def not_scored(self, session_id: str) -> None:
+        """A session left unscored because the cost budget was spent."""
+        self.budget_stopped += 1
+        self._progress(session_id, "not scored (budget)")
+
     def add_existing(self, session_id: str, result: RubricResult) -> None:
         self.summary.add(result)
         self.count_failures(result)
@@ -208,14 +251,16 @@ class BatchTally:
         self.retried += retried
         self._progress(session_id, result.status)
 
-    async def finish(self, out: Path) -> BatchReport:
-        """Write summary.json and return the report."""
-        summary = self.summary.build()
+    async def finish(self, out: Path, budget: CostBudget | None = None) -> BatchReport:
+        """Write summary.json (with the cost of the run's calls, from ``budget``) and return the report."""
+        cost = None if budget is None else batch_cost(budget, sessions_not_scored=self.budget_stopped)
+        summary = self.summary.build(cost)
         summary_path = out / "summary.json"
         await asyncio.to_thread(write_json, summary_path, summary)
         return BatchReport(summary.to_json(), summary_path, self.scored, self.skipped, self.summary.input_errors,
                            self.summary.evaluations_failed, endpoint_down=self.endpoint_down, retried=self.retried,
-                           failure_reasons={self._examples[k]: n for k, n in self.failure_kinds.most_common()})
+                           failure_reasons={self._examples[k]: n for k, n in self.failure_kinds.most_common()},
+                           budget_stopped=self.budget_stopped)
 
 
 async def run_batch(
@@ -240,16 +285,20 @@ async def run_batch(
     if parallel < 1:
         raise InputError(f"--parallel must be at least 1, got {parallel}")
     files = session_files(Path(sessions_dir))
+    if active_dry_run() is not None:
+        return await _dry_run(evaluator, files, Path(output_dir), parallel, force, retry_failed, on_progress)
     folder = ResultFolder(output_dir, evaluator.store)
     await folder.take()
+    budget = active_budget() or CostBudget()  # the caller's (--max-cost), else a running total of its own
     try:
-        return await _run(evaluator, files, folder, parallel, force, retry_failed, on_progress)
+        with charged_to(budget):
+            return await _run(evaluator, files, folder, parallel, force, retry_failed, on_progress, budget)
     finally:
         await folder.release()
 
 
 async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFolder, parallel: int, force: bool,
-               retry_failed: bool, on_progress: ProgressFn | None) -> BatchReport:
+               retry_failed: bool, on_progress: ProgressFn | None, budget: CostBudget) -> BatchReport:
     out = folder.path
     tally = BatchTally(evaluator.rubric_set, on_progress)
     todo: Iterator[Path] = iter(files)
@@ -267,6 +316,9 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
         if existing is not None and not needs_scoring(existing, retry_failed):
             tally.add_existing(session.session_id, existing)
             return
+        if budget.exceeded:
+            tally.not_scored(session.session_id)
+            return
         try:
             scored = await evaluator.score(session)
         except (ConfigError, StoreError):
@@ -274,6 +326,9 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
         except Exception as exc:  # this session could not be judged (its text, its images): its failure alone
             tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
                                          f"{failure_of(exc)}")
+            return
+        if refused_call(scored.result):  # the budget ran out while it was scored: left for a rerun
+            tally.not_scored(session.session_id)
             return
         save = asyncio.ensure_future(folder.write(scored))  # finishes even if the batch is interrupted now
         saving.add(save)
@@ -294,4 +349,43 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
         # Rows being committed: their result files go in place before the batch stops.
         await asyncio.gather(*saving, return_exceptions=True)
         raise
-    return await tally.finish(out)
+    return await tally.finish(out, budget)
+
+
+async def _dry_run(evaluator: SessionEvaluator, files: list[Path], out: Path, parallel: int, force: bool,
+                   retry_failed: bool, on_progress: ProgressFn | None) -> BatchReport:
+    """The sessions a batch would score, judged with every call counted into the active dry run
+    and none made; nothing written. The report's ``scored`` counts the sessions it would score."""
+    tally = BatchTally(evaluator.rubric_set, on_progress)
+    todo: Iterator[Path] = iter(files)
+
+    async def one(path: Path) -> None:
+        try:
+            session, existing = await asyncio.to_thread(open_session, path, out, force,
+                                                        allow_private_image_urls=evaluator.allow_private_image_urls)
+        except InputError as exc:
+            tally.input_error(path.name, str(exc))
+            return
+        if not tally.claim(session.session_id, path):
+            return
+        if existing is not None and not needs_scoring(existing, retry_failed):
+            tally.skipped += 1
+            tally._progress(session.session_id, "skipped")
+            return
+        try:
+            await evaluator.score(session)  # every call counted, none made: the result is not kept
+        except (ConfigError, StoreError):
+            raise
+        except Exception as exc:
+            tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
+                                         f"{failure_of(exc)}")
+            return
+        tally.scored += 1
+        tally._progress(session.session_id, "counted")
+
+    async def worker() -> None:
+        for path in todo:
+            await one(path)
+
+    await asyncio.gather(*(worker() for _ in range(min(parallel, len(files)))))
+    return BatchReport({}, out / "summary.json", tally.scored, tally.skipped, tally.summary.input_errors, 0)

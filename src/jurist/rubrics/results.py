@@ -210,10 +210,32 @@ class FailureCounts(_FileModel):
     input_errors: list[str] = Field(default_factory=list)
 
 
+class BatchCost(_FileModel):
+    """What the judge calls made by this run of a batch cost (earlier runs of a resumed batch
+    are not counted; calls answered from the call cache cost 0). ``cost_usd`` is the known part;
+    ``cost_unknown_calls`` calls had no known price, for the reasons in ``unknown_reasons``
+    (reason -> calls). With ``--max-cost``: ``max_cost_usd``, and ``stopped_by_budget`` with the
+    ``sessions_not_scored`` left for a rerun when the budget ran out."""
+
+    _optional = frozenset({"max_cost_usd", "unknown_reasons"})
+
+    cost_usd: float
+    calls: int
+    cost_unknown_calls: int
+    unknown_reasons: dict[str, int] = Field(default_factory=dict)
+    max_cost_usd: float | None = None
+    stopped_by_budget: bool = False
+    sessions_not_scored: int = 0
+
+
 class BatchSummary(_FileModel):
-    """summary.json: the statistics of a batch."""
+    """summary.json: the statistics of a batch; ``cost`` when the batch ran in this process
+    (a Ray batch's calls are made by its workers: see ``jurist logs``)."""
+
+    _optional = frozenset({"cost"})
 
     batch_summary: BatchStats
     per_rubric_summary: dict[str, RubricStats]
     failures: FailureCounts
     rubrics_version: str | None = None
+    cost: BatchCost | None = None

@@ -1,13 +1,18 @@
-"""Batch statistics: summary.json (a :class:`BatchSummary`), plus failure counts."""
+"""Batch statistics: summary.json (a :class:`BatchSummary`), plus failure counts and what the
+run's calls cost (:func:`batch_cost`)."""
 
 from __future__ import annotations
 
 import math
 import statistics
+from typing import TYPE_CHECKING
 
 from jurist.judges.outcome import OK
 from jurist.rubrics.models import RubricSet
-from jurist.rubrics.results import BatchStats, BatchSummary, FailureCounts, RubricResult, RubricStats
+from jurist.rubrics.results import BatchCost, BatchStats, BatchSummary, FailureCounts, RubricResult, RubricStats
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.models.cost import CostBudget
 
 
 MAX_LEVELS = 1001  # score_distribution lists every integer level of a scale at most this wide
@@ -15,6 +20,19 @@ MAX_LEVELS = 1001  # score_distribution lists every integer level of a scale at 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
+
+
+def batch_cost(budget: "CostBudget", *, sessions_not_scored: int = 0) -> BatchCost:
+    """The cost block of summary.json from the run's budget (its running total); the run
+    stopped by the budget when ``sessions_not_scored`` sessions were left for a rerun."""
+    data: dict[str, object] = {"cost_usd": round(budget.spent_usd, 9), "calls": budget.calls,
+                               "cost_unknown_calls": budget.unknown}
+    if budget.unknown_notes:
+        data["unknown_reasons"] = dict(sorted(budget.unknown_notes.items(), key=lambda kv: -kv[1]))
+    if budget.max_usd is not None:
+        data["max_cost_usd"] = budget.max_usd
+    data |= {"stopped_by_budget": sessions_not_scored > 0, "sessions_not_scored": sessions_not_scored}
+    return BatchCost.model_validate(data)
 
 
 class SummaryBuilder:
@@ -55,7 +73,7 @@ class SummaryBuilder:
     def evaluations_failed(self) -> int:
         return sum(self.failures.values())
 
-    def build(self) -> BatchSummary:
+    def build(self, cost: BatchCost | None = None) -> BatchSummary:
         lo, hi = self.rubric_set.scale
         t = self.totals
         levels = range(math.floor(lo), math.ceil(hi) + 1)
@@ -76,7 +94,7 @@ class SummaryBuilder:
                 failed=self.failures[rid],
                 failure_rate=round(self.failures[rid] / attempted, 4) if attempted else 0.0,
             )
-        return BatchSummary(
+        summary = BatchSummary(
             batch_summary=BatchStats(
                 total_sessions=self.sessions,
                 average_score=_r(statistics.fmean(t)) if t else None,
@@ -94,3 +112,6 @@ class SummaryBuilder:
             ),
             rubrics_version=self.rubric_set.version,
         )
+        if cost is not None:
+            summary.cost = cost  # given, so written (an optional field)
+        return summary

@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from jurist.errors import InputError, NotFound
 from jurist.extras import missing_extra
+from jurist.models.cost import format_usd
 from jurist.server import dashboard_views as views
 from jurist.server.api_evaluations import evaluation_filter
 from jurist.server.state import get_state
@@ -164,7 +165,8 @@ async def overview_page(
         "active": "overview", "data": data, "figures": figures, "chart_notice": notice,
         "params": dict(request.query_params), "kinds": q.KINDS, "explorer": _explorer_link(request, flt),
         "periods": [(k, label) for k, (label, _) in PERIODS.items()], "period": period_key,
-        "period_label": period_label, "since": flt.since, "until": flt.until})
+        "period_label": period_label, "since": flt.since, "until": flt.until,
+        "cost": format_usd(data.calls.cost_usd)})
 
 
 @router.get("/explorer", response_class=HTMLResponse)

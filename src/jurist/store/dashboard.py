@@ -203,7 +203,8 @@ class EscalationFigures(StoredRow):
 
 
 class CallUsage(StoredRow):
-    """Tokens and latency of LLM calls."""
+    """Tokens, latency and cost of LLM calls: ``cost_usd`` sums the known costs (genai-prices'),
+    ``cost_unknown_calls`` counts the calls whose cost is unknown (not in the sum)."""
 
     count: int
     input_tokens: int
@@ -211,6 +212,8 @@ class CallUsage(StoredRow):
     average_latency_ms: float | None
     max_latency_ms: float | None
     errors: int
+    cost_usd: float = 0.0
+    cost_unknown_calls: int = 0
 
 
 class Overview(StoredRow):
@@ -293,14 +296,16 @@ def call_usage(conn: Connection, flt: EvaluationFilter) -> CallUsage:
         where.append(c.created_at < flt.until)
     if flt.narrows:
         where.append(_of_evaluations(flt))
-    n, tin, tout, avg_lat, max_lat, errors = conn.execute(
+    n, tin, tout, avg_lat, max_lat, errors, cost, unknown = conn.execute(
         select(func.count(), func.sum(c.input_tokens), func.sum(c.output_tokens), func.avg(c.latency_ms),
-               func.max(c.latency_ms), func.sum(case((c.status != "ok", 1), else_=0)))
+               func.max(c.latency_ms), func.sum(case((c.status != "ok", 1), else_=0)), func.sum(c.cost_usd),
+               func.sum(case((c.cost_usd.is_(None), 1), else_=0)))
         .select_from(llm_calls).where(*where)).one()
     return CallUsage(count=int(n or 0), input_tokens=int(tin or 0), output_tokens=int(tout or 0),
                      average_latency_ms=None if avg_lat is None else round(float(avg_lat), 1),
                      max_latency_ms=None if max_lat is None else round(float(max_lat), 1),
-                     errors=int(errors or 0))
+                     errors=int(errors or 0), cost_usd=round(float(cost or 0.0), 9),
+                     cost_unknown_calls=int(unknown or 0))
 
 
 class ListedEvaluation(StoredRow):
@@ -380,6 +385,8 @@ class StoredCall(StoredRow):
     cached: bool
     created_at: datetime
     usage_known: bool
+    cost_usd: float | None = None
+    cost_note: str | None = None
 
 
 class CallLogPage(StoredRow):
