@@ -151,3 +151,19 @@ async def test_an_answer_kept_before_a_stop_is_judged_not_generated_again(provid
         item = {i.item_id: i for i in store.experiment_items("exp1")}["q000"]
     assert item.answer == "Kept answer" and item.latency_ms == 12.0
     assert any("Kept answer" in json.dumps(r["json"]["messages"]) for r in judge_requests(provider))
+
+
+async def test_a_spent_budget_stops_the_run_and_a_rerun_goes_on(provider, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies()
+    settings = settings_for(provider, url)
+    stopped = await run_experiment(spec(tmp_path, max_cost=0.0), settings=settings)
+    assert (stopped.record.status, stopped.record.items_scored, stopped.exit_code) == ("stopped", 0, 1)
+    assert provider.requests == [] and any("cost budget of $0 was reached" in n for n in stopped.notes)
+    assert stopped.summary["items"]["not_done"] == 2
+    done = await run_experiment(spec(tmp_path, max_cost=5.0), settings=settings)
+    assert (done.record.status, done.record.items_scored) == ("finished", 2)
+    # the scripted server's calls have no known price: said, not counted as free
+    assert any("calls of unknown cost do not count toward --max-cost" in n for n in done.notes)
+    assert done.record.cost_usd is None and "unknown cost" in (done.record.cost_note or "")

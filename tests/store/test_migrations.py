@@ -266,3 +266,31 @@ def test_0008_reads_the_old_usage_word_into_usage_known(new_url):
         store.close()
     assert got == {"streamed": (False, {"stream": True, "usage": "not reported"}),
                    "plain": (True, {"temperature": 0.0})}
+
+
+def test_0010_adds_the_dataset_and_experiment_tables_and_goes_back_to_0009(new_url):
+    from alembic import command
+    from alembic.config import Config
+
+    from jurist.experiments.records import DatasetItem
+    from jurist.store.migrate import MIGRATIONS
+
+    new = {"dataset_versions", "dataset_items", "experiments", "experiment_items"}
+    _at_revision(new_url, "0009")
+    assert not new & tables(new_url)
+    with Store(new_url) as store:
+        assert schema_version(store.engine) == SCHEMA_HEAD
+        version, added = store.add_dataset_version("qa", "abc123", [DatasetItem(id="q1", input="Hi?")], "qa.jsonl")
+        assert added and version.number == 1 and store.dataset_items("qa", "abc123")[0].input == "Hi?"
+    assert new <= tables(new_url)
+    engine = create_engine(new_url)
+    try:
+        with engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", MIGRATIONS)
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0009")
+        assert schema_version(engine) == "0009"
+    finally:
+        engine.dispose()
+    assert not new & tables(new_url)

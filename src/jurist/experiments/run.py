@@ -46,7 +46,7 @@ from jurist.experiments.targets import Generation, Target, load_target
 from jurist.ids import new_id
 from jurist.jsonfiles import write_json
 from jurist.judges.outcome import OK
-from jurist.models.cost import BudgetExceeded, Cost, CostBudget, format_usd
+from jurist.models.cost import BudgetExceeded, CostBudget, charged_to, format_usd
 from jurist.rubrics.api import build_judge, load_template
 from jurist.rubrics.calibration import require_rubric_calibrations, rubric_identities
 from jurist.rubrics.models import RubricSet, load_rubrics
@@ -119,6 +119,12 @@ def git_commit(folder: str | Path | None = None) -> str | None:
     return f"{commit}-dirty" if status.returncode == 0 and status.stdout.strip() else commit
 
 
+def _refused(result: RubricResult) -> bool:
+    """Whether a rubric of ``result`` was not judged because the cost budget was spent."""
+    refused = f"{BudgetExceeded.__name__}:"
+    return any(rs.status != OK and (rs.reasoning or "").startswith(refused) for rs in result.rubric_scores)
+
+
 def rubric_refs(rubric_set: RubricSet, evaluator: SessionEvaluator) -> list[RubricRef]:
     ids = rubric_identities(rubric_set, evaluator.judge)
     return [RubricRef(id=r.id, name=r.name, weight=r.weight, template_hash=ids[r.id].template_hash)
@@ -178,8 +184,6 @@ class _Run:
         await asyncio.to_thread(write_json, self.out / result_name(item.item_id), item.model_dump(mode="json"))
         self.done_now += 1
         self.failed_now += item.status == "failed"
-        if item.cost_usd is not None:
-            self.budget.add(Cost(item.cost_usd))
         self._progress(item.item_id, item.status)
 
     async def _cost(self, trace_ids: list[str]) -> tuple[float | None, str | None]:
@@ -226,8 +230,11 @@ class _Run:
             await self._finish(self._failed(item, f"the answer could not be judged: {type(exc).__name__}: {exc}",
                                             gen))
             return
-        await self.store.asave_evaluation(scored.row, scored.score_rows)  # the calls queued before it too
         result = scored.result
+        if _refused(result):  # the budget was spent before a verdict: the item stays answered, for a rerun
+            self.stopped = True
+            return
+        await self.store.asave_evaluation(scored.row, scored.score_rows)  # the calls queued before it too
         traces = [t for t in ((kept or {}).get("trace_id"), trace, result.trace_id) if isinstance(t, str)]
         cost, note = await self._cost(traces)
         failed = [rs for rs in result.rubric_scores if rs.status != OK]
@@ -357,7 +364,8 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
         run = _Run(spec, record, store, target, evaluator, out, budget, on_progress)
         status: ExperimentStatus = "interrupted"
         try:
-            await run.run(todo)
+            with charged_to(budget):  # every call of the run is charged to it; once spent, none starts
+                await run.run(todo)
             status = "stopped" if run.stopped else "finished"
         finally:
             done = await store.aread(q.get_experiment_items, spec.name)
@@ -369,6 +377,9 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
         if run.stopped:
             notes.append(f"stopped: the cost budget of {format_usd(spec.max_cost)} was reached "
                          f"({format_usd(budget.spent_usd)} this run); rerun with a larger --max-cost to go on")
+        if spec.max_cost is not None and budget.unknown:
+            why = max(budget.unknown_notes, key=budget.unknown_notes.__getitem__)
+            notes.append(f"{budget.unknown} calls of unknown cost do not count toward --max-cost ({why})")
         if run.resumed:
             notes.append(f"{run.resumed} items answered before the run stopped were judged now, not generated again")
         return ExperimentReport(record, summary, summary_path, done_now=run.done_now, skipped=skipped,
