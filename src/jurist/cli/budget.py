@@ -87,8 +87,9 @@ def cost_line(cost: Mapping[str, object] | None) -> str | None:
     return line
 
 
-def print_dry_run(dry: "DryRun", sessions: int, skipped: int) -> None:
-    """The calls a dry run counted, per model, and the totals."""
+def print_dry_run(dry: "DryRun", lead: str) -> None:
+    """The calls a dry run counted, per model, and the totals after ``lead`` (what the run would
+    do: ``3 sessions would be scored (1 already done)``)."""
     from rich.table import Table
 
     from jurist.models.cost import format_usd
@@ -107,8 +108,7 @@ def print_dry_run(dry: "DryRun", sessions: int, skipped: int) -> None:
                          "available offline)")
     console.print(table)
     unknown = f"; the cost of {dry.unknown} calls is unknown" if dry.unknown else ""
-    console.print(escape(f"{sessions} sessions would be scored ({skipped} already done): {dry.calls} calls, "
-                         f"at most {format_usd(dry.cost_usd)}{unknown}"), highlight=False)
+    console.print(escape(f"{lead}: {dry.calls} calls, at most {format_usd(dry.cost_usd)}{unknown}"), highlight=False)
     for note in notes:
         console.print(escape(f"  {note}"), highlight=False, soft_wrap=True)
 

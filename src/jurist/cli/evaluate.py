@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
             dry = DryRun()
             with expecting(dry):
                 report = run_batch_with_progress(rubric_set, sessions_dir, output_dir, engine=engine, **kw)
-            print_dry_run(dry, report.scored, report.skipped)
+            print_dry_run(dry, f"{report.scored} sessions would be scored ({report.skipped} already done)")
             for err in report.input_errors:
                 console.print(f"[red]input error:[/] {escape(str(err))}", highlight=False)
             raise typer.Exit(EXIT_BAD_INPUT if report.input_errors else EXIT_OK)
