@@ -8,8 +8,9 @@
   var button = form.querySelector("button");
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    var name = form.elements.dataset.value.trim();
-    var body = { evaluation_id: form.dataset.evaluation, expected: form.elements.expected.value };
+    var name = form.elements.dataset_name.value.trim();
+    // getAttribute, not form.dataset: a form control of that name would shadow it
+    var body = { evaluation_id: form.getAttribute("data-evaluation"), expected: form.elements.expected.value };
     if (form.elements.item_id.value.trim()) body.item_id = form.elements.item_id.value.trim();
     var headers = { "Content-Type": "application/json" };
     if (form.elements.token && form.elements.token.value) headers.Authorization = "Bearer " + form.elements.token.value;
