@@ -167,3 +167,20 @@ async def test_a_spent_budget_stops_the_run_and_a_rerun_goes_on(provider, tmp_pa
     # the scripted server's calls have no known price: said, not counted as free
     assert any("calls of unknown cost do not count toward --max-cost" in n for n in done.notes)
     assert done.record.cost_usd is None and "unknown cost" in (done.record.cost_note or "")
+
+
+async def test_each_item_carries_the_cost_of_its_calls_and_the_record_their_total(tmp_path):
+    """The scripted provider runs in process: its calls are known to cost nothing, so items and total are $0."""
+    from jurist.config import Settings
+    from jurist.models import script
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(3))
+    script("app", default=lambda request: "An answer.")
+    script("judge", default=lambda request: json.dumps({"score": 3, "reasoning": "ok"}))
+    report = await run_experiment(spec(tmp_path, target="scripted/app", judge="scripted/judge"),
+                                  settings=Settings.load(database_url=url))
+    with Store(url) as store:
+        items = store.experiment_items("exp1")
+    assert [(i.cost_usd, i.cost_note) for i in items] == [(0.0, None)] * 3
+    assert (report.record.cost_usd, report.record.cost_note, report.summary["cost_usd"]) == (0.0, None, 0.0)

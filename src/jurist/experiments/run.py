@@ -30,6 +30,7 @@ import asyncio
 import os
 import subprocess
 from dataclasses import dataclass, field
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -38,11 +39,13 @@ from pydantic import JsonValue
 
 from jurist.config import Settings
 from jurist.errors import ConfigError, InputError, ModelError, NotFound, StoreError
+from jurist.experiments.costs import ItemCost
 from jurist.experiments.datasets import check_name, session_of
 from jurist.experiments.records import (DatasetItem, ExperimentItem, ExperimentRecord, ExperimentStatus, ItemScore,
                                         RubricRef)
 from jurist.experiments.summary import build_summary
 from jurist.experiments.targets import Generation, Target, load_target
+from jurist.experiments.writer import RowWriter
 from jurist.ids import new_id
 from jurist.jsonfiles import write_json
 from jurist.judges.outcome import OK
@@ -173,6 +176,7 @@ class _Run:
         self.on_progress = on_progress
         self.done_now = self.failed_now = self.resumed = 0
         self.stopped = False
+        self.rows = RowWriter(store)
 
     def _progress(self, item_id: str, status: str) -> None:
         if self.on_progress is not None:
@@ -180,32 +184,33 @@ class _Run:
 
     async def _finish(self, item: ExperimentItem) -> None:
         """Store the item's row (durable), then write its result file."""
-        await self.store.awrite(q.save_item, item)
+        await self.rows.put(partial(q.save_item, item=item))
         await asyncio.to_thread(write_json, self.out / result_name(item.item_id), item.model_dump(mode="json"))
         self.done_now += 1
         self.failed_now += item.status == "failed"
         self._progress(item.item_id, item.status)
 
-    async def _cost(self, trace_ids: list[str]) -> tuple[float | None, str | None]:
-        total, calls, unknown, note = await self.store.aread(q.trace_costs, trace_ids)
-        if unknown:
-            return total, f"{unknown} of {calls} calls of unknown cost ({note or 'no price'})"
-        return (total if calls else 0.0), None
-
-    def _failed(self, item: DatasetItem, error: str, gen: Generation | None = None,
-                cost_note: str | None = None) -> ExperimentItem:
+    def _failed(self, item: DatasetItem, error: str, cost: ItemCost,
+                gen: Generation | None = None) -> ExperimentItem:
+        usd, note = cost.item_cost
         return ExperimentItem(experiment=self.record.name, item_id=item.id, status="failed", error=error,
                               answer=gen.answer if gen else None,
                               generation_call_id=gen.call_id if gen else None,
-                              latency_ms=gen.latency_ms if gen else None, cost_usd=None,
-                              cost_note=cost_note or "the target failed: the cost of its call is unknown",
+                              latency_ms=gen.latency_ms if gen else None, cost_usd=usd, cost_note=note,
                               judged_at=_now())
 
     async def one(self, item: DatasetItem, kept: dict[str, JsonValue] | None) -> None:
-        """Generate (or take the kept answer), judge and store one item."""
+        """Generate (or take the kept answer), judge and store one item; its calls are charged to
+        its own :class:`ItemCost` (and through it to the run's budget)."""
+        cost = ItemCost(run=self.budget)
+        with charged_to(cost):
+            await self._one(item, kept, cost)
+
+    async def _one(self, item: DatasetItem, kept: dict[str, JsonValue] | None, cost: ItemCost) -> None:
         trace = new_id()
         if kept is not None:
             gen = Generation.from_json(kept)
+            cost.add_kept(kept.get("cost"))
             self.resumed += 1
         else:
             try:
@@ -214,13 +219,15 @@ class _Run:
                 self.stopped = True
                 return
             except ModelError as exc:
-                await self._finish(self._failed(item, f"the target failed: {type(exc).__name__}: {exc}"))
+                await self._finish(self._failed(item, f"the target failed: {type(exc).__name__}: {exc}", cost))
                 return
-            await self.store.awrite(q.save_answer, self.record.name, item.id, {**gen.to_json(), "trace_id": trace})
+            answer = {**gen.to_json(), "trace_id": trace, "cost": cost.to_json()}
+            await self.rows.put(partial(q.save_answer, name=self.record.name, item_id=item.id, answer=answer))
         try:
             session = session_of(item, gen.turns, source=SOURCE.format(name=self.record.name))
         except InputError as exc:
-            await self._finish(self._failed(item, f"the target's turns are not a chat session: {exc.reason}", gen))
+            await self._finish(self._failed(item, f"the target's turns are not a chat session: {exc.reason}", cost,
+                                            gen))
             return
         try:
             scored = await self.evaluator.score(session)
@@ -228,15 +235,14 @@ class _Run:
             raise
         except Exception as exc:  # this item could not be judged: its failure alone
             await self._finish(self._failed(item, f"the answer could not be judged: {type(exc).__name__}: {exc}",
-                                            gen))
+                                            cost, gen))
             return
         result = scored.result
         if _refused(result):  # the budget was spent before a verdict: the item stays answered, for a rerun
             self.stopped = True
             return
         await self.store.asave_evaluation(scored.row, scored.score_rows)  # the calls queued before it too
-        traces = [t for t in ((kept or {}).get("trace_id"), trace, result.trace_id) if isinstance(t, str)]
-        cost, note = await self._cost(traces)
+        usd, note = cost.item_cost
         failed = [rs for rs in result.rubric_scores if rs.status != OK]
         error = "; ".join(f"rubric {rs.rubric_id}: {rs.reasoning or rs.file_status}" for rs in failed) or None
         s = result.summary
@@ -244,7 +250,7 @@ class _Run:
             experiment=self.record.name, item_id=item.id, status="failed" if failed else "scored",
             answer=gen.answer, error=error, scores=item_scores(result, self.evaluator.rubric_set),
             score=s.total_score, max_score=s.max_score, percentage=s.percentage, passed=facets(result)["passed"],
-            evaluation_id=scored.row.id, generation_call_id=gen.call_id, cost_usd=cost, cost_note=note,
+            evaluation_id=scored.row.id, generation_call_id=gen.call_id, cost_usd=usd, cost_note=note,
             latency_ms=gen.latency_ms, judged_at=_now()))
 
     async def run(self, todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]]) -> None:

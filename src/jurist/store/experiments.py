@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 from jurist.errors import InputError
 from jurist.experiments.records import DatasetItem, DatasetVersion, ExperimentItem, ExperimentRecord
 from jurist.store.locks import FileLock
-from jurist.store.tables import dataset_items, dataset_versions, experiment_items, experiments, llm_calls
+from jurist.store.tables import dataset_items, dataset_versions, experiment_items, experiments
 
 MAX_EXPERIMENTS_READ = 1000
 DONE = ("scored", "failed")  # an item's statuses once it has its ExperimentItem (before: answered)
@@ -153,16 +153,6 @@ def save_item(conn: Connection, item: ExperimentItem) -> None:
     _put_item(conn, item.experiment, item.item_id, {"status": item.status, "answer": None,
                                                     "evaluation_id": item.evaluation_id, "cost_usd": item.cost_usd,
                                                     "payload": item.model_dump(mode="json")})
-
-
-def trace_costs(conn: Connection, trace_ids: list[str]) -> tuple[float | None, int, int, str | None]:
-    """What the recorded calls of these traces cost: the known total (None: no call priced), the
-    calls, those of unknown cost, and one note saying why a cost is unknown."""
-    row = conn.execute(select(func.sum(llm_calls.c.cost_usd), func.count(), func.count(llm_calls.c.cost_usd),
-                              func.max(llm_calls.c.cost_note).filter(llm_calls.c.cost_usd.is_(None)))
-                       .where(llm_calls.c.trace_id.in_(trace_ids))).one()
-    total, calls, priced, note = row
-    return (float(total) if total is not None else None), int(calls), int(calls) - int(priced), note
 
 
 def delete_experiment(conn: Connection, name: str) -> bool:
