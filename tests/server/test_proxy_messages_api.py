@@ -233,3 +233,13 @@ def test_a_stream_that_breaks_mid_answer_makes_the_sdk_raise(client, provider):
             stream.get_final_message()
     error = caught.value.body["error"]
     assert error["type"] == "api_error" and error["showContinueButton"] is True
+
+
+def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
+    provider.script(Reply(text="Paris is the capital of France."))
+    raw = client.messages.with_raw_response.create(model="claude-test", max_tokens=64, messages=ASK,
+                                                   extra_headers={"X-Jurist-Trace-Id": "msg-trace-1"})
+    assert raw.headers["x-jurist-trace-id"] == "msg-trace-1"
+    assert raw.parse().model_extra["jurist"]["trace_id"] == "msg-trace-1"
+    stored = httpx.get(f"{proxy}/api/gate/msg-trace-1").json()["record"]
+    assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"

@@ -227,3 +227,13 @@ def test_a_stream_that_breaks_mid_answer_fails_the_response_and_the_sdk_raises(c
     names = [name for name, _ in events]
     assert names[0] == "response.created" and names[-2:] == ["response.failed", "error"]
     assert events[-2][1]["response"]["status"] == "failed"
+
+
+def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
+    provider.script(Reply(text="Paris is the capital of France."))
+    raw = client.responses.with_raw_response.create(model="gpt-test", input="Capital of France?",
+                                                    extra_headers={"X-Jurist-Trace-Id": "resp-trace-1"})
+    assert raw.headers["x-jurist-trace-id"] == "resp-trace-1"
+    assert raw.parse().model_extra["jurist"]["trace_id"] == "resp-trace-1"
+    stored = httpx.get(f"{proxy}/api/gate/resp-trace-1").json()["record"]
+    assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"

@@ -47,7 +47,7 @@ from jurist.models.error_types import ANTHROPIC_ERROR_TYPES
 from jurist.server.proxy import ProxyState, gated_chat, read_json
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
                                        ToolCalls, ToolPiece, completion_pieces, json_body, kept_headers,
-                                       relayed_error, stream_pieces)
+                                       relayed_error, stream_pieces, with_trace)
 
 #: ``finish_reason`` -> ``stop_reason``.
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
@@ -596,7 +596,8 @@ async def answer(shape: Shape, gated: Response) -> Response:
     result = message_object(shape, completion_pieces(data if isinstance(data, dict) else {}))
     if isinstance(result, Failed):
         return error_response(result)
-    return JSONResponse(result, headers=headers)
+    jurist = result.get("jurist")
+    return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
 
 
 def with_api_key(request: Request) -> Request:

@@ -109,6 +109,14 @@ def kept_headers(response: Response) -> dict[str, str]:
     return {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
 
 
+def with_trace(headers: dict[str, str], jurist: Mapping[str, Any] | None) -> dict[str, str]:
+    """``headers`` with ``X-Jurist-Trace-Id`` from the record when the answer did not carry it."""
+    trace_id = jurist.get("trace_id") if jurist is not None else None
+    if isinstance(trace_id, str) and "x-jurist-trace-id" not in headers:
+        return {**headers, "x-jurist-trace-id": trace_id}
+    return headers
+
+
 def _usage(data: Any) -> Usage | None:
     if not isinstance(data, Mapping):
         return None
@@ -137,7 +145,8 @@ def relayed_error(response: Response) -> Failed:
         data = None
     headers = kept_headers(response)
     if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        return Failed(response.status_code, dict(data["error"]), _jurist(data.get("jurist")), headers)
+        jurist = _jurist(data.get("jurist"))
+        return Failed(response.status_code, dict(data["error"]), jurist, with_trace(headers, jurist))
     if isinstance(data, dict) and isinstance(data.get("detail"), str):  # a FastAPI error
         return Failed(response.status_code, error_object(response.status_code, data["detail"]), None, headers)
     text = body.decode("utf-8", "replace").strip() or f"HTTP {response.status_code}"
@@ -328,4 +337,5 @@ class JoinedCall:
 
 
 __all__ = ["Failed", "Finish", "JoinedCall", "JuristEvent", "Piece", "Refusal", "Refused", "Text", "ToolCalls",
-           "ToolPiece", "Usage", "completion_pieces", "json_body", "kept_headers", "relayed_error", "stream_pieces"]
+           "ToolPiece", "Usage", "completion_pieces", "json_body", "kept_headers", "relayed_error", "stream_pieces",
+           "with_trace"]

@@ -36,7 +36,7 @@ from jurist.jsonfiles import error_problem, reported_errors, unknown_name
 from jurist.server.proxy import ProxyState, gated_chat, read_json
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
                                        ToolCalls, ToolPiece, Usage, completion_pieces, json_body, kept_headers,
-                                       relayed_error, stream_pieces)
+                                       relayed_error, stream_pieces, with_trace)
 from jurist.server.proxy_sse import openai_error
 
 #: What ``include`` may ask for: log probabilities, and reasoning content (there are no reasoning items).
@@ -655,7 +655,8 @@ async def answer(body: ResponsesBody, gated: Response) -> Response:
     result = response_object(shape, completion_pieces(data if isinstance(data, dict) else {}))
     if isinstance(result, Failed):
         return error_response(result)
-    return JSONResponse(result, headers=headers)
+    jurist = result.get("jurist")
+    return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
 
 
 def build_router(proxy: ProxyState) -> APIRouter:
