@@ -41,6 +41,10 @@ DATABASE_FILE = "jurist.db"
 PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
                       "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GROQ_API_KEY", "OPENROUTER_API_KEY")
 
+#: The provider name of the gate proxy's upstream (its calls' records, its limiter's lane): no
+#: configured provider may take it.
+UPSTREAM_PROVIDER = "upstream"
+
 # How a judge asks an endpoint for schema output (see jurist.models.structured).
 StructuredOutput = Literal["auto", "json_schema", "json_object_schema", "ollama_format", "prompt"]
 
@@ -80,6 +84,10 @@ class Settings(BaseModel):
     home: str = Field(default_factory=lambda: default_home())  # the data folder: the default store, jurist.db
     cache: bool = True
     max_concurrency: Whole = Field(default=10, ge=1)  # requests in flight per endpoint (note 003: 10)
+    # The gate proxy's generations in flight to its upstream (user traffic, never queued behind judge
+    # calls): a limit of their own, sized for a proxy; a configured provider's max_in_flight for the
+    # upstream's base_url takes its place
+    upstream_max_concurrency: Whole = Field(default=512, ge=1)
     # seconds per attempt: under rubric_timeout, so that a retry fits in a rubric's time and a hung
     # endpoint's first calls time out (and open its breaker) well before the rubrics' own clock
     timeout: Number = Field(default=30.0, gt=0)
@@ -135,6 +143,14 @@ class Settings(BaseModel):
                 "before they are built (jurist.yaml, Settings.load(providers=...)), or give api_key")
         value = self._variables[name]
         return value.get_secret_value() if value is not None else None
+
+    @field_validator("providers")
+    @classmethod
+    def _upstream_is_reserved(cls, v: dict[str, ProviderSettings]) -> dict[str, ProviderSettings]:
+        if UPSTREAM_PROVIDER in v:
+            raise ValueError(f"{UPSTREAM_PROVIDER!r} is the gate proxy's own name for its upstream: give the "
+                             "provider another name (its base_url's bounds still apply to the upstream)")
+        return v
 
     @field_validator("aliases")
     @classmethod
@@ -220,6 +236,7 @@ _ENV_FIELDS = {
     "JURIST_HOME": "home",
     "JURIST_CACHE": "cache",
     "JURIST_MAX_CONCURRENCY": "max_concurrency",
+    "JURIST_UPSTREAM_MAX_CONCURRENCY": "upstream_max_concurrency",
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",

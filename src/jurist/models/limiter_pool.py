@@ -25,6 +25,14 @@ and ``tokens_per_minute``, ``limiter_url``, the breaker's threshold and
 cool-down) and an optional ``max_in_flight`` over them all (``--max-concurrency``):
 resolving a model never changes them, and two runtimes in one process, each
 with its own pool, each keep the bounds they were built with.
+
+The gate proxy's generations are user traffic: a model of the provider
+:data:`~jurist.config.UPSTREAM_PROVIDER` gets a limiter of its own for its
+endpoint (the generations' lane), bounded by a configured provider's
+``max_in_flight`` for that ``base_url``, else ``upstream_max_concurrency``
+(512), never by the judges' ``max_concurrency``; so judge calls on the same
+endpoint, and the evaluations that run after an answer was sent, never queue
+in front of the next generations.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from types import MappingProxyType
 from typing import Mapping
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
-from jurist.config import Settings
+from jurist.config import UPSTREAM_PROVIDER, Settings
 from jurist.errors import ConfigError
 from jurist.models.breaker import CircuitBreaker
 from jurist.models.limiter import DEFAULT_IN_FLIGHT, Limiter, LimiterBounds, RequestLimiter, check_in_flight
@@ -107,6 +115,11 @@ class LimiterPool:
     use (:func:`open_limiter`) and hands the same one to every later caller: the first
     provider to use an endpoint decides which provider's bounds it has, should two
     configured providers name one ``base_url`` with different bounds. Thread-safe.
+
+    The provider :data:`~jurist.config.UPSTREAM_PROVIDER` (the gate proxy's generations)
+    has a lane of its own per endpoint: another limiter, whose bound in flight is the
+    ``max_in_flight`` of a configured provider with that ``base_url``, else
+    ``upstream_max_concurrency`` (and ``max_in_flight`` over it, when given).
     """
 
     def __init__(self, settings: Settings | None = None, *, max_in_flight: int | None = None) -> None:
@@ -124,25 +137,37 @@ class LimiterPool:
         self.endpoints: Mapping[str, LimiterBounds] = MappingProxyType({
             ps.base_url.rstrip("/"): self.providers[name]
             for name, ps in reversed(s.providers.items()) if ps.base_url})  # the first provider named wins
+        # The generations' lane (UPSTREAM_PROVIDER): user traffic, sized for a proxy.
+        self.upstream_default = LimiterBounds(max_in_flight or s.upstream_max_concurrency)
+        self.upstreams: Mapping[str, LimiterBounds] = MappingProxyType({
+            ps.base_url.rstrip("/"): LimiterBounds(max_in_flight or ps.max_in_flight or s.upstream_max_concurrency,
+                                                   ps.requests_per_minute, ps.tokens_per_minute)
+            for ps in reversed(s.providers.values()) if ps.base_url})
         self._limiters: dict[tuple[str | None, str], RequestLimiter] = {}
         self._breakers: dict[str, CircuitBreaker] = {}
         self._lock = threading.Lock()
 
     def bounds(self, endpoint: str, provider: str | None = None) -> LimiterBounds:
-        """The bounds ``endpoint`` gets (reached through ``provider``, when known)."""
+        """The bounds ``endpoint`` gets (reached through ``provider``, when known; the
+        generations' lane for :data:`~jurist.config.UPSTREAM_PROVIDER`)."""
+        if provider == UPSTREAM_PROVIDER:
+            return self.upstreams.get(endpoint.rstrip("/"), self.upstream_default)
         if provider is not None and provider in self.providers:
             return self.providers[provider]
         return self.endpoints.get(endpoint.rstrip("/"), self.default)
 
     def get(self, endpoint: str, provider: str | None = None, *, shared: bool = True) -> RequestLimiter:
         """The endpoint's limiter, opened on first use with its :meth:`bounds`; across processes
-        through ``limiter_url`` when ``shared`` (an in-process backend keeps its bound here)."""
+        through ``limiter_url`` when ``shared`` (an in-process backend keeps its bound here).
+        :data:`~jurist.config.UPSTREAM_PROVIDER` gets the endpoint's generations' lane, a limiter
+        apart from the judges' (shared across processes under the name ``generations:<endpoint>``)."""
         url = self.url if shared else None
-        key = (url or None, endpoint)
+        name = f"generations:{endpoint}" if provider == UPSTREAM_PROVIDER else endpoint
+        key = (url or None, name)
         with self._lock:
             lim = self._limiters.get(key)
             if lim is None:
-                self._limiters[key] = lim = open_limiter(endpoint, self.bounds(endpoint, provider), url)
+                self._limiters[key] = lim = open_limiter(name, self.bounds(endpoint, provider), url)
             return lim
 
     def breaker(self, endpoint: str) -> CircuitBreaker:

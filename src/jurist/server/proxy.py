@@ -46,7 +46,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from jurist.config import Settings
+from jurist.config import UPSTREAM_PROVIDER, Settings
 from jurist.errors import InputError, JuristError, ModelError, ModelTimeout
 from jurist.gate.policy import current_cycle, last_user_index
 from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, RevisionEvent
@@ -114,15 +114,16 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
                    api_key: str | None = None, limiters: LimiterPool | None = None) -> Model:
     """The upstream ``model`` at ``base_url`` as a :class:`Model`: an OpenAI-compatible
     adapter, recorded under the model name the caller asked for, behind the
-    endpoint's limiter (the bounds of a configured provider with that
-    ``base_url``, else ``max_concurrency``). No cache, no retries: the caller's
-    own client retries, and sees the upstream's 429 and ``Retry-After``."""
+    endpoint's generations' limiter (its lane of ``limiters``, apart from the judges':
+    the ``max_in_flight`` of a configured provider with that ``base_url``, else
+    ``upstream_max_concurrency``; never the judges' ``max_concurrency``). No cache, no
+    retries: the caller's own client retries, and sees the upstream's 429 and ``Retry-After``."""
     endpoint = base_url.rstrip("/")
-    adapter = OpenAIChat(model, provider="upstream", base_url=endpoint, api_key=api_key or NO_KEY, name=model,
+    adapter = OpenAIChat(model, provider=UPSTREAM_PROVIDER, base_url=endpoint, api_key=api_key or NO_KEY, name=model,
                          organization=settings.variable("OPENAI_ORG_ID"),
                          project=settings.variable("OPENAI_PROJECT_ID"))
-    return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings), sink=sink,
-                     cache=False, retry=RetryPolicy(max_retries=0))
+    return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings),
+                     provider=UPSTREAM_PROVIDER, sink=sink, cache=False, retry=RetryPolicy(max_retries=0))
 
 
 class ChatBody(BaseModel):
