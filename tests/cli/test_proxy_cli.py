@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import openai
+import pytest
 
 from jurist.testing import Reply
 
@@ -93,3 +94,100 @@ def test_require_calibration_is_checked_before_the_proxy_listens(provider, tmp_p
         proc.terminate()
         proc.wait(timeout=15)
     assert provider.requests == []  # the check reads the store only
+
+
+# -- configuration that fails early ---------------------------------------------------------
+
+
+@pytest.fixture
+def uvicorn_runs(monkeypatch) -> list[dict]:
+    """uvicorn.run, recorded instead of run: a command that should stop before it listens and does
+    not is seen, not left serving."""
+    import uvicorn
+
+    runs: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: runs.append({"app": app, **kw}))
+    return runs
+
+
+def _refused(args: list[str], runs: list[dict]) -> str:
+    """Run ``jurist ARGS`` in this process: it must stop with exit 2 before it listens; its message."""
+    from typer.testing import CliRunner
+
+    from jurist.cli.main import app
+
+    r = CliRunner().invoke(app, [*args, "--port", str(free_port())], env={"COLUMNS": "300"})
+    assert r.exit_code == 2 and runs == [], r.output
+    assert "jurist proxy on" not in r.output and "jurist serving" not in r.output, r.output
+    return " ".join(r.output.split())
+
+
+def test_an_unknown_judge_alias_stops_the_proxy_before_it_listens(provider, uvicorn_runs):
+    """`jurist proxy --judge fast` without an alias `fast` used to start, print its banner and answer
+    500 to every request; like `jurist evaluate --judge fast`, it is exit 2 with the fix."""
+    message = _refused(["proxy", "--upstream", provider.base_url, "--judge", "fast"], uvicorn_runs)
+    assert "unknown model 'fast'" in message and "define the alias 'fast' under 'aliases:'" in message
+    assert provider.requests == []
+
+
+def test_a_judge_without_its_key_stops_the_proxy_before_it_listens(provider, uvicorn_runs):
+    message = _refused(["proxy", "--upstream", provider.base_url, "--judge", "openai/gpt-4o-mini"], uvicorn_runs)
+    assert "openai/gpt-4o-mini needs an API key: set OPENAI_API_KEY" in message
+
+
+def test_serve_upstream_resolves_the_gates_judge_before_it_listens(provider, uvicorn_runs):
+    assert "unknown model 'fast'" in _refused(["serve", "--upstream", provider.base_url, "--judge", "fast"],
+                                               uvicorn_runs)
+
+
+def test_serve_gate_options_need_an_upstream(uvicorn_runs):
+    message = _refused(["serve", "--strategy", "revision", "--no-feedback"], uvicorn_runs)
+    assert "--strategy, --feedback/--no-feedback: are options of the gate proxy: add --upstream URL" in message
+
+
+def test_serve_upstream_gives_its_judge_and_gate_options_to_the_gate(provider, tmp_path):
+    """`serve --upstream --judge X` used to give X to the checklist tutor only (the gate judged with
+    local/minilm, while the start-up notice said to configure a judge with --judge); now the gate
+    is judged by X, with the strategy, evaluator, threshold and retries given."""
+    import json
+
+    import httpx
+
+    from jurist.testing import Reply
+
+    verdict = json.dumps({"quality_score": 0.9, "confidence_score": 0.9, "issues": [], "improvement_hint": None})
+
+    def reply(body):
+        return Reply(text=verdict) if body.get("model") == "judge" else Reply(text="Paris.")
+
+    provider.default = reply
+    (tmp_path / "jurist.yaml").write_text(
+        f"providers:\n  fake:\n    type: openai\n    base_url: {provider.base_url}\n    api_key: k\n")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "JURIST_", "ANTHROPIC_"))}
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), COLUMNS="200")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jurist", "serve", "--upstream", provider.base_url, "--port", str(port),
+         "--judge", "fake/judge", "--evaluator", "quality", "--threshold", "0.95", "--strategy", "revision",
+         "--max-evaluation-retries", "0", "--feedback"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(proc, base)
+        r = httpx.post(f"{base}/v1/chat/completions", timeout=60,
+                       json={"model": "m", "messages": [{"role": "user", "content": "Capital of France?"}]})
+        record = r.json()["jurist"]
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=15)[0]
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "Paris."
+    assert record["evaluator"] == "quality" and record["strategy"] == "revision"
+    # 0.9 is below the threshold given, and no retry was allowed
+    assert record["accept_reason"] == "max_regenerations" and len(record["attempts"]) == 1
+    judged = [q for q in provider.requests if q["json"]["model"] == "judge"]
+    assert len(judged) == 1, [q["json"]["model"] for q in provider.requests]
+    line = " ".join(out.split())
+    assert "gate: quality, revision, up to 0 retries; chat page: /chat" in line, out
+    assert "gate judge: fake/judge; limits: generations 512 in flight to the upstream" in line, out
+    assert "judge calls 512 per endpoint (max_concurrency)" in line, out  # max_concurrency unset: as the upstream
+    assert "no judge configured" not in out, out

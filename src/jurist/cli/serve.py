@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from jurist.cli.common import (ConfigOpt, DbOpt, console, handle_errors, load_settings, print_access,
                                print_store)
+from jurist.cli.proxy import EvaluatorOpt, FeedbackOpt, RetriesOpt, StrategyOpt, ThresholdOpt, UpstreamLimitOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +25,8 @@ def register(app: typer.Typer) -> None:
         tutor: Optional[str] = typer.Option(
             None, "--tutor", help="Tutor model (default: alias 'tutor', then alias 'strong', then the judge)."),
         judge: Optional[str] = typer.Option(
-            None, "--judge", help="Checklist judge (default: alias 'fast', then the judge, then local/minilm)."),
+            None, "--judge", help="The judge of the checklist and, with --upstream, of the gate (default: alias "
+                                  "'fast', then the judge, then local/minilm)."),
         tutor_progress: Optional[bool] = typer.Option(
             None, "--tutor-progress/--no-tutor-progress",
             help="Show the learner on /tutor how many points they recalled (default: tutor_progress in "
@@ -36,6 +38,12 @@ def register(app: typer.Typer) -> None:
         api_key: Optional[str] = typer.Option(
             None, "--api-key", help="With --upstream, the upstream key: for requests without an Authorization header; "
                                     "with JURIST_API_TOKEN, for every request (as `jurist proxy --api-key`)."),
+        strategy: Optional[str] = StrategyOpt,
+        evaluator: Optional[str] = EvaluatorOpt,
+        threshold: Optional[float] = ThresholdOpt,
+        feedback: Optional[bool] = FeedbackOpt,
+        max_evaluation_retries: Optional[int] = RetriesOpt,
+        upstream_max_concurrency: Optional[int] = UpstreamLimitOpt,
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
                                          "Always: 127.0.0.1, localhost, ::1 and --host."),
@@ -48,17 +56,29 @@ def register(app: typer.Typer) -> None:
         tutor socket need 'Authorization: Bearer <token>' (docs/server.md, "Security")."""
         import uvicorn
 
-        from jurist.cli.proxy import describe_gate, proxy_gate_config
+        from jurist.cli.proxy import (check_gate, describe_gate, describe_limits, gate_config_from, proxy_gate_config,
+                                      proxy_settings)
         from jurist.errors import UsageError
         from jurist.server import create_app
         from jurist.server.auth import listen_settings, require_free_port
 
-        if api_key and not upstream:
-            raise UsageError("--api-key is the upstream's key: it needs --upstream")
-        settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress), host,
+        proxy_only = {"--api-key": api_key, "--strategy": strategy, "--evaluator": evaluator, "--threshold": threshold,
+                      "--feedback/--no-feedback": feedback, "--max-evaluation-retries": max_evaluation_retries,
+                      "--upstream-max-concurrency": upstream_max_concurrency}
+        given = [name for name, value in proxy_only.items() if value is not None]
+        if given and not upstream:
+            raise UsageError(f"{', '.join(given)}: {'is an option' if len(given) == 1 else 'are options'} of the "
+                             "gate proxy: add --upstream URL (the OpenAI-compatible server to gate)")
+        settings = listen_settings(load_settings(config, db=db, tutor_progress=tutor_progress,
+                                                 upstream_max_concurrency=upstream_max_concurrency), host,
                                    allowed_host or [])
         require_free_port(host, port)
-        gate_config = proxy_gate_config(None, settings.max_evaluation_retries) if upstream else None
+        gate_config, judge_name = None, None
+        if upstream:  # the gate as `jurist proxy` builds it, checked before the server listens
+            settings = proxy_settings(settings)
+            retries = max_evaluation_retries if max_evaluation_retries is not None else settings.max_evaluation_retries
+            gate_config = proxy_gate_config(gate_config_from(strategy, evaluator, judge, feedback, threshold), retries)
+            judge_name = check_gate(gate_config, settings)
         server = create_app(settings, tutor_model=tutor, judge_model=judge, checklist_dirs=list(checklists or []),
                             upstream=upstream, gate_config=gate_config, upstream_api_key=api_key)
         console.print(escape(f"jurist serving on http://{host}:{port}/  (dashboard: /evaluation, API: /docs, "
@@ -68,7 +88,8 @@ def register(app: typer.Typer) -> None:
                                         else "the conversation only (--tutor-progress shows the progress count)"),
                       highlight=False, markup=False)
         if gate_config is not None:  # with --upstream
-            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}  (gate: {describe_gate(gate_config)}; "
-                                 f"chat page: /chat)"), highlight=False)
+            console.print(escape(f"gate proxy: http://{host}:{port}/v1 -> {upstream}  "
+                                 f"(gate: {describe_gate(gate_config)}; chat page: /chat)"), highlight=False)
+            console.print(escape(describe_limits(settings, judge_name)), highlight=False, soft_wrap=True)
         print_access(settings)
         uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
