@@ -24,7 +24,11 @@ Strategies: ``blocking`` releases nothing until an answer is accepted;
 it, one at a time, and decides right after the stream ends (a pass on at
 least ``parallel_min_coverage`` of the text is trusted; anything else is
 judged again on the whole text). With ``evaluate_feedback_enabled`` off the
-answer streams at once and is only scored, after ``done``.
+answer streams at once and is only scored, after ``done``. A ``structured``
+request (its answer is JSON, or tool calls: usable only whole) is never shown
+before it is accepted, whatever the strategy: no ``revision`` follows an
+answer already shown, and the regeneration notice is only the ``thinking``
+event's ``message``, never text of the answer.
 
 Fail-safe: a failing or timed-out evaluator accepts the answer
 (``evaluation_skipped``); the budget (``budget_s``) bounds everything, and when
@@ -199,15 +203,18 @@ class Gate:
 
     # -- public API ---------------------------------------------------------------------
     async def run(self, messages: Iterable[Message | Mapping[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                  trace_id: str | None = None, wait_for_evaluation: bool = False) -> GateRecord:
+                  trace_id: str | None = None, wait_for_evaluation: bool = False,
+                  structured: bool = False) -> GateRecord:
         """Gate one request and return its record (consumes :meth:`stream` up to ``done`` or ``error``).
         ``messages``: typed messages or OpenAI-style dicts (checked strictly: an InputError names a bad one).
 
         With feedback off the record is returned at ``done``, its evaluation still
         running (``evaluation_pending``); ``wait_for_evaluation=True`` returns the
-        record with the evaluation instead (the one that is stored)."""
+        record with the evaluation instead (the one that is stored). ``structured``:
+        as for :meth:`stream`."""
         result: GateRecord | None = None
-        events = self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id)
+        events = self.stream(messages, generate, is_continuation=is_continuation, trace_id=trace_id,
+                             structured=structured)
         async with contextlib.aclosing(events):
             async for ev in events:
                 if ev.result is not None:
@@ -219,15 +226,21 @@ class Gate:
         return result
 
     async def stream(self, messages: Iterable[Message | Mapping[str, Any]], generate: Generator, *, is_continuation: bool = False,
-                     trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]:
-        """Gate one request, yielding its events in order (the last is ``done`` or ``error``)."""
+                     trace_id: str | None = None, structured: bool = False) -> AsyncGenerator[GateEvent, None]:
+        """Gate one request, yielding its events in order (the last is ``done`` or ``error``).
+
+        ``structured``: the answer is usable only whole (JSON asked with ``response_format``, or
+        tool calls): with feedback on, no strategy shows it before it is accepted (``revision``
+        and ``parallel`` hold it as ``blocking`` does), so the client gets one answer, never a
+        first one followed by a ``revision``; a regeneration's notice is the ``thinking``
+        event's ``message`` only."""
         trace_id = trace_id or new_id()
         typed, raw = policy.read_messages(messages)
         await self.astart()  # the store opened before the budget starts
         run = Run(trace_id, policy.current_cycle(typed, is_continuation), typed, raw,
                   time.monotonic() + self.config.budget_s, self._collector.open(trace_id))
         try:
-            async for ev in self._drive(run, generate):
+            async for ev in self._drive(run, generate, structured):
                 yield ev
         finally:
             if not run.after_done:  # else the evaluation after done closes the trace
@@ -293,10 +306,12 @@ class Gate:
             await self.runtime.aclose()
 
     # -- one request --------------------------------------------------------------------
-    async def _drive(self, run: Run, generate: Generator) -> AsyncIterator[GateEvent]:
+    async def _drive(self, run: Run, generate: Generator, structured: bool = False) -> AsyncIterator[GateEvent]:
         cfg = self.config
         feedback = cfg.evaluate_feedback_enabled
         strategy = cfg.strategy if feedback else "revision"
+        # An answer usable only whole is held until accepted when it may be replaced (feedback on).
+        hold = structured and feedback
         cap = cfg.regenerations() if feedback else 0
         gen_messages: list[Message] = run.messages
         kind: AttemptKind = CALL_GENERATION
@@ -305,7 +320,7 @@ class Gate:
         reason: AcceptReason = "passed"
         while True:
             number = len(run.attempts) + 1
-            live = strategy != "blocking" and shown is None
+            live = strategy != "blocking" and shown is None and not hold
             snaps = Snapshots(cfg, self.evaluator, run, number) if strategy == "parallel" and feedback else None
             text, deltas, started = "", [], time.monotonic()
             try:
