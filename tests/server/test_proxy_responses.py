@@ -237,3 +237,15 @@ def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
     assert raw.parse().model_extra["jurist"]["trace_id"] == "resp-trace-1"
     stored = httpx.get(f"{proxy}/api/gate/resp-trace-1").json()["record"]
     assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"
+
+
+def test_log_probabilities_asked_with_include_come_back_on_the_output_text():
+    body, chat = chat_body({"model": "m", "input": "hi", "top_logprobs": 1,
+                            "include": ["message.output_text.logprobs"]})
+    assert (chat["logprobs"], chat["top_logprobs"]) == (True, 1)
+    entry = {"token": "Hi", "logprob": -0.1, "bytes": [72, 105],
+             "top_logprobs": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105]}]}
+    r = response_object(Shape(body), [Text("Hi", [entry]), Finish("stop", None, None)])
+    assert isinstance(r, dict)
+    assert r["output"][0]["content"][0]["logprobs"] == [entry]
+    assert r["usage"] is None  # the upstream reported none: not a made-up 0

@@ -32,9 +32,10 @@ The caller's ``x-api-key`` is the upstream key when it sends no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -567,21 +568,22 @@ class MessagesStream:
         return self.event("jurist.error", {"data": body}) + f"event: error\ndata: {json.dumps(body)}\n\n"
 
 
-async def _events(shape: Shape, pieces: AsyncIterator[Piece]) -> AsyncIterator[str]:
+async def _events(shape: Shape, pieces: AsyncGenerator[Piece, None]) -> AsyncIterator[str]:
     out = MessagesStream(shape)
-    yield out.start()
-    async for piece in pieces:
-        match piece:
-            case Text() | Refusal():
-                yield out.text(piece.text)
-            case ToolPiece():
-                yield out.tool(piece)
-            case JuristEvent():
-                yield out.jurist(piece)
-            case Finish():
-                yield out.finish(piece)
-            case Failed():
-                yield out.failed(piece)
+    async with contextlib.aclosing(pieces):  # a client that leaves closes the gated stream
+        yield out.start()
+        async for piece in pieces:
+            match piece:
+                case Text() | Refusal():
+                    yield out.text(piece.text)
+                case ToolPiece():
+                    yield out.tool(piece)
+                case JuristEvent():
+                    yield out.jurist(piece)
+                case Finish():
+                    yield out.finish(piece)
+                case Failed():
+                    yield out.failed(piece)
 
 
 async def answer(shape: Shape, gated: Response) -> Response:

@@ -23,7 +23,7 @@ passed as complete without saying so.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -253,7 +253,7 @@ def _chunk_pieces(name: str | None, chunk: Mapping[str, Any], finish: dict[str, 
             finish["reason"] = choice["finish_reason"]
 
 
-async def stream_pieces(response: StreamingResponse) -> AsyncIterator[Piece]:
+async def stream_pieces(response: StreamingResponse) -> AsyncGenerator[Piece, None]:
     """The pieces of a gated SSE answer, as they come; the last is :class:`Finish` or :class:`Failed`."""
     finish: dict[str, Any] = {}
     buffer = ""

@@ -22,9 +22,10 @@ the field, never dropped. Errors keep OpenAI's error shape.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -623,23 +624,24 @@ class ResponsesStream:
                              param=piece.error.get("param"), error=piece.error, status=piece.status))
 
 
-async def _events(shape: Shape, pieces: AsyncIterator[Piece]) -> AsyncIterator[str]:
+async def _events(shape: Shape, pieces: AsyncGenerator[Piece, None]) -> AsyncIterator[str]:
     out = ResponsesStream(shape)
-    yield out.start()
-    async for piece in pieces:
-        match piece:
-            case Text():
-                yield out.text(piece)
-            case Refusal():
-                yield out.refusal(piece)
-            case ToolPiece():
-                yield out.tool(piece)
-            case JuristEvent():
-                yield out.jurist(piece)
-            case Finish():
-                yield out.finish(piece)
-            case Failed():
-                yield out.failed(piece)
+    async with contextlib.aclosing(pieces):  # a client that leaves closes the gated stream
+        yield out.start()
+        async for piece in pieces:
+            match piece:
+                case Text():
+                    yield out.text(piece)
+                case Refusal():
+                    yield out.refusal(piece)
+                case ToolPiece():
+                    yield out.tool(piece)
+                case JuristEvent():
+                    yield out.jurist(piece)
+                case Finish():
+                    yield out.finish(piece)
+                case Failed():
+                    yield out.failed(piece)
 
 
 async def answer(body: ResponsesBody, gated: Response) -> Response:
