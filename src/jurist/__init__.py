@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from jurist.config import Settings
     from jurist.gate import Gate
     from jurist.judges.panel import Panel
+    from jurist.pytest_plugin import assert_judged
     from jurist.research import ResearchEvaluation
     from jurist.rubrics import (evaluate, evaluate_batch, evaluate_batch_sync, evaluate_sync, load_rubrics,
                                 load_session)
@@ -60,6 +61,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "ChecklistEvaluator": "jurist.checklist",
     "ChecklistSession": "jurist.checklist",
     "Store": "jurist.store",
+    "assert_judged": "jurist.pytest_plugin",
     **{name: "jurist.rubrics" for name in ("evaluate", "evaluate_batch", "evaluate_batch_sync", "evaluate_sync",
                                            "load_rubrics", "load_session")},
 })
@@ -89,6 +91,7 @@ __all__ = [
     "Store",
     "StoreError",
     "UsageError",
+    "assert_judged",
     "evaluate",
     "evaluate_batch",
     "evaluate_batch_sync",
