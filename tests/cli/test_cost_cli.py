@@ -140,3 +140,33 @@ async def test_max_cost_stops_the_batch_cleanly_and_a_rerun_resumes_and_finishes
         finished = json.loads((out / "summary.json").read_text())
         assert finished["batch_summary"]["total_sessions"] == 6
         assert finished["cost"]["cost_usd"] == pytest.approx(3 * PER_CALL) and not finished["cost"]["stopped_by_budget"]
+
+
+async def test_a_call_waiting_when_the_budget_runs_out_never_starts_and_its_session_is_resumed(tmp_path: Path) -> None:
+    sessions = make_sessions(tmp_path / "sessions", 2)
+    out = tmp_path / "out"
+    two = RubricSet(rubrics=[Rubric(id="a", name="A", scoring_criteria="c"),
+                             Rubric(id="b", name="B", scoring_criteria="d")])
+    db = f"sqlite:///{tmp_path}/j.db"
+    settings = Settings.load(database_url=db)
+    store = Store(db)
+    with ProviderServer(Reply(text='{"score": 4, "reasoning": "ok"}', input_tokens=1000, output_tokens=500)) as server:
+        def judge() -> Model:  # one call at a time: a session's second rubric waits for the first
+            return Model(OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="k"), Limiter(1),
+                         prices_from="openai", sink=store)
+
+        with charged_to(CostBudget(max_usd=PER_CALL / 2)):
+            stopped = await evaluate_batch(two, sessions, out, judge=judge(), settings=settings, parallel=1)
+        assert len(server.requests) == 1 and stopped.exit_code == 3
+        assert (stopped.scored, stopped.budget_stopped) == (0, 2) and not list(out.glob("*_result.json"))
+        store.flush()
+        refused = [c for c in store.calls(limit=None) if c["status"] == "error"]
+        assert len(refused) == 1 and refused[0]["error"].startswith("BudgetExceeded:")
+        assert (refused[0]["cost_usd"], refused[0]["cost_note"]) == (0.0, "not made: the cost budget was spent")
+
+        with charged_to(CostBudget(max_usd=1.0)):
+            done = await evaluate_batch(two, sessions, out, judge=judge(), settings=settings, parallel=1)
+        # the first rubric's answer came from the call cache: 3 more requests, not 4
+        assert len(server.requests) == 4 and (done.scored, done.exit_code) == (2, 0)
+        assert done.summary["cost"]["cost_usd"] == pytest.approx(3 * PER_CALL)
+    store.close()
