@@ -159,7 +159,7 @@ async def test_a_spent_budget_stops_the_run_and_a_rerun_goes_on(provider, tmp_pa
     provider.default = replies()
     settings = settings_for(provider, url)
     stopped = await run_experiment(spec(tmp_path, max_cost=0.0), settings=settings)
-    assert (stopped.record.status, stopped.record.items_scored, stopped.exit_code) == ("stopped", 0, 1)
+    assert (stopped.record.status, stopped.record.items_scored, stopped.exit_code) == ("stopped", 0, 3)
     assert provider.requests == [] and any("cost budget of $0 was reached" in n for n in stopped.notes)
     assert stopped.summary["items"]["not_done"] == 2
     done = await run_experiment(spec(tmp_path, max_cost=5.0), settings=settings)
@@ -184,3 +184,18 @@ async def test_each_item_carries_the_cost_of_its_calls_and_the_record_their_tota
         items = store.experiment_items("exp1")
     assert [(i.cost_usd, i.cost_note) for i in items] == [(0.0, None)] * 3
     assert (report.record.cost_usd, report.record.cost_note, report.summary["cost_usd"]) == (0.0, None, 0.0)
+
+
+async def test_an_item_stored_without_its_file_gets_it_on_the_rerun(provider, tmp_path):
+    """A run killed between an item's row and its result file: the rerun writes the file from the row."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies()
+    await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+    lost = tmp_path / "out" / "exp1" / "q001_result.json"
+    kept = json.loads(lost.read_text())
+    lost.unlink()
+    calls = len(provider.requests)
+    rerun = await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
+    assert rerun.skipped == 2 and len(provider.requests) == calls
+    assert json.loads(lost.read_text()) == kept

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from jurist.cli.common import (ConfigOpt, DbOpt, CommandGroup, NoCacheOpt, console, err_console, handle_errors,
                                load_settings, local_load_notice, print_store, require_local_judge)
+from jurist.cli.budget import AllowUnknownCostOpt, DryRunOpt, MaxCostOpt, check_budget, print_dry_run
 from jurist.cli.evaluate import JudgeOpt, TemplateOpt, TimeoutOpt, _until_terminated
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,9 +43,9 @@ def run_cmd(
                                                                         "go (default: experiments/<name>)."),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed",
                                       help="On a rerun, run again the items that failed."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
-                                             help="Stop once the recorded cost reaches this many dollars (the "
-                                                  "items in flight finish; a rerun goes on)."),
+    max_cost: Optional[float] = MaxCostOpt,
+    allow_unknown_cost: bool = AllowUnknownCostOpt,
+    dry_run: bool = DryRunOpt,
     timeout: Optional[float] = TimeoutOpt,
     no_cache: bool = NoCacheOpt,
     config: Optional[str] = ConfigOpt,
@@ -54,23 +55,65 @@ def run_cmd(
 
     Resumable: a rerun with the same --name skips the items that were scored, runs again the ones that failed,
     and judges the answers kept from a run that stopped (nothing is generated or judged twice). Writes one
-    <item>_result.json per item and summary.json; exit 1 when an item failed."""
+    <item>_result.json per item and summary.json; exit 1 when an item failed, 3 when --max-cost stopped it."""
     from datetime import datetime, timezone
 
     from jurist.experiments.run import ExperimentSpec
     from jurist.models.registry import judge_ref
 
     settings = load_settings(config, db=db, timeout=timeout, cache=False if no_cache else None)
-    require_local_judge(judge_ref(settings, judge))
+    ref = judge_ref(settings, judge)
+    require_local_judge(ref)
+    check_cost_options(target, ref, max_cost, allow_unknown_cost, settings)
     if name is None:
         name = f"{dataset}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
     print_store(settings, err_console)
     spec = ExperimentSpec(name=name, dataset=dataset, target=target, rubrics=rubrics, version=version, judge=judge,
                           template=template, parallel=parallel, output_dir=output_dir, retry_failed=retry_failed,
                           max_cost=max_cost)
+    if dry_run:
+        print_expected(spec, settings)
+        raise typer.Exit(0)
     report = run_with_progress(spec, settings)
     print_report(report)
     raise typer.Exit(report.exit_code)
+
+
+def check_cost_options(target: str, judge: str, max_cost: float | None, allow_unknown: bool,
+                       settings: "Settings") -> None:
+    """Before a budgeted run: every model's price must be known (a function target's never is),
+    unless --allow-unknown-cost; exit 2 otherwise."""
+    from jurist.errors import UsageError
+    from jurist.experiments.targets import PYTHON
+
+    if allow_unknown and max_cost is None:
+        raise UsageError("--allow-unknown-cost goes with --max-cost USD")
+    if max_cost is None:
+        return
+    refs = [judge, *filter(None, [settings.visual_evaluator])]
+    if target.startswith(PYTHON):
+        if not allow_unknown:
+            raise UsageError(f"--max-cost cannot be kept: the target {target} is your own function, whose cost "
+                             "jurist does not know. Pass --allow-unknown-cost to run with a budget that counts the "
+                             "judge's calls only, or drop --max-cost")
+        err_console.print(escape(f"the budget counts only known costs: {target}: a function target's cost is "
+                                 "unknown"), highlight=False, soft_wrap=True)
+    else:
+        refs.insert(0, target)
+    check_budget(max_cost, allow_unknown, refs, settings)
+
+
+def print_expected(spec: "ExperimentSpec", settings: "Settings") -> None:
+    """--dry-run: the calls the run would make, with no call made and nothing written."""
+    import asyncio
+
+    from jurist.experiments.dryrun import expect_experiment
+
+    with local_load_notice(lambda text: None):
+        expected = asyncio.run(expect_experiment(spec, settings=settings))
+    print_dry_run(expected.dry, f"{expected.todo} items would be answered and judged ({expected.done_before} "
+                                "already done); the judge's input counts a stand-in answer as long as the target "
+                                "may write")
 
 
 def run_with_progress(spec: "ExperimentSpec", settings: "Settings") -> "ExperimentReport":

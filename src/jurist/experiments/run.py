@@ -29,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import AsyncIterator, Callable
 
 from pydantic import JsonValue
 
@@ -51,6 +52,7 @@ from jurist.jsonfiles import write_json
 from jurist.judges.outcome import OK
 from jurist.models.cost import BudgetExceeded, CostBudget, charged_to, format_usd
 from jurist.rubrics.api import build_judge, load_template
+from jurist.rubrics.batch import EXIT_BUDGET
 from jurist.rubrics.calibration import require_rubric_calibrations, rubric_identities
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.naming import result_name
@@ -94,11 +96,15 @@ class ExperimentReport:
     resumed: int = 0  # items whose kept answer was judged now (not generated again)
     failed_now: int = 0
     notes: list[str] = field(default_factory=list)  # what the run wants said (a budget reached, a resume)
+    budget_stopped: bool = False  # the cost budget was spent: items are left for a rerun
 
     @property
     def exit_code(self) -> int:
-        """0: every item scored; 1: an item failed, or the run stopped before every item was done."""
+        """0: every item scored; 3: the cost budget stopped the run (as evaluate-batch); 1: an item
+        failed, or the run stopped before every item was done."""
         r = self.record
+        if self.budget_stopped:
+            return EXIT_BUDGET
         return 0 if r.items_failed == 0 and r.items_scored == r.items_total else 1
 
 
@@ -286,17 +292,28 @@ async def _evaluator(runtime: Runtime, store: Store, spec: ExperimentSpec, rubri
                             s.allow_private_image_urls)
 
 
-async def run_experiment(spec: ExperimentSpec, *, settings: Settings | None = None, runtime: Runtime | None = None,
-                         on_progress: ProgressFn | None = None,
-                         on_start: Callable[[ExperimentRecord, int], None] | None = None) -> ExperimentReport:
-    """Run (or resume) the experiment ``spec`` names; ``on_start(record, items to do)`` is told
-    before the first call. Raises an InputError (the dataset, the target, the rubrics, a name,
-    a run of the same name in progress) before any call."""
+@dataclass
+class Prepared:
+    """What a run needs, set up before any call: the store, the dataset version and its items,
+    the target (imported or resolved) and the evaluator (the judge, its calibration checked)."""
+
+    store: Store
+    dataset_version: str
+    items: list[DatasetItem]
+    target: Target
+    evaluator: SessionEvaluator
+
+
+@asynccontextmanager
+async def prepared(spec: ExperimentSpec, settings: Settings | None = None,
+                   runtime: Runtime | None = None) -> AsyncIterator[Prepared]:
+    """Check ``spec`` and set up its run (see :class:`Prepared`); an InputError, NotFound or
+    ConfigError (the names, the dataset, the rubrics, the target, the judge) comes before any call.
+    Closes what it opened."""
     check_name(spec.name, "experiment")
     check_name(spec.dataset, "dataset")
     if spec.parallel < 1:
         raise InputError(f"--parallel must be at least 1, got {spec.parallel}")
-    budget = CostBudget(max_usd=spec.max_cost)
     own = runtime is None
     runtime = await asyncio.to_thread(runtime_for, runtime, settings, None, lookup_linger=BATCH_LOOKUP_LINGER)
     try:
@@ -313,14 +330,39 @@ async def run_experiment(spec: ExperimentSpec, *, settings: Settings | None = No
         try:
             evaluator = await _evaluator(runtime, store, spec, rubric_set)
             try:
-                return await _locked(spec, store, target, evaluator, version.dataset_version, items, budget,
-                                     on_progress, on_start)
+                yield Prepared(store, version.dataset_version, items, target, evaluator)
             finally:
                 await evaluator.judge.aclose()
         finally:
             await target.aclose()
     finally:
         await (runtime.aclose() if own else runtime.aflush())
+
+
+async def run_experiment(spec: ExperimentSpec, *, settings: Settings | None = None, runtime: Runtime | None = None,
+                         on_progress: ProgressFn | None = None,
+                         on_start: Callable[[ExperimentRecord, int], None] | None = None) -> ExperimentReport:
+    """Run (or resume) the experiment ``spec`` names; ``on_start(record, items to do)`` is told
+    before the first call. Raises an InputError (the dataset, the target, the rubrics, a name,
+    a run of the same name in progress) before any call."""
+    budget = CostBudget(max_usd=spec.max_cost)
+    async with prepared(spec, settings, runtime) as p:
+        return await _locked(spec, p.store, p.target, p.evaluator, p.dataset_version, p.items, budget,
+                             on_progress, on_start)
+
+
+def todo_items(items: list[DatasetItem], states: dict[str, tuple[str, dict[str, JsonValue] | None]],
+               retry_failed: bool) -> tuple[list[tuple[DatasetItem, dict[str, JsonValue] | None]], list[str]]:
+    """The items a run does (each with its kept answer, if it has one) and the ids of those done before."""
+    todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]] = []
+    done: list[str] = []
+    for item in items:
+        state, kept = states.get(item.id, (None, None))
+        if state == "scored" or (state == "failed" and not retry_failed):
+            done.append(item.id)
+        else:
+            todo.append((item, kept if state == "answered" else None))
+    return todo, done
 
 
 async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator: SessionEvaluator,
@@ -355,16 +397,11 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
         await store.awrite(q.save_experiment, record)
         states = await store.aread(q.item_states, spec.name)
-        todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]] = []
-        skipped = 0
-        for item in items:
-            state, kept = states.get(item.id, (None, None))
-            if state == "scored" or (state == "failed" and not spec.retry_failed):
-                skipped += 1
-                if on_progress is not None:
-                    on_progress(item.id, "skipped")
-            else:
-                todo.append((item, kept if state == "answered" else None))
+        todo, done_before = todo_items(items, states, spec.retry_failed)
+        skipped = len(done_before)
+        for item_id in done_before:
+            if on_progress is not None:
+                on_progress(item_id, "skipped")
         if on_start is not None:
             on_start(record, len(todo))
         run = _Run(spec, record, store, target, evaluator, out, budget, on_progress)
@@ -379,7 +416,7 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
             await store.awrite(q.save_experiment, record)
             summary = build_summary(record, done)
             summary_path = out / "summary.json"
-            await asyncio.to_thread(write_json, summary_path, summary)
+            await asyncio.to_thread(_write_files, out, done, summary)
         if run.stopped:
             notes.append(f"stopped: the cost budget of {format_usd(spec.max_cost)} was reached "
                          f"({format_usd(budget.spent_usd)} this run); rerun with a larger --max-cost to go on")
@@ -389,9 +426,20 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
         if run.resumed:
             notes.append(f"{run.resumed} items answered before the run stopped were judged now, not generated again")
         return ExperimentReport(record, summary, summary_path, done_now=run.done_now, skipped=skipped,
-                                resumed=run.resumed, failed_now=run.failed_now, notes=notes)
+                                resumed=run.resumed, failed_now=run.failed_now, notes=notes,
+                                budget_stopped=run.stopped)
     finally:
         await asyncio.to_thread(lock.release)
+
+
+def _write_files(out: Path, done: list[ExperimentItem], summary: dict[str, JsonValue]) -> None:
+    """summary.json, and the result file of each done item that has none (a run killed between an
+    item's row and its file; another output folder): every stored item has its file."""
+    for item in done:
+        path = out / result_name(item.item_id)
+        if not path.exists():
+            write_json(path, item.model_dump(mode="json"))
+    write_json(out / "summary.json", summary)
 
 
 def _closed(record: ExperimentRecord, done: list[ExperimentItem], status: ExperimentStatus) -> ExperimentRecord:
