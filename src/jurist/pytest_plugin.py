@@ -187,9 +187,9 @@ def load_rubric_set(rubric: Any, near: Path | None = None) -> "RubricSet":
         return rubric
     if isinstance(rubric, Mapping):
         data: Any = dict(rubric) if "rubrics" in rubric else [dict(rubric)]
-        return parse_rubrics(data, "inline rubric")
+        return parse_rubrics(data, "inline rubric", python_checks=True)
     if isinstance(rubric, Sequence) and not isinstance(rubric, str):
-        return parse_rubrics(list(rubric), "inline rubrics")
+        return parse_rubrics(list(rubric), "inline rubrics", python_checks=True)
     if not isinstance(rubric, (str, Path)):
         raise InputError(f"rubric= takes a rubrics file, a rubric dict or a RubricSet, not {type(rubric).__name__}")
     path = Path(rubric)

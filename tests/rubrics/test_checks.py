@@ -16,7 +16,8 @@ from tests.conftest import run_cli
 
 def rubrics(*checks, scale=(1, 5)):
     return parse_rubrics({"scale": list(scale), "rubrics": [
-        {"id": f"c{n}", "name": f"Check {n}", "check": c} for n, c in enumerate(checks)]}, "checks.json")
+        {"id": f"c{n}", "name": f"Check {n}", "check": c} for n, c in enumerate(checks)]}, "checks.json",
+        python_checks=True)
 
 
 def session(answer, question="What is the capital of France?", expected=()):
@@ -158,6 +159,36 @@ def test_a_check_that_cannot_be_imported_exits_2_before_any_call(provider, tmp_p
     assert r.returncode == 2, r.stdout + r.stderr
     assert "cannot import 'missing_checks'" in r.stderr.replace("\n", "") and str(path) in r.stderr.replace("\n", "")
     assert provider.requests == []
+
+
+async def test_checks_make_no_model_call(provider):
+    from tests.rubrics.test_against_server import settings_for
+
+    rs = rubrics({"contains": "Paris"}, {"regex": "^Paris"}, {"json_schema": {"type": "string"}})
+    result = await evaluate(rs, session("Paris"), judge="fake/judge-1", settings=settings_for(provider))
+    assert [r["score"] for r in result["rubric_scores"]] == [5.0, 5.0, 1.0]
+    assert provider.requests == []
+
+
+def test_a_python_check_sent_over_http_is_refused_before_anything_is_imported(tmp_path, provider):
+    from fastapi.testclient import TestClient
+
+    from jurist.config import Settings
+    from jurist.server import create_app
+
+    write_module(tmp_path, "side_effect_checks", "open('imported.txt', 'w').close()\ndef f(a, i, e):\n    return True\n")
+    settings = Settings.load(home=str(tmp_path / ".jurist"), judge="fake/judge-1",
+                             providers={"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}})
+    body = {"rubrics": [{"id": "mine", "name": "Mine", "check": {"python": "side_effect_checks:f"}}],
+            "session": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    with TestClient(create_app(settings), base_url="http://localhost") as client:
+        r = client.post("/api/evaluate", json=body)
+    assert r.status_code == 422
+    assert "a python check runs code on this machine" in r.text
+    assert not (tmp_path / "imported.txt").exists() and provider.requests == []
+    with pytest.raises(InputError, match="a python check runs code"):
+        parse_rubrics(body["rubrics"], "request body: rubrics")
+    assert parse_rubrics(body["rubrics"], "mine.py", python_checks=True).rubrics[0].compiled_check.kind == "python"
 
 
 def test_a_set_level_calibration_bar_does_not_apply_to_checks():

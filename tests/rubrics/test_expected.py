@@ -92,3 +92,28 @@ async def test_the_offline_judge_answers_correctness_where_it_can_and_says_when_
 
     none = await evaluate(rs, session("Caffeine blocks adenosine."), judge="local/minilm")
     assert none["rubric_scores"][0]["reasoning"] == "no expected answer"
+
+
+async def test_a_template_with_an_expected_placeholder_gets_the_quoted_answers(provider):
+    from jurist.judges.templates import PromptTemplate, builtin
+    from jurist.rubrics.judging import RubricJudge
+    from jurist.rubrics.scoring import SessionEvaluator
+    from jurist.runtime import Runtime
+
+    template = PromptTemplate("reference_judge", "1", (
+        "Score {rubric_name} from {score_min} to {score_max}. {scoring_criteria}\n"
+        "Reply with JSON {{\"score\": <n>, \"reasoning\": \"...\"}}.\n\n"
+        "Expected:\n{expected}\n\nSession:\n{chat_session}"), source="reference_judge.txt")
+    rs = parse_rubrics([{"id": "close", "name": "Close", "scoring_criteria": "5: same as the expected answer"}], "r.json")
+    provider.script(Reply(text='{"score": 5, "reasoning": "same"}'))
+    async with Runtime(settings_for(provider)) as runtime:
+        judge = RubricJudge(runtime.judge("fake/judge-1"), template, builtin("rubric_items_judge"))
+        evaluator = SessionEvaluator(rs, judge)
+        scored = await evaluator.evaluate(session("Paris.", "Paris is the capital."))
+        missing = await evaluator.evaluate(session("Paris."))
+        await judge.aclose()
+    assert scored.rubric_scores[0].score == 5.0
+    prompt = prompt_of(provider.requests[0])
+    assert 'Expected:\n<answer id="expected">\nParis is the capital.\n</answer>\n\nSession:\n<chat_session>' in prompt
+    assert missing.rubric_scores[0].reasoning == "no expected answer"  # the template needs one: every rubric
+    assert len(provider.requests) == 1

@@ -23,7 +23,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from jurist.errors import InputError
 from jurist.jsonfiles import Number, error_problem, first_error, key_line, parse_json, read_text
@@ -113,7 +114,7 @@ class Rubric(BaseModel):
         return _check_scale(v)
 
     @model_validator(mode="after")
-    def _has_criteria(self) -> "Rubric":
+    def _has_criteria(self, info: ValidationInfo) -> "Rubric":
         criteria = self.scoring_criteria
         empty = criteria is None or (isinstance(criteria, str) and not criteria.strip()) or (
             isinstance(criteria, dict) and not criteria
@@ -123,6 +124,9 @@ class Rubric(BaseModel):
                 raise ValueError("a rubric with a check has no scoring_criteria or items: give one or the other")
             if self.require_calibration is not None:
                 raise ValueError("require_calibration: a check needs no model, so there is no judge to calibrate")
+            if "python" in self.check and (info.context or {}).get("python_checks") is False:
+                raise ValueError("check: a python check runs code on this machine: it is taken from a rubrics "
+                                 "file or Python code, not from rubrics sent as data (an HTTP request)")
             try:
                 self._check = parse_check(self.check)
             except ValueError as exc:
@@ -225,13 +229,15 @@ def load_rubrics(path: str | Path, default_scale: tuple[float, float] | None = N
     """Load and validate a rubrics file; every problem names the file and the field."""
     p = Path(path)
     text = read_text(p, "rubrics")
-    return parse_rubrics(parse_json(text, str(p)), str(p), default_scale, text=text)
+    return parse_rubrics(parse_json(text, str(p)), str(p), default_scale, text=text, python_checks=True)
 
 
 def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | None = None, *,
-                  text: str | None = None) -> RubricSet:
+                  text: str | None = None, python_checks: bool = False) -> RubricSet:
     """Validate rubrics given as data (a file's JSON, or a request body); ``source`` names it in errors
-    (``text``: the file's text, where an unknown field's line is looked up)."""
+    (``text``: the file's text, where an unknown field's line is looked up). A ``python`` check
+    (which imports and runs code) is refused unless ``python_checks``: a file read from disk or the
+    caller's own code may hold one, rubrics sent over HTTP may not."""
     p = source
     if isinstance(data, list):
         data = {"rubrics": data}
@@ -257,7 +263,7 @@ def parse_rubrics(data: Any, source: str, default_scale: tuple[float, float] | N
         if not rubrics:
             raise InputError('"rubrics" is empty', file=str(p))
     try:
-        rs = RubricSet(**data)
+        rs = RubricSet.model_validate(data, context={"python_checks": python_checks})
     except ValidationError as exc:
         e = first_error(exc)
         loc = list(e["loc"])
