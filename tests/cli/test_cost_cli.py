@@ -11,16 +11,16 @@ import pytest
 from fastapi.testclient import TestClient
 from genai_prices import Usage, calc_price
 
+from jurist.cli.evaluate import print_batch_report
 from jurist.config import Settings
 from jurist.models import Limiter
 from jurist.models.base import CallRecord
-from jurist.models.cost import CostBudget, charged_to
+from jurist.models.cost import CostBudget, charged_to, format_usd
 from jurist.models.model import Model
 from jurist.models.openai import OpenAIChat
 from jurist.rubrics import evaluate_batch
 from jurist.rubrics.batch import EXIT_BUDGET
 from jurist.rubrics.models import Rubric, RubricSet
-from jurist.server.app import create_app
 from jurist.store import Store
 from jurist.testing import ProviderServer, Reply
 
@@ -65,6 +65,8 @@ def test_logs_show_each_cost_and_the_total_with_the_unknown_ones(tmp_path: Path)
 
 
 def test_the_dashboard_overview_shows_the_cost(tmp_path: Path) -> None:
+    from jurist.server import create_app
+
     store = stored_calls(f"sqlite:///{tmp_path}/j.db")
     try:
         with TestClient(create_app(Settings(home=str(tmp_path)), store=store), base_url="http://localhost") as client:
@@ -112,7 +114,7 @@ def test_a_dry_run_prints_the_expected_calls_and_makes_none(provider, tmp_path: 
     assert "estimate" in text  # no tokenizer of the model available offline here: said so
 
 
-async def test_max_cost_stops_the_batch_cleanly_and_a_rerun_resumes_and_finishes(tmp_path: Path) -> None:
+async def test_max_cost_stops_the_batch_cleanly_and_a_rerun_resumes_and_finishes(tmp_path: Path, capsys) -> None:
     sessions = make_sessions(tmp_path / "sessions", 6)
     out = tmp_path / "out"
     settings = Settings.load(database_url=f"sqlite:///{tmp_path}/j.db")
@@ -132,6 +134,10 @@ async def test_max_cost_stops_the_batch_cleanly_and_a_rerun_resumes_and_finishes
                                    "max_cost_usd": PER_CALL * 2.5, "stopped_by_budget": True,
                                    "sessions_not_scored": 3}
         assert len(list(out.glob("*_result.json"))) == 3
+        print_batch_report(stopped)
+        shown = " ".join(capsys.readouterr().out.split())
+        assert f"cost of this run's 3 calls: {format_usd(3 * PER_CALL)}, budget {format_usd(PER_CALL * 2.5)}" in shown
+        assert "3 sessions were not scored; rerun with a larger --max-cost to resume" in shown
 
         with charged_to(CostBudget(max_usd=1.0)):
             done = await evaluate_batch(ONE, sessions, out, judge=judge(), settings=settings, parallel=1)

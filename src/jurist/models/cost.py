@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BudgetExceeded", "Cost", "CostBudget", "DryRun", "DryRunCall", "ExpectedCalls", "RequestEstimate",
            "active_budget", "active_dry_run", "call_cost", "charged_to", "count_tokens", "estimate_request",
-           "expecting", "format_usd", "is_free", "is_priced", "NOTE_CHARS"]
+           "expecting", "format_usd", "is_free", "is_priced", "load_prices", "NOTE_CHARS"]
 
 #: The most of a note that is kept (the ``llm_calls.cost_note`` column's width).
 NOTE_CHARS = 200
@@ -68,6 +68,14 @@ class Cost:
 
 def _note(text: str) -> str:
     return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS - 1] + "…"
+
+
+def load_prices() -> None:
+    """Read the price table now (about a third of a second, once per process; blocking: run it in
+    a thread), so that the first call's record does not wait for it on the event loop."""
+    from genai_prices.data_snapshot import get_snapshot
+
+    get_snapshot()
 
 
 def _provider(provider_id: str) -> "Provider | None":

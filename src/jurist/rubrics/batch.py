@@ -43,7 +43,8 @@ from pydantic import ValidationError
 
 from jurist.errors import ConfigError, EndpointDown, InputError, StoreError
 from jurist.jsonfiles import write_json
-from jurist.models.cost import BudgetExceeded, CostBudget, active_budget, active_dry_run, charged_to
+from jurist.models.cost import (BudgetExceeded, CostBudget, active_budget, active_dry_run, charged_to,
+                               load_prices)
 from jurist.judges.outcome import OK
 from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet
@@ -287,9 +288,10 @@ async def run_batch(
     files = session_files(Path(sessions_dir))
     if active_dry_run() is not None:
         return await _dry_run(evaluator, files, Path(output_dir), parallel, force, retry_failed, on_progress)
+    await asyncio.to_thread(load_prices)  # off the event loop, before the first call's record needs it
+    budget = active_budget() or CostBudget()  # the caller's (--max-cost), else a running total of its own
     folder = ResultFolder(output_dir, evaluator.store)
     await folder.take()
-    budget = active_budget() or CostBudget()  # the caller's (--max-cost), else a running total of its own
     try:
         with charged_to(budget):
             return await _run(evaluator, files, folder, parallel, force, retry_failed, on_progress, budget)
