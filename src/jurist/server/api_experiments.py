@@ -227,7 +227,7 @@ async def add_item(request: Request, body: NewItem, name: str = _name("a dataset
     return await state.store.awrite(_add_item, name, body, found, text, answer)
 
 
-@router.get("/api/experiments", response_model=list[ExperimentSummary])
+@router.get("/api/experiments", response_model=list[ExperimentSummary], responses=error_responses(422))
 async def list_experiments(request: Request, dataset: str | None = Query(None, pattern=NAME),
                            limit: int = Query(100, ge=1, le=1000)) -> list[ExperimentSummary]:
     """Experiments, newest first (of one dataset when given), with their pass rates."""
