@@ -179,3 +179,26 @@ async def test_a_dry_run_counts_the_calls_and_makes_none(tmp_path: Path) -> None
 def test_dollars_read_for_people() -> None:
     assert [format_usd(x) for x in (None, 0, 0.00045, 0.0123, 12.5)] == ["unknown", "$0", "$0.00045", "$0.0123",
                                                                         "$12.50"]
+
+
+async def test_the_offline_judge_costs_nothing_and_a_users_own_judge_is_unknown(tmp_path: Path) -> None:
+    from jurist.config import Settings
+    from jurist.models import resolve_model
+    from jurist.models.base import StatementCheck
+    from jurist.models.model import MeaningBackend
+
+    class Mine:
+        name = "my-judge"
+
+        async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
+            return [StatementCheck(s, True, 0.9, self.name) for s in statements]
+
+    store = Store(f"sqlite:///{tmp_path}/c.db")
+    local = resolve_model("local/minilm", Settings(home=str(tmp_path)), sink=store)
+    await local.meaning("checklist_batch").expresses("The sky is blue.", ["the sky's colour"])
+    mine = Model(MeaningBackend(Mine()), Limiter(4), sink=store)  # type: ignore[arg-type]
+    await mine.meaning("checklist_batch").expresses("The sky is blue.", ["the sky's colour"])
+    rows = {r["model"]: r for r in calls_of(store)}
+    store.close()
+    assert (rows["local/minilm"]["cost_usd"], rows["local/minilm"]["cost_note"]) == (0.0, "offline judge: no charge")
+    assert rows["my-judge"]["cost_usd"] is None and "own judge" in rows["my-judge"]["cost_note"]
