@@ -176,3 +176,14 @@ async def test_a_call_waiting_when_the_budget_runs_out_never_starts_and_its_sess
         assert len(server.requests) == 4 and (done.scored, done.exit_code) == (2, 0)
         assert done.summary["cost"]["cost_usd"] == pytest.approx(3 * PER_CALL)
     store.close()
+
+
+def test_cost_options_that_cannot_hold_are_refused_before_any_call(provider, tmp_path: Path) -> None:
+    sessions = make_sessions(tmp_path / "sessions", 1)
+    args = ("evaluate-batch", "--rubrics", FREE, "--sessions-dir", str(sessions), "--output-dir", str(tmp_path / "o"))
+    env = env_for(provider, tmp_path)
+    on_ray = run_cli(*args, "--engine", "ray", "--max-cost", "1", env=env, cwd=tmp_path)
+    assert on_ray.returncode == 2 and "--engine local" in " ".join(on_ray.stderr.split())
+    alone = run_cli(*args, "--allow-unknown-cost", env=env, cwd=tmp_path)
+    assert alone.returncode == 2 and "--allow-unknown-cost goes with --max-cost" in " ".join(alone.stderr.split())
+    assert provider.requests == [] and not (tmp_path / "o").exists()

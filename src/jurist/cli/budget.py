@@ -111,6 +111,8 @@ def print_dry_run(dry: "DryRun", lead: str) -> None:
     console.print(escape(f"{lead}: {dry.calls} calls, at most {format_usd(dry.cost_usd)}{unknown}"), highlight=False)
     for note in notes:
         console.print(escape(f"  {note}"), highlight=False, soft_wrap=True)
+    console.print("  not counted: retries, and the re-ask after a reply that cannot be read (each a call "
+                  "more, when it happens)", highlight=False, soft_wrap=True)
 
 
 __all__ = ["AllowUnknownCostOpt", "DryRunOpt", "MaxCostOpt", "check_budget", "cost_line", "print_dry_run",
