@@ -243,3 +243,30 @@ def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
     assert raw.parse().model_extra["jurist"]["trace_id"] == "msg-trace-1"
     stored = httpx.get(f"{proxy}/api/gate/msg-trace-1").json()["record"]
     assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"
+
+
+def test_the_door_refuses_in_anthropics_shape_and_takes_the_token_as_x_api_key(provider, isolated):
+    """The server's door (token, body size) answers on /v1/messages in Anthropic's error shape, which
+    the SDK reads into its own exception types; an anthropic client's x-api-key may carry the token."""
+    script("judge", default=PASS)
+    settings = Settings(home=str(isolated / ".jurist"), api_token="s3cret-token", max_proxy_body_bytes=2048)
+    app = create_app(settings, upstream=provider.base_url, gate_config=GATE, upstream_api_key="sk-upstream")
+    with running(app) as base:
+        with anthropic.Anthropic(base_url=base, api_key="wrong", max_retries=0) as bad:
+            with pytest.raises(anthropic.AuthenticationError) as refused:
+                bad.messages.create(model="claude-test", max_tokens=16, messages=ASK)
+        assert refused.value.body["type"] == "error"
+        assert refused.value.body["error"]["type"] == "authentication_error"
+        with anthropic.Anthropic(base_url=base, api_key="s3cret-token", max_retries=0) as good:
+            provider.script(Reply(text="Sunny."))
+            assert good.messages.create(model="claude-test", max_tokens=16, messages=ASK).content[0].text == "Sunny."
+            with pytest.raises(anthropic.APIStatusError) as big:
+                good.messages.create(model="claude-test", max_tokens=16,
+                                     messages=[{"role": "user", "content": "x" * 4096}])
+        assert big.value.status_code == 413 and big.value.body["error"]["type"] == "request_too_large"
+    # The token was never sent upstream; the upstream key was.
+    assert provider.requests[-1]["headers"]["authorization"] == "Bearer sk-upstream"
+    # Chat completions keep OpenAI's shape at the same door.
+    with running(app) as base:
+        r = httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": ASK})
+    assert r.status_code == 401 and r.json()["error"]["type"] in ("invalid_request_error", "authentication_error")

@@ -11,12 +11,13 @@ from typing import Annotated, Any, Mapping, Sequence
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, JsonValue
 from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jurist.errors import InputError, JuristError, MissingExtra, ModelError, NotFound, UsageError
 from jurist.jsonfiles import reported_errors, unknown_field
+from jurist.models.error_types import ANTHROPIC_ERROR_TYPES
 from jurist.server.proxy_sse import openai_error
 
 log = logging.getLogger("jurist.server")
@@ -59,6 +60,17 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
 
 
 PROXY_PREFIX = "/v1/"  # the gate proxy's routes answer errors in OpenAI's shape
+MESSAGES_PATH = "/v1/messages"  # ... except Anthropic's Messages API, which answers in Anthropic's
+
+
+def anthropic_error(status: int, message: str, *, extra: Mapping[str, JsonValue] | None = None,
+                    jurist: dict[str, JsonValue] | None = None) -> dict[str, JsonValue]:
+    """Anthropic's error shape: ``{"type": "error", "error": {"type", "message", ...}}``."""
+    kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    body: dict[str, JsonValue] = {"type": "error", "error": {"type": kind, "message": message, **(extra or {})}}
+    if jurist is not None:
+        body["jurist"] = jurist
+    return body
 
 
 def _body_model(request: Request) -> Any:
@@ -102,6 +114,8 @@ def request_problems(errors: Sequence[ErrorDetails], body_model: Any) -> list[Pr
 
 def error_body(path: str, status: int, detail: str) -> dict[str, object]:
     """The JSON body of an error on ``path``."""
+    if path == MESSAGES_PATH or path.startswith(MESSAGES_PATH + "/"):
+        return {**anthropic_error(status, detail)}
     if path.startswith(PROXY_PREFIX):
         return {**openai_error(status, detail)}
     return ErrorBody(detail=detail).model_dump(exclude_none=True)

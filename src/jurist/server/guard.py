@@ -45,7 +45,7 @@ from jurist.server.auth import (
     ws_subprotocol,
     ws_token,
 )
-from jurist.server.errors import PROXY_PREFIX, error_body
+from jurist.server.errors import MESSAGES_PATH, PROXY_PREFIX, error_body
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CLOSE_POLICY = 1008  # a socket refused in the handshake
@@ -95,7 +95,7 @@ class Guard:
             self.check_nul(scope)
             write = scope["method"] not in SAFE_METHODS and self.served(scope)
             if write:
-                self.check_write(headers)
+                self.check_write(headers, scope["path"])
             body = await read_body(receive, limit)
             if write and not scope["path"].startswith(PROXY_PREFIX) and NUL_ESCAPE.search(body.get("body", b"")):
                 raise Refusal(422, "invalid request: a NUL character (\\u0000) in the body")
@@ -135,8 +135,11 @@ class Guard:
         if "\x00" in scope["path"] or b"%00" in query or b"\x00" in query:
             raise Refusal(422, "invalid request: a NUL byte (%00) in the path or a query parameter")
 
-    def check_write(self, headers: Headers) -> None:
-        if self.token and not token_matches(bearer(headers.get("authorization")), self.token):
+    def check_write(self, headers: Headers, path: str) -> None:
+        given = bearer(headers.get("authorization"))
+        if given is None and path == MESSAGES_PATH:  # Anthropic's clients send their key as x-api-key
+            given = headers.get("x-api-key")
+        if self.token and not token_matches(given, self.token):
             raise Refusal(401, f"this request needs the API token: {TOKEN_HINT}", {"WWW-Authenticate": "Bearer"})
         origin = headers.get("origin")
         if origin is not None and not same_origin(origin, headers.get("host", "")):

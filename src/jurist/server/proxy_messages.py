@@ -44,7 +44,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, Vali
 
 from jurist.ids import new_id
 from jurist.jsonfiles import error_problem, reported_errors, unknown_name
-from jurist.models.error_types import ANTHROPIC_ERROR_TYPES
+from jurist.server.errors import anthropic_error
 from jurist.server.proxy import ProxyState, gated_chat, read_json
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
                                        ToolCalls, ToolPiece, completion_pieces, json_body, kept_headers,
@@ -398,12 +398,9 @@ def chat_body(raw: dict[str, Any]) -> tuple[MessagesBody, dict[str, Any], Transl
 
 def error_body(status: int, message: str, *, extra: Mapping[str, JsonValue] | None = None,
                jurist: dict[str, JsonValue] | None = None) -> dict[str, JsonValue]:
-    """Anthropic's error shape: ``{"type": "error", "error": {"type", "message", ...}}``."""
-    kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    body: dict[str, JsonValue] = {"type": "error", "error": {"type": kind, "message": message, **(extra or {})}}
-    if jurist is not None:
-        body["jurist"] = jurist
-    return body
+    """Anthropic's error shape (:func:`jurist.server.errors.anthropic_error`, which the server's door
+    and error handlers use on this route too)."""
+    return anthropic_error(status, message, extra=extra, jurist=jurist)
 
 
 def error_response(failed: Failed) -> JSONResponse:
