@@ -95,3 +95,35 @@ def test_the_command_exits_2_for_bad_input_and_1_for_a_failed_item(provider, tmp
     assert "3 items: 2 scored, 1 failed, 0 not done" in ran.output
     assert "failed: q002: the target failed" in ran.output
     assert json.loads((tmp_path / "experiments" / "e1" / "summary.json").read_text())["items"]["failed"] == 1
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_keep_what_is_done_mark_the_run_interrupted_and_say_how_to_resume(provider, tmp_path,
+                                                                                              sig, code):
+    base = replies()
+
+    def slow(body):
+        reply = base(body)
+        reply.delay = 0.05
+        return reply
+
+    provider.default = slow
+    (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
+        {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
+    (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+    url = f"sqlite:///{tmp_path}/t.db"
+    add_dataset(url, tmp_path, questions(ITEMS))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= 3, 60, proc), proc.communicate()
+    returncode, err = kill(proc, sig)
+    assert returncode == code and "rerun to resume" in err, err
+    with Store(url) as store:
+        record = store.experiment("exp")
+        stored = len(store.experiment_items("exp"))
+    assert record.status == "interrupted" and 0 < record.items_scored == stored < ITEMS
+    assert json.loads((out / "summary.json").read_text())["items"]["not_done"] == ITEMS - stored
+    rerun = subprocess.run(command(url), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    with Store(url) as store:
+        assert store.experiment("exp").status == "finished"
