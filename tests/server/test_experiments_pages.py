@@ -4,7 +4,11 @@ a dataset from its trace page; on SQLite and PostgreSQL, with what the runs wrot
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from jurist.models import script
 from jurist.server import create_app
 from jurist.store import Store
 from jurist.store import experiments as xq
-from tests.conftest import fresh_database
+from tests.conftest import _CLEARED, REPO, fresh_database, not_installed
 from tests.experiments.compare_data import item, run, seed
 from tests.server.test_dashboard_pages import XSS, rubric_set, session
 
@@ -168,3 +172,44 @@ def test_an_evaluation_becomes_a_dataset_item(seeded):
         assert c.post("/api/datasets/from-traces/items", json=body).status_code == 401
         ok = c.post("/api/datasets/from-traces/items", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 201 and ok.json()["version"]["number"] == 3
+
+
+WITHOUT_ANALYSIS = """
+import json, sys
+from fastapi.testclient import TestClient
+from jurist.config import Settings
+from jurist.server import create_app
+from jurist.store import Store
+from tests.experiments.compare_data import run, seed
+
+store = Store(sys.argv[1])
+ids = [f"q{i:02d}" for i in range(8)]
+seed(store, {"a": ({}, run("a", {i: (5.0, 4.0) for i in ids})), "b": ({}, run("b", {i: (2.0, 4.0) for i in ids}))},
+     ids)
+out = {}
+with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
+    for url in ("/evaluation/experiments", "/evaluation/experiments/a", "/evaluation/datasets/qa",
+                "/evaluation/compare?a=a&b=b", "/api/experiments", "/api/experiments/a/compare/b"):
+        r = client.get(url)
+        out[url] = {"status": r.status_code, "text": r.text}
+out["imported"] = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "krippendorff", "plotly")
+                         and sys.modules[m] is not None)
+print(json.dumps(out))
+"""
+
+
+def test_without_the_analysis_extra_only_the_comparison_needs_it(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", not_installed("scipy", "krippendorff", "plotly") + WITHOUT_ANALYSIS,
+                           f"sqlite:///{tmp_path / 'x.db'}"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["imported"] == []
+    for url in ("/evaluation/experiments", "/evaluation/experiments/a", "/evaluation/datasets/qa", "/api/experiments"):
+        assert out[url]["status"] == 200, (url, out[url]["text"][:500])
+    page = out["/evaluation/compare?a=a&b=b"]
+    assert page["status"] == 200 and "Comparing experiments needs the analysis extra" in page["text"]
+    api = out["/api/experiments/a/compare/b"]
+    assert api["status"] == 501 and "Comparing experiments needs the analysis extra" in json.loads(api["text"])["detail"]
