@@ -202,3 +202,26 @@ async def test_the_offline_judge_costs_nothing_and_a_users_own_judge_is_unknown(
     store.close()
     assert (rows["local/minilm"]["cost_usd"], rows["local/minilm"]["cost_note"]) == (0.0, "offline judge: no charge")
     assert rows["my-judge"]["cost_usd"] is None and "own judge" in rows["my-judge"]["cost_note"]
+
+
+def test_a_tokenizer_is_used_only_from_a_whole_file_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken downloads an encoding it lacks (and one whose cached file is damaged): a dry run
+    never lets it; the tokens are then an estimate that says so."""
+    import hashlib
+
+    import jurist.models.cost as cost
+    from jurist.models.cost import TIKTOKEN_FILES, count_tokens
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a download was tried")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(cost, "_ENCODINGS", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert count_tokens("openai/gpt-4o-mini", "x" * 40) == (10, "estimate")  # no file
+    damaged = tmp_path / hashlib.sha1(TIKTOKEN_FILES.format("o200k_base").encode()).hexdigest()
+    damaged.write_bytes(b"not the encoding")
+    monkeypatch.setattr(cost, "_ENCODINGS", {})
+    assert count_tokens("openai/gpt-4o-mini", "x" * 40) == (10, "estimate")
+    assert damaged.read_bytes() == b"not the encoding"  # left as it was: tiktoken was never asked

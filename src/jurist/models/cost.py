@@ -341,20 +341,41 @@ def _offline_encoding(model_name: str) -> tuple[object, str] | None:
 TIKTOKEN_FILES = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
 
+def _expected_hash(url: str) -> str | None:
+    """The SHA-256 tiktoken expects of the file at ``url`` (as its ``tiktoken_ext.openai_public``
+    names it), None when it names none."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("tiktoken_ext.openai_public")
+    if spec is None or spec.origin is None:
+        return None
+    with open(spec.origin, encoding="utf-8") as f:
+        source = f.read()
+    found = re.search(re.escape(f'"{url}"') + r',\s*expected_hash="([0-9a-f]{64})"', source)
+    return found.group(1) if found else None
+
+
 def _encoding_cached(encoding_name: str) -> bool:
     """Whether tiktoken's file for this encoding is in its cache folder, where tiktoken looks
     (``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR``, else the temporary folder's
-    ``data-gym-cache``): then no download is needed."""
+    ``data-gym-cache``), whole (the SHA-256 tiktoken expects): then tiktoken reads it and
+    downloads nothing. A missing or damaged file: False (tiktoken would download it)."""
     import hashlib
     import os
     import tempfile
 
     if encoding_name == "gpt2":
         return False
+    url = TIKTOKEN_FILES.format(encoding_name)
+    expected = _expected_hash(url)
     folder = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or \
         os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    key = hashlib.sha1(TIKTOKEN_FILES.format(encoding_name).encode()).hexdigest()
-    return os.path.isfile(os.path.join(folder, key))
+    path = os.path.join(folder, hashlib.sha1(url.encode()).hexdigest())
+    if expected is None or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest() == expected
 
 
 def count_tokens(model: str, text: str) -> tuple[int, str]:
