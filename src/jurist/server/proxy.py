@@ -678,8 +678,14 @@ def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
     proxy = ProxyState(upstream, gate_config, runtime, api_key=api_key, gate_factory=gate_factory,
                        max_iterations=max_iterations)
     app.state.proxy = proxy
+    before = len(app.router.routes)
     app.include_router(build_router(proxy))
     from jurist.server import proxy_messages, proxy_responses  # translations over gated_chat (they import this)
     for api in (proxy_responses, proxy_messages):
         app.include_router(api.build_router(proxy))
+    # The proxy's routes are the hot path (every generation): matched first, not after every page and API
+    # route of the app (no other route is under /v1/).
+    added = app.router.routes[before:]
+    del app.router.routes[before:]
+    app.router.routes[0:0] = added
     return proxy
