@@ -304,6 +304,12 @@ def _rubric_name(rubric: Any) -> str:
     return "inline"
 
 
+def _row_key(key: object) -> bool:
+    """Whether a user property is one of this plugin's rows (``jurist.<n>``)."""
+    head, _, n = str(key).partition(".")
+    return head == PROPERTY and n.isdigit()
+
+
 def _record(state: JuristSession, result: "RubricResult", rubric: Any, bar: float, passed: bool) -> None:
     """The assertion as JUnit properties of the running test and a row of the summary."""
     item = state.item
@@ -315,7 +321,7 @@ def _record(state: JuristSession, result: "RubricResult", rubric: Any, bar: floa
     if item is None:
         state.rows.append(row)
         return
-    n = 1 + sum(1 for key, _ in item.user_properties if key.count(".") == 1 and key.startswith(PROPERTY + "."))
+    n = 1 + sum(1 for key, _ in item.user_properties if _row_key(key))
     props: list[tuple[str, object]] = [(f"{PROPERTY}.{n}", row.to_json()), (f"{PROPERTY}.{n}.score", score),
                                        (f"{PROPERTY}.{n}.min_score", bar), (f"{PROPERTY}.{n}.passed", passed),
                                        (f"{PROPERTY}.{n}.judge", row.judge)]
@@ -370,7 +376,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when != "call":
         return
-    rows = [value for key, value in report.user_properties if key.count(".") == 1 and key.startswith(PROPERTY + ".")]
+    rows = [value for key, value in report.user_properties if _row_key(key)]
     if rows and _ACTIVE:
         _ACTIVE[-1].rows.extend(Row(**json.loads(str(v))) for v in rows)
 
