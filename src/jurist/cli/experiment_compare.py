@@ -163,7 +163,8 @@ def register(app: typer.Typer) -> None:
             if not as_json:
                 console.print(escape(f"summary written to {path}"), highlight=False)
         if reasons:
-            err_console.print(escape(f"failing: {'; '.join(reasons)}"), highlight=False)
+            if as_json:  # the tables said it already
+                err_console.print(escape(f"gate failed: {'; '.join(reasons)}"), highlight=False)
             raise typer.Exit(EXIT_FAILURES)
         raise typer.Exit(EXIT_OK)
 

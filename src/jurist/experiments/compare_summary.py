@@ -26,6 +26,8 @@ def md(text: object) -> str:
 def number(x: float | None, signed: bool = False) -> str:
     if x is None:
         return "—"
+    if x == 0:
+        return "0"  # not +0 or -0
     return f"{x:+.3g}" if signed else f"{x:.3g}"
 
 
