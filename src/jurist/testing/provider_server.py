@@ -5,8 +5,15 @@ One real HTTP server speaks both wire formats jurist talks to:
 * OpenAI chat completions, ``POST /v1/chat/completions`` (JSON, or SSE
   ``data: {...}`` chunks ending in ``data: [DONE]`` when ``stream`` is true);
 * Anthropic messages, ``POST /v1/messages`` (JSON, or the SSE events
-  ``message_start`` ... ``message_stop``);
+  ``message_start`` ... ``message_stop``; a reply's tool calls as ``tool_use`` blocks);
+* the OpenAI Responses API, ``POST /v1/responses`` (a ``response`` object, or the
+  SSE events ``response.created`` ... ``response.completed``);
 * the model list, ``GET /v1/models``, when the server is given ``models``.
+
+``ProviderServer(dialect="llama-cpp-python")`` answers as llama-cpp-python's server
+does (:data:`jurist.testing.dialects.Dialect`): tool-call stream pieces that repeat
+the call's id and name, no usage in streams, a 500 for ``response_format:
+json_schema``.
 
 Tests script the replies (text, status, latency, headers, raw bodies, hangs,
 dropped connections) and read back what arrived::
@@ -42,6 +49,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, TypedDict, Union
 
 from jurist.models.error_types import ANTHROPIC_ERROR_TYPES, OPENAI_ERROR_TYPES
+from jurist.testing.dialects import (DIALECTS, Dialect, anthropic_tool_events, anthropic_tool_message,
+                                     llama_cpp_chunks, responses_events, responses_object)
 from jurist.testing.replies import (DEFAULT_TEXT, Reply, WireRequest, anthropic_events, anthropic_message,
                                     openai_chunks, openai_completion)
 
@@ -68,7 +77,11 @@ class ProviderServer:
     request JSON and returning one.
     """
 
-    def __init__(self, default: Responder = Reply(), *, port: int = 0, models: list[str] | None = None) -> None:
+    def __init__(self, default: Responder = Reply(), *, port: int = 0, models: list[str] | None = None,
+                 dialect: Dialect = "openai") -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+        self.dialect: Dialect = dialect
         # A copy, so a test that edits its server's default reply edits no other's.
         self.default: Responder = copy.deepcopy(default) if isinstance(default, Reply) else default
         # The ids ``GET /v1/models`` lists; None: the route answers 404, as on servers without one.
@@ -221,7 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         path = self.path.split("?", 1)[0]
         anthropic = path.rstrip("/").endswith("/messages")
-        known = anthropic or path.rstrip("/").endswith("/chat/completions")
+        responses = path.rstrip("/").endswith("/responses")
+        known = anthropic or responses or path.rstrip("/").endswith("/chat/completions")
         try:
             payload = json.loads(raw or b"null")
         except ValueError:
@@ -229,10 +243,11 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(path=path, headers={k.lower(): v for k, v in self.headers.items()}, json=payload,
                                  started=time.monotonic(), finished=None)
         self._record: RecordedRequest | None = record
-        # A request the server cannot route or parse does not use up a scripted reply.
-        responder = owner._begin(record, take=known and isinstance(payload, dict))
+        # A request the server cannot route or parse, or one its dialect refuses, does not use up a scripted reply.
+        refused = _refusal(owner.dialect, payload, path)
+        responder = owner._begin(record, take=known and isinstance(payload, dict) and refused is None)
         try:
-            self._answer(responder, payload, path, anthropic)
+            self._answer(refused or responder, payload, path, anthropic)
         finally:
             self._finish()
 
@@ -248,7 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(payload, dict):
             self._send_error_json(400, "request body is not a JSON object", anthropic=anthropic)
             return
-        if not (anthropic or path.rstrip("/").endswith("/chat/completions")):
+        responses = path.rstrip("/").endswith("/responses")
+        if not (anthropic or responses or path.rstrip("/").endswith("/chat/completions")):
             self._send_error_json(404, f"no route for POST {path}", anthropic=False)
             return
         try:
@@ -272,13 +288,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, body, kind, reply.headers)
         elif reply.status >= 400:
             self._send_error_json(reply.status, reply.message, anthropic=anthropic, headers=reply.headers)
+        elif responses:
+            if payload.get("stream"):
+                self._send(reply.status, "".join(responses_events(reply, payload)).encode(), "text/event-stream",
+                           reply.headers)
+            else:
+                self._send(reply.status, json.dumps(responses_object(reply, payload)).encode(), "application/json",
+                           reply.headers)
         elif payload.get("stream"):
             req = WireRequest.of(payload)
-            events = anthropic_events(reply, req) if anthropic else openai_chunks(reply, req)
+            if anthropic:
+                events = anthropic_tool_events(reply, req) if reply.tool_calls else anthropic_events(reply, req)
+            else:
+                events = openai_chunks(reply, req)
+                if self.server.owner.dialect == "llama-cpp-python":
+                    events = llama_cpp_chunks(events)
             self._send(reply.status, "".join(events).encode(), "text/event-stream", reply.headers)
         else:
             req = WireRequest.of(payload)
-            data = anthropic_message(reply, req) if anthropic else openai_completion(reply, req)
+            if anthropic:
+                data = anthropic_tool_message(reply, req) if reply.tool_calls else anthropic_message(reply, req)
+            else:
+                data = openai_completion(reply, req)
             self._send(reply.status, json.dumps(data).encode(), "application/json", reply.headers)
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
@@ -307,6 +338,18 @@ class _Handler(BaseHTTPRequestHandler):
             kind = OPENAI_ERROR_TYPES.get(status, "server_error")
             data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._send(status, json.dumps(data).encode(), "application/json", headers)
+
+
+def _refusal(dialect: Dialect, payload: Any, path: str) -> Reply | None:
+    """The error a server of ``dialect`` answers this request with before any model runs, if any."""
+    if dialect != "llama-cpp-python":
+        return None
+    if not path.rstrip("/").endswith("/chat/completions"):  # it serves no Responses or Messages API
+        return Reply(status=404, body='{"detail":"Not Found"}')  # FastAPI's own 404
+    fmt = payload.get("response_format") if isinstance(payload, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return Reply(status=500, message=LLAMA_CPP_REFUSAL)
+    return None
 
 
 # -- structured output ----------------------------------------------------------

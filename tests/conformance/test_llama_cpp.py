@@ -1,0 +1,130 @@
+"""The `openai` SDK against llama.cpp's real server (llama-cpp-python with SmolLM2), direct and
+through the proxy: the cells where a script cannot tell what the real server does (its
+tool-call deltas, its finish reasons, its refusal of ``json_schema``, its missing stream usage).
+Greedy decoding (temperature 0, a seed) makes direct and proxied answers the same text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from tests.conformance.conftest import API_KEY, Outcome, error_of, proxy_in_front_of, same
+from tests.realserver.conftest import MODEL
+from tests.realserver.conftest import llama  # noqa: F401  (the session's server, as a fixture here)
+
+pytestmark = pytest.mark.realserver
+
+ASK = [{"role": "user", "content": "What is the capital of France? One sentence."}]
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                           "required": ["city"]}}}
+GREEDY: dict[str, Any] = {"temperature": 0.0, "seed": 0, "max_tokens": 24}
+
+
+@pytest.fixture(scope="module")
+def bases(llama: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: F811
+    with proxy_in_front_of(llama.base_url, tmp_path_factory.mktemp("proxy-llama") / ".jurist") as root:
+        yield {"direct": llama.base_url, "proxy": f"{root}/v1"}
+
+
+@pytest.fixture(params=("direct", "proxy"))
+def route(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def completion(base: str, *, stream: bool = False, **kwargs: Any) -> Outcome:
+    with openai.OpenAI(base_url=base, api_key=API_KEY, max_retries=0, timeout=120) as c:
+        try:
+            if not stream:
+                r = c.chat.completions.create(model=MODEL, messages=ASK, **GREEDY, **kwargs)
+                choice = r.choices[0]
+                calls = [(tc.function.name, tc.function.arguments) for tc in choice.message.tool_calls or ()]
+                return Outcome(text=choice.message.content or None, tool_calls=calls, finish=choice.finish_reason,
+                               usage=r.usage.total_tokens if r.usage else None)
+            text, finish, usage = "", None, None
+            calls: dict[int, list[str]] = {}
+            for chunk in c.chat.completions.create(model=MODEL, messages=ASK, stream=True,
+                                                   stream_options={"include_usage": True}, **GREEDY, **kwargs):
+                usage = chunk.usage.total_tokens if chunk.usage else usage
+                for ch in chunk.choices:
+                    text += ch.delta.content or ""
+                    for piece in ch.delta.tool_calls or ():
+                        call = calls.setdefault(piece.index, ["", ""])
+                        if piece.function is not None:
+                            call[0] += piece.function.name or ""
+                            call[1] += piece.function.arguments or ""
+                    finish = ch.finish_reason or finish
+            return Outcome(text=text or None, tool_calls=[tuple(c) for c in calls.values()],  # type: ignore[misc]
+                           finish=finish, usage=usage)
+        except openai.APIStatusError as exc:
+            return Outcome(error=error_of(exc, exc.status_code, exc.response.headers))
+
+
+def pair(bases: dict[str, str], route: str, run: Callable[[str], Outcome], check: Callable[[Outcome], None]) -> None:
+    """As conftest.cell, for the real server: direct, then (proxy cell) through the proxy, compared."""
+    direct = run(bases["direct"])
+    try:
+        check(direct)
+        failure = None
+    except AssertionError as exc:
+        failure = exc
+    if route == "direct":
+        if failure is not None:
+            raise failure
+        return
+    proxied = run(bases["proxy"])
+    if failure is None:
+        same(direct, proxied)
+    check(proxied)
+
+
+def test_plain(bases: dict[str, str], route: str) -> None:
+    def check(out: Outcome) -> None:
+        assert out.error is None and out.text and "Paris" in out.text, out
+        assert out.finish in ("stop", "length") and out.usage, out
+
+    pair(bases, route, lambda b: completion(b), check)
+
+
+def test_streamed(bases: dict[str, str], route: str) -> None:
+    def check(out: Outcome) -> None:
+        assert out.error is None and out.text and "Paris" in out.text, out
+        assert out.usage is None, "llama-cpp-python sends no usage in a stream"
+
+    pair(bases, route, lambda b: completion(b, stream=True), check)
+
+
+def test_cut_off_answer_says_length(bases: dict[str, str], route: str) -> None:
+    def check(out: Outcome) -> None:
+        assert out.error is None and out.finish == "length", out
+
+    pair(bases, route, lambda b: completion(b, **{**GREEDY, "max_tokens": 3}), check)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_forced_tool_call(bases: dict[str, str], route: str, stream: bool) -> None:
+    """A named tool_choice: the server answers with a grammar-constrained call, repeating the
+    call's name in every streamed piece; a client reads one name."""
+    def check(out: Outcome) -> None:
+        assert out.error is None, out
+        [(name, arguments)] = out.tool_calls
+        assert name == "get_weather" and isinstance(json.loads(arguments), dict), out.tool_calls
+
+    choice = {"type": "function", "function": {"name": "get_weather"}}
+    pair(bases, route, lambda b: completion(b, stream=stream, tools=[WEATHER], tool_choice=choice), check)
+
+
+def test_structured_output_json_schema(bases: dict[str, str], route: str) -> None:
+    """llama-cpp-python refuses ``response_format: json_schema`` (500); the proxy translates it."""
+    schema = {"type": "object", "properties": {"capital": {"type": "string"}}, "required": ["capital"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "capital", "schema": schema}}
+
+    def check(out: Outcome) -> None:
+        assert out.error is None, f"the request failed: {out.error}"
+        assert isinstance(json.loads(out.text or ""), dict), out.text
+
+    pair(bases, route, lambda b: completion(b, response_format=fmt, **{**GREEDY, "max_tokens": 40}), check)
