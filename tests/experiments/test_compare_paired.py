@@ -79,3 +79,20 @@ def test_benjamini_hochberg_skips_missing_p_values():
     expected = stats.false_discovery_control([0.01, 0.04, 0.03], method="bh")
     assert [got[0], got[2], got[3]] == pytest.approx(list(expected))
     assert adjust([None, None]) == [None, None] and adjust([]) == []
+
+
+def test_the_resamples_are_those_of_agreement_and_need_no_dense_matrix():
+    """The same draws as resample_counts (one seed, one stream), a block at a time: 2,000 resamples of
+    100,000 items hold 1,000,000 draws at once, not 200,000,000."""
+    from jurist.analysis.agreement import resample_counts
+
+    d = np.random.default_rng(5).normal(0.2, 1.0, 300)
+    counts = resample_counts(len(d), 500, seed=9)
+    means = (counts @ d) / counts.sum(axis=1)
+    got = mean_difference(d, resamples=500, seed=9, block=1000)  # three resamples at a time
+    assert got == mean_difference(d, resamples=500, seed=9)  # one block: the same draws
+    assert got.low == pytest.approx(np.percentile(means, 2.5), abs=1e-4)
+    assert got.high == pytest.approx(np.percentile(means, 97.5), abs=1e-4)
+    big = np.random.default_rng(1).normal(-0.01, 1.0, 100_000)
+    est = mean_difference(big, resamples=200)
+    assert est.low is not None and est.high is not None and est.low < est.value < est.high

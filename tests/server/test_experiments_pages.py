@@ -18,8 +18,10 @@ from markupsafe import escape
 
 from jurist.config import Settings
 from jurist.experiments.compare import compare_experiments
+from jurist.experiments.records import DatasetItem
 from jurist.models import script
 from jurist.server import create_app
+from jurist.server.dashboard_experiments import PAGE_ITEMS
 from jurist.store import Store
 from jurist.store import experiments as xq
 from tests.conftest import _CLEARED, REPO, fresh_database, not_installed
@@ -108,7 +110,11 @@ def test_the_pages(seeded):
         page = c.get("/evaluation/datasets").text
         assert 'href="/evaluation/datasets/qa"' in page and 'href="/evaluation/experiments"' in page  # the nav
         page = c.get("/evaluation/datasets/qa").text
-        assert page.count('<tr data-id="q') == 20 and "Answer q07" in page
+        assert page.count('<tr data-id="q') == 20 and "Answer q07" in page and 'id="items-cut"' not in page
+        big = [DatasetItem(id=f"b{i:04d}", input=f"Q{i}?") for i in range(PAGE_ITEMS + 1)]
+        store.write(xq.add_dataset_version, "big", "b1", big, None)
+        page = c.get("/evaluation/datasets/big").text
+        assert page.count('<tr data-id="b') == PAGE_ITEMS and 'id="items-cut"' in page  # the page says it cut
         assert c.get("/evaluation/datasets/nope").status_code == 404
 
         page = c.get("/evaluation/experiments").text
@@ -179,6 +185,7 @@ import json, sys
 from fastapi.testclient import TestClient
 from jurist.config import Settings
 from jurist.server import create_app
+from jurist.server.dashboard_experiments import PAGE_ITEMS
 from jurist.store import Store
 from tests.experiments.compare_data import run, seed
 

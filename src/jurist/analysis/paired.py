@@ -5,7 +5,7 @@ observation; items are the unit, so the tests never pool unlike things.
 
 * :func:`mean_difference`: the mean of the differences with a percentile
   bootstrap 95% interval over the items (seeded; the resamples of
-  :func:`jurist.analysis.agreement.resample_counts`, computed all at once).
+  :func:`jurist.analysis.agreement.resample_counts`, drawn a block at a time).
 * :func:`wilcoxon_signed_rank`: the two-sided Wilcoxon signed-rank test of the
   differences (``scipy.stats.wilcoxon``; pairs that did not change are set
   aside, as Wilcoxon's own method does).
@@ -30,13 +30,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Estimate, bootstrap_rows, resample_counts
+from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate
 from jurist.analysis.stats import benjamini_hochberg
 
 MIN_PAIRS = 6
 NOT_ENOUGH = "not enough pairs"
 WILCOXON = "Wilcoxon signed-rank, two-sided"
 SIGN = "exact sign test on pass/fail flips, two-sided"
+BLOCK = 1_000_000  # resampled draws held at once (8 MB of differences)
 # Below this share of the scores' size a difference is floating-point noise (0.1 + 0.2 - 0.3): it is zero.
 _NOISE = 1e-9
 
@@ -70,16 +71,27 @@ def not_enough(pairs: int) -> str:
     return f"{NOT_ENOUGH}: {pairs} (a test needs at least {MIN_PAIRS})"
 
 
-def mean_difference(d: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Estimate:
-    """The mean difference with its bootstrap 95% interval; no interval with fewer than
-    :data:`MIN_PAIRS` pairs or no resamples, no value with no pairs."""
+def mean_difference(d: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                    block: int = BLOCK) -> Estimate:
+    """The mean difference with its percentile bootstrap 95% interval; no interval with fewer than
+    :data:`MIN_PAIRS` pairs or no resamples, no value with no pairs. The resamples are those of
+    :func:`jurist.analysis.agreement.resample_counts` with the same seed, drawn a block at a time
+    (at most ``block`` draws held at once, whatever the number of items)."""
     n = len(d)
     if n == 0:
         return Estimate(None)
+    value = round(float(d.mean()), 4)
     if n < MIN_PAIRS or resamples <= 0:
-        return Estimate(round(float(d.mean()), 4))
-    counts = resample_counts(n, resamples, seed)
-    return bootstrap_rows(lambda c: (c @ d) / c.sum(axis=1), counts)
+        return Estimate(value)
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    step = max(1, block // n)
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        means[start:start + rows] = d[rng.integers(0, n, (rows, n))].mean(axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Estimate(value, round(float(low), 4), round(float(high), 4))
 
 
 def wilcoxon_signed_rank(d: np.ndarray) -> PairedTest:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from jurist.errors import NotFound, UsageError
+from jurist.experiments.compare import ItemRow
 from jurist.extras import missing_extra
 from jurist.server import api_experiments as api
 from jurist.server.dashboard import not_found, render
@@ -31,6 +32,19 @@ from jurist.store import dashboard as dq
 router = APIRouter(prefix="/evaluation", include_in_schema=False)
 
 PAGE_EXPERIMENTS = 200  # the newest listed
+PAGE_ITEMS = 500  # items shown on a page (the page says how many it leaves to the API)
+
+
+def _rank(row: ItemRow) -> tuple[int, str]:
+    """The comparison's rows, what a reader looks for first: regressions, items not compared,
+    improvements, other changes, then the items that scored the same."""
+    if row.change == "regression":
+        return 0, row.item_id
+    if row.not_paired:
+        return 1, row.item_id
+    if row.change == "improvement":
+        return 2, row.item_id
+    return (3 if row.difference else 4), row.item_id
 
 
 @router.get("/datasets", response_class=HTMLResponse)
@@ -50,6 +64,7 @@ async def dataset_page(request: Request, name: str,
     versions = [v for d in await store.aread(api._datasets) if d.name == name for v in d.versions]
     experiments = await store.aread(api._experiments, name, PAGE_EXPERIMENTS)
     return render(request, "dataset.html", {"active": "datasets", "dataset": found, "versions": versions,
+                                            "shown": found.items[:PAGE_ITEMS],
                                             "experiments": [e for e in experiments
                                                             if e.record.dataset_version == found.version.dataset_version]})
 
@@ -66,7 +81,8 @@ async def experiment_page(request: Request, name: str) -> HTMLResponse:
         detail = await get_state(request).store.aread(api._experiment, name)
     except NotFound as exc:
         return not_found(request, str(exc))
-    return render(request, "experiment.html", {"active": "experiments", "e": detail, "record": detail.record})
+    return render(request, "experiment.html", {"active": "experiments", "e": detail, "record": detail.record,
+                                               "shown": detail.items[:PAGE_ITEMS]})
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -77,7 +93,9 @@ async def compare_page(request: Request, a: str = Query(..., max_length=100), b:
     problem = missing_extra("analysis", "Comparing experiments")
     if problem is None:
         try:
-            context["comparison"] = await api.stored_comparison(request, a, b, allow_different=allow_different)
+            comparison = await api.stored_comparison(request, a, b, allow_different=allow_different)
+            context["comparison"] = comparison
+            context["shown"] = sorted(comparison.items, key=_rank)[:PAGE_ITEMS]
         except NotFound as exc:
             return not_found(request, str(exc))
         except UsageError as exc:
