@@ -57,7 +57,7 @@ from jurist.rubrics.calibration import require_rubric_calibrations, rubric_ident
 from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.naming import result_name
 from jurist.rubrics.results import RubricResult
-from jurist.rubrics.scoring import PASS_PERCENTAGE, SessionEvaluator, facets
+from jurist.rubrics.scoring import PASS_PERCENTAGE, ScoredSession, SessionEvaluator, facets
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 from jurist.store import experiments as q
@@ -128,6 +128,12 @@ def git_commit(folder: str | Path | None = None) -> str | None:
     return f"{commit}-dirty" if status.returncode == 0 and status.stdout.strip() else commit
 
 
+async def _done(write: asyncio.Future[None] | None) -> None:
+    """Wait for a row being written (None: none)."""
+    if write is not None:
+        await write
+
+
 def _refused(result: RubricResult) -> bool:
     """Whether a rubric of ``result`` was not judged because the cost budget was spent."""
     refused = f"{BudgetExceeded.__name__}:"
@@ -183,6 +189,7 @@ class _Run:
         self.done_now = self.failed_now = self.resumed = 0
         self.stopped = False
         self.rows = RowWriter(store)
+        self.saving: set[asyncio.Task[None]] = set()  # judged items being saved
 
     def _progress(self, item_id: str, status: str) -> None:
         if self.on_progress is not None:
@@ -214,6 +221,7 @@ class _Run:
 
     async def _one(self, item: DatasetItem, kept: dict[str, JsonValue] | None, cost: ItemCost) -> None:
         trace = new_id()
+        kept_row: asyncio.Future[None] | None = None  # the answer's row, written while the answer is judged
         if kept is not None:
             gen = Generation.from_json(kept)
             cost.add_kept(kept.get("cost"))
@@ -228,36 +236,55 @@ class _Run:
                 await self._finish(self._failed(item, f"the target failed: {type(exc).__name__}: {exc}", cost))
                 return
             answer = {**gen.to_json(), "trace_id": trace, "cost": cost.to_json()}
-            await self.rows.put(partial(q.save_answer, name=self.record.name, item_id=item.id, answer=answer))
+            kept_row = asyncio.ensure_future(
+                self.rows.put(partial(q.save_answer, name=self.record.name, item_id=item.id, answer=answer)))
+            self.saving.add(kept_row)
+            kept_row.add_done_callback(self._saved)
         try:
             session = session_of(item, gen.turns, source=SOURCE.format(name=self.record.name))
         except InputError as exc:
+            await _done(kept_row)
             await self._finish(self._failed(item, f"the target's turns are not a chat session: {exc.reason}", cost,
                                             gen))
             return
         try:
             scored = await self.evaluator.score(session)
         except (ConfigError, StoreError):
+            await _done(kept_row)
             raise
         except Exception as exc:  # this item could not be judged: its failure alone
+            await _done(kept_row)
             await self._finish(self._failed(item, f"the answer could not be judged: {type(exc).__name__}: {exc}",
                                             cost, gen))
             return
         result = scored.result
         if _refused(result):  # the budget was spent before a verdict: the item stays answered, for a rerun
+            await _done(kept_row)
             self.stopped = True
             return
-        await self.store.asave_evaluation(scored.row, scored.score_rows)  # the calls queued before it too
         usd, note = cost.item_cost
         failed = [rs for rs in result.rubric_scores if rs.status != OK]
         error = "; ".join(f"rubric {rs.rubric_id}: {rs.reasoning or rs.file_status}" for rs in failed) or None
         s = result.summary
-        await self._finish(ExperimentItem(
+        done = ExperimentItem(
             experiment=self.record.name, item_id=item.id, status="failed" if failed else "scored",
             answer=gen.answer, error=error, scores=item_scores(result, self.evaluator.rubric_set),
             score=s.total_score, max_score=s.max_score, percentage=s.percentage, passed=facets(result)["passed"],
             evaluation_id=scored.row.id, generation_call_id=gen.call_id, cost_usd=usd, cost_note=note,
-            latency_ms=gen.latency_ms, judged_at=_now()))
+            latency_ms=gen.latency_ms, judged_at=_now())
+        save = asyncio.ensure_future(self._save(scored, done, kept_row))  # the worker takes its next item
+        self.saving.add(save)
+        save.add_done_callback(self._saved)
+
+    async def _save(self, scored: ScoredSession, item: ExperimentItem, kept_row: asyncio.Future[None] | None) -> None:
+        """The evaluation row (committed with the calls queued before it), then the item's row and file."""
+        await _done(kept_row)
+        await self.store.asave_evaluation(scored.row, scored.score_rows)
+        await self._finish(item)
+
+    def _saved(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            self.saving.discard(task)  # a failed save stays, for run() to raise
 
     async def run(self, todo: list[tuple[DatasetItem, dict[str, JsonValue] | None]]) -> None:
         queue = iter(todo)
@@ -272,10 +299,13 @@ class _Run:
         workers = [asyncio.ensure_future(worker()) for _ in range(min(self.spec.parallel, len(todo)))]
         try:
             await asyncio.gather(*workers)
+            await asyncio.gather(*self.saving)
         except BaseException:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            # items judged: their rows and files are written before the run stops
+            await asyncio.gather(*self.saving, return_exceptions=True)
             raise
 
 
