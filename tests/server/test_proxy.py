@@ -84,7 +84,8 @@ def test_non_streaming_answer_is_a_chat_completion_with_the_jurist_field(client,
     assert [c["type"] for c in jurist["llm_calls"]] == ["generation", "quality_evaluation"]
     sent = provider.requests[0]
     assert sent["headers"]["authorization"] == "Bearer sk-test"  # the caller's key goes upstream
-    assert sent["json"]["stream"] is True and sent["json"]["model"] == "gpt-test" and sent["json"]["messages"] == ASK
+    # Asked as the client asked (not streamed), the messages as they came.
+    assert "stream" not in sent["json"] and sent["json"]["model"] == "gpt-test" and sent["json"]["messages"] == ASK
     assert r.usage.total_tokens == 15  # the upstream's usage for the accepted attempt
     assert jurist["llm_calls"][0]["model"] == "gpt-test" and jurist["llm_calls"][0]["tokens"] == 15
 

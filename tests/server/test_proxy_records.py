@@ -66,7 +66,8 @@ def test_upstream_calls_are_rows_of_llm_calls_with_purpose_generation(proxy, pro
     assert "sk-caller" not in json.dumps(call, default=str)  # the caller's key is never recorded
     listed = [c for c in out["jurist"]["llm_calls"] if c["type"] == "generation"]
     assert [c["call_id"] for c in listed] == [call["id"]]  # the returned list is a view of the records
-    assert provider.requests[0]["json"]["stream_options"] == {"include_usage": True}
+    # Asked as the client asked: a stream asks for its usage, a whole reply has it.
+    assert provider.requests[0]["json"].get("stream_options") == ({"include_usage": True} if stream else None)
 
 
 @pytest.mark.parametrize("reply,status", [
@@ -146,7 +147,8 @@ def test_every_generation_records_the_upstreams_usage_for_the_accepted_and_the_r
         ("generation", 7, 2, 9), ("regeneration", 30, 6, 36)]
     stored = {c["purpose"]: c for c in stored_calls(app, f"usage-{stream}")}
     assert (stored["regeneration"]["input_tokens"], stored["regeneration"]["output_tokens"]) == (30, 6)
-    assert all(r["json"]["stream_options"] == {"include_usage": True} for r in provider.requests)
+    assert all(r["json"].get("stream_options") == ({"include_usage": True} if stream else None)
+               for r in provider.requests)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -155,8 +157,13 @@ def test_a_stream_without_usage_is_recorded_as_not_reported_not_as_zero(proxy, p
     provider.script(Reply(text="Paris.", usage=False))  # llama-cpp-python's server never sends a stream's usage
     out = post(base, f"nousage-{stream}", stream=stream)
     [entry] = [c for c in out["jurist"]["llm_calls"] if c["type"] == "generation"]
-    assert (entry["input_tokens"], entry["output_tokens"], entry["tokens"], entry["status"]) == (None, None, None, "ok")
     [call] = [c for c in stored_calls(app, f"nousage-{stream}") if c["purpose"] == "generation"]
-    assert call["usage_known"] is False and "usage" not in call["params"] and call["response_text"] == "Paris."
+    assert "usage" not in call["params"] and call["response_text"] == "Paris."
+    if not stream:  # asked as the client asked: a whole reply has its usage
+        assert (entry["input_tokens"], entry["output_tokens"], entry["tokens"], entry["status"]) == (10, 5, 15, "ok")
+        assert call["usage_known"] is True
+        return
+    assert (entry["input_tokens"], entry["output_tokens"], entry["tokens"], entry["status"]) == (None, None, None, "ok")
+    assert call["usage_known"] is False
     if not stream:
         assert "usage" not in out["body"] or out["body"]["usage"] is None  # no made-up usage for the caller

@@ -200,7 +200,7 @@ def test_is_continuation_in_the_notes_spelling_keeps_the_tool_turns(client, prov
     old = [*rounds(1), {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And Lyon?"}]
     provider.script(Reply(text="Sunny too."), Reply(text="Sunny too."))
     client.chat.completions.create(model="gpt-test", messages=old)
-    assert [m["role"] for m in provider.requests[-1]["json"]["messages"]] == ["user", "assistant", "user"]
+    assert provider.requests[-1]["json"]["messages"] == old  # the upstream gets every turn; the judge a filtered view
     client.chat.completions.create(model="gpt-test", messages=old, extra_body={"isContinuation": True})
     assert provider.requests[-1]["json"]["messages"] == old  # nothing filtered
 
@@ -288,9 +288,18 @@ def test_a_tool_call_answer_cut_off_upstream_is_a_502_with_the_continue_context(
     piece = {"index": 0, "id": "call_abc123", "type": "function", "function": {"name": "weather", "arguments": ""}}
     chunk = {**base, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}, "finish_reason": None}]}
     provider.script(Reply(body=f"data: {json.dumps(chunk)}\n\n"))  # no finish_reason, no [DONE]
+    with httpx.stream("POST", f"{proxy[0]}/v1/chat/completions",
+                      json={"model": "m", "messages": ASK, "tools": [WEATHER], "stream": True}) as r:
+        events = sse_events(r)
+    [error] = [d["error"] for e, d in events if e == "jurist.error"]
+    assert error["code"] == "GENERATION_FAILED" and error["continue_context"] == ASK
+    assert error["continueContext"]["lastUserMessage"] == ASK[0]
+
+    # Not streamed, the upstream is asked for a whole reply: one cut off is a 502 with the same context.
+    whole = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                        "tool_calls": [piece]}}]}
+    provider.script(Reply(body=json.dumps(whole)[:-20]))
     r = httpx.post(f"{proxy[0]}/v1/chat/completions", json={"model": "m", "messages": ASK, "tools": [WEATHER]})
     assert r.status_code == 502
     error = r.json()["error"]
-    assert error["code"] == "GENERATION_FAILED" and error["continue_context"] == ASK
-    assert error["continueContext"]["lastUserMessage"] == ASK[0]
-    assert r.json()["jurist"]["skip_reason"] == "tool_calls"
+    assert error["continue_context"] == ASK and error["continueContext"]["lastUserMessage"] == ASK[0]

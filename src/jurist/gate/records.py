@@ -13,15 +13,19 @@ import contextvars
 from collections import OrderedDict
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, Strict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (BaseModel, ConfigDict, Field, JsonValue, Strict, SerializerFunctionWrapHandler, model_serializer,
+                      model_validator)
 
-from jurist.gate.types import CALL_GENERATION, AcceptReason, AttemptKind, Strategy
+from jurist.gate.types import (CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, AcceptReason,
+                               AttemptKind, Strategy)
 from jurist.judges.outcome import FAILED, OK, SKIPPED, Status, row_status
 from jurist.models.base import CallRecord, CallStatus
 from jurist.models.model import CachedReply, CallSink
 from jurist.store.rows import EvaluationRow
 
 GATE_RECORD_VERSION = "1.0"
+#: The call types that produce an answer (the first, and each regeneration).
+GENERATION_CALLS = frozenset({CALL_GENERATION, CALL_REGENERATION, CALL_COMPREHENSIVE_RETRY})
 EARLY_TRACES = 256  # traces whose calls a collector keeps before the gate opens them
 
 #: The attempt an LLM call belongs to; set on the tasks the gate creates.
@@ -43,7 +47,12 @@ class _Record(BaseModel):
 class CallEntry(_Record):
     """One LLM call of a request (note 004's ``llmApiCalls`` entry): a view of its call record,
     or of a user's function (which has no tokens: those keys are absent, not null). The tokens
-    are None when the endpoint reported none (a stream from a server that sends no usage)."""
+    are None when the endpoint reported none (a stream from a server that sends no usage).
+
+    Where the endpoint answered over HTTP: ``http_status`` and ``http_headers`` (note 004's
+    ``httpStatus`` and ``httpHeaders``: names lower-cased, credentials and cookies never kept,
+    at most 40, each value cut to 512 characters), and the answer's ``finish_reason``
+    (``length``: the answer was cut at its token limit); absent where unknown."""
 
     type: str  # the call's purpose: generation, regeneration, quality_evaluation ...
     iteration: int
@@ -55,6 +64,9 @@ class CallEntry(_Record):
     status: CallStatus = "ok"
     call_id: str | None = None
     error: str | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    http_headers: dict[str, str] | None = None
 
     @model_serializer(mode="wrap")
     def _as_recorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -69,7 +81,15 @@ class CallEntry(_Record):
 def call_entry(record: CallRecord, iteration: int) -> CallEntry:
     """One entry of :attr:`GateRecord.llm_calls` for a call record."""
     known = record.usage_known
+    reply = record.reply
+    more: dict[str, Any] = {}
+    if reply is not None:
+        if reply.finish_reason is not None:
+            more["finish_reason"] = reply.finish_reason
+        if reply.http_status is not None:
+            more.update(http_status=reply.http_status, http_headers=dict(reply.http_headers))
     return CallEntry(
+        **more,
         type=record.purpose,
         iteration=iteration,
         model=record.model,
@@ -213,6 +233,21 @@ class GateRecord(_Record):
     question: str | None = None  # the last user message's text (older records have none)
     evaluations_list: list[dict[str, JsonValue]] = Field(default_factory=list)
     evaluation_pending: bool = False
+    # The released answer was cut at the upstream's token limit (its generation call's
+    # finish_reason is ``length``): never passed as complete without saying so.
+    truncated: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_answer(cls, data: Any) -> Any:
+        """``truncated`` from the call entries, where it is not given."""
+        if isinstance(data, dict) and "truncated" not in data and data.get("accepted_attempt"):
+            number = data["accepted_attempt"]
+            cut = any(_field(c, "finish_reason") == "length" and _field(c, "iteration") == number
+                      and _field(c, "type") in GENERATION_CALLS for c in data.get("llm_calls") or ())
+            if cut:
+                data = {**data, "truncated": True}
+        return data
 
     @property
     def status(self) -> Status:
@@ -235,8 +270,13 @@ class GateRecord(_Record):
         known (a record stored before records kept it reads back as it was stored),
         ``evaluation_pending`` only while true."""
         exclude = {name for name, absent in (("question", self.question is None),
-                                              ("evaluation_pending", not self.evaluation_pending)) if absent}
+                                              ("evaluation_pending", not self.evaluation_pending),
+                                              ("truncated", not self.truncated)) if absent}
         return self.model_dump(mode="json", exclude=exclude or None)
+
+
+def _field(entry: object, name: str) -> object:
+    return entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
 
 
 def gate_payload(record: GateRecord) -> dict[str, JsonValue]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, AsyncIterator, Literal, Mapping, Protocol, TypedDict, Union, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, PrivateAttr
 
 from jurist.models.images import Image
 from jurist.models.messages import BaseMessage, Message, messages_from_openai
@@ -65,6 +65,11 @@ class ChatRequest:
     # Anthropic one as image blocks. Recorded as descriptions (media type, bytes, SHA-256), never
     # the bytes; their hashes are in the cache key. Empty: a text request, as always.
     images: tuple[Image, ...] = ()
+    # The messages exactly as a proxy's client sent them (OpenAI wire dicts, every field kept),
+    # sent instead of ``messages``' wire form; ``messages`` stay the typed view (the record's).
+    wire_messages: tuple[dict[str, JsonValue], ...] | None = field(default=None, repr=False)
+    # json_schema's ``strict``, where the schema goes out in that mode.
+    schema_strict: bool = False
 
     def __post_init__(self) -> None:
         messages = self.messages
@@ -95,8 +100,11 @@ class ChatRequest:
 
     @functools.cached_property
     def messages_json(self) -> str:
-        """The messages as JSON text (their OpenAI wire dicts, keys sorted), made once: the cache
-        key and an adapter's request body both use it (a prompt is the bulk of both)."""
+        """The messages as JSON text (their OpenAI wire dicts, keys sorted; ``wire_messages`` as
+        they are, when given), made once: the cache key and an adapter's request body both use it
+        (a prompt is the bulk of both)."""
+        if self.wire_messages is not None:  # as the client sent them, keys in their order
+            return json.dumps(list(self.wire_messages), ensure_ascii=False)
         return json.dumps([m.openai() for m in self.messages], sort_keys=True, ensure_ascii=False)
 
     def cache_key(self, model: str, endpoint: str) -> str:
@@ -200,38 +208,96 @@ class ToolCallFunction(TypedDict):
     arguments: str
 
 
-class StreamedToolCall(TypedDict):
-    """A tool call being merged from a stream's pieces (OpenAI's message form, plus ``index``:
-    which call of the answer it is)."""
+class _Assembling:
+    """One tool call being assembled: its pieces of name and arguments, joined once at the end."""
 
-    index: int
-    id: str | None
-    type: str
-    function: ToolCallFunction
+    __slots__ = ("id", "type", "name", "name_len", "arguments")
 
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.type = "function"
+        self.name: list[str] = []
+        self.name_len = 0
+        self.arguments: list[str] = []
 
-def add_tool_call(calls: list[StreamedToolCall], piece: ToolCallDelta) -> None:
-    """Merge one streamed piece into ``calls``, the answer's tool calls in OpenAI's message form
-    (``{"id", "type", "function": {"name", "arguments"}}``, in index order)."""
-    call = next((c for c in calls if c["index"] == piece.index), None)
-    if call is None:
-        call = StreamedToolCall(index=piece.index, id=None, type="function", function={"name": "", "arguments": ""})
-        calls.append(call)
-        calls.sort(key=lambda c: c["index"])
-    if piece.id:
-        call["id"] = piece.id
-    if piece.type:
-        call["type"] = piece.type
-    if piece.name:
-        call["function"]["name"] += piece.name
-    if piece.arguments:
-        call["function"]["arguments"] += piece.arguments
+    def add_name(self, piece: str) -> bool:
+        """Add a piece of the name; False (nothing added) when the piece repeats the whole name so
+        far, as servers that send the full name in every delta do (llama-cpp-python)."""
+        if self.name_len and len(piece) == self.name_len and piece == "".join(self.name):
+            return False
+        self.name.append(piece)
+        self.name_len += len(piece)
+        return True
 
 
-def message_tool_calls(calls: list[StreamedToolCall]) -> list[dict[str, JsonValue]]:
-    """Merged calls (:func:`add_tool_call`) as a message's ``tool_calls`` (without the stream's ``index``)."""
-    return [{"id": c["id"], "type": c["type"],
-             "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}} for c in calls]
+class ToolCallAssembly:
+    """The tool calls of one answer assembled from its streamed pieces, as OpenAI's SDK does: one
+    call per ``index`` (in index order), its ``id`` and ``type`` from the pieces that carry them,
+    its arguments the pieces joined; its name too, except that a piece repeating the whole name so
+    far is not appended (a server that repeats the name in every delta is normalised). Linear in
+    the pieces: the parts are joined once, in :meth:`calls`."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _Assembling] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def add(self, piece: ToolCallDelta) -> ToolCallDelta:
+        """Merge one piece; return it as it is to be relayed (without a name that only repeats the name)."""
+        call = self._calls.get(piece.index)
+        if call is None:
+            call = self._calls[piece.index] = _Assembling()
+        if piece.id:
+            call.id = piece.id
+        if piece.type:
+            call.type = piece.type
+        if piece.name and not call.add_name(piece.name):
+            piece = ToolCallDelta(index=piece.index, id=piece.id, type=piece.type, name=None,
+                                  arguments=piece.arguments)
+        if piece.arguments:
+            call.arguments.append(piece.arguments)
+        return piece
+
+    def calls(self) -> list[dict[str, JsonValue]]:
+        """The calls as a message's ``tool_calls`` (``{"id", "type", "function": {"name", "arguments"}}``)."""
+        return [{"id": c.id, "type": c.type, "function": {"name": "".join(c.name), "arguments": "".join(c.arguments)}}
+                for _, c in sorted(self._calls.items())]
+
+
+#: Response headers never kept (credentials, cookies) and the bounds on the ones that are.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key",
+                            "api-key", "openai-organization", "openai-project"})
+MAX_HEADERS, MAX_HEADER_CHARS = 40, 512
+
+
+def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """An answer's HTTP headers as recorded: names lower-cased, secrets left out (any name with
+    ``key``, ``token``, ``secret`` or ``auth`` in it too), at most :data:`MAX_HEADERS`, each value
+    cut to :data:`MAX_HEADER_CHARS` characters."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        low = name.lower()
+        if low in SECRET_HEADERS or any(word in low for word in ("key", "token", "secret", "auth", "cookie")):
+            continue
+        out[low] = value if len(value) <= MAX_HEADER_CHARS else value[:MAX_HEADER_CHARS] + "…"
+        if len(out) >= MAX_HEADERS:
+            break
+    return out
+
+
+@dataclass
+class ReplyMeta:
+    """What an endpoint's answer carried besides its text and tokens.
+
+    ``http_status`` and ``http_headers`` (:func:`kept_headers`); ``finish_reason`` as the endpoint
+    sent it; ``fields``: the reply's own fields jurist does not read, as sent, for a proxy to pass
+    on (``system_fingerprint``, the choice's ``logprobs``, the message's ``refusal``, ``usage``)."""
+
+    http_status: int | None = None
+    http_headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -254,6 +320,9 @@ class Completion:
     structured_output: str | None = None
     # False when a stream ended without the usage it asked for (some servers never send it).
     usage_reported: bool = True
+    # What the endpoint said besides the text, for a proxy to pass on and for the record: the
+    # HTTP status and headers of its answer, and the reply's fields jurist does not read itself.
+    reply: ReplyMeta | None = None
     # Filled in by the Model wrapper:
     latency_ms: float = 0.0
     attempts: int = 1
@@ -323,6 +392,18 @@ class CallRecord(BaseModel):
     #: US dollars from the provider's published prices; None when unknown, ``cost_note`` says why.
     cost_usd: float | None = None
     cost_note: str | None = None
+    # What the endpoint's answer carried besides its text (HTTP status, headers, finish reason):
+    # passed to the gate's call entries, not a column of ``llm_calls`` (``with_reply``).
+    _reply: ReplyMeta | None = PrivateAttr(default=None)
+
+    @property
+    def reply(self) -> ReplyMeta | None:
+        return self._reply
+
+    def with_reply(self, reply: ReplyMeta | None) -> "CallRecord":
+        """This record, with what the endpoint's answer carried (:class:`ReplyMeta`)."""
+        self._reply = reply
+        return self
 
     @property
     def failed(self) -> bool:

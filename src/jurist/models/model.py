@@ -32,7 +32,8 @@ from pydantic import JsonValue
 
 from jurist.errors import ModelError, ModelTimeout, RateLimited, Unsupported
 from jurist.models.base import (CallRecord, CallStatus, ChatModel, ChatRequest, Completion, CoverageResult,
-                                MeaningJudge, RelevanceScore, StatementCheck, StreamItem, SupportResult)
+                                MeaningJudge, RelevanceScore, ReplyMeta, StatementCheck, StreamItem, SupportResult,
+                                kept_headers)
 from jurist.models.breaker import CircuitBreaker
 from jurist.models.cost import (BudgetExceeded, Cost, DryRunCall, RequestEstimate, active_budget, active_dry_run,
                                 call_cost, estimate_request, is_free)
@@ -139,6 +140,18 @@ def cut_reply(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut]"
+
+
+def _reply_meta(completion: Completion | None, failure: BaseException | None) -> ReplyMeta | None:
+    """What the endpoint's answer carried (its HTTP status and headers, finish reason), for the record:
+    the completion's, else the failed call's error status and headers."""
+    if isinstance(failure, ModelError) and failure.status is not None:
+        return ReplyMeta(http_status=failure.status, http_headers=kept_headers(failure.headers))
+    if completion is None or completion.reply is None:
+        return None
+    if completion.reply.finish_reason is None and completion.finish_reason is not None:
+        completion.reply.finish_reason = completion.finish_reason
+    return completion.reply
 
 
 def _recorded_value(completion: Completion | None) -> Any:
@@ -419,7 +432,7 @@ class Model:
         self._record(request, key, call_id, started, purpose=purpose, trace_id=trace_id, template=template,
                      completion=completion, status=status, attempts=attempts,
                      error=completion.parse_error if completion else f"{type(error).__name__}: {error}",
-                     params=returned if request.top_logprobs else None, refused=refused)
+                     params=returned if request.top_logprobs else None, refused=refused, failure=error)
         if error is not None:
             raise error
         assert completion is not None
@@ -429,6 +442,7 @@ class Model:
         self, request: ChatRequest, key: str, call_id: str, started: float, *, purpose: str,
         trace_id: str | None, template: Template | None, completion: Completion | None, status: CallStatus,
         error: str | None, attempts: int, params: dict[str, JsonValue] | None = None, refused: bool = False,
+        failure: BaseException | None = None,
     ) -> None:
         """Put one call on record with its cost, charged to the active budget (``refused``: the
         budget was spent, so no request went out)."""
@@ -471,7 +485,7 @@ class Model:
                 usage_known=usage_known,
                 cost_usd=cost.usd,
                 cost_note=cost.note,
-            )
+            ).with_reply(_reply_meta(completion, failure))
         )
 
     async def _call_with_retries(self, request: ChatRequest) -> tuple[Completion, int]:
@@ -532,16 +546,17 @@ class Model:
 
     async def stream(
         self, request: ChatRequest, *, purpose: str = "generation", trace_id: str | None = None,
-        template: Template | None = None,
+        template: Template | None = None, into: Completion | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """Stream text deltas (and tool-call pieces, where the reply calls tools)
         through the limiter (no retries once text flows); the whole call, with
         the usage and tool calls the adapter reports, is recorded when the
         stream ends, fails or is closed early. The endpoint's breaker is asked
-        first, and told whether the stream started."""
+        first, and told whether the stream started. ``into``: the completion the
+        adapter fills as the stream ends (finish reason, usage, what the reply carried)."""
         started = time.perf_counter()
         parts: list[str] = []
-        done = Completion(text="", model=self.name)
+        done = into if into is not None else Completion(text="", model=self.name)
         error: BaseException | None = None
         breaker = self.breaker
         admitted = probe = False  # whether the breaker let the stream through (and still awaits its outcome)
@@ -579,7 +594,7 @@ class Model:
                 purpose=purpose, trace_id=trace_id, template=template, completion=done,
                 status="ok" if error is None else "error", attempts=1,
                 error=None if error is None else f"{type(error).__name__}: {error}",
-                params={"stream": True}, refused=isinstance(error, BudgetExceeded),
+                params={"stream": True}, refused=isinstance(error, BudgetExceeded), failure=error,
             )
 
     async def aclose(self) -> None:

@@ -26,14 +26,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from typing import Any, AsyncIterator, Mapping
+import math
+from typing import Any, AsyncIterator, Callable, Mapping
 
 import aiohttp
 
 from jurist.version import __version__
 from jurist.errors import ConfigError, ModelError, ModelUnavailable, RequestRejected
-from jurist.models.base import (ChatRequest, Completion, StreamItem, TokenLogprob, ToolCallDelta, add_tool_call,
-                                StreamedToolCall, holds_digit, message_tool_calls)
+from jurist.models.base import (ChatRequest, Completion, ReplyMeta, StreamItem, TokenLogprob, ToolCallAssembly,
+                                ToolCallDelta, holds_digit, kept_headers)
 from jurist.models.images import attach
 from jurist.models.messages import Message, SystemMessage, UserMessage, openai_messages, prepend_text
 from jurist.models.sdk_errors import error_detail, map_transport_error, retry_after_seconds, status_error
@@ -44,6 +45,12 @@ __all__ = ["OpenAIChat", "map_openai_error", "retry_after_seconds", "status_erro
 
 NO_KEY = "none"  # sent to self-hosted servers that take no key
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
+#: The most bytes one answer (a reply, or a whole stream) may take; past it the call fails.
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+#: A stream gives the event loop a turn after this many events (a long answer in the buffer blocks nobody).
+YIELD_EVERY = 64
+#: The reply fields a proxy passes on as the endpoint sent them (top level, then the choice, then its message).
+REPLY_FIELDS, CHOICE_FIELDS, MESSAGE_FIELDS = ("system_fingerprint", "usage", "service_tier"), ("logprobs",), ("refusal",)
 
 
 class OpenAIChat:
@@ -67,7 +74,16 @@ class OpenAIChat:
     looked up in the environment; a server at a ``base_url`` may take no key
     (``"none"`` is sent). ``name`` is the reference calls are recorded under
     (``provider/model`` by default); ``session`` an aiohttp session to send through (the caller
-    closes it), instead of the adapter's own one per event loop.
+    closes it), instead of the one the adapters of the same endpoint share per event loop
+    (:class:`_SharedSessions`: many model names on one server are one connection pool).
+
+    ``max_reply_bytes`` bounds one answer (a reply or a whole stream, default 16 MiB): past it the
+    call fails with ``ModelUnavailable`` naming the bound, having read no more.
+    Every completion carries what the answer said besides its text
+    (:class:`~jurist.models.base.ReplyMeta`: HTTP status and headers, finish reason,
+    ``system_fingerprint``, ``logprobs`` and ``refusal`` as sent, ``usage``); a reply or stream
+    chunk not in OpenAI's shape (a content that is not text, a tool call whose name is not text
+    ...) is ``ModelUnavailable`` saying what was wrong, never a guess.
     """
 
     def __init__(
@@ -85,6 +101,7 @@ class OpenAIChat:
         system_role: bool = True,
         organization: str | None = None,
         project: str | None = None,
+        max_reply_bytes: int | None = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if structured_output not in STRUCTURED_OUTPUT_MODES:
             raise ConfigError(
@@ -113,8 +130,9 @@ class OpenAIChat:
             if value:
                 self._headers[header] = value
         self._given_session = session
-        self._session: aiohttp.ClientSession | None = None  # made in the running loop
+        self._session: aiohttp.ClientSession | None = None  # the shared one of the running loop
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        self.max_reply_bytes = max_reply_bytes
         self.guess = guess
         self.modes = modes if modes is not None else ModeMemory()
         self._probing: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -141,9 +159,12 @@ class OpenAIChat:
             response, mode = await self._open(request, aiohttp.ClientTimeout(total=timeout), stream=False,
                                               only=structured_output)
             async with response:
-                raw = await response.read()
-            completion = self._completion(json.loads(raw))
+                raw = await self._read(response)
+            completion = self._completion(_strict_json(raw, self._not_shaped))
             completion.structured_output = mode
+            assert completion.reply is not None
+            completion.reply.http_status = response.status
+            completion.reply.http_headers = kept_headers(response.headers)
             return completion
         except Exception as exc:
             mapped = self._map(exc)
@@ -160,38 +181,53 @@ class OpenAIChat:
         finish reason (or ``[DONE]``), or sends an error event, raises
         ``ModelUnavailable``."""
         finished = usage = False
-        calls: list[StreamedToolCall] = []
+        calls = ToolCallAssembly()
+        reply = ReplyMeta()
+        logprobs: list[Any] = []
+        refusal: list[str] = []
         try:
             response, mode = await self._open(
                 request, aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout), stream=True)
+            reply.http_status, reply.http_headers = response.status, kept_headers(response.headers)
             if into is not None:
                 into.structured_output = mode
+                into.reply = reply
             async with response:
-                async for event in _sse_data(response.content):
+                events = 0
+                async for event in _sse_data(response.content, self.max_reply_bytes, self._too_big):
+                    events += 1
+                    if not events % YIELD_EVERY:  # buffered events are read without a pause: let others run
+                        await asyncio.sleep(0)
                     if event == "[DONE]":
                         finished = True
                         break
-                    chunk = json.loads(event)
+                    chunk = _strict_json(event, self._not_shaped)
                     if not isinstance(chunk, dict):
-                        continue
+                        raise self._not_shaped(f"a stream chunk is {type(chunk).__name__}, not an object")
                     if chunk.get("error") is not None:
                         raise ModelUnavailable(
                             f"{self.name} at {self.endpoint} failed mid-stream: {_error_message(chunk)}; "
                             "try again later", model=self.name)
-                    items, finish, tokens = self._chunk(chunk)
-                    if into is not None and tokens is not None:
+                    items, finish, tokens = self._chunk(chunk, reply, logprobs, refusal)
+                    if tokens is not None:
                         usage = True
-                        into.input_tokens, into.output_tokens = tokens
+                        if into is not None:
+                            into.input_tokens, into.output_tokens = tokens
                     for item in items:
                         if isinstance(item, ToolCallDelta):
-                            add_tool_call(calls, item)
+                            item = calls.add(item)
                         yield item
                     if finish:
                         finished = True
+                        reply.finish_reason = finish
                         if into is not None:
                             into.finish_reason = finish
+            if logprobs:
+                reply.fields["logprobs"] = {"content": logprobs}
+            if refusal:
+                reply.fields["refusal"] = "".join(refusal)
             if into is not None and calls:
-                into.tool_calls = message_tool_calls(calls)
+                into.tool_calls = calls.calls()
             if not finished:
                 raise ModelUnavailable(
                     f"{self.name} at {self.endpoint} ended the stream before its finish_reason; "
@@ -204,30 +240,98 @@ class OpenAIChat:
                 raise
             raise mapped from exc
 
-    def _chunk(self, chunk: dict[str, Any]) -> tuple[list[StreamItem], str | None, tuple[int, int] | None]:
+    def _chunk(self, chunk: dict[str, Any], reply: ReplyMeta, logprobs: list[Any],
+               refusal: list[str]) -> tuple[list[StreamItem], str | None, tuple[int, int] | None]:
         """A stream chunk's text deltas and tool call pieces, its finish reason and its usage (input
-        and output tokens); a chunk not in OpenAI's shape is ModelUnavailable, as a reply not read."""
+        and output tokens); the fields a proxy passes on go into ``reply`` (``logprobs`` content and
+        ``refusal`` pieces into their lists). A chunk not in OpenAI's shape is ModelUnavailable
+        naming what was wrong."""
         items: list[StreamItem] = []
         finish: str | None = None
-        try:
-            given = chunk.get("usage")
-            tokens = ((int(given.get("prompt_tokens") or 0), int(given.get("completion_tokens") or 0))
-                      if isinstance(given, dict) else None)
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                content = delta.get("content")
-                if content:
-                    if not isinstance(content, str):
-                        raise TypeError(f"a delta's content is {type(content).__name__}, not text")
-                    items.append(content)
-                items += [ToolCallDelta.from_openai(entry, position)
-                          for position, entry in enumerate(delta.get("tool_calls") or ())]
-                if choice.get("finish_reason"):
-                    finish = str(choice["finish_reason"])
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise ModelUnavailable(f"{self.name} at {self.endpoint} sent a stream chunk not in OpenAI's shape "
-                                   f"({exc}); the server may not be OpenAI-compatible", model=self.name) from None
+        given = chunk.get("usage")
+        tokens = _usage(given, self._not_shaped) if given is not None else None
+        if given is not None:
+            reply.fields["usage"] = given
+        for name in REPLY_FIELDS[:1] + REPLY_FIELDS[2:]:
+            if chunk.get(name) is not None:
+                reply.fields[name] = chunk[name]
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
+            raise self._not_shaped(f"a chunk's choices are {type(choices).__name__}, not a list")
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise self._not_shaped(f"a chunk's choice is {type(choice).__name__}, not an object")
+            delta = choice.get("delta")
+            if delta is None:
+                delta = {}
+            if not isinstance(delta, dict):
+                raise self._not_shaped(f"a choice's delta is {type(delta).__name__}, not an object")
+            content = delta.get("content")
+            if content is not None and not isinstance(content, str):
+                raise self._not_shaped(f"a delta's content is {type(content).__name__}, not text")
+            if content:
+                items.append(content)
+            if isinstance(delta.get("refusal"), str):
+                refusal.append(delta["refusal"])
+            entries = delta.get("tool_calls")
+            if entries is not None:
+                if not isinstance(entries, list):
+                    raise self._not_shaped(f"a delta's tool_calls are {type(entries).__name__}, not a list")
+                items += [self._tool_piece(entry, position) for position, entry in enumerate(entries)]
+            given_logprobs = choice.get("logprobs")
+            if isinstance(given_logprobs, dict) and isinstance(given_logprobs.get("content"), list):
+                logprobs.extend(given_logprobs["content"])
+            reason = choice.get("finish_reason")
+            if reason is not None and not isinstance(reason, str):
+                raise self._not_shaped(f"a choice's finish_reason is {type(reason).__name__}, not text")
+            if reason:
+                finish = reason
         return items, finish, tokens
+
+    def _tool_piece(self, entry: object, position: int) -> ToolCallDelta:
+        """One entry of a delta's ``tool_calls``, checked: an object whose ``index`` is a number,
+        ``id``, ``type`` text, ``function`` an object whose ``name`` and ``arguments`` are text."""
+        if not isinstance(entry, dict):
+            raise self._not_shaped(f"a tool call piece is {type(entry).__name__}, not an object")
+        index = entry.get("index", position)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise self._not_shaped(f"a tool call piece's index is {index!r}, not a number")
+        function = entry.get("function")
+        if function is not None and not isinstance(function, dict):
+            raise self._not_shaped(f"a tool call piece's function is {type(function).__name__}, not an object")
+        for where, value in (("id", entry.get("id")), ("type", entry.get("type")),
+                             ("function.name", (function or {}).get("name")),
+                             ("function.arguments", (function or {}).get("arguments"))):
+            if value is not None and not isinstance(value, str):
+                raise self._not_shaped(f"a tool call piece's {where} is {type(value).__name__}, not text")
+        return ToolCallDelta.from_openai(entry, position)
+
+    def _not_shaped(self, what: str) -> ModelUnavailable:
+        return ModelUnavailable(f"{self.name} at {self.endpoint} sent an answer not in OpenAI's shape: {what}; "
+                                "the server may not be OpenAI-compatible", model=self.name)
+
+    def _too_big(self) -> ModelUnavailable:
+        return ModelUnavailable(
+            f"{self.name} at {self.endpoint} sent an answer over {_size(self.max_reply_bytes or 0)}, the most one "
+            "answer may take (max_reply_bytes); it was not read further", model=self.name)
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+        """A reply's body, at most ``max_reply_bytes`` (more: ModelUnavailable, nothing more read)."""
+        cap = self.max_reply_bytes
+        if cap is None:
+            return await response.read()
+        if response.content_length is not None and response.content_length > cap:
+            raise self._too_big()
+        parts: list[bytes] = []
+        size = 0
+        async for part in response.content.iter_chunked(1 << 16):
+            size += len(part)
+            if size > cap:
+                raise self._too_big()
+            parts.append(part)
+        return b"".join(parts)
 
     async def list_models(self, *, api_key: str | None = None, timeout: float | None = None) -> bytes:
         """The endpoint's ``GET /models`` body as it is; an error status raises its jurist error."""
@@ -247,10 +351,12 @@ class OpenAIChat:
             raise mapped from exc
 
     async def aclose(self) -> None:
-        """Close the adapter's own HTTP session and its connections."""
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        """Let go of the shared HTTP session (closed, with its connections, by the last adapter of
+        its endpoint and loop to let go)."""
+        session, self._session = self._session, None
+        last = None if session is None else _SESSIONS.let_go(self.endpoint, self._session_loop, session)
+        if last is not None and not last.closed:
+            await last.close()
 
     # -- internals -----------------------------------------------------------
 
@@ -326,7 +432,8 @@ class OpenAIChat:
         if request.seed is not None:
             params["seed"] = request.seed
         if request.response_schema is not None:
-            params.update(request_fields(mode, request.response_schema, request.schema_name))
+            params.update(request_fields(mode, request.response_schema, request.schema_name,
+                                         strict=request.schema_strict))
         if request.top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = request.top_logprobs
@@ -344,13 +451,14 @@ class OpenAIChat:
         return ('{"messages": ' + messages + ", " + rest[1:]).encode()
 
     def _http(self) -> aiohttp.ClientSession:
-        """The given session, else the adapter's own one for the running event loop."""
+        """The given session, else the one the endpoint's adapters share in the running event loop."""
         if self._given_session is not None:
             return self._given_session
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
-            # No connection cap of its own: the Model's limiter bounds the requests in flight.
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls_context()))
+            if self._session is not None:  # another loop's (or closed): let go of it there
+                _SESSIONS.let_go(self.endpoint, self._session_loop, self._session)
+            self._session = _SESSIONS.acquire(self.endpoint, loop)
             self._session_loop = loop
         return self._session
 
@@ -361,26 +469,50 @@ class OpenAIChat:
                 "check that base_url points at an OpenAI-compatible /v1 endpoint",
                 model=self.name,
             )
-        try:
-            choice = response["choices"][0]
-            message = choice.get("message") or {}
-            text = message.get("content") or ""
-            usage = response.get("usage") or {}
-            return Completion(
-                text=text if isinstance(text, str) else str(text),
-                model=self.name,
-                input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-                finish_reason=choice.get("finish_reason"),
-                logprobs=_token_logprobs(choice.get("logprobs")),
-                tool_calls=message.get("tool_calls") or None,
-            )
-        except (AttributeError, IndexError, TypeError, KeyError, ValueError) as exc:
-            raise ModelUnavailable(
-                f"{self.name} at {self.endpoint} sent a chat completion without the expected fields "
-                f"({type(exc).__name__}: {exc}); the server may not be OpenAI-compatible",
-                model=self.name,
-            ) from exc
+        choices = response["choices"]
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._not_shaped("its choices are not a list of objects")
+        choice = choices[0]
+        message = choice.get("message")
+        if message is None:
+            message = {}
+        if not isinstance(message, dict):
+            raise self._not_shaped(f"the choice's message is {type(message).__name__}, not an object")
+        text = message.get("content")
+        if text is not None and not isinstance(text, str):
+            raise self._not_shaped(f"the message's content is {type(text).__name__}, not text")
+        finish = choice.get("finish_reason")
+        if finish is not None and not isinstance(finish, str):
+            raise self._not_shaped(f"the choice's finish_reason is {type(finish).__name__}, not text")
+        calls = message.get("tool_calls")
+        if calls is not None:
+            calls = self._tool_calls(calls)
+        given = response.get("usage")
+        tokens = _usage(given, self._not_shaped) if given is not None else (0, 0)
+        fields = {k: response[k] for k in REPLY_FIELDS if response.get(k) is not None}
+        fields.update({k: choice[k] for k in CHOICE_FIELDS if choice.get(k) is not None})
+        fields.update({k: message[k] for k in MESSAGE_FIELDS if message.get(k) is not None})
+        return Completion(
+            text=text or "",
+            model=self.name,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            finish_reason=finish,
+            logprobs=_token_logprobs(choice.get("logprobs")),
+            tool_calls=calls or None,
+            usage_reported=given is not None,
+            reply=ReplyMeta(finish_reason=finish, fields=fields),
+        )
+
+    def _tool_calls(self, calls: object) -> list[dict[str, Any]]:
+        """A message's ``tool_calls``, checked as :meth:`_tool_piece` checks a piece (and each whole)."""
+        if not isinstance(calls, list):
+            raise self._not_shaped(f"the message's tool_calls are {type(calls).__name__}, not a list")
+        for position, call in enumerate(calls):
+            piece = self._tool_piece(call, position)
+            if piece.name is None or not isinstance(call.get("function"), dict):
+                raise self._not_shaped("a tool call has no function name")
+        return calls
 
     def _map(self, exc: Exception) -> Exception:
         """Our error for ``exc`` (``exc`` itself when it is ours already or unknown)."""
@@ -392,19 +524,116 @@ class OpenAIChat:
         return f"set providers.{self.provider}.api_key in jurist.yaml (or its API-key env var) to a valid key"
 
 
-async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
-    """The ``data`` of each server-sent event (its ``data:`` lines joined), in order."""
+async def _sse_data(content: aiohttp.StreamReader, cap: int | None = None,
+                    too_big: Callable[[], Exception] | None = None) -> AsyncIterator[str]:
+    """The ``data`` of each server-sent event (its ``data:`` lines joined), in order; past ``cap``
+    bytes in all, ``too_big()`` is raised. Lines of any length (up to the cap), read in linear time."""
     data: list[str] = []
-    async for raw in content:
-        line = raw.decode("utf-8").rstrip("\r\n")
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-        elif line.startswith("data:"):
+    size = 0
+    pending: list[bytes] = []  # the start of a line not ended yet
+    async for block in content.iter_any():
+        size += len(block)
+        if cap is not None and size > cap:
+            raise too_big() if too_big is not None else ValueError(f"the stream is over {cap} bytes")
+        lines = block.split(b"\n")
+        if len(lines) == 1:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending = []
+        if lines[-1]:
+            pending.append(lines[-1])
+        for raw in lines[:-1]:
+            line = raw.decode("utf-8").rstrip("\r")
+            if not line:
+                if data:
+                    yield "\n".join(data)
+                    data = []
+            elif line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+    if pending:
+        line = b"".join(pending).decode("utf-8").rstrip("\r")
+        if line.startswith("data:"):
             data.append(line[6:] if line.startswith("data: ") else line[5:])
     if data:
         yield "\n".join(data)
+
+
+def _strict_json(raw: str | bytes, not_shaped: Callable[[str], Exception]) -> Any:
+    """JSON as an endpoint sent it, strictly: a number beyond any float or NaN is an error."""
+    try:
+        return json.loads(raw, parse_float=_finite, parse_constant=_constant)
+    except (ValueError, RecursionError) as exc:
+        raise not_shaped(f"not valid JSON ({str(exc)[:200]})") from None
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is beyond any float")
+    return value
+
+
+def _constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _usage(given: object, not_shaped: Callable[[str], Exception]) -> tuple[int, int]:
+    """A reply's ``usage`` as (prompt tokens, completion tokens), checked: an object of whole numbers."""
+    if not isinstance(given, dict):
+        raise not_shaped(f"its usage is {type(given).__name__}, not an object")
+    out = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = given.get(name)
+        if value is None:
+            value = 0
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise not_shaped(f"its usage.{name} is {str(value)[:40]!r}, not a count")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+class _SharedSessions:
+    """One aiohttp session per endpoint and event loop, shared by the adapters that talk to it
+    (a proxy makes one adapter per model name: a thousand names on one server are one pool of
+    connections, not a thousand), closed when the last adapter lets go. No connection cap of its
+    own: the Models' limiter bounds the requests in flight."""
+
+    def __init__(self) -> None:
+        # (endpoint, id(loop)) -> (the loop, its session, the adapters holding it)
+        self._open: dict[tuple[str, int], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, int]] = {}
+
+    def acquire(self, endpoint: str, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        key = (endpoint, id(loop))
+        held = self._open.get(key)
+        if held is None or held[0] is not loop or held[1].closed:
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ssl=tls_context()))
+            self._open[key] = (loop, session, 1)
+            return session
+        self._open[key] = (loop, held[1], held[2] + 1)
+        return held[1]
+
+    def let_go(self, endpoint: str, loop: asyncio.AbstractEventLoop | None,
+               session: aiohttp.ClientSession) -> aiohttp.ClientSession | None:
+        """One adapter lets go of ``session``; returns it when that was the last holder (to close)."""
+        key = (endpoint, id(loop))
+        held = self._open.get(key)
+        if held is None or held[1] is not session:
+            return None  # no longer the shared one (its loop ended): nothing to do
+        if held[2] > 1:
+            self._open[key] = (held[0], session, held[2] - 1)
+            return None
+        del self._open[key]
+        return session
+
+
+_SESSIONS = _SharedSessions()
 
 
 def _token_logprobs(data: Any) -> list[TokenLogprob] | None:

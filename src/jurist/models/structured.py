@@ -69,11 +69,11 @@ class Probed(Protocol):
                        structured_output: str | None = None) -> Completion: ...
 
 
-def request_fields(mode: str, schema: dict[str, JsonValue], name: str) -> dict[str, JsonValue]:
-    """The body fields that ask for ``schema`` in ``mode`` (none for ``prompt``)."""
+def request_fields(mode: str, schema: dict[str, JsonValue], name: str, *, strict: bool = False) -> dict[str, JsonValue]:
+    """The body fields that ask for ``schema`` in ``mode`` (none for ``prompt``); ``strict``: json_schema's own flag."""
     if mode == "json_schema":
         return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": name, "schema": schema, "strict": False}}}
+                                    "json_schema": {"name": name, "schema": schema, "strict": strict}}}
     if mode == "json_object_schema":
         return {"response_format": {"type": "json_object", "schema": schema}}
     if mode == "ollama_format":

@@ -53,8 +53,8 @@ from jurist.gate.events import DeltaEvent, DoneEvent, ErrorEvent, GateEvent, Rev
 from jurist.gate.records import PURPOSE, CallCollector, CallEntry, GateRecord
 from jurist.gate.types import CALL_COMPREHENSIVE_RETRY, CALL_GENERATION, CALL_REGENERATION, REVISION_MESSAGE
 from jurist.ids import new_id
-from jurist.models.base import (ChatRequest, StreamedToolCall, StreamItem, ToolCallDelta, add_tool_call,
-                                message_tool_calls)
+from jurist.gate.records import ATTEMPT
+from jurist.models.base import ChatRequest, Completion, StreamItem, ToolCallAssembly, ToolCallDelta
 from jurist.models.messages import AssistantMessage, Message, messages_from_openai
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
@@ -62,13 +62,17 @@ from jurist.models.registry import model_for
 from jurist.models.openai import NO_KEY, OpenAIChat
 from jurist.runtime import Runtime
 from jurist.server.auth import bearer
-from jurist.server.proxy_sse import (ChunkWriter, Usage, completion_body, jurist_field, openai_error,
+from jurist.server.proxy_sse import (Answered, ChunkWriter, Usage, completion_body, jurist_field, openai_error,
                                      tool_round_field)
 
 log = logging.getLogger("jurist.server.proxy")
 
 # Body fields that are the proxy's own business, never forwarded upstream.
-OWN_FIELDS = {"model", "messages", "stream", "is_continuation", "isContinuation", "jurist"}
+OWN_FIELDS = {"model", "messages", "stream", "is_continuation", "isContinuation", "jurist", "extractedContent",
+              "extracted_content"}
+#: The longest trace id and model name the store keeps (its ``trace_id`` and ``model`` columns):
+#: a longer one is refused with a 400, never a record lost.
+MAX_TRACE_ID, MAX_MODEL_NAME = 64, 200
 #: Error codes (note 004's names): the answer failed / the caller's tool loop hit its limit / the time budget ran out.
 GENERATION_FAILED, MAX_ITERATIONS = "GENERATION_FAILED", "MAX_ITERATIONS"
 #: The rounds of tools a caller's loop may run for one user turn (note 004's MAX_ITERATIONS); 0: no limit.
@@ -141,6 +145,9 @@ class ChatBody(BaseModel):
     seed: int | None = None
     # Note 004 spells it isContinuation: both are accepted.
     is_continuation: bool = Field(default=False, validation_alias=AliasChoices("is_continuation", "isContinuation"))
+    # Note 004's extracted content (what the client's tools found), given back in continueContext; not forwarded.
+    extracted_content: JsonValue = Field(default=None,
+                                         validation_alias=AliasChoices("extractedContent", "extracted_content"))
 
 
 class ProxyState:
@@ -222,6 +229,11 @@ class Forwarded:
     max_tokens: int | None = None
     seed: int | None = None
     fields: dict[str, JsonValue] = field(default_factory=dict)
+    # A ``response_format`` of type ``json_schema``: its schema, name and strictness, sent in the
+    # upstream's own dialect (:mod:`jurist.models.structured`, as judge calls are).
+    schema: dict[str, Any] | None = None
+    schema_name: str = "response"
+    schema_strict: bool = False
 
     @property
     def tools(self) -> bool:
@@ -230,52 +242,92 @@ class Forwarded:
 
 
 class Upstream:
-    """One request's generator: each call streams one attempt through the upstream Model,
-    on the request's trace, with the purpose the gate asks for (generation, regeneration ...).
+    """One request's generator: each call is one attempt through the upstream Model, on the
+    request's trace, with the purpose the gate asks for (generation, regeneration ...), asked the
+    way the client asked (streamed, or not: a non-streamed request gets the upstream's whole
+    reply, its usage included).
 
-    The first stream is opened before the gate starts (:meth:`prime`, on the
-    messages the gate will pass: :func:`jurist.gate.policy.current_cycle`), so
-    an upstream 4xx/5xx becomes the proxy's own status rather than a gate event,
-    and an answer that calls tools (``tool_answer``) is relayed as it is
-    (:meth:`relay`) instead of being judged. A request that offers tools is read
-    until it is clear which kind of answer comes (a tool call, or the end of a
-    text answer); one without tools only until its first text.
+    The upstream receives the client's messages exactly as they came (``wire``: every message,
+    tool call, tool result, image and unknown field), with what the gate adds for a regeneration
+    after them; the gate (and its judge) works on its own filtered view (``cycle``,
+    :func:`jurist.gate.policy.current_cycle`). The first attempt is opened before the gate starts
+    (:meth:`prime`), so an upstream 4xx/5xx becomes the proxy's own status rather than a gate
+    event, and an answer that calls tools (``tool_answer``) is relayed as it is (:meth:`relay`)
+    instead of being judged. A streamed request that offers tools is read until it is clear which
+    kind of answer comes (a tool call, or the end of a text answer); one without tools only until
+    its first text. ``completions`` holds each attempt's completion by attempt number (finish
+    reason, usage, what the reply carried), for the answer the client gets.
     """
 
-    def __init__(self, model: Model, params: Forwarded, *, api_key: str | None, trace_id: str) -> None:
+    def __init__(self, model: Model, params: Forwarded, *, api_key: str | None, trace_id: str,
+                 stream: bool = True, received: Sequence[Message] = (),
+                 wire: Sequence[dict[str, JsonValue]] | None = None, cycle: Sequence[Message] = ()) -> None:
         self.model = model
         self.params = params
         self.api_key = api_key
         self.trace_id = trace_id
+        self.stream = stream
+        self.received = tuple(received)  # the client's messages, typed (the record's view)
+        self.wire = tuple(wire) if wire is not None else None  # the same, as sent
+        self.cycle = list(cycle)  # what the gate passes for the first attempt
         self.tools = params.tools
         self.tool_answer = False  # the first answer calls tools: relayed, not judged
         self.error: ModelError | None = None  # the last upstream failure
+        self.completions: dict[int, Completion] = {}
         self._refused: ModelError | None = None  # the first call's failure (before the gate ran)
         self._primed: AsyncGenerator[StreamItem, None] | None = None
         self._first: list[StreamItem] = []
         self._primed_for: list[Message] | None = None
         self.__qualname__ = f"upstream:{model.name}"  # the gate names function generators by their qualname
 
-    def _open(self, messages: Sequence[Message], purpose: str) -> AsyncGenerator[StreamItem, None]:
+    def _request(self, messages: Sequence[Message], purpose: str) -> ChatRequest:
+        """The upstream request for the messages the gate asks with: the client's own, as sent,
+        then what the gate added after its view of them."""
         p = self.params
         fields = p.fields
         if self.tools and purpose != CALL_GENERATION:
             # The gate asks for a better answer, not for another round of tools (the caller runs those).
             fields = {**fields, "tool_choice": "none"}
-        request = ChatRequest(messages=tuple(messages), temperature=p.temperature, max_tokens=p.max_tokens,
-                              seed=p.seed, extra_body=fields or None, api_key=self.api_key)
-        return self.model.stream(request, purpose=purpose, trace_id=self.trace_id)
+        sent: tuple[Message, ...] = tuple(messages)
+        wire: tuple[dict[str, JsonValue], ...] | None = None
+        n = len(self.cycle)
+        if self.wire is not None and list(messages[:n]) == self.cycle:
+            added = tuple(messages[n:])
+            sent = (*self.received, *added)
+            wire = (*self.wire, *(m.openai() for m in added))
+        return ChatRequest(messages=sent, wire_messages=wire, temperature=p.temperature, max_tokens=p.max_tokens,
+                           seed=p.seed, extra_body=fields or None, api_key=self.api_key,
+                           response_schema=p.schema, schema_name=p.schema_name, schema_strict=p.schema_strict)
+
+    def _open(self, messages: Sequence[Message], purpose: str, attempt: int) -> AsyncGenerator[StreamItem, None]:
+        request = self._request(messages, purpose)
+        if not self.stream:
+            return self._whole(request, purpose, attempt)
+        done = self.completions[attempt] = Completion(text="", model=self.model.name)
+        return self.model.stream(request, purpose=purpose, trace_id=self.trace_id, into=done)
+
+    async def _whole(self, request: ChatRequest, purpose: str, attempt: int) -> AsyncGenerator[StreamItem, None]:
+        """One attempt asked not streamed: its text, then its tool calls as pieces."""
+        completion = await self.model.complete(request, purpose=purpose, trace_id=self.trace_id)
+        self.completions[attempt] = completion
+        if completion.text:
+            yield completion.text
+        for index, call in enumerate(completion.tool_calls or ()):
+            function = call.get("function")
+            fn = function if isinstance(function, dict) else {}
+            yield ToolCallDelta(index=index, id=_text(call.get("id")), type=_text(call.get("type")),
+                                name=_text(fn.get("name")), arguments=_text(fn.get("arguments")))
 
     async def prime(self, messages: list[Message]) -> None:
         """Open the first attempt and read until its kind is known: an error status raises here."""
-        stream = self._open(messages, CALL_GENERATION)
+        stream = self._open(messages, CALL_GENERATION, 1)
         try:
             while (item := await anext(stream, None)) is not None:
                 self._first.append(item)
                 if isinstance(item, ToolCallDelta):
                     self.tool_answer = True
                     break
-                if not self.tools:
+                if not self.tools and self.stream:
                     break
         except ModelError as exc:
             self.error = self._refused = exc
@@ -292,8 +344,12 @@ class Upstream:
             await stream.aclose()
             stream = None
         if stream is None:
-            stream, first = self._open(messages, PURPOSE.get()), []
+            stream, first = self._open(messages, PURPOSE.get(), max(ATTEMPT.get(), 1)), []
         return self._items(stream, first, texts_only=True)
+
+    def completion(self, attempt: int) -> Completion | None:
+        """The completion of attempt number ``attempt`` (None: no such attempt)."""
+        return self.completions.get(attempt)
 
     async def relay(self) -> AsyncIterator[StreamItem]:
         """The primed answer's items as they come (a tool-call answer, passed through)."""
@@ -326,29 +382,46 @@ class Upstream:
             await stream.aclose()
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _error(status: int, message: str, *, param: str | None = None, code: str | None = None,
            resume: Mapping[str, JsonValue] | None = None, **extra: JsonValue) -> JSONResponse:
     return JSONResponse(openai_error(status, message, param=param, code=code, resume=resume, **extra),
                         status_code=status)
 
 
-def continuation(messages: list[dict[str, JsonValue]], model: str | None = None) -> dict[str, JsonValue]:
+def continuation(messages: list[dict[str, JsonValue]], model: str | None = None, *, provider: str | None = None,
+                 extracted: JsonValue = None) -> dict[str, JsonValue]:
     """What a failed request offers to resume it (note 004): ``showContinueButton`` and
-    ``continueContext`` ({messages, lastUserMessage, model}; resend its messages with
-    ``"isContinuation": true``), and jurist's own ``continue_context`` (the messages, as sent)."""
+    ``continueContext`` ({messages, lastUserMessage, provider, model, extractedContent}; resend its
+    messages with ``"isContinuation": true``), and jurist's own ``continue_context`` (the messages,
+    as sent). ``provider`` is the upstream's address; ``extractedContent`` only when the request had any."""
     last_user = last_user_index(messages_from_openai(messages))
     sent = list[JsonValue](messages)
     context: dict[str, JsonValue] = {"messages": sent, "lastUserMessage": sent[last_user] if last_user >= 0 else None}
+    if provider is not None:
+        context["provider"] = provider
     if model is not None:
         context["model"] = model
+    if extracted is not None:
+        context["extractedContent"] = extracted
     return {"continue_context": sent, "showContinueButton": True, "continueContext": context}
 
 
+def _resume(proxy: ProxyState, body: ChatBody, messages: list[dict[str, JsonValue]] | None = None
+            ) -> dict[str, JsonValue]:
+    """:func:`continuation` for this request (its messages unless given)."""
+    return continuation(body.messages if messages is None else messages, body.model, provider=proxy.upstream,
+                        extracted=body.extracted_content)
+
+
 def passthrough(exc: ModelError, messages: list[dict[str, JsonValue]] | None = None,
-                model: str | None = None) -> Response:
+                model: str | None = None, *, resume: dict[str, JsonValue] | None = None) -> Response:
     """The upstream's own status and body (and Retry-After); no answer at all is a 502 (504 on a timeout).
-    With ``messages``, an OpenAI-shaped error body also gets the :func:`continuation` fields."""
-    more = continuation(messages, model) if messages is not None else None
+    With ``messages`` (or ``resume``), an OpenAI-shaped error body also gets the :func:`continuation` fields."""
+    more = resume if resume is not None else continuation(messages, model) if messages is not None else None
     if exc.status is not None and exc.body is not None:
         headers = {k: v for k, v in exc.headers.items() if k in ("retry-after", "x-request-id")}
         return Response(_with_fields(exc.body, more or {}), status_code=exc.status, headers=headers,
@@ -417,6 +490,10 @@ def _parse(raw: dict[str, Any]) -> tuple[ChatBody, list[Message]] | JSONResponse
         param = ".".join(str(p) for p in first.get("loc", ()))
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return _error(422, f"invalid request: {detail}", param=param or None)
+    if len(body.model) > MAX_MODEL_NAME:
+        return _error(400, f"the model name is {len(body.model)} characters; jurist records at most "
+                           f"{MAX_MODEL_NAME}: use a shorter name (an alias on the upstream)", param="model",
+                      code="model_name_too_long")
     try:
         messages = messages_from_openai(body.messages)  # strictly: an unknown field is named, with the closest one
     except InputError as exc:
@@ -430,6 +507,17 @@ def _params(body: ChatBody) -> Forwarded:
     fields: dict[str, JsonValue] = {k: v for k, v in (body.model_extra or {}).items() if k not in OWN_FIELDS}
     if body.n is not None:
         fields["n"] = body.n
+    fmt = fields.get("response_format")
+    spec = fmt.get("json_schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if isinstance(spec, dict) and isinstance(schema, dict):
+        # Sent the way this upstream reads a schema (llama.cpp: json_object with a schema ...),
+        # found and kept as for the judge's own calls.
+        del fields["response_format"]
+        name = spec.get("name")
+        return Forwarded(temperature=body.temperature, max_tokens=body.max_tokens, seed=body.seed, fields=fields,
+                         schema=schema, schema_name=name if isinstance(name, str) and name else "response",
+                         schema_strict=spec.get("strict") is True)
     return Forwarded(temperature=body.temperature, max_tokens=body.max_tokens, seed=body.seed, fields=fields)
 
 
@@ -443,12 +531,11 @@ def _failure(exc: BaseException) -> tuple[str, int]:
     return str(exc) or type(exc).__name__, status or 502
 
 
-def _error_event(out: ChunkWriter, exc: BaseException, messages: list[dict[str, JsonValue]], model: str | None = None,
-                 **more: JsonValue) -> str:
+def _error_event(out: ChunkWriter, exc: BaseException, resume: dict[str, JsonValue], **more: JsonValue) -> str:
     """The ``jurist.error`` event of a failure of the proxy's own (no gate event)."""
     message, status = _failure(exc)
     data: dict[str, JsonValue] = {"error": message, "code": GENERATION_FAILED, "status": status,
-                                  **continuation(messages, model), **more}
+                                  **resume, **more}
     return out.error(data, status=status, message=message, code=GENERATION_FAILED)
 
 
@@ -507,21 +594,25 @@ async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -
     if isinstance(parsed, JSONResponse):
         return parsed
     body, messages = parsed
+    trace_id = request.headers.get("x-jurist-trace-id") or new_id()
+    if len(trace_id) > MAX_TRACE_ID:
+        return _error(400, f"the X-Jurist-Trace-Id header is {len(trace_id)} characters; jurist records at most "
+                           f"{MAX_TRACE_ID}", param="X-Jurist-Trace-Id", code="trace_id_too_long")
     try:
         proxy.gate  # built on first use: a missing judge says so in OpenAI's error shape
     except JuristError as exc:
         return _error(500, f"the gate is not configured: {exc}", code="gate_not_configured")
-    trace_id = request.headers.get("x-jurist-trace-id") or new_id()
+    cycle = current_cycle(messages, body.is_continuation)
     upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
-                        trace_id=trace_id)
+                        trace_id=trace_id, stream=body.stream, received=messages, wire=body.messages, cycle=cycle)
     try:
-        await upstream.prime(current_cycle(messages, body.is_continuation))
+        await upstream.prime(cycle)
     except ModelError as exc:
         # The gate records the failed request (its error and the failed call); the caller
         # gets the upstream's own status, body and Retry-After.
         await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
                              trace_id=trace_id)
-        return passthrough(exc, body.messages, body.model)
+        return passthrough(exc, resume=_resume(proxy, body))
     completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
     if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
         if proxy.max_iterations and not body.is_continuation and tool_rounds(messages) >= proxy.max_iterations:
@@ -554,7 +645,7 @@ def _iteration_limit(proxy: ProxyState, body: ChatBody, trace_id: str) -> JSONRe
     payload = openai_error(422, f"Maximum tool execution iterations reached ({proxy.max_iterations} rounds "
                                 "since the last user message); resend continueContext.messages with "
                                 "\"isContinuation\": true to go on", code=MAX_ITERATIONS,
-                           resume=continuation(body.messages, body.model))
+                           resume=_resume(proxy, body))
     payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id), error=MAX_ITERATIONS)
     return JSONResponse(payload, status_code=422)
 
@@ -564,24 +655,38 @@ def _call_usage(calls: list[CallEntry]) -> Usage | None:
     return None if call is None else _openai_usage(call)
 
 
+def _answered(upstream: Upstream, attempt: int) -> Answered:
+    """What the upstream's answer for ``attempt`` carried, for the client: its finish reason,
+    usage, logprobs, system fingerprint and refusal, as the upstream sent them."""
+    completion = upstream.completion(attempt)
+    if completion is None:
+        return Answered()
+    fields = completion.reply.fields if completion.reply is not None else {}
+    return Answered(finish_reason=completion.finish_reason, usage=fields.get("usage"),
+                    logprobs=fields.get("logprobs"), system_fingerprint=fields.get("system_fingerprint"),
+                    refusal=fields.get("refusal"), service_tier=fields.get("service_tier"))
+
+
 async def _relay_complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
                           completion_id: str) -> Response:
     text: list[str] = []
-    calls: list[StreamedToolCall] = []
+    calls = ToolCallAssembly()
     try:
         async for item in upstream.relay():
             if isinstance(item, ToolCallDelta):
-                add_tool_call(calls, item)
+                calls.add(item)
             else:
                 text.append(item)
     except ModelError as exc:
         message, status = _failure(exc)
-        payload = openai_error(status, message, code=GENERATION_FAILED, resume=continuation(body.messages, body.model))
+        payload = openai_error(status, message, code=GENERATION_FAILED, resume=_resume(proxy, body))
         payload["jurist"] = tool_round_field(trace_id, _tool_round(proxy, trace_id))
         return JSONResponse(payload, status_code=status)
     entries = _tool_round(proxy, trace_id)
+    whole = upstream.completion(1)
+    tool_calls = whole.tool_calls if whole is not None and whole.tool_calls else calls.calls()
     return JSONResponse(completion_body(completion_id, body.model, "".join(text), tool_round_field(trace_id, entries),
-                                        _call_usage(entries), tool_calls=message_tool_calls(calls)))
+                                        _call_usage(entries), tool_calls=tool_calls, data=_answered(upstream, 1)))
 
 
 async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -593,13 +698,13 @@ async def _relay_stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, t
             yield out.tool_call(item) if isinstance(item, ToolCallDelta) else out.delta(item)
     except ModelError as exc:
         log.warning("upstream failed while relaying a tool call: %s", exc)
-        yield _error_event(out, exc, body.messages, body.model, trace_id=trace_id)
+        yield _error_event(out, exc, _resume(proxy, body), trace_id=trace_id)
         yield out.done()
         return
     entries = _tool_round(proxy, trace_id)
     jurist = tool_round_field(trace_id, entries)
     yield out.event("done", jurist)
-    yield out.finish(jurist, _call_usage(entries))
+    yield out.finish(jurist, _call_usage(entries), _answered(upstream, 1))
     yield out.done()
 
 
@@ -610,18 +715,19 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
                                       trace_id=trace_id)
     except ModelError as exc:  # the gate turns generator failures into its result: this is a failure of its own
         if exc.body is not None:
-            return passthrough(exc, body.messages, body.model)
+            return passthrough(exc, resume=_resume(proxy, body))
         message, _ = _failure(exc)  # no answer at all from the gate: a bad gateway
-        return JSONResponse(openai_error(502, message, code=GENERATION_FAILED, resume=continuation(body.messages, body.model)),
+        return JSONResponse(openai_error(502, message, code=GENERATION_FAILED, resume=_resume(proxy, body)),
                             status_code=502)
     jurist = jurist_field(result, trace_id)
     if result.error is not None:
         status = _status(upstream)
         context = result.continue_context if result.continue_context is not None else body.messages
-        payload = openai_error(status, result.error, code=_code(result), resume=continuation(context, body.model))
+        payload = openai_error(status, result.error, code=_code(result), resume=_resume(proxy, body, context))
         payload["jurist"] = jurist
         return JSONResponse(payload, status_code=status)
-    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(result)))
+    return JSONResponse(completion_body(completion_id, body.model, result.answer, jurist, _usage(result),
+                                        data=_answered(upstream, result.accepted_attempt)))
 
 
 async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
@@ -647,13 +753,14 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                     case DoneEvent():
                         jurist = jurist_field(ev.result, trace_id)
                         yield out.event("done", jurist)
-                        yield out.finish(jurist, _usage(ev.result))
+                        accepted = ev.result.accepted_attempt if ev.result is not None else 1
+                        yield out.finish(jurist, _usage(ev.result), _answered(upstream, accepted))
                         yield out.done()
                         return
                     case ErrorEvent():
                         context = ev.result.continue_context or body.messages
                         status = _status(upstream)
-                        yield out.error({**continuation(context, body.model), **ev.data, "status": status},
+                        yield out.error({**_resume(proxy, body, context), **ev.data, "status": status},
                                         status=status, message=ev.result.error, code=ev.code)
                         yield out.done()
                         return
@@ -661,7 +768,7 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                         yield out.event(ev.type, ev.data)
     except Exception as exc:  # the gate itself raised (an upstream failure it did not turn into an event)
         log.warning("gate stream failed: %s", exc)
-        yield _error_event(out, exc, body.messages, body.model)
+        yield _error_event(out, exc, _resume(proxy, body))
         yield out.done()
         return
     finally:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
@@ -25,6 +26,25 @@ from jurist.models.error_types import OPENAI_ERROR_TYPES
 
 #: The fields of an error that let the caller resume (note 004's names, and jurist's ``continue_context``).
 CONTINUE_FIELDS = ("continue_context", "showContinueButton", "continueContext")
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What the upstream's answer carried, passed to the client as the upstream sent it: the
+    finish reason (``length``: cut at the token limit), the usage (with any details), the
+    choice's ``logprobs``, ``system_fingerprint``, ``service_tier`` and the message's ``refusal``."""
+
+    finish_reason: str | None = None
+    usage: Any = None
+    logprobs: Any = None
+    system_fingerprint: Any = None
+    refusal: Any = None
+    service_tier: Any = None
+
+    def top(self) -> dict[str, JsonValue]:
+        """The completion's top-level fields (usage apart)."""
+        return {k: v for k, v in (("system_fingerprint", self.system_fingerprint),
+                                  ("service_tier", self.service_tier)) if v is not None}
 
 
 class Usage(BaseModel):
@@ -121,12 +141,22 @@ class ChunkWriter:
         payload["error"] = error_object(status or 502, message or "upstream failed", code=code, resume=resume)
         return self.role() + self._data(payload, "jurist.error")
 
-    def finish(self, jurist: dict[str, JsonValue], usage: Usage | None = None) -> str:
-        """The last chunk: ``finish_reason`` ``tool_calls`` after a tool call, else ``stop``."""
-        extra: dict[str, JsonValue] = {"jurist": jurist}
-        if usage:
+    def finish(self, jurist: dict[str, JsonValue], usage: Usage | None = None, data: Answered | None = None) -> str:
+        """The last chunk: the upstream's finish reason (``data``; without one, ``tool_calls`` after a
+        tool call, else ``stop``), its usage (else ``usage``, from the call record), system fingerprint,
+        and the answer's logprobs and refusal in its delta and choice."""
+        data = data or Answered()
+        extra: dict[str, JsonValue] = {"jurist": jurist, **data.top()}
+        if data.usage is not None:
+            extra["usage"] = data.usage
+        elif usage:
             extra["usage"] = usage.model_dump()
-        return self.role() + self._data(self._chunk({}, "tool_calls" if self.sent_tool_call else "stop", **extra))
+        finish = data.finish_reason or ("tool_calls" if self.sent_tool_call else "stop")
+        delta: dict[str, JsonValue] = {} if data.refusal is None else {"refusal": data.refusal}
+        payload = self._chunk(delta, finish, **extra)
+        if data.logprobs is not None:
+            payload["choices"][0]["logprobs"] = data.logprobs  # type: ignore[index, call-overload]
+        return self.role() + self._data(payload)
 
     @staticmethod
     def done() -> str:
@@ -134,21 +164,31 @@ class ChunkWriter:
 
 
 def completion_body(completion_id: str, model: str, answer: str, jurist: dict[str, JsonValue],
-                    usage: Usage | None, tool_calls: Sequence[JsonValue] | None = None) -> dict[str, JsonValue]:
+                    usage: Usage | None, tool_calls: Sequence[JsonValue] | None = None, *,
+                    data: Answered | None = None) -> dict[str, JsonValue]:
     """A standard ``chat.completion`` with the accepted answer and the ``jurist`` field; an
-    answer that calls tools carries them (``finish_reason`` ``tool_calls``, no content if it has no text)."""
+    answer that calls tools carries them (no content if it has no text). What the upstream's
+    answer carried (``data``) is passed on as it came: finish reason (without one: ``tool_calls``
+    or ``stop``), usage (else ``usage``, from the call record), logprobs, refusal, system fingerprint."""
+    data = data or Answered()
     message: dict[str, JsonValue] = {"role": "assistant", "content": answer}
     if tool_calls:
         message = {"role": "assistant", "content": answer or None, "tool_calls": list(tool_calls)}
+    if data.refusal is not None:
+        message["refusal"] = data.refusal
     body: dict[str, JsonValue] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}],
+                     "finish_reason": data.finish_reason or ("tool_calls" if tool_calls else "stop"),
+                     "logprobs": data.logprobs}],
+        **data.top(),
         "jurist": jurist,
     }
-    if usage:
+    if data.usage is not None:
+        body["usage"] = data.usage
+    elif usage:
         body["usage"] = usage.model_dump()
     return body
