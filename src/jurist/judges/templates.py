@@ -35,7 +35,8 @@ from jurist.judges.prompting import Quoted
 from jurist.models.messages import Message, SystemMessage, UserMessage
 
 RUBRIC_PLACEHOLDERS = frozenset(
-    {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items"}
+    {"rubric_name", "rubric_description", "scoring_criteria", "chat_session", "score_min", "score_max", "rubric_items",
+     "expected"}
 )
 #: The pairwise judge's template (``pairwise_judge``): what makes an answer better, the prompt
 #: and the two answers, each quoted (:mod:`jurist.judges.pairwise`).
