@@ -45,3 +45,34 @@ def test_the_git_commit_of_the_working_folder_says_when_it_has_changes(tmp_path)
     assert git_commit(tmp_path) == head
     (tmp_path / "app.py").write_text("A = 2\n")
     assert git_commit(tmp_path) == f"{head}-dirty"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_adds_racing_for_the_next_number_both_land(backend, tmp_path):
+    """Another process adds a version between this add's look-up of the next number and its insert."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import create_engine, event, insert
+
+    from jurist.store.tables import dataset_versions
+
+    ours = [DatasetItem(id="a", input="Ours?")]
+    with fresh_database(backend, tmp_path, "jurist_race") as url, Store(url) as store:
+        other = create_engine(url)
+        raced = []
+
+        def race(conn, cursor, statement, *args):
+            if statement.lstrip().upper().startswith("INSERT INTO DATASET_VERSIONS") and not raced:
+                raced.append(True)
+                with other.begin() as c:
+                    c.execute(insert(dataset_versions).values(dataset="qa", version="theirs", number=1, items=0,
+                                                              created_at=datetime.now(timezone.utc)))
+
+        event.listen(store.engine, "before_cursor_execute", race)
+        try:
+            version, new = store.add_dataset_version("qa", content_version(ours), ours)
+        finally:
+            event.remove(store.engine, "before_cursor_execute", race)
+            other.dispose()
+        assert raced and new and version.number == 2
+        assert [v.dataset_version for v in store.dataset_versions("qa")] == ["theirs", content_version(ours)]

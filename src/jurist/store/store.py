@@ -29,7 +29,7 @@ from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, Typ
 from pydantic import BaseModel
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
-from sqlalchemy.exc import DBAPIError, SAWarning
+from sqlalchemy.exc import DBAPIError, IntegrityError, SAWarning
 
 from jurist.errors import ConfigError, InputError, StoreError
 from jurist.experiments.records import DatasetItem, DatasetVersion, ExperimentItem, ExperimentRecord
@@ -406,8 +406,12 @@ class Store:
     def add_dataset_version(self, dataset: str, version: str, items: list[DatasetItem],
                             source: str | None = None) -> tuple[DatasetVersion, bool]:
         """Store a dataset version (its items' content hash) unless the dataset has it; return it
-        and whether it is new."""
-        return self.write(experiment_queries.add_dataset_version, dataset, version, items, source)
+        and whether it is new. Two processes adding versions of one dataset at once: the one that
+        lost the race for the next number tries again once."""
+        try:
+            return self.write(experiment_queries.add_dataset_version, dataset, version, items, source)
+        except IntegrityError:
+            return self.write(experiment_queries.add_dataset_version, dataset, version, items, source)
 
     def dataset_version(self, dataset: str, version: str | None = None) -> DatasetVersion | None:
         """A dataset's version by hash or number (None: the latest); None if there is none."""
