@@ -199,3 +199,29 @@ async def test_an_item_stored_without_its_file_gets_it_on_the_rerun(provider, tm
     rerun = await run_experiment(spec(tmp_path), settings=settings_for(provider, url))
     assert rerun.skipped == 2 and len(provider.requests) == calls
     assert json.loads(lost.read_text()) == kept
+
+
+async def test_the_record_names_the_commit_it_ran_at_and_the_one_it_was_resumed_at(provider, tmp_path):
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    git("init", "-q")
+    (tmp_path / "app.py").write_text("A = 1\n")
+    git("add", "app.py")
+    git("commit", "-qm", "first")
+    head = git("rev-parse", "HEAD")
+    add_dataset(url, tmp_path, questions(2))
+    provider.default = replies(fail={"Question 1?"})
+    settings = settings_for(provider, url, max_retries=0)
+    first = await run_experiment(spec(tmp_path), settings=settings)
+    assert first.record.git_commit == head and first.record.items_failed == 1
+    (tmp_path / "app.py").write_text("A = 2\n")
+    second = await run_experiment(spec(tmp_path), settings=settings)  # the failed item again
+    assert second.record.git_commit == f"{head} (resumed at {head}-dirty)"
+    assert any(f"resumed at git commit {head}-dirty" in n for n in second.notes)
+    third = await run_experiment(spec(tmp_path), settings=settings)
+    assert third.record.git_commit == second.record.git_commit

@@ -421,9 +421,10 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
             if why is not None:
                 raise InputError(why)
             record = old.model_copy(update={"status": "running", "finished_at": None, "output_dir": str(out)})
-            if old.git_commit != commit:
-                notes.append(f"resumed at git commit {commit}; the experiment began at {old.git_commit}")
-                record = record.model_copy(update={"git_commit": f"{old.git_commit} (resumed at {commit})"})
+            began = (old.git_commit or "").split(" (resumed at ")[0] or None
+            if began != commit:
+                notes.append(f"resumed at git commit {commit}; the experiment began at {began}")
+                record = record.model_copy(update={"git_commit": f"{began} (resumed at {commit})"})
         await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
         await store.awrite(q.save_experiment, record)
         states = await store.aread(q.item_states, spec.name)
