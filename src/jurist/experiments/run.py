@@ -58,6 +58,7 @@ from jurist.rubrics.models import RubricSet, load_rubrics
 from jurist.rubrics.naming import result_name
 from jurist.rubrics.results import RubricResult
 from jurist.rubrics.scoring import PASS_PERCENTAGE, ScoredSession, SessionEvaluator, facets
+from jurist.rubrics.sessions import ChatSession
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 from jurist.store import experiments as q
@@ -126,6 +127,15 @@ def git_commit(folder: str | Path | None = None) -> str | None:
         return None
     commit = head.stdout.strip()
     return f"{commit}-dirty" if status.returncode == 0 and status.stdout.strip() else commit
+
+
+async def _session(item: DatasetItem, turns: list[dict[str, JsonValue]], source: str) -> ChatSession:
+    """The item and the target's turns as a session; read off the event loop when a turn has content
+    parts (an image URL is resolved, which blocks)."""
+    messages = [*(item.input if isinstance(item.input, list) else []), *turns]
+    if any(not isinstance(m.get("content"), (str, type(None))) for m in messages):
+        return await asyncio.to_thread(session_of, item, turns, source=source)
+    return session_of(item, turns, source=source)
 
 
 async def _done(write: asyncio.Future[None] | None) -> None:
@@ -241,7 +251,7 @@ class _Run:
             self.saving.add(kept_row)
             kept_row.add_done_callback(self._saved)
         try:
-            session = session_of(item, gen.turns, source=SOURCE.format(name=self.record.name))
+            session = await _session(item, gen.turns, SOURCE.format(name=self.record.name))
         except InputError as exc:
             await _done(kept_row)
             await self._finish(self._failed(item, f"the target's turns are not a chat session: {exc.reason}", cost,
