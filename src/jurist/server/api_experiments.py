@@ -197,16 +197,25 @@ def input_and_answer(found: dict[str, Any]) -> tuple[str | list[dict[str, JsonVa
 
 def _add_item(conn: Connection, name: str, body: NewItem, found: dict[str, Any], text: str | list[dict[str, JsonValue]],
               answer: str) -> AddedItem:
-    from jurist.experiments.datasets import content_version
+    from jurist.experiments.datasets import MAX_TEXT_CHARS, content_version
+    from jurist.rubrics.naming import id_problem
+    from jurist.store.tables import SUBJECT_ID_LENGTH
 
     latest = xq.get_dataset_version(conn, name)
     items = xq.get_dataset_items(conn, name, latest.dataset_version) if latest is not None else []
     item_id = body.item_id or str(found["evaluation"]["subject_id"])
+    problem = id_problem(item_id, SUBJECT_ID_LENGTH)
+    if problem:
+        raise refused("item_id", f"the item id {item_id!r} {problem}: give item_id")
     if any(i.id == item_id for i in items):
         raise refused("item_id", f"dataset {name!r} already has an item {item_id!r}: give another item_id")
     metadata: dict[str, JsonValue] = {**(body.metadata or {}), "from_evaluation": body.evaluation_id,
                                       "judged_answer": answer}
     item = DatasetItem(id=item_id, input=text, expected=body.expected, metadata=metadata)
+    size = len(item.model_dump_json())
+    if size > MAX_TEXT_CHARS:
+        raise refused("expected", f"the item would hold {size:,} characters (its input, the judged answer and the "
+                                  f"expected one); a dataset item holds at most {MAX_TEXT_CHARS:,}")
     new_items = [*items, item]
     version, _ = xq.add_dataset_version(conn, name, content_version(new_items), new_items,
                                         f"dashboard: evaluation {body.evaluation_id}")
