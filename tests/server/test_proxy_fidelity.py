@@ -228,6 +228,20 @@ def test_a_json_schema_response_format_is_sent_the_way_llama_cpp_python_reads_it
     assert formats[-1] == {"type": "json_object", "schema": schema}
 
 
+def test_a_json_answer_regenerated_with_the_revision_strategy_stays_one_json_object(provider, isolated):
+    script("judge", FAIL, PASS)
+    provider.default = schema_dialect("json_schema")
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    app = create_app(Settings(home=str(isolated / ".jurist")), upstream=provider.base_url,
+                     gate_config={**GATE_CONFIG, "strategy": "revision"})
+    with running(app) as url, openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0) as c:
+        chunks = list(c.chat.completions.create(model="m", messages=ASK, stream=True, response_format={
+            "type": "json_schema", "json_schema": {"name": "place", "schema": schema}}))
+    text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert json.loads(text) == {"city": "x"}  # one JSON object: no notice text spliced in
+    assert chunks[-1].model_extra["jurist"]["accepted_attempt"] == 2
+
+
 # -- 8. a malformed or oversized upstream is a 502 ---------------------------------------------------
 
 MALFORMED = {

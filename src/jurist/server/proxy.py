@@ -89,10 +89,11 @@ class GateLike(Protocol):
     """What the proxy needs of a gate (``jurist.gate.Gate``)."""
 
     async def run(self, messages: Iterable[Message | Mapping[str, Any]], generate: Any, *,
-                  is_continuation: bool = False, trace_id: str | None = None) -> GateRecord: ...
+                  is_continuation: bool = False, trace_id: str | None = None,
+                  structured: bool = False) -> GateRecord: ...
 
     def stream(self, messages: Iterable[Message | Mapping[str, Any]], generate: Any, *, is_continuation: bool = False,
-               trace_id: str | None = None) -> AsyncGenerator[GateEvent, None]: ...
+               trace_id: str | None = None, structured: bool = False) -> AsyncGenerator[GateEvent, None]: ...
 
     def wrap(self, model: Model) -> Model: ...
 
@@ -239,6 +240,13 @@ class Forwarded:
     def tools(self) -> bool:
         """The request offers tools."""
         return bool(self.fields.get("tools"))
+
+    @property
+    def structured(self) -> bool:
+        """The answer is usable only whole: JSON asked with ``response_format`` (a schema, or
+        ``json_object``). The gate then never shows it before it is accepted, nor splices a notice into it."""
+        fmt = self.fields.get("response_format")
+        return self.schema is not None or (isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"))
 
 
 class Upstream:
@@ -603,7 +611,8 @@ async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -
     except JuristError as exc:
         return _error(500, f"the gate is not configured: {exc}", code="gate_not_configured")
     cycle = current_cycle(messages, body.is_continuation)
-    upstream = Upstream(proxy.model(body.model), _params(body), api_key=proxy.caller_key(request),
+    params = _params(body)
+    upstream = Upstream(proxy.model(body.model), params, api_key=proxy.caller_key(request),
                         trace_id=trace_id, stream=body.stream, received=messages, wire=body.messages, cycle=cycle)
     try:
         await upstream.prime(cycle)
@@ -611,7 +620,7 @@ async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -
         # The gate records the failed request (its error and the failed call); the caller
         # gets the upstream's own status, body and Retry-After.
         await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
-                             trace_id=trace_id)
+                             trace_id=trace_id, **_gate_options(params))
         return passthrough(exc, resume=_resume(proxy, body))
     completion_id = f"chatcmpl-jurist-{trace_id[:24]}"
     if upstream.tool_answer:  # a round of the caller's tool loop: relayed as it is, not judged
@@ -631,6 +640,11 @@ async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -
         return await _complete(proxy, body, upstream, trace_id, completion_id)
     finally:
         await upstream.aclose()
+
+
+def _gate_options(params: Forwarded) -> dict[str, Any]:
+    """The gate's options for a request: ``structured`` for an answer usable only whole (JSON)."""
+    return {"structured": True} if params.structured else {}
 
 
 def _tool_round(proxy: ProxyState, trace_id: str) -> list[CallEntry]:
@@ -712,7 +726,7 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
                     completion_id: str) -> Response:
     try:
         result = await proxy.gate.run(body.messages, generate=upstream, is_continuation=body.is_continuation,
-                                      trace_id=trace_id)
+                                      trace_id=trace_id, **_gate_options(upstream.params))
     except ModelError as exc:  # the gate turns generator failures into its result: this is a failure of its own
         if exc.body is not None:
             return passthrough(exc, resume=_resume(proxy, body))
@@ -735,7 +749,7 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
     out = ChunkWriter(completion_id, body.model)
     yield out.role()
     events = proxy.gate.stream(body.messages, generate=upstream, is_continuation=body.is_continuation,
-                               trace_id=trace_id)
+                               trace_id=trace_id, **_gate_options(upstream.params))
     try:
         async with contextlib.aclosing(events):
             async for ev in events:
