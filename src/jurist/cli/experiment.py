@@ -170,7 +170,7 @@ def print_report(report: "ExperimentReport") -> None:
     overall = s["overall"]
     assert isinstance(items, dict) and isinstance(overall, dict)
     avg = "—" if overall["average_score"] is None else f"{overall['average_score']:g}/{overall['max_score']:g}"
-    cost = format_usd(record.cost_usd) + (" (some calls of unknown cost)" if record.cost_note else "")
+    cost = format_usd(record.cost_usd) + (f" ({record.cost_note})" if record.cost_note else "")
     console.print(escape(
         f"experiment {record.name} ({record.status}): dataset {record.dataset} version {record.dataset_version}, "
         f"target {record.target}, judge {', '.join(record.judge_models)}"), highlight=False, soft_wrap=True)
