@@ -18,7 +18,7 @@ from jurist.runtime import Runtime
 from jurist.research.evaluation import ResearchPipeline
 from jurist.server import (api_analysis, api_evaluations, api_experiments, api_labels, api_prompt_tests, chat,
                            dashboard, dashboard_calibration, dashboard_experiments, dashboard_prompt_tests, health,
-                           proxy, tutor, tutor_ws)
+                           proxy, proxy_messages, proxy_responses, tutor, tutor_ws)
 from jurist.server.research_live import LiveResearch
 from jurist.server.research_live import install as install_live_research
 from jurist.server.research_query import install as install_research_query
@@ -142,8 +142,11 @@ def create_app(
     live = install_live_research(app, research_pipeline, research_live)
     install_research_query(app)  # POST /api/research/query (the same pipeline), GET /api/logs/sessions/{logId}
     if upstream:
-        proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
-                      max_iterations=max_iterations)
+        gate_proxy = proxy.install(app, upstream, gate_config, state.runtime, api_key=upstream_api_key,
+                                   max_iterations=max_iterations)
+        for api in (proxy_responses, proxy_messages):  # the Responses and Messages APIs, over gated_chat
+            app.include_router(api.build_router(gate_proxy))
+        proxy.routes_first(app)
         app.include_router(chat.page_router)  # /chat: a person chats through the gate
     json_errors_in_openapi(app)
     return app

@@ -799,14 +799,13 @@ def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
     proxy = ProxyState(upstream, gate_config, runtime, api_key=api_key, gate_factory=gate_factory,
                        max_iterations=max_iterations)
     app.state.proxy = proxy
-    before = len(app.router.routes)
     app.include_router(build_router(proxy))
-    from jurist.server import proxy_messages, proxy_responses  # translations over gated_chat (they import this)
-    for api in (proxy_responses, proxy_messages):
-        app.include_router(api.build_router(proxy))
-    # The proxy's routes are the hot path (every generation): matched first, not after every page and API
-    # route of the app (no other route is under /v1/).
-    added = app.router.routes[before:]
-    del app.router.routes[before:]
-    app.router.routes[0:0] = added
     return proxy
+
+
+def routes_first(app: FastAPI, prefix: str = "/v1/") -> None:
+    """Move the routes under ``prefix`` to the front of ``app``'s routes. The proxy's routes (chat
+    completions and the translations over it) are the hot path, every generation: matched first, not
+    after every page and API route of the app (no other route is under /v1/)."""
+    ours = [r for r in app.router.routes if getattr(r, "path", "").startswith(prefix)]
+    app.router.routes[:] = ours + [r for r in app.router.routes if r not in ours]
