@@ -100,9 +100,12 @@ async def test_a_rerun_that_changes_what_ran_is_refused(provider, tmp_path):
     with pytest.raises(InputError, match="ran with another target"):
         await run_experiment(spec(tmp_path, target="fake/other"), settings=settings)
     add_dataset(url, tmp_path, questions(3))  # a new version, now the latest
-    with pytest.raises(InputError, match="ran with another dataset version"):
+    with pytest.raises(InputError, match="ran with another dataset version") as err:
         await run_experiment(spec(tmp_path), settings=settings)
+    old = err.value.args[0].split("--version ")[1].split(" ")[0]
     assert len(provider.requests) == calls
+    resumed = await run_experiment(spec(tmp_path, version=old), settings=settings)
+    assert resumed.skipped == 2 and len(provider.requests) == calls
 
 
 async def test_a_second_run_of_the_same_name_is_refused_while_the_first_holds_it(provider, tmp_path, url):

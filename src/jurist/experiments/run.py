@@ -129,8 +129,9 @@ def _same_run(old: ExperimentRecord, new: ExperimentRecord) -> str | None:
         if a != b:
             shown = (a, b) if label != "rubrics" else ([r.id for r in old.rubrics], [r.id for r in new.rubrics])
             what = "rubrics or their templates" if label == "rubrics" else label
+            resume = f" (--version {old.dataset_version} resumes it)" if label == "dataset version" else ""
             return (f"the experiment {old.name!r} ran with another {what} ({shown[0]}; now {shown[1]}): "
-                    "a rerun resumes the same run; give another --name for a new experiment")
+                    f"a rerun resumes the same run{resume}; give another --name for a new experiment")
     return None
 
 
