@@ -130,6 +130,11 @@ def down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
             yield Routes(ProviderServer(), proxy, "openai", dead_root=root)  # a server never started: no requests
 
 
+#: A test that runs on the OpenAI-like upstream only (where the dialect changes nothing the test reads:
+#: errors are relayed the same way from either).
+openai_upstream_only = pytest.mark.parametrize("routes", ["openai"], indirect=True)
+
+
 @pytest.fixture(params=ROUTES)
 def route(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -164,11 +169,13 @@ def _conversation(body: Any) -> Any:
 
 _DIRECT: dict[str, Outcome] = {}  # a direct cell's outcome, for its proxy cell (the same exchange)
 _CELL: list[str] = [""]  # the running test's id without its route
+_NODE: list[Any] = [None]  # the running test's item: a direct cell that fails as expected says so in the report
 
 
 @pytest.fixture(autouse=True)
 def _cell_id(request: pytest.FixtureRequest) -> None:
     _CELL[0] = "-".join(p for p in request.node.nodeid.replace("[", "-").rstrip("]").split("-") if p not in ROUTES)
+    _NODE[0] = request.node
 
 
 def cell(routes: Routes, route: str, replies: Replies, run: Callable[[str], Outcome],
@@ -192,6 +199,8 @@ def cell(routes: Routes, route: str, replies: Replies, run: Callable[[str], Outc
         if direct_fails is None and failure is not None:
             raise failure
         assert direct_fails is None or failure is not None, f"expected to fail direct ({direct_fails}), it worked"
+        if direct_fails is not None and _NODE[0] is not None:
+            _NODE[0].user_properties.append(("direct_fails", direct_fails))  # in --junitxml's output
         _DIRECT[_CELL[0]] = direct
         return direct
     proxied = once(routes, "proxy", replies, run)

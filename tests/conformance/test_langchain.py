@@ -13,7 +13,8 @@ from langchain_openai import ChatOpenAI
 
 from jurist.testing import Reply, tool_call
 from tests.conformance.conftest import (ANSWER, API_KEY, CALL, CAPITAL_JSON, NO_JSON_SCHEMA, QUESTION, WEATHER_ANSWER,
-                                        WEATHER_RESULT, Outcome, Routes, cell, error_of, tool_reply)
+                                        WEATHER_RESULT, Outcome, Routes, cell, error_of, openai_upstream_only,
+                                        tool_reply)
 
 
 @tool
@@ -123,6 +124,7 @@ def test_with_structured_output_function_calling(routes: Routes, route: str) -> 
     cell(routes, route, [answer], guarded(lambda r: run(routes, r)), parsed_capital)
 
 
+@openai_upstream_only
 def test_error_429_with_retry_after(routes: Routes, route: str) -> None:
     def check(out: Outcome) -> None:
         # langchain-openai raises its own subclass of openai.RateLimitError

@@ -11,7 +11,8 @@ import pytest
 
 from jurist.testing import Reply
 from tests.conformance.conftest import (ANSWER, API_KEY, CALL, QUESTION, WEATHER_ANSWER, WEATHER_RESULT,
-                                        WEATHER_SCHEMA, Outcome, Routes, cell, error_of, tool_reply)
+                                        WEATHER_SCHEMA, Outcome, Routes, cell, error_of, openai_upstream_only,
+                                        tool_reply)
 
 ASK = [{"role": "user", "content": QUESTION}]
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
@@ -86,6 +87,7 @@ def test_tool_loop(litellm: Any, routes: Routes, route: str) -> None:
     cell(routes, route, [tool_reply(CALL), Reply(text=WEATHER_ANSWER)], run, check)
 
 
+@openai_upstream_only
 def test_error_429_with_retry_after(litellm: Any, routes: Routes, route: str) -> None:
     def check(out: Outcome) -> None:
         assert out.error is not None and out.error[:2] == ("RateLimitError", 429), out.error

@@ -66,8 +66,8 @@ def completion(base: str, *, stream: bool = False, **options: Any) -> Outcome:
             return Outcome(error=error_of(exc, exc.status_code, exc.response.headers))
 
 
-def pair(bases: dict[str, str], route: str, run: Callable[[str], Outcome], check: Callable[[Outcome], None],
-         direct_fails: str | None = None) -> None:
+def pair(request: pytest.FixtureRequest, bases: dict[str, str], route: str, run: Callable[[str], Outcome],
+         check: Callable[[Outcome], None], direct_fails: str | None = None) -> None:
     """As conftest.cell, for the real server: direct, then (proxy cell) through the proxy, compared."""
     direct = run(bases["direct"])
     try:
@@ -79,6 +79,8 @@ def pair(bases: dict[str, str], route: str, run: Callable[[str], Outcome], check
         if direct_fails is None and failure is not None:
             raise failure
         assert direct_fails is None or failure is not None, f"expected to fail direct ({direct_fails}), it worked"
+        if direct_fails is not None:
+            request.node.user_properties.append(("direct_fails", direct_fails))  # in --junitxml's output
         return
     proxied = run(bases["proxy"])
     if failure is None:
@@ -89,31 +91,31 @@ def pair(bases: dict[str, str], route: str, run: Callable[[str], Outcome], check
         raise AssertionError(f"through the proxy: {exc}") from exc
 
 
-def test_plain(bases: dict[str, str], route: str) -> None:
+def test_plain(request: pytest.FixtureRequest, bases: dict[str, str], route: str) -> None:
     def check(out: Outcome) -> None:
         assert out.error is None and out.text and "Paris" in out.text, out
         assert out.finish in ("stop", "length") and out.usage, out
 
-    pair(bases, route, lambda b: completion(b), check)
+    pair(request, bases, route, lambda b: completion(b), check)
 
 
-def test_streamed(bases: dict[str, str], route: str) -> None:
+def test_streamed(request: pytest.FixtureRequest, bases: dict[str, str], route: str) -> None:
     def check(out: Outcome) -> None:
         assert out.error is None and out.text and "Paris" in out.text, out
         assert out.usage is None, "llama-cpp-python sends no usage in a stream"
 
-    pair(bases, route, lambda b: completion(b, stream=True), check)
+    pair(request, bases, route, lambda b: completion(b, stream=True), check)
 
 
-def test_cut_off_answer_says_length(bases: dict[str, str], route: str) -> None:
+def test_cut_off_answer_says_length(request: pytest.FixtureRequest, bases: dict[str, str], route: str) -> None:
     def check(out: Outcome) -> None:
         assert out.error is None and out.finish == "length", out
 
-    pair(bases, route, lambda b: completion(b, max_tokens=3), check)
+    pair(request, bases, route, lambda b: completion(b, max_tokens=3), check)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_forced_tool_call(bases: dict[str, str], route: str, stream: bool) -> None:
+def test_forced_tool_call(request: pytest.FixtureRequest, bases: dict[str, str], route: str, stream: bool) -> None:
     """A named tool_choice: the server answers with a grammar-constrained call, repeating the
     call's name in every streamed piece; a client reads one name."""
     def check(out: Outcome) -> None:
@@ -122,11 +124,11 @@ def test_forced_tool_call(bases: dict[str, str], route: str, stream: bool) -> No
         assert name == "get_weather" and isinstance(json.loads(arguments), dict), out.tool_calls
 
     choice = {"type": "function", "function": {"name": "get_weather"}}
-    pair(bases, route, lambda b: completion(b, stream=stream, tools=[WEATHER], tool_choice=choice), check,
+    pair(request, bases, route, lambda b: completion(b, stream=stream, tools=[WEATHER], tool_choice=choice), check,
          direct_fails=REPEATED_NAMES if stream else None)
 
 
-def test_structured_output_json_schema(bases: dict[str, str], route: str) -> None:
+def test_structured_output_json_schema(request: pytest.FixtureRequest, bases: dict[str, str], route: str) -> None:
     """llama-cpp-python refuses ``response_format: json_schema`` (500); the proxy translates it."""
     schema = {"type": "object", "properties": {"capital": {"type": "string"}}, "required": ["capital"]}
     fmt = {"type": "json_schema", "json_schema": {"name": "capital", "schema": schema}}
@@ -135,5 +137,5 @@ def test_structured_output_json_schema(bases: dict[str, str], route: str) -> Non
         assert out.error is None, f"the request failed: {out.error}"
         assert isinstance(json.loads(out.text or ""), dict), out.text
 
-    pair(bases, route, lambda b: completion(b, response_format=fmt, max_tokens=40), check,
+    pair(request, bases, route, lambda b: completion(b, response_format=fmt, max_tokens=40), check,
          direct_fails=NO_JSON_SCHEMA)

@@ -13,7 +13,7 @@ from jurist.testing import Reply
 from jurist.testing.replies import token_logprobs
 from tests.conformance.conftest import (ANSWER, API_KEY, CALL, CAPITAL_JSON, NO_JSON_SCHEMA, QUESTION, REPEATED_NAMES,
                                         WEATHER_ANSWER, WEATHER_RESULT, WEATHER_SCHEMA, Outcome, Routes, cell,
-                                        error_of, tool_reply)
+                                        error_of, openai_upstream_only, tool_reply)
 
 ASK = [{"role": "user", "content": QUESTION}]
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
@@ -166,6 +166,7 @@ def test_structured_output(routes: Routes, route: str) -> None:
     cell(routes, route, [Reply(text=CAPITAL_JSON)], run, check, direct_fails=NO_JSON_SCHEMA if routes.llama else None)
 
 
+@openai_upstream_only
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_error_429_with_retry_after(routes: Routes, route: str, stream: bool) -> None:
     read = streamed if stream else completion
@@ -177,6 +178,7 @@ def test_error_429_with_retry_after(routes: Routes, route: str, stream: bool) ->
          lambda r: read(routes, r, messages=ASK), check)
 
 
+@openai_upstream_only
 def test_error_500(routes: Routes, route: str) -> None:
     def check(out: Outcome) -> None:
         assert out.error == ("InternalServerError", 500, None)

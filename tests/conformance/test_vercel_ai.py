@@ -19,7 +19,7 @@ import pytest
 
 from jurist.testing import Reply
 from tests.conformance.conftest import (ANSWER, CALL, NO_RESPONSES_API, QUESTION, WEATHER_ANSWER, WEATHER_RESULT,
-                                        Outcome, Routes, cache_dir, cell, tool_reply)
+                                        Outcome, Routes, cache_dir, cell, openai_upstream_only, tool_reply)
 
 PACKAGES = {"ai": "^6.0.0", "@ai-sdk/openai": "^3.0.0", "zod": "^4.0.0"}
 CLIENT = Path(__file__).with_name("vercel_client.mjs")
@@ -97,6 +97,7 @@ def test_tool_with_steps(node_client: Path, routes: Routes, route: str, api: str
          direct_fails=NO_RESPONSES_API if routes.llama and api == "responses" else None)
 
 
+@openai_upstream_only
 @pytest.mark.parametrize("api", APIS)
 def test_error_429_with_retry_after(node_client: Path, routes: Routes, route: str, api: str) -> None:
     def check(out: Outcome) -> None:
