@@ -6,7 +6,7 @@ import enum
 import signal
 from textwrap import shorten
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar
 
 import typer
 from rich.markup import escape
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as the shell reports a process ended by SIGTERM
 INTERRUPTED = "interrupted; finished results are kept, rerun to resume"
+T = TypeVar("T")
 
 JudgeOpt = typer.Option(None, "--judge", help="Judge model: provider/model or an alias (default: JURIST_JUDGE).")
 TemplateOpt = typer.Option(None, "--template", help="Judge prompt template: a file ({rubric_name}, {chat_session}, ...), a shipped name (judge_template: note 003's SCORE: format) or name@version.")
@@ -262,11 +263,11 @@ def run_batch_with_progress(rubric_set: Any, sessions_dir: Path, output_dir: Pat
                 progress.update(task, last=text or first)
 
         with local_load_notice(on_load):
-            return asyncio.run(_until_terminated(run(rubric_set, sessions_dir, output_dir,
+            return asyncio.run(until_terminated(run(rubric_set, sessions_dir, output_dir,
                                                      on_progress=on_progress, **kw)))
 
 
-async def _until_terminated(work: Coroutine[Any, Any, "BatchReport"]) -> "BatchReport":
+async def until_terminated(work: Coroutine[Any, Any, T]) -> T:
     """Run ``work``; SIGTERM cancels it as Ctrl-C does (what is being saved is saved, the store
     is flushed), then the command says so and exits 143."""
     import asyncio

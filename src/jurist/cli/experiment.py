@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, cast
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -11,7 +11,7 @@ from rich.markup import escape
 from jurist.cli.common import (ConfigOpt, DbOpt, CommandGroup, NoCacheOpt, console, err_console, handle_errors,
                                load_settings, local_load_notice, print_store, require_local_judge)
 from jurist.cli.budget import AllowUnknownCostOpt, DryRunOpt, MaxCostOpt, check_budget, print_dry_run
-from jurist.cli.evaluate import JudgeOpt, TemplateOpt, TimeoutOpt, _until_terminated
+from jurist.cli.evaluate import JudgeOpt, TemplateOpt, TimeoutOpt, until_terminated
 
 if TYPE_CHECKING:  # pragma: no cover
     from jurist.config import Settings
@@ -145,7 +145,7 @@ def run_with_progress(spec: "ExperimentSpec", settings: "Settings") -> "Experime
 
         with local_load_notice(on_load):
             work = run_experiment(spec, settings=settings, on_progress=on_progress, on_start=on_start)
-            return cast("ExperimentReport", asyncio.run(_until_terminated(work)))  # type: ignore[arg-type]
+            return asyncio.run(until_terminated(work))
 
 
 def print_report(report: "ExperimentReport") -> None:
