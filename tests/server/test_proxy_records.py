@@ -95,7 +95,8 @@ def test_failed_upstream_calls_are_rows_too(proxy, provider, reply, status, stre
 
 
 def test_the_limiter_bounds_the_upstream_calls(provider, isolated):
-    settings = Settings(home=str(isolated / ".jurist"), max_concurrency=2)
+    """The upstream's own bound (upstream_max_concurrency), not the judges' max_concurrency."""
+    settings = Settings(home=str(isolated / ".jurist"), max_concurrency=50, upstream_max_concurrency=2)
     script("judge", default=PASS)
     provider.default = Reply(text="Paris.", delay=0.3)
     app = create_app(settings, upstream=provider.base_url, gate_config=GATE_CONFIG)
