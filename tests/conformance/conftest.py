@@ -71,6 +71,7 @@ class Outcome:
     error: tuple[str, int | None, str | None] | None = None  # (exception class, HTTP status, Retry-After)
     extra: dict[str, Any] = field(default_factory=dict)  # client-specific facts compared as they are
     sent: list[tuple[str, Any]] = field(default_factory=list)  # (path, messages or input) the upstream received
+    judged: bool | None = None  # the answer carried the gate's record (the ``jurist`` field); None: not read
 
 
 @dataclass

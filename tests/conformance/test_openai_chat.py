@@ -39,13 +39,14 @@ def completion(routes: Routes, route: str, **kwargs: Any) -> Outcome:
         else None
     return Outcome(text=choice.message.content, tool_calls=calls, finish=choice.finish_reason,
                    usage=r.usage.total_tokens if r.usage else None,
-                   extra={"logprobs": logprobs, "message": choice.message.model_dump(exclude_none=True)})
+                   extra={"logprobs": logprobs, "message": choice.message.model_dump(exclude_none=True)},
+                   judged="jurist" in (r.model_extra or {}))
 
 
 def streamed(routes: Routes, route: str, **kwargs: Any) -> Outcome:
     """One streamed request, read as a stock client reads it: content deltas joined, tool-call
     pieces joined by index (names and arguments ``+=``), the last finish reason, the usage chunk."""
-    text, finish, usage = "", None, None
+    text, finish, usage, judged = "", None, None, False
     calls: dict[int, dict[str, str]] = {}
     with client(routes, route) as c:
         try:
@@ -53,6 +54,7 @@ def streamed(routes: Routes, route: str, **kwargs: Any) -> Outcome:
                                                    stream_options={"include_usage": True}, **kwargs):
                 if chunk.usage is not None:
                     usage = chunk.usage.total_tokens
+                judged = judged or "jurist" in (chunk.model_extra or {})
                 for choice in chunk.choices:
                     text += choice.delta.content or ""
                     for piece in choice.delta.tool_calls or ():
@@ -64,7 +66,7 @@ def streamed(routes: Routes, route: str, **kwargs: Any) -> Outcome:
         except openai.APIStatusError as exc:
             return Outcome(error=error_of(exc, exc.status_code, exc.response.headers))
     tool_calls = [(call["name"], json.loads(call["arguments"])) for _, call in sorted(calls.items())]
-    return Outcome(text=text or None, tool_calls=tool_calls, finish=finish, usage=usage)
+    return Outcome(text=text or None, tool_calls=tool_calls, finish=finish, usage=usage, judged=judged)
 
 
 def answered(text: str, finish: str = "stop") -> Any:
@@ -77,10 +79,12 @@ def answered(text: str, finish: str = "stop") -> Any:
 def test_plain(routes: Routes, route: str) -> None:
     out = cell(routes, route, [Reply(text=ANSWER)], lambda r: completion(routes, r, messages=ASK), answered(ANSWER))
     assert out.usage == 15
+    assert out.judged is (route == "proxy")  # through the proxy, the gate's record comes with the answer
 
 
 def test_streamed(routes: Routes, route: str) -> None:
-    cell(routes, route, [Reply(text=ANSWER)], lambda r: streamed(routes, r, messages=ASK), answered(ANSWER))
+    out = cell(routes, route, [Reply(text=ANSWER)], lambda r: streamed(routes, r, messages=ASK), answered(ANSWER))
+    assert out.judged is (route == "proxy")
 
 
 def test_multi_turn(routes: Routes, route: str) -> None:
