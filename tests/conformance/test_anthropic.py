@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import pytest
 
 from jurist.testing import Reply
 from tests.conformance.conftest import (ANSWER, API_KEY, CALL, NO_MESSAGES_API, QUESTION, WEATHER_ANSWER,
@@ -78,10 +79,13 @@ def test_system_and_multi_turn(routes: Routes, route: str) -> None:
          direct_fails=NO_MESSAGES_API if routes.llama else None)
 
 
-def test_tool_use(routes: Routes, route: str) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_tool_use(routes: Routes, route: str, stream: bool) -> None:
+    read = streamed if stream else create
+
     def run(r: str) -> Outcome:
         ask = [{"role": "user", "content": "Weather in Paris?"}]
-        first = create(routes, r, messages=ask, tools=[WEATHER])
+        first = read(routes, r, messages=ask, tools=[WEATHER])
         if first.error or not first.tool_calls:
             return first
         [(name, args)] = first.tool_calls
@@ -90,7 +94,7 @@ def test_tool_use(routes: Routes, route: str) -> None:
                                                            "input": args}]},
                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id,
                                                 "content": WEATHER_RESULT}]}]
-        final = create(routes, r, messages=follow, tools=[WEATHER])
+        final = read(routes, r, messages=follow, tools=[WEATHER])
         final.extra = {"first": (first.tool_calls, first.finish), "tool_id": tool_id}
         return final
 

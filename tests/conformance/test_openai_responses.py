@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import openai
+import pytest
 
 from jurist.testing import Reply
 from tests.conformance.conftest import (ANSWER, API_KEY, CALL, NO_RESPONSES_API, QUESTION, WEATHER_ANSWER,
@@ -86,17 +87,20 @@ def test_multi_turn(routes: Routes, route: str) -> None:
          direct_fails=NO_RESPONSES_API if routes.llama else None)
 
 
-def test_tool_loop(routes: Routes, route: str) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_tool_loop(routes: Routes, route: str, stream: bool) -> None:
+    read = streamed if stream else create
+
     def run(r: str) -> Outcome:
         ask = [{"role": "user", "content": "Weather in Paris?"}]
-        first = create(routes, r, input=ask, tools=[WEATHER])
+        first = read(routes, r, input=ask, tools=[WEATHER])
         if first.error or not first.tool_calls:
             return first
         [(name, args)] = first.tool_calls
         [call_id] = first.extra["call_ids"]
         follow = [*ask, {"type": "function_call", "call_id": call_id, "name": name, "arguments": json.dumps(args)},
                   {"type": "function_call_output", "call_id": call_id, "output": WEATHER_RESULT}]
-        final = create(routes, r, input=follow, tools=[WEATHER])
+        final = read(routes, r, input=follow, tools=[WEATHER])
         final.extra = {"first": first.tool_calls, "call_id": call_id}
         return final
 
