@@ -6,7 +6,8 @@
 * ``POST /api/datasets/{name}/items``: add a stored evaluation as an item (its input and the
   answer that was judged, with the expected answer typed in): a new version of the dataset, the
   latest version's items and this one (a write; 201 with the new version)
-* ``GET /api/experiments`` (``?dataset=``): experiments, newest first, each with its pass rate
+* ``GET /api/experiments`` (``?dataset=``): experiments, newest first, each with its pass rate,
+  items scored and failed and their cost, counted by the store (no item is read)
 * ``GET /api/experiments/{name}``: one experiment's record and items
 * ``GET /api/experiments/{a}/compare/{b}``: the comparison ``jurist experiment compare A B``
   prints, as JSON (400 when the runs are not like with like and ``allow_different`` is not
@@ -26,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from sqlalchemy.engine import Connection
 
-from jurist.errors import NotFound
+from jurist.errors import InputError, NotFound
 from jurist.experiments.compare import ALPHA, RESAMPLES, ExperimentComparison
 from jurist.experiments.compare_store import stored_runs
 from jurist.experiments.records import DatasetItem, DatasetVersion, ExperimentItem, ExperimentRecord
@@ -63,12 +64,17 @@ class DatasetItems(BaseModel):
 
 
 class ExperimentSummary(BaseModel):
-    """An experiment as the list shows it: its record and its pass rate over the scored items."""
+    """An experiment as the list shows it: its record and its items counted in the store now
+    (the record's counts are as of the run's last end)."""
 
     record: ExperimentRecord
     passed: int
     judged: int  # items with a pass/fail (scored)
     pass_rate: float | None
+    scored: int = 0
+    failed: int = 0
+    cost_usd: float | None = None  # the finished items' known costs, summed (None: none known)
+    cost_unknown: int = 0  # finished items whose cost is not known (not in cost_usd)
 
 
 class ExperimentDetail(ExperimentSummary):
@@ -97,11 +103,10 @@ def refused(field: str, message: str) -> RequestValidationError:
     return RequestValidationError([{"type": "value_error", "loc": ("body", field), "msg": message}])
 
 
-def summary_of(record: ExperimentRecord, items: list[ExperimentItem]) -> ExperimentSummary:
-    judged = [i for i in items if i.passed is not None]
-    passed = sum(1 for i in judged if i.passed)
-    return ExperimentSummary(record=record, passed=passed, judged=len(judged),
-                             pass_rate=passed / len(judged) if judged else None)
+def summary_of(record: ExperimentRecord, tally: xq.ExperimentTally) -> ExperimentSummary:
+    return ExperimentSummary(record=record, passed=tally.passed, judged=tally.judged, pass_rate=tally.pass_rate,
+                             scored=tally.scored, failed=tally.failed, cost_usd=tally.cost_usd,
+                             cost_unknown=tally.cost_unknown)
 
 
 def _datasets(conn: Connection) -> list[DatasetSummary]:
@@ -121,15 +126,18 @@ def _dataset_items(conn: Connection, name: str, version: str | None) -> DatasetI
 
 
 def _experiments(conn: Connection, dataset: str | None, limit: int) -> list[ExperimentSummary]:
-    return [summary_of(r, xq.get_experiment_items(conn, r.name)) for r in xq.list_experiments(conn, dataset, limit)]
+    """Experiments, newest first, with their items counted by the store (no item is read)."""
+    records = xq.list_experiments(conn, dataset, limit)
+    tallies = xq.experiment_tallies(conn, [r.name for r in records])
+    return [summary_of(r, tallies[r.name]) for r in records]
 
 
 def _experiment(conn: Connection, name: str) -> ExperimentDetail:
     record = xq.get_experiment(conn, name)
     if record is None:
         raise NotFound(f"no experiment named {name!r}")
-    items = xq.get_experiment_items(conn, name)
-    return ExperimentDetail(**summary_of(record, items).model_dump(), items=items)
+    tally = xq.experiment_tallies(conn, [name])[name]
+    return ExperimentDetail(**summary_of(record, tally).model_dump(), items=xq.get_experiment_items(conn, name))
 
 
 @router.get("/api/datasets", response_model=list[DatasetSummary])
@@ -195,27 +203,35 @@ def input_and_answer(found: dict[str, Any]) -> tuple[str | list[dict[str, JsonVa
                                    "(rubric, gate and research evaluations do)")
 
 
+def _field_of(reason: str) -> str:
+    """The request's field an item's problem (:func:`jurist.experiments.datasets.check_item`'s reason) is about."""
+    if reason.startswith("id "):
+        return "item_id"
+    if reason.startswith(("expected", "the item holds")):
+        return "expected"
+    if reason.startswith("metadata"):
+        return "metadata"
+    return "evaluation_id"  # the input the evaluation holds
+
+
 def _add_item(conn: Connection, name: str, body: NewItem, found: dict[str, Any], text: str | list[dict[str, JsonValue]],
               answer: str) -> AddedItem:
-    from jurist.experiments.datasets import MAX_TEXT_CHARS, content_version
-    from jurist.rubrics.naming import id_problem
-    from jurist.store.tables import SUBJECT_ID_LENGTH
+    from jurist.experiments.datasets import check_item, content_version
 
     latest = xq.get_dataset_version(conn, name)
     items = xq.get_dataset_items(conn, name, latest.dataset_version) if latest is not None else []
     item_id = body.item_id or str(found["evaluation"]["subject_id"])
-    problem = id_problem(item_id, SUBJECT_ID_LENGTH)
-    if problem:
-        raise refused("item_id", f"the item id {item_id!r} {problem}: give item_id")
-    if any(i.id == item_id for i in items):
-        raise refused("item_id", f"dataset {name!r} already has an item {item_id!r}: give another item_id")
     metadata: dict[str, JsonValue] = {**(body.metadata or {}), "from_evaluation": body.evaluation_id,
                                       "judged_answer": answer}
-    item = DatasetItem(id=item_id, input=text, expected=body.expected, metadata=metadata)
-    size = len(item.model_dump_json())
-    if size > MAX_TEXT_CHARS:
-        raise refused("expected", f"the item would hold {size:,} characters (its input, the judged answer and the "
-                                  f"expected one); a dataset item holds at most {MAX_TEXT_CHARS:,}")
+    try:  # checked as a dataset file's line is: what the dataset exports reads back
+        item = check_item({"id": item_id, "input": text, "expected": body.expected, "metadata": metadata},
+                          f"evaluation {body.evaluation_id}")
+    except InputError as exc:
+        hint = " (the input, the judged answer and the expected one)" if exc.reason.startswith("the item holds") \
+            else ": give item_id" if exc.reason.startswith("id ") else ""
+        raise refused(_field_of(exc.reason), f"{exc}{hint}") from None
+    if any(i.id == item.id for i in items):
+        raise refused("item_id", f"dataset {name!r} already has an item {item.id!r}: give another item_id")
     new_items = [*items, item]
     version, _ = xq.add_dataset_version(conn, name, content_version(new_items), new_items,
                                         f"dashboard: evaluation {body.evaluation_id}")

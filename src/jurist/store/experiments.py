@@ -12,12 +12,13 @@ experiment at a time.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pydantic import JsonValue
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import case, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from jurist.errors import InputError
@@ -124,6 +125,52 @@ def get_experiment_items(conn: Connection, name: str) -> list[ExperimentItem]:
                         .where(experiment_items.c.experiment == name, experiment_items.c.status.in_(DONE))
                         .order_by(experiment_items.c.item_id)).scalars()
     return [ExperimentItem.model_validate(p) for p in rows]
+
+
+@dataclass(frozen=True)
+class ExperimentTally:
+    """An experiment's items counted in the store, without reading them: ``items`` every row
+    (``answered`` ones included), ``scored`` / ``failed`` the finished ones, ``judged`` those with
+    a pass/fail and ``passed`` those that passed, ``cost_usd`` the sum of the finished items' known
+    costs (None: none known) and ``cost_unknown`` the finished items whose cost is not known."""
+
+    items: int = 0
+    scored: int = 0
+    failed: int = 0
+    judged: int = 0
+    passed: int = 0
+    cost_usd: float | None = None
+    cost_unknown: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.judged if self.judged else None
+
+
+def experiment_tallies(conn: Connection, names: list[str]) -> dict[str, ExperimentTally]:
+    """Each named experiment's :class:`ExperimentTally`, in one grouped query (an experiment
+    without items: a tally of zeros)."""
+    if not names:
+        return {}
+    c = experiment_items.c
+    passed = c.payload["passed"].as_boolean()
+    done = c.status.in_(DONE)
+
+    def count(condition: Any) -> Any:
+        return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+    q = (select(c.experiment, func.count().label("items"), count(c.status == "scored").label("scored"),
+                count(c.status == "failed").label("failed"), count(done & passed.is_not(None)).label("judged"),
+                count(done & passed.is_(True)).label("passed"),
+                func.sum(case((done, c.cost_usd), else_=None)).label("cost_usd"),
+                count(done & c.cost_usd.is_(None)).label("cost_unknown"))
+         .where(c.experiment.in_(sorted(set(names)))).group_by(c.experiment))
+    found = {r.experiment: ExperimentTally(items=int(r.items), scored=int(r.scored), failed=int(r.failed),
+                                           judged=int(r.judged), passed=int(r.passed),
+                                           cost_usd=float(r.cost_usd) if r.cost_usd is not None else None,
+                                           cost_unknown=int(r.cost_unknown))
+             for r in conn.execute(q)}
+    return {n: found.get(n, ExperimentTally()) for n in names}
 
 
 def item_states(conn: Connection, name: str) -> dict[str, tuple[str, dict[str, JsonValue] | None]]:
