@@ -66,7 +66,7 @@ def check_name(name: str, what: str) -> str:
 
 
 class _ItemLine(BaseModel):
-    """One JSONL line as written (checked further by :func:`_item`)."""
+    """One JSONL line as written (checked further by :func:`check_item`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -112,8 +112,11 @@ def session_of(item: DatasetItem, turns: list[dict[str, Any]] | None = None, *,
     return session
 
 
-def _item(raw: dict[str, Any], source: str, n: int) -> DatasetItem:
-    """A line's (or a CSV row's) fields as an item, or an InputError naming its place."""
+def check_item(raw: dict[str, Any], source: str, n: int | None = None) -> DatasetItem:
+    """One item's fields (a JSONL line, a CSV row, an item made on the dashboard) as a checked
+    item, or an InputError naming its place: ``source`` (a file, or what the item comes from)
+    and line ``n`` where there is one. Everything a dataset file's line is checked for, but
+    the ids of the other items (unique in a dataset: the caller knows them)."""
     if "input" not in raw and "id" in raw and not any(did_you_mean(str(k), FIELDS) == "input" for k in raw):
         raise InputError("the item has no input (the text or the messages the target answers)", file=source, line=n)
     try:
@@ -149,7 +152,7 @@ def _kind(value: object) -> str:
     return "a list holding something else" if isinstance(value, list) else type(value).__name__
 
 
-def _check_messages(messages: list[dict[str, Any]], source: str, n: int) -> None:
+def _check_messages(messages: list[dict[str, Any]], source: str, n: int | None) -> None:
     """An input given as chat messages: each one a session turn, the last one the user's."""
     if not messages:
         raise InputError("input is an empty list of messages", file=source, line=n)
@@ -165,7 +168,7 @@ def _check_messages(messages: list[dict[str, Any]], source: str, n: int) -> None
 
 def _jsonl_items(text: str, source: str) -> Iterator[tuple[int, DatasetItem]]:
     for n, obj in jsonl_objects(io.StringIO(text), source, max_line=MAX_LINE_CHARS):
-        yield n, _item(obj, source, n)
+        yield n, check_item(obj, source, n)
 
 
 def _csv_items(text: str, source: str) -> Iterator[tuple[int, DatasetItem]]:
@@ -212,7 +215,7 @@ def _csv_items(text: str, source: str) -> Iterator[tuple[int, DatasetItem]]:
                 raw["metadata"] = loads(raw["metadata"], source, n)
             except json.JSONDecodeError as exc:
                 raise InputError(f"metadata is not a JSON object: {exc.msg}", file=source, line=n) from None
-        yield n, _item(raw, source, n)
+        yield n, check_item(raw, source, n)
 
 
 def read_dataset(path: str | Path) -> Dataset:
