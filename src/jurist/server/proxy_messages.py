@@ -32,23 +32,23 @@ The caller's ``x-api-key`` is the upstream key when it sends no
 
 from __future__ import annotations
 
-import contextlib
 import json
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from jurist.ids import new_id
-from jurist.jsonfiles import error_problem, reported_errors, unknown_name
+from jurist.jsonfiles import unknown_name
 from jurist.server.errors import anthropic_error
-from jurist.server.proxy import ProxyState, gated_chat, read_json
+from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
-                                       ToolCalls, ToolPiece, completion_pieces, json_body, kept_headers,
-                                       relayed_error, stream_pieces, with_trace)
+                                       ToolCalls, ToolPiece, as_object, as_string, body_problem, known_keys,
+                                       relayed_error, translated, unsupported)
+from jurist.server.proxy_relay import answer as relayed_answer
 
 #: ``finish_reason`` -> ``stop_reason``.
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use",
@@ -121,52 +121,30 @@ class Translation:
         return {"api": "messages", "not_relayed": list(self.not_relayed)}
 
 
-def _keys(obj: Mapping[str, Any], where: str, known: tuple[str, ...]) -> None:
-    for key in obj:
-        if key not in known:
-            raise Refused(f"invalid request: {where}: {unknown_name(str(key), known)}", where)
-
-
-def _unsupported(where: str, why: str) -> Refused:
-    return Refused(f"{where} is not supported by the proxy: {why}", where)
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise Refused(f"invalid request: {where} must be an object", where)
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Refused(f"invalid request: {where} must be a string", where)
-    return value
-
-
 def _text_block(block: Mapping[str, Any], where: str, t: Translation) -> str:
-    _keys(block, where, ("type", "text", "cache_control", "citations"))
+    known_keys(block, where, ("type", "text", "cache_control", "citations"))
     if block.get("citations"):
-        raise _unsupported(f"{where}.citations", "chat completions has no citations")
+        raise unsupported(f"{where}.citations", "chat completions has no citations")
     t.cache(block, where)
-    return _string(block.get("text"), f"{where}.text")
+    return as_string(block.get("text"), f"{where}.text")
 
 
 def _image(block: Mapping[str, Any], where: str, t: Translation) -> dict[str, Any]:
-    _keys(block, where, ("type", "source", "cache_control", "transformations"))
+    known_keys(block, where, ("type", "source", "cache_control", "transformations"))
     if block.get("transformations") is not None:
-        raise _unsupported(f"{where}.transformations", "chat completions does not transform images")
+        raise unsupported(f"{where}.transformations", "chat completions does not transform images")
     t.cache(block, where)
-    source = _object(block.get("source"), f"{where}.source")
+    source = as_object(block.get("source"), f"{where}.source")
     kind = source.get("type")
     if kind == "base64":
-        _keys(source, f"{where}.source", ("type", "media_type", "data"))
-        url = (f"data:{_string(source.get('media_type'), f'{where}.source.media_type')};base64,"
-               f"{_string(source.get('data'), f'{where}.source.data')}")
+        known_keys(source, f"{where}.source", ("type", "media_type", "data"))
+        url = (f"data:{as_string(source.get('media_type'), f'{where}.source.media_type')};base64,"
+               f"{as_string(source.get('data'), f'{where}.source.data')}")
     elif kind == "url":
-        _keys(source, f"{where}.source", ("type", "url"))
-        url = _string(source.get("url"), f"{where}.source.url")
+        known_keys(source, f"{where}.source", ("type", "url"))
+        url = as_string(source.get("url"), f"{where}.source.url")
     elif kind == "file":
-        raise _unsupported(f"{where}.source", "files stored at Anthropic cannot be read: send base64 data or a url")
+        raise unsupported(f"{where}.source", "files stored at Anthropic cannot be read: send base64 data or a url")
     else:
         raise Refused(f"invalid request: {where}.source: " + unknown_name(str(kind), ("base64", "url"),
                                                                           what="source type"), f"{where}.source")
@@ -174,9 +152,9 @@ def _image(block: Mapping[str, Any], where: str, t: Translation) -> dict[str, An
 
 
 def _tool_result(block: Mapping[str, Any], where: str, t: Translation) -> dict[str, Any]:
-    _keys(block, where, ("type", "tool_use_id", "content", "is_error", "cache_control", "toolset_name"))
+    known_keys(block, where, ("type", "tool_use_id", "content", "is_error", "cache_control", "toolset_name"))
     if block.get("toolset_name") is not None:
-        raise _unsupported(f"{where}.toolset_name", "chat completions has plain function tools only")
+        raise unsupported(f"{where}.toolset_name", "chat completions has plain function tools only")
     t.cache(block, where)
     if block.get("is_error"):
         t.note(f"{where}.is_error", "chat completions has no error flag on a tool result: its text went as it is")
@@ -184,26 +162,26 @@ def _tool_result(block: Mapping[str, Any], where: str, t: Translation) -> dict[s
     if isinstance(content, list):
         texts = []
         for i, part in enumerate(content):
-            part = _object(part, f"{where}.content[{i}]")
+            part = as_object(part, f"{where}.content[{i}]")
             if part.get("type") != "text":
-                raise _unsupported(f"{where}.content[{i}]", "a chat-completions tool result holds text only")
+                raise unsupported(f"{where}.content[{i}]", "a chat-completions tool result holds text only")
             texts.append({"type": "text", "text": _text_block(part, f"{where}.content[{i}]", t)})
         content = texts
     elif not isinstance(content, str):
         raise Refused(f"invalid request: {where}.content must be a string or a list of blocks", f"{where}.content")
-    return {"role": "tool", "tool_call_id": _string(block.get("tool_use_id"), f"{where}.tool_use_id"),
+    return {"role": "tool", "tool_call_id": as_string(block.get("tool_use_id"), f"{where}.tool_use_id"),
             "content": content}
 
 
 def _tool_use(block: Mapping[str, Any], where: str, t: Translation) -> dict[str, Any]:
-    _keys(block, where, ("type", "id", "name", "input", "cache_control", "caller", "toolset_name"))
+    known_keys(block, where, ("type", "id", "name", "input", "cache_control", "caller", "toolset_name"))
     for name in ("caller", "toolset_name"):
         if block.get(name) is not None:
-            raise _unsupported(f"{where}.{name}", "chat completions has plain function tools only")
+            raise unsupported(f"{where}.{name}", "chat completions has plain function tools only")
     t.cache(block, where)
-    arguments = json.dumps(_object(block.get("input"), f"{where}.input"), ensure_ascii=False)
-    return {"id": _string(block.get("id"), f"{where}.id"), "type": "function",
-            "function": {"name": _string(block.get("name"), f"{where}.name"), "arguments": arguments}}
+    arguments = json.dumps(as_object(block.get("input"), f"{where}.input"), ensure_ascii=False)
+    return {"id": as_string(block.get("id"), f"{where}.id"), "type": "function",
+            "function": {"name": as_string(block.get("name"), f"{where}.name"), "arguments": arguments}}
 
 
 def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
@@ -211,14 +189,14 @@ def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
         return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         raise Refused(f"invalid request: {where} must be a string or a list of blocks", where)
-    blocks = [_object(b, f"{where}[{i}]") for i, b in enumerate(content)]
+    blocks = [as_object(b, f"{where}[{i}]") for i, b in enumerate(content)]
     for i, block in enumerate(blocks):
         kind = block.get("type")
         if kind not in BLOCK_TYPES:
             if isinstance(kind, str) and kind in ("document", "search_result", "thinking", "redacted_thinking",
                                                   "server_tool_use", "container_upload") or \
                     isinstance(kind, str) and kind.endswith("_tool_result"):
-                raise _unsupported(f"{where}[{i}]", f"a {kind!r} block has no chat-completions form")
+                raise unsupported(f"{where}[{i}]", f"a {kind!r} block has no chat-completions form")
             raise Refused(f"invalid request: {where}[{i}]: " + unknown_name(str(kind), BLOCK_TYPES,
                                                                             what="block type"), f"{where}[{i}].type")
     return blocks
@@ -226,7 +204,7 @@ def _blocks(content: Any, where: str) -> list[Mapping[str, Any]]:
 
 def _turn(message: Mapping[str, Any], where: str, t: Translation) -> list[dict[str, Any]]:
     """One Messages turn as chat messages (a user turn's tool results first, as tool messages)."""
-    _keys(message, where, ("role", "content"))
+    known_keys(message, where, ("role", "content"))
     role = message.get("role")
     blocks = _blocks(message.get("content"), f"{where}.content")
     at = f"{where}.content"
@@ -238,7 +216,7 @@ def _turn(message: Mapping[str, Any], where: str, t: Translation) -> list[dict[s
             elif block["type"] == "tool_use":
                 calls.append(_tool_use(block, f"{at}[{i}]", t))
             else:
-                raise _unsupported(f"{at}[{i}]", f"an assistant turn holds text and tool_use blocks, not "
+                raise unsupported(f"{at}[{i}]", f"an assistant turn holds text and tool_use blocks, not "
                                                  f"{block['type']!r}")
         turn: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
         if calls:
@@ -263,14 +241,14 @@ def _turn(message: Mapping[str, Any], where: str, t: Translation) -> list[dict[s
         elif kind == "image":
             parts.append(_image(block, f"{at}[{i}]", t))
         else:
-            raise _unsupported(f"{at}[{i}]", "a user turn holds text, image and tool_result blocks, not tool_use")
+            raise unsupported(f"{at}[{i}]", "a user turn holds text, image and tool_result blocks, not tool_use")
     if len(parts) == 1 and parts[0]["type"] == "text":
         return [*results, {"role": "user", "content": parts[0]["text"]}]
     return [*results, {"role": "user", "content": parts}] if parts else results
 
 
 def _system_only(where: str) -> str:
-    raise _unsupported(where, "a system turn holds text only")
+    raise unsupported(where, "a system turn holds text only")
 
 
 def _system(system: str | list[dict[str, Any]], t: Translation) -> str:
@@ -279,7 +257,7 @@ def _system(system: str | list[dict[str, Any]], t: Translation) -> str:
     texts = []
     for i, block in enumerate(system):
         if block.get("type") != "text":
-            raise _unsupported(f"system[{i}]", "system holds text blocks only")
+            raise unsupported(f"system[{i}]", "system holds text blocks only")
         texts.append(_text_block(block, f"system[{i}]", t))
     return "\n\n".join(texts)
 
@@ -289,16 +267,16 @@ def _tools(tools: list[dict[str, Any]], t: Translation) -> list[dict[str, Any]]:
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if tool.get("type") not in (None, "custom"):
-            raise _unsupported(where, f"a {tool.get('type')!r} tool runs on Anthropic's servers; chat completions "
+            raise unsupported(where, f"a {tool.get('type')!r} tool runs on Anthropic's servers; chat completions "
                                       "has function tools only (tools with name, description and input_schema)")
-        _keys(tool, where, ("type", "name", "description", "input_schema", "cache_control", "strict",
+        known_keys(tool, where, ("type", "name", "description", "input_schema", "cache_control", "strict",
                             "allowed_callers", "defer_loading", "eager_input_streaming", "input_examples"))
         for name in ("allowed_callers", "defer_loading", "eager_input_streaming", "input_examples"):
             if tool.get(name) is not None:
-                raise _unsupported(f"{where}.{name}", "not an option of a chat-completions function tool")
+                raise unsupported(f"{where}.{name}", "not an option of a chat-completions function tool")
         t.cache(tool, where)
-        function: dict[str, Any] = {"name": _string(tool.get("name"), f"{where}.name"),
-                                    "parameters": _object(tool.get("input_schema"), f"{where}.input_schema")}
+        function: dict[str, Any] = {"name": as_string(tool.get("name"), f"{where}.name"),
+                                    "parameters": as_object(tool.get("input_schema"), f"{where}.input_schema")}
         if tool.get("description") is not None:
             function["description"] = tool["description"]
         if tool.get("strict") is not None:
@@ -310,15 +288,15 @@ def _tools(tools: list[dict[str, Any]], t: Translation) -> list[dict[str, Any]]:
 def _tool_choice(choice: dict[str, Any], chat: dict[str, Any]) -> None:
     kind = choice.get("type")
     if kind == "none":
-        _keys(choice, "tool_choice", ("type",))
+        known_keys(choice, "tool_choice", ("type",))
         chat["tool_choice"] = "none"
         return
     if kind == "tool":
-        _keys(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
-        chat["tool_choice"] = {"type": "function", "function": {"name": _string(choice.get("name"),
+        known_keys(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
+        chat["tool_choice"] = {"type": "function", "function": {"name": as_string(choice.get("name"),
                                                                                  "tool_choice.name")}}
     elif kind in ("auto", "any"):
-        _keys(choice, "tool_choice", ("type", "disable_parallel_tool_use"))
+        known_keys(choice, "tool_choice", ("type", "disable_parallel_tool_use"))
         chat["tool_choice"] = "auto" if kind == "auto" else "required"
     else:
         raise Refused("invalid request: tool_choice: " + unknown_name(str(kind), ("auto", "any", "tool", "none"),
@@ -328,25 +306,19 @@ def _tool_choice(choice: dict[str, Any], chat: dict[str, Any]) -> None:
 
 
 def _output_config(config: dict[str, Any], chat: dict[str, Any]) -> None:
-    _keys(config, "output_config", ("effort", "format"))
+    known_keys(config, "output_config", ("effort", "format"))
     if config.get("effort") is not None:
         chat["reasoning_effort"] = config["effort"]
     fmt = config.get("format")
     if fmt is None:
         return
-    fmt = _object(fmt, "output_config.format")
-    _keys(fmt, "output_config.format", ("type", "schema"))
+    fmt = as_object(fmt, "output_config.format")
+    known_keys(fmt, "output_config.format", ("type", "schema"))
     if fmt.get("type") != "json_schema":
         raise Refused("invalid request: output_config.format: " + unknown_name(str(fmt.get("type")), ("json_schema",),
                                                                                what="type"), "output_config.format")
     chat["response_format"] = {"type": "json_schema", "json_schema": {
-        "name": "output", "schema": _object(fmt.get("schema"), "output_config.format.schema")}}
-
-
-def _problem(exc: ValidationError) -> Refused:
-    errors = reported_errors(exc.errors(), MessagesBody)
-    param = ".".join(str(p) for p in errors[0]["loc"]) or None
-    return Refused("invalid request: " + "; ".join(error_problem(e, MessagesBody) for e in errors), param)
+        "name": "output", "schema": as_object(fmt.get("schema"), "output_config.format.schema")}}
 
 
 def chat_body(raw: dict[str, Any]) -> tuple[MessagesBody, dict[str, Any], Translation]:
@@ -355,13 +327,13 @@ def chat_body(raw: dict[str, Any]) -> tuple[MessagesBody, dict[str, Any], Transl
     try:
         body = MessagesBody.model_validate(raw)
     except ValidationError as exc:
-        raise _problem(exc) from None
+        raise body_problem(exc, MessagesBody) from None
     for name, why in UNSUPPORTED.items():
         if getattr(body, name) is not None:
-            raise _unsupported(name, why)
+            raise unsupported(name, why)
     t = Translation()
     if body.thinking is not None and body.thinking.get("type") != "disabled":
-        raise _unsupported("thinking", "a chat-completions upstream returns no thinking blocks "
+        raise unsupported("thinking", "a chat-completions upstream returns no thinking blocks "
                                        "(output_config.effort is forwarded as reasoning_effort)")
     if body.cache_control is not None:
         t.note("cache_control", "a caching hint: a chat-completions upstream caches prefixes itself")
@@ -379,9 +351,9 @@ def chat_body(raw: dict[str, Any]) -> tuple[MessagesBody, dict[str, Any], Transl
     if body.stop_sequences:
         chat["stop"] = body.stop_sequences
     if body.metadata is not None:
-        _keys(body.metadata, "metadata", ("user_id",))
+        known_keys(body.metadata, "metadata", ("user_id",))
         if body.metadata.get("user_id") is not None:
-            chat["user"] = _string(body.metadata["user_id"], "metadata.user_id")
+            chat["user"] = as_string(body.metadata["user_id"], "metadata.user_id")
     if body.tools:
         chat["tools"] = _tools(body.tools, t)
     if body.tool_choice is not None:
@@ -514,7 +486,8 @@ class MessagesStream:
         self.open = None
         return self.event("content_block_stop", {"index": self.index})
 
-    def text(self, text: str) -> str:
+    def text(self, piece: Text | Refusal) -> str:
+        text = piece.text
         if not text:
             return ""
         out = ""
@@ -526,6 +499,10 @@ class MessagesStream:
                                                       "content_block": {"type": "text", "text": "", "citations": None}})
         return out + self.event("content_block_delta", {"index": self.index,
                                                         "delta": {"type": "text_delta", "text": text}})
+
+    def refusal(self, piece: Refusal) -> str:
+        """A refusal's text is the message's text: the Messages API has no refusal block (stop_reason says it)."""
+        return self.text(piece)
 
     def tool(self, piece: ToolPiece) -> str:
         call, new = self.calls.add(piece)
@@ -565,38 +542,10 @@ class MessagesStream:
         return self.event("jurist.error", {"data": body}) + f"event: error\ndata: {json.dumps(body)}\n\n"
 
 
-async def _events(shape: Shape, pieces: AsyncGenerator[Piece, None]) -> AsyncIterator[str]:
-    out = MessagesStream(shape)
-    async with contextlib.aclosing(pieces):  # a client that leaves closes the gated stream
-        yield out.start()
-        async for piece in pieces:
-            match piece:
-                case Text() | Refusal():
-                    yield out.text(piece.text)
-                case ToolPiece():
-                    yield out.tool(piece)
-                case JuristEvent():
-                    yield out.jurist(piece)
-                case Finish():
-                    yield out.finish(piece)
-                case Failed():
-                    yield out.failed(piece)
-
-
 async def answer(shape: Shape, gated: Response) -> Response:
     """The gated chat answer ``gated`` written as the Messages API answers."""
-    if gated.status_code >= 400:
-        return error_response(relayed_error(gated))
-    headers = kept_headers(gated)
-    if isinstance(gated, StreamingResponse):
-        return StreamingResponse(_events(shape, stream_pieces(gated)), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", **headers})
-    data = json_body(gated)
-    result = message_object(shape, completion_pieces(data if isinstance(data, dict) else {}))
-    if isinstance(result, Failed):
-        return error_response(result)
-    jurist = result.get("jurist")
-    return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
+    return await relayed_answer(gated, build=partial(message_object, shape), events=partial(MessagesStream, shape),
+                                error_response=error_response)
 
 
 def with_api_key(request: Request) -> Request:
@@ -610,22 +559,24 @@ def with_api_key(request: Request) -> Request:
     return Request(scope, request.receive)
 
 
+def _refused(exc: Refused) -> JSONResponse:
+    return JSONResponse(error_body(exc.status, exc.message, extra={"param": exc.param} if exc.param else None),
+                        status_code=exc.status)
+
+
 def build_router(proxy: ProxyState) -> APIRouter:
     router = APIRouter(tags=["proxy"])
 
     @router.post("/v1/messages")
     async def messages(request: Request) -> Response:
         """Anthropic's Messages API, gated: translated to chat completions for the upstream."""
-        raw = await read_json(request)
-        if isinstance(raw, JSONResponse):
-            return error_response(relayed_error(raw))
-        try:
-            body, chat, translation = chat_body(raw)
-        except Refused as exc:
-            return JSONResponse(error_body(exc.status, exc.message, extra={"param": exc.param} if exc.param else None),
-                                status_code=exc.status)
+        translation = await translated(request, chat_body, unreadable=lambda raw: error_response(relayed_error(raw)),
+                                       refused=_refused)
+        if isinstance(translation, Response):
+            return translation
+        body, chat, t = translation
         gated = await gated_chat(proxy, with_api_key(request), chat)
-        return await answer(Shape(body, translation), gated)
+        return await answer(Shape(body, t), gated)
 
     return router
 

@@ -12,6 +12,11 @@ own shapes. What comes back is read here, once for both:
 * an error status (OpenAI's error object, or the upstream's own body) as
   :func:`relayed_error`.
 
+What both do the same way is here too: reading the request strictly
+(:func:`translated`, :func:`known_keys`, :func:`unsupported` ...) and writing
+the answer (:func:`answer`: a JSON object built from the pieces, or SSE events
+from a :class:`PieceWriter`, or the API's error).
+
 The pieces: :class:`Text` (answer text, with its log probabilities when asked),
 :class:`Refusal`, :class:`ToolPiece` (a piece of a tool call, OpenAI's stream
 form), :class:`JuristEvent`, then :class:`Finish` (finish reason, usage, the
@@ -22,14 +27,18 @@ passed as complete without saying so.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Protocol, TypeVar, Union
 
-from fastapi.responses import Response, StreamingResponse
-from pydantic import JsonValue
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, JsonValue, ValidationError
 
+from jurist.jsonfiles import error_problem, reported_errors, unknown_name
+from jurist.server.proxy import read_json
 from jurist.server.proxy_sse import error_object
 
 #: Upstream headers a translated answer keeps (what the caller's client reads on an error).
@@ -44,6 +53,54 @@ class Refused(Exception):
         self.message = message
         self.param = param
         self.status = status
+
+
+T = TypeVar("T")
+
+
+def known_keys(obj: Mapping[str, Any], where: str, known: tuple[str, ...]) -> None:
+    """Refuse a key of ``obj`` (at ``where``) that is not in ``known``, naming the closest one."""
+    for key in obj:
+        if key not in known:
+            raise Refused(f"invalid request: {where}: {unknown_name(str(key), known)}", where)
+
+
+def unsupported(where: str, why: str) -> Refused:
+    """A field the API defines that the proxy cannot honour, and why."""
+    return Refused(f"{where} is not supported by the proxy: {why}", where)
+
+
+def as_object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise Refused(f"invalid request: {where} must be an object", where)
+    return value
+
+
+def as_string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise Refused(f"invalid request: {where} must be a string", where)
+    return value
+
+
+def body_problem(exc: ValidationError, model: type[BaseModel]) -> Refused:
+    """A request body that ``model`` refused, in one sentence per problem (unknown fields first)."""
+    errors = reported_errors(exc.errors(), model)
+    param = ".".join(str(p) for p in errors[0]["loc"]) or None
+    return Refused("invalid request: " + "; ".join(error_problem(e, model) for e in errors), param)
+
+
+async def translated(request: Request, translate: Callable[[dict[str, Any]], T], *,
+                     unreadable: Callable[[JSONResponse], Response],
+                     refused: Callable[[Refused], Response]) -> T | Response:
+    """The request's JSON body through ``translate``; or the API's error: ``unreadable`` for a body
+    that is not a JSON object, ``refused`` for one ``translate`` refuses."""
+    raw = await read_json(request)
+    if isinstance(raw, JSONResponse):
+        return unreadable(raw)
+    try:
+        return translate(raw)
+    except Refused as exc:
+        return refused(exc)
 
 
 @dataclass(frozen=True)
@@ -336,6 +393,58 @@ class JoinedCall:
         return "".join(self.parts)
 
 
-__all__ = ["Failed", "Finish", "JoinedCall", "JuristEvent", "Piece", "Refusal", "Refused", "Text", "ToolCalls",
-           "ToolPiece", "Usage", "completion_pieces", "json_body", "kept_headers", "relayed_error", "stream_pieces",
-           "with_trace"]
+class PieceWriter(Protocol):
+    """Writes one streamed answer's SSE events, in an API's own shapes, from its pieces."""
+
+    def start(self) -> str: ...
+    def text(self, piece: Text) -> str: ...
+    def refusal(self, piece: Refusal) -> str: ...
+    def tool(self, piece: ToolPiece) -> str: ...
+    def jurist(self, piece: JuristEvent) -> str: ...
+    def finish(self, piece: Finish) -> str: ...
+    def failed(self, piece: Failed) -> str: ...
+
+
+async def written(out: PieceWriter, pieces: AsyncGenerator[Piece, None]) -> AsyncIterator[str]:
+    """The SSE events ``out`` writes for ``pieces``, as they come."""
+    async with contextlib.aclosing(pieces):  # a client that leaves closes the gated stream
+        yield out.start()
+        async for piece in pieces:
+            match piece:
+                case Text():
+                    yield out.text(piece)
+                case Refusal():
+                    yield out.refusal(piece)
+                case ToolPiece():
+                    yield out.tool(piece)
+                case JuristEvent():
+                    yield out.jurist(piece)
+                case Finish():
+                    yield out.finish(piece)
+                case Failed():
+                    yield out.failed(piece)
+
+
+async def answer(gated: Response, *, build: Callable[[list[Piece]], dict[str, JsonValue] | Failed],
+                 events: Callable[[], PieceWriter], error_response: Callable[[Failed], Response]) -> Response:
+    """The gated chat answer ``gated`` written as another API answers: an error status as
+    ``error_response``, a stream as the events of ``events()``, a completion as ``build`` makes it of
+    its pieces (the upstream's kept headers, and the record's trace id, on each)."""
+    if gated.status_code >= 400:
+        return error_response(relayed_error(gated))
+    headers = kept_headers(gated)
+    if isinstance(gated, StreamingResponse):
+        return StreamingResponse(written(events(), stream_pieces(gated)), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", **headers})
+    data = json_body(gated)
+    result = build(completion_pieces(data if isinstance(data, dict) else {}))
+    if isinstance(result, Failed):
+        return error_response(result)
+    jurist = result.get("jurist")
+    return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
+
+
+__all__ = ["Failed", "Finish", "JoinedCall", "JuristEvent", "Piece", "PieceWriter", "Refusal", "Refused", "Text",
+           "ToolCalls", "ToolPiece", "Usage", "answer", "as_object", "as_string", "body_problem", "completion_pieces",
+           "json_body", "kept_headers", "known_keys", "relayed_error", "stream_pieces", "translated", "unsupported",
+           "with_trace", "written"]

@@ -22,22 +22,23 @@ the field, never dropped. Errors keep OpenAI's error shape.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from jurist.ids import new_id
-from jurist.jsonfiles import error_problem, reported_errors, unknown_name
-from jurist.server.proxy import ProxyState, gated_chat, read_json
+from jurist.jsonfiles import unknown_name
+from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
-                                       ToolCalls, ToolPiece, Usage, completion_pieces, json_body, kept_headers,
-                                       relayed_error, stream_pieces, with_trace)
+                                       ToolCalls, ToolPiece, Usage, as_object, as_string, body_problem, known_keys,
+                                       translated, unsupported)
+from jurist.server.proxy_relay import answer as relayed_answer
 from jurist.server.proxy_sse import openai_error
 
 #: What ``include`` may ask for: log probabilities, and reasoning content (there are no reasoning items).
@@ -110,72 +111,43 @@ UNSUPPORTED = {
 }
 
 
-def _problem(exc: ValidationError) -> Refused:
-    errors = reported_errors(exc.errors(), ResponsesBody)
-    first = errors[0]
-    param = ".".join(str(p) for p in first["loc"]) or None
-    return Refused("invalid request: " + "; ".join(error_problem(e, ResponsesBody) for e in errors), param)
-
-
-def _keys(obj: Mapping[str, Any], where: str, known: tuple[str, ...]) -> None:
-    for key in obj:
-        if key not in known:
-            raise Refused(f"invalid request: {where}: {unknown_name(str(key), known)}", where)
-
-
-def _unsupported(where: str, why: str) -> Refused:
-    return Refused(f"{where} is not supported by the proxy: {why}", where)
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise Refused(f"invalid request: {where} must be an object", where)
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise Refused(f"invalid request: {where} must be a string", where)
-    return value
-
-
 # --- the request --------------------------------------------------------------------------------
 
 
 def _input_part(part: Any, where: str, role: str) -> dict[str, Any]:
     """One content part of an input message as a chat-completions part."""
-    part = _object(part, where)
+    part = as_object(part, where)
     kind = part.get("type")
     if kind in ("input_text", "output_text") or (kind == "text" and role == "assistant"):
         allowed = ("type", "text", "annotations", "logprobs") if kind == "output_text" else ("type", "text")
-        _keys(part, where, allowed)
+        known_keys(part, where, allowed)
         if part.get("annotations"):
-            raise _unsupported(f"{where}.annotations", "annotations cannot be sent to a chat-completions upstream")
-        return {"type": "text", "text": _string(part.get("text"), f"{where}.text")}
+            raise unsupported(f"{where}.annotations", "annotations cannot be sent to a chat-completions upstream")
+        return {"type": "text", "text": as_string(part.get("text"), f"{where}.text")}
     if kind == "refusal" and role == "assistant":
-        _keys(part, where, ("type", "refusal"))
-        return {"type": "refusal", "refusal": _string(part.get("refusal"), f"{where}.refusal")}
+        known_keys(part, where, ("type", "refusal"))
+        return {"type": "refusal", "refusal": as_string(part.get("refusal"), f"{where}.refusal")}
     if role == "assistant":
         raise Refused(f"invalid request: {where}: " + unknown_name(str(kind), ("output_text", "refusal"),
                                                                     what="part type"), where)
     if kind == "input_image":
-        _keys(part, where, ("type", "image_url", "detail", "file_id"))
+        known_keys(part, where, ("type", "image_url", "detail", "file_id"))
         if part.get("file_id") is not None:
-            raise _unsupported(f"{where}.file_id", "files stored at OpenAI cannot be read: send image_url "
+            raise unsupported(f"{where}.file_id", "files stored at OpenAI cannot be read: send image_url "
                                                    "(an http(s) or data: URL)")
-        url = _string(part.get("image_url"), f"{where}.image_url")
+        url = as_string(part.get("image_url"), f"{where}.image_url")
         image: dict[str, Any] = {"url": url}
         detail = part.get("detail")
         if detail is not None and detail not in ("auto", "low", "high"):
-            raise _unsupported(f"{where}.detail", f"chat completions knows auto, low and high, not {detail!r}")
+            raise unsupported(f"{where}.detail", f"chat completions knows auto, low and high, not {detail!r}")
         if detail is not None:
             image["detail"] = detail
         return {"type": "image_url", "image_url": image}
     if kind == "input_file":
-        _keys(part, where, ("type", "file_data", "file_id", "filename", "file_url", "detail"))
+        known_keys(part, where, ("type", "file_data", "file_id", "filename", "file_url", "detail"))
         for name in ("file_url", "detail"):
             if part.get(name) is not None:
-                raise _unsupported(f"{where}.{name}", "chat completions takes a file's data, filename or file_id")
+                raise unsupported(f"{where}.{name}", "chat completions takes a file's data, filename or file_id")
         file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k) is not None}
         return {"type": "file", "file": file}
     raise Refused(f"invalid request: {where}: " + unknown_name(str(kind), ("input_text", "input_image", "input_file"),
@@ -183,13 +155,13 @@ def _input_part(part: Any, where: str, role: str) -> dict[str, Any]:
 
 
 def _message(item: Mapping[str, Any], where: str) -> dict[str, Any]:
-    _keys(item, where, ("type", "role", "content", "id", "status", "phase"))
+    known_keys(item, where, ("type", "role", "content", "id", "status", "phase"))
     role = item.get("role")
     if role not in ("user", "assistant", "system", "developer"):
         raise Refused(f"invalid request: {where}: " + unknown_name(str(role), ("user", "assistant", "system",
                                                                               "developer"), what="role"), where)
     if item.get("phase") is not None:
-        raise _unsupported(f"{where}.phase", "chat completions has no message phases")
+        raise unsupported(f"{where}.phase", "chat completions has no message phases")
     content = item.get("content")
     if isinstance(content, str):
         return {"role": role, "content": content}
@@ -197,37 +169,37 @@ def _message(item: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise Refused(f"invalid request: {where}.content must be a string or a list of parts", f"{where}.content")
     parts = [_input_part(p, f"{where}.content[{i}]", str(role)) for i, p in enumerate(content)]
     if role in ("system", "developer") and any(p["type"] != "text" for p in parts):
-        raise _unsupported(f"{where}.content", "a system or developer message holds text only")
+        raise unsupported(f"{where}.content", "a system or developer message holds text only")
     return {"role": role, "content": parts}
 
 
 def _tool_output(item: Mapping[str, Any], where: str) -> dict[str, Any]:
-    _keys(item, where, ("type", "call_id", "output", "id", "status", "name", "namespace", "caller"))
+    known_keys(item, where, ("type", "call_id", "output", "id", "status", "name", "namespace", "caller"))
     for name in ("namespace", "caller"):
         if item.get(name) is not None:
-            raise _unsupported(f"{where}.{name}", "chat completions has plain function tools only")
-    call_id = _string(item.get("call_id"), f"{where}.call_id")
+            raise unsupported(f"{where}.{name}", "chat completions has plain function tools only")
+    call_id = as_string(item.get("call_id"), f"{where}.call_id")
     output = item.get("output")
     if isinstance(output, list):
         parts = []
         for i, part in enumerate(output):
-            part = _object(part, f"{where}.output[{i}]")
+            part = as_object(part, f"{where}.output[{i}]")
             if part.get("type") != "input_text":
-                raise _unsupported(f"{where}.output[{i}]", "a chat-completions tool result holds text only")
-            _keys(part, f"{where}.output[{i}]", ("type", "text"))
-            parts.append({"type": "text", "text": _string(part.get("text"), f"{where}.output[{i}].text")})
+                raise unsupported(f"{where}.output[{i}]", "a chat-completions tool result holds text only")
+            known_keys(part, f"{where}.output[{i}]", ("type", "text"))
+            parts.append({"type": "text", "text": as_string(part.get("text"), f"{where}.output[{i}].text")})
         return {"role": "tool", "tool_call_id": call_id, "content": parts}
-    return {"role": "tool", "tool_call_id": call_id, "content": _string(output, f"{where}.output")}
+    return {"role": "tool", "tool_call_id": call_id, "content": as_string(output, f"{where}.output")}
 
 
 def _function_call(item: Mapping[str, Any], where: str) -> dict[str, Any]:
-    _keys(item, where, ("type", "call_id", "name", "arguments", "id", "status", "namespace", "caller"))
+    known_keys(item, where, ("type", "call_id", "name", "arguments", "id", "status", "namespace", "caller"))
     for name in ("namespace", "caller"):
         if item.get(name) is not None:
-            raise _unsupported(f"{where}.{name}", "chat completions has plain function tools only")
-    return {"id": _string(item.get("call_id"), f"{where}.call_id"), "type": "function",
-            "function": {"name": _string(item.get("name"), f"{where}.name"),
-                         "arguments": _string(item.get("arguments"), f"{where}.arguments")}}
+            raise unsupported(f"{where}.{name}", "chat completions has plain function tools only")
+    return {"id": as_string(item.get("call_id"), f"{where}.call_id"), "type": "function",
+            "function": {"name": as_string(item.get("name"), f"{where}.name"),
+                         "arguments": as_string(item.get("arguments"), f"{where}.arguments")}}
 
 
 ITEM_TYPES = ("message", "function_call", "function_call_output")
@@ -259,12 +231,12 @@ def chat_messages(body: ResponsesBody) -> list[dict[str, Any]]:
         elif kind == "function_call_output":
             messages.append(_tool_output(raw, where))
         elif kind in ("reasoning", "item_reference", "compaction"):
-            raise _unsupported(f"{where}", f"an input item of type {kind!r} needs OpenAI's own servers; "
+            raise unsupported(f"{where}", f"an input item of type {kind!r} needs OpenAI's own servers; "
                                            "the proxy's upstream speaks chat completions")
         elif isinstance(kind, str) and kind.endswith(("_call", "_call_output", "_output")) or kind in (
                 "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "additional_tools",
                 "configuration_update", "compaction_trigger", "program", "program_output"):
-            raise _unsupported(f"{where}", f"{kind!r} items belong to hosted tools; chat completions has "
+            raise unsupported(f"{where}", f"{kind!r} items belong to hosted tools; chat completions has "
                                            "function tools only (function_call, function_call_output)")
         else:
             raise Refused(f"invalid request: {where}: " + unknown_name(str(kind), ITEM_TYPES, what="item type"),
@@ -279,14 +251,14 @@ def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if tool.get("type") != "function":
-            raise _unsupported(f"{where}", f"a {tool.get('type')!r} tool runs on OpenAI's servers; chat "
+            raise unsupported(f"{where}", f"a {tool.get('type')!r} tool runs on OpenAI's servers; chat "
                                            "completions has function tools only")
-        _keys(tool, where, ("type", "name", "parameters", "strict", "description", "allowed_callers",
+        known_keys(tool, where, ("type", "name", "parameters", "strict", "description", "allowed_callers",
                             "defer_loading", "output_schema"))
         for name in ("allowed_callers", "defer_loading", "output_schema"):
             if tool.get(name) is not None:
-                raise _unsupported(f"{where}.{name}", "not an option of a chat-completions function tool")
-        function = {"name": _string(tool.get("name"), f"{where}.name")}
+                raise unsupported(f"{where}.{name}", "not an option of a chat-completions function tool")
+        function = {"name": as_string(tool.get("name"), f"{where}.name")}
         for name in ("description", "parameters", "strict"):
             if tool.get(name) is not None:
                 function[name] = tool[name]
@@ -301,26 +273,26 @@ def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
                                                                           what="value"), "tool_choice")
         return choice
     if choice.get("type") == "function":
-        _keys(choice, "tool_choice", ("type", "name"))
-        return {"type": "function", "function": {"name": _string(choice.get("name"), "tool_choice.name")}}
-    raise _unsupported("tool_choice", f"a tool choice of type {choice.get('type')!r}: chat completions chooses "
+        known_keys(choice, "tool_choice", ("type", "name"))
+        return {"type": "function", "function": {"name": as_string(choice.get("name"), "tool_choice.name")}}
+    raise unsupported("tool_choice", f"a tool choice of type {choice.get('type')!r}: chat completions chooses "
                                       "none, auto, required or one function")
 
 
 def _response_format(text: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``text`` as chat completions' ``response_format`` and other fields (``verbosity``)."""
-    _keys(text, "text", ("format", "verbosity"))
+    known_keys(text, "text", ("format", "verbosity"))
     more = {"verbosity": text["verbosity"]} if text.get("verbosity") is not None else {}
     fmt = text.get("format")
     if fmt is None:
         return None, more
-    fmt = _object(fmt, "text.format")
+    fmt = as_object(fmt, "text.format")
     kind = fmt.get("type")
     if kind in ("text", "json_object"):
-        _keys(fmt, "text.format", ("type",))
+        known_keys(fmt, "text.format", ("type",))
         return {"type": kind}, more
     if kind == "json_schema":
-        _keys(fmt, "text.format", ("type", "name", "schema", "description", "strict"))
+        known_keys(fmt, "text.format", ("type", "name", "schema", "description", "strict"))
         schema = {k: fmt[k] for k in ("name", "schema", "description", "strict") if fmt.get(k) is not None}
         return {"type": "json_schema", "json_schema": schema}, more
     raise Refused("invalid request: text.format: " + unknown_name(str(kind), ("text", "json_object", "json_schema"),
@@ -332,24 +304,24 @@ def _checked(body: ResponsesBody) -> None:
     for name, why in UNSUPPORTED.items():
         value = getattr(body, name)
         if value is not None and value is not False:
-            raise _unsupported(name, why)
+            raise unsupported(name, why)
     if body.store:
-        raise _unsupported("store", "the proxy keeps no responses to fetch later (GET /v1/responses/{id} is not "
+        raise unsupported("store", "the proxy keeps no responses to fetch later (GET /v1/responses/{id} is not "
                                     "served): leave store out or set it to false; jurist's record of the request "
                                     "is stored under its trace id")
     if body.truncation == "auto":
-        raise _unsupported("truncation", "a chat-completions upstream does not truncate input for you")
+        raise unsupported("truncation", "a chat-completions upstream does not truncate input for you")
     for i, name in enumerate(body.include or []):
         if name not in INCLUDABLE:
-            raise _unsupported(f"include[{i}]", f"{name!r} belongs to hosted tools or stored files "
+            raise unsupported(f"include[{i}]", f"{name!r} belongs to hosted tools or stored files "
                                                 f"(the proxy can include {', '.join(INCLUDABLE)})")
     if body.reasoning is not None:
-        _keys(body.reasoning, "reasoning", ("effort", "summary", "generate_summary"))
+        known_keys(body.reasoning, "reasoning", ("effort", "summary", "generate_summary"))
         for name in ("summary", "generate_summary"):
             if body.reasoning.get(name) is not None:
-                raise _unsupported(f"reasoning.{name}", "chat completions returns no reasoning summaries")
+                raise unsupported(f"reasoning.{name}", "chat completions returns no reasoning summaries")
     if body.stream_options is not None:
-        _keys(body.stream_options, "stream_options", ("include_obfuscation",))
+        known_keys(body.stream_options, "stream_options", ("include_obfuscation",))
 
 
 def chat_body(raw: dict[str, Any]) -> tuple[ResponsesBody, dict[str, Any]]:
@@ -357,7 +329,7 @@ def chat_body(raw: dict[str, Any]) -> tuple[ResponsesBody, dict[str, Any]]:
     try:
         body = ResponsesBody.model_validate(raw)
     except ValidationError as exc:
-        raise _problem(exc) from None
+        raise body_problem(exc, ResponsesBody) from None
     _checked(body)
     chat: dict[str, Any] = {"model": body.model, "messages": chat_messages(body)}
     if body.stream:
@@ -624,41 +596,15 @@ class ResponsesStream:
                              param=piece.error.get("param"), error=piece.error, status=piece.status))
 
 
-async def _events(shape: Shape, pieces: AsyncGenerator[Piece, None]) -> AsyncIterator[str]:
-    out = ResponsesStream(shape)
-    async with contextlib.aclosing(pieces):  # a client that leaves closes the gated stream
-        yield out.start()
-        async for piece in pieces:
-            match piece:
-                case Text():
-                    yield out.text(piece)
-                case Refusal():
-                    yield out.refusal(piece)
-                case ToolPiece():
-                    yield out.tool(piece)
-                case JuristEvent():
-                    yield out.jurist(piece)
-                case Finish():
-                    yield out.finish(piece)
-                case Failed():
-                    yield out.failed(piece)
-
-
 async def answer(body: ResponsesBody, gated: Response) -> Response:
     """The gated chat answer ``gated`` written as the Responses API answers."""
-    if gated.status_code >= 400:
-        return error_response(relayed_error(gated))
     shape = Shape(body)
-    headers = kept_headers(gated)
-    if isinstance(gated, StreamingResponse):
-        return StreamingResponse(_events(shape, stream_pieces(gated)), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", **headers})
-    data = json_body(gated)
-    result = response_object(shape, completion_pieces(data if isinstance(data, dict) else {}))
-    if isinstance(result, Failed):
-        return error_response(result)
-    jurist = result.get("jurist")
-    return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
+    return await relayed_answer(gated, build=partial(response_object, shape), events=partial(ResponsesStream, shape),
+                                error_response=error_response)
+
+
+def _refused(exc: Refused) -> JSONResponse:
+    return JSONResponse(openai_error(exc.status, exc.message, param=exc.param), status_code=exc.status)
 
 
 def build_router(proxy: ProxyState) -> APIRouter:
@@ -667,13 +613,10 @@ def build_router(proxy: ProxyState) -> APIRouter:
     @router.post("/v1/responses")
     async def responses(request: Request) -> Response:
         """OpenAI's Responses API, gated: translated to chat completions for the upstream."""
-        raw = await read_json(request)
-        if isinstance(raw, JSONResponse):
-            return raw
-        try:
-            body, chat = chat_body(raw)
-        except Refused as exc:
-            return JSONResponse(openai_error(exc.status, exc.message, param=exc.param), status_code=exc.status)
+        translation = await translated(request, chat_body, unreadable=lambda raw: raw, refused=_refused)
+        if isinstance(translation, Response):
+            return translation
+        body, chat = translation
         return await answer(body, await gated_chat(proxy, request, chat))
 
     return router
