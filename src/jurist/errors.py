@@ -20,7 +20,9 @@
     │   ├── ModelUnavailable  5xx, dropped connection, unreachable endpoint
     │   │   └── EndpointDown  the endpoint's circuit breaker is open: calls fail at once
     │   ├── AuthFailed        401/403: the key is missing or wrong
-    │   └── RequestRejected   400/404/422: the endpoint refused the request
+    │   ├── RequestRejected   400/404/422: the endpoint refused the request
+    │   ├── BudgetExceeded    not sent: the run's cost budget (--max-cost) is spent
+    │   └── DryRunCall        not sent: counted by a dry run (--dry-run)
     ├── JudgeParseError       a judge reply that could not be parsed, after the re-ask
     ├── EvaluationError       an evaluator gave no result a capability can use
     │   ├── EvaluationFailed  the gate's evaluator gave no usable verdict (the gate records
@@ -148,6 +150,19 @@ class AuthFailed(ModelError):
 
 
 class RequestRejected(ModelError):
+    retryable = False
+
+
+class BudgetExceeded(ModelError):
+    """A call not made: the run's cost budget (``--max-cost``) is spent. Not retried; a rerun
+    with a larger budget goes on where the run stopped (:class:`jurist.models.cost.CostBudget`)."""
+
+    retryable = False
+
+
+class DryRunCall(ModelError):
+    """A call counted by a dry run (:func:`jurist.models.cost.expecting`), not made."""
+
     retryable = False
 
 

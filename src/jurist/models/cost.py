@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from jurist.errors import InputError, ModelError
+from jurist.errors import BudgetExceeded, DryRunCall, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from genai_prices.types import Provider
@@ -194,13 +194,6 @@ def format_usd(usd: float | Decimal | None) -> str:
     if value >= 0.01:
         return f"${value:.4f}".rstrip("0").rstrip(".")
     return f"${value:.2g}" if value >= 1e-4 else f"${value:.1e}"
-
-
-class BudgetExceeded(ModelError):
-    """A call not made: the run's cost budget (``--max-cost``) is spent. Not retried; a rerun
-    with a larger budget goes on where the run stopped."""
-
-    retryable = False
 
 
 @dataclass
@@ -408,12 +401,6 @@ def estimate_request(request: "ChatRequest", model: str, endpoint: str, *,
     free = _free(model)
     cost = Cost(0.0, free) if free is not None else call_cost(model, endpoint, tokens, out, prices_from=prices_from)
     return RequestEstimate(model=model, input_tokens=tokens, max_output_tokens=out, counted_by=how, cost=cost)
-
-
-class DryRunCall(ModelError):
-    """A call counted by a dry run (:func:`expecting`), not made."""
-
-    retryable = False
 
 
 @dataclass
