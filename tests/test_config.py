@@ -142,3 +142,66 @@ def test_numbers_from_the_environment_are_still_read(monkeypatch):
     monkeypatch.setenv("JURIST_TIMEOUT", "2.5")
     settings = Settings.load()
     assert settings.max_concurrency == 7 and settings.timeout == 2.5
+
+
+def test_the_upstream_reply_byte_cap_is_a_bounded_setting(tmp_path, monkeypatch):
+    assert Settings.load().upstream_max_reply_bytes == 16 * 1024 * 1024
+    monkeypatch.setenv("JURIST_UPSTREAM_MAX_REPLY_BYTES", "4096")
+    assert Settings.load().upstream_max_reply_bytes == 4096
+    for bad in ("10", str(2 * 1024 ** 3), "true", "lots"):
+        monkeypatch.setenv("JURIST_UPSTREAM_MAX_REPLY_BYTES", bad)
+        with pytest.raises(ConfigError, match="upstream_max_reply_bytes"):
+            Settings.load()
+
+
+def test_a_gateways_prices_must_name_a_provider_of_the_price_table(tmp_path):
+    (tmp_path / "jurist.yaml").write_text("providers:\n  gw:\n    base_url: http://127.0.0.1:9/v1\n"
+                                          "    prices: opnai\n")
+    with pytest.raises(ConfigError, match=r"line 4: providers\.gw\.prices: .*'opnai' \(did you mean 'openai'\?\)"):
+        Settings.load(tmp_path / "jurist.yaml")
+    assert Settings.load(providers={"gw": {"base_url": "http://127.0.0.1:9/v1", "prices": "openai"}}
+                         ).providers["gw"].prices == "openai"
+
+
+async def test_a_gateway_that_charges_openais_prices_records_a_known_cost(isolated):
+    from genai_prices import Usage, calc_price
+
+    from jurist.models import ChatRequest
+    from jurist.models.registry import resolve_model
+    from jurist.store import Store
+    from jurist.testing import ProviderServer, Reply
+
+    store = Store(f"sqlite:///{isolated}/c.db")
+    with ProviderServer(Reply(text="Yes.", input_tokens=1200, output_tokens=300)) as server:
+        providers = {"gw": {"base_url": server.base_url, "api_key": "k", "prices": "openai"},
+                     "plain": {"base_url": server.base_url, "api_key": "k"}}
+        settings = Settings(home=str(isolated), providers=providers, cache=False)
+        for ref in ("gw/gpt-4o-mini", "plain/gpt-4o-mini"):
+            model = resolve_model(ref, settings, sink=store)
+            await model.complete(ChatRequest(messages=[{"role": "user", "content": "Is the sky blue?"}]))
+            await model.aclose()
+    store.flush()
+    rows = {r["model"]: r for r in store.calls(limit=None)}
+    store.close()
+    price = float(calc_price(Usage(input_tokens=1200, output_tokens=300), "gpt-4o-mini",
+                             provider_id="openai").total_price)
+    assert rows["gw/gpt-4o-mini"]["cost_usd"] == pytest.approx(price) and price > 0
+    assert rows["plain/gpt-4o-mini"]["cost_usd"] is None  # a 127.0.0.1 server's prices are unknown
+
+
+def test_the_proxy_reads_an_upstream_answer_up_to_the_configured_cap(isolated, provider):
+    import httpx
+
+    from jurist.server import create_app
+    from jurist.testing import Reply
+    from tests.server.live import running
+
+    provider.default = Reply(text="a" * 8000)
+    settings = Settings.load(home=str(isolated / ".jurist"), upstream_max_reply_bytes=4096)
+    app = create_app(settings, upstream=provider.base_url,
+                     gate_config={"evaluate_feedback_enabled": False, "judge": "scripted/judge"})
+    with running(app) as url:
+        for stream in (False, True):
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=30,
+                           json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream})
+            assert r.status_code == 502 and "over 4,096 bytes" in r.json()["error"]["message"], (stream, r.text)

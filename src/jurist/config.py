@@ -63,6 +63,31 @@ class ProviderSettings(BaseModel):
     max_in_flight: Whole | None = Field(default=None, ge=1)
     requests_per_minute: Whole | None = Field(default=None, ge=1)
     tokens_per_minute: Whole | None = Field(default=None, ge=1)
+    # Whose prices the endpoint charges (a gateway, a proxy of a provider's API at another address):
+    # a provider id of the genai-prices table ("openai", "anthropic", ...), checked when the settings
+    # are built; None: the endpoint's address says (a local server's calls have no known cost)
+    prices: str | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _known_prices(cls, v: str | None) -> str | None:
+        if v is not None:
+            problem = price_table_problem(v)
+            if problem:
+                raise ValueError(problem)
+        return v
+
+
+def price_table_problem(provider_id: str) -> str | None:
+    """Why ``provider_id`` names no provider of the genai-prices table (with the closest id), or None."""
+    from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
+
+    from jurist.jsonfiles import unknown_name
+
+    providers = get_snapshot().providers
+    if find_provider_by_id(providers, provider_id) is not None:
+        return None
+    return unknown_name(provider_id, [p.id for p in providers], "price table provider")
 
 
 class Settings(BaseModel):
@@ -88,6 +113,9 @@ class Settings(BaseModel):
     # calls): a limit of their own, sized for a proxy; a configured provider's max_in_flight for the
     # upstream's base_url takes its place
     upstream_max_concurrency: Whole = Field(default=512, ge=1)
+    # The most bytes of one upstream answer the gate proxy reads (a reply or a whole stream):
+    # past it the request is a 502 naming this bound (1 KiB to 1 GiB; default 16 MiB)
+    upstream_max_reply_bytes: Whole = Field(default=16 * 1024 * 1024, ge=1024, le=1024 ** 3)
     # seconds per attempt: under rubric_timeout, so that a retry fits in a rubric's time and a hung
     # endpoint's first calls time out (and open its breaker) well before the rubrics' own clock
     timeout: Number = Field(default=30.0, gt=0)
@@ -237,6 +265,7 @@ _ENV_FIELDS = {
     "JURIST_CACHE": "cache",
     "JURIST_MAX_CONCURRENCY": "max_concurrency",
     "JURIST_UPSTREAM_MAX_CONCURRENCY": "upstream_max_concurrency",
+    "JURIST_UPSTREAM_MAX_REPLY_BYTES": "upstream_max_reply_bytes",
     "JURIST_TIMEOUT": "timeout",
     "JURIST_MAX_RETRIES": "max_retries",
     "JURIST_SESSION_CHAR_BUDGET": "session_char_budget",

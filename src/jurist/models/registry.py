@@ -177,7 +177,10 @@ def model_for(
     runtime's pool, whose bounds were fixed when it was built: ``provider``'s, else those of
     the endpoint; across processes through ``limiter_url`` when ``shared``), the endpoint's
     circuit breaker from the same pool (when ``shared``: an in-process backend has no
-    endpoint to go down), the settings' timeout, retries and reply limit, the call record."""
+    endpoint to go down), the settings' timeout, retries and reply limit, the call record; the
+    prices of ``provider``'s ``prices`` (a gateway that charges a provider's prices), else those
+    its endpoint's address says."""
+    configured = settings.providers.get(provider) if provider is not None else None
     return Model(
         adapter,
         limiters.get(adapter.endpoint, provider, shared=shared),
@@ -187,6 +190,7 @@ def model_for(
         cache=settings.cache if cache is None else cache,
         breaker=limiters.breaker(adapter.endpoint) if shared else None,
         max_reply_chars=settings.max_reply_chars,
+        prices_from=configured.prices if configured is not None else None,
     )
 
 

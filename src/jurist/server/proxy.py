@@ -121,12 +121,14 @@ def upstream_model(base_url: str, model: str, settings: Settings, *, sink: CallS
     adapter, recorded under the model name the caller asked for, behind the
     endpoint's generations' limiter (its lane of ``limiters``, apart from the judges':
     the ``max_in_flight`` of a configured provider with that ``base_url``, else
-    ``upstream_max_concurrency``; never the judges' ``max_concurrency``). No cache, no
-    retries: the caller's own client retries, and sees the upstream's 429 and ``Retry-After``."""
+    ``upstream_max_concurrency``; never the judges' ``max_concurrency``). One answer is read up to
+    ``upstream_max_reply_bytes``. No cache, no retries: the caller's own client retries, and sees
+    the upstream's 429 and ``Retry-After``."""
     endpoint = base_url.rstrip("/")
     adapter = OpenAIChat(model, provider=UPSTREAM_PROVIDER, base_url=endpoint, api_key=api_key or NO_KEY, name=model,
                          organization=settings.variable("OPENAI_ORG_ID"),
-                         project=settings.variable("OPENAI_PROJECT_ID"))
+                         project=settings.variable("OPENAI_PROJECT_ID"),
+                         max_reply_bytes=settings.upstream_max_reply_bytes)
     return model_for(adapter, settings, limiters if limiters is not None else LimiterPool(settings),
                      provider=UPSTREAM_PROVIDER, sink=sink, cache=False, retry=RetryPolicy(max_retries=0))
 
