@@ -7,7 +7,9 @@ loads settings or opens a store itself. A capability called without one (``Gate(
 a runtime is built for it. The runtime owns what would otherwise be process-wide
 state: whether the "no judge configured" notice was given, the store opened for it
 (closed with it), the pool of endpoint limiters and circuit breakers its models
-share, and the structured-output modes found per endpoint.
+share, and the structured-output modes found per endpoint. Building one starts reading
+the price table (``genai-prices``) in a thread, once per process, so the first recorded
+call does not read it on the event loop (:func:`jurist.models.cost.preload_prices`).
 
 An endpoint's bounds (max in flight, requests and tokens per minute) are fixed
 when the runtime is built, from its settings and providers and an optional
@@ -34,6 +36,7 @@ from typing import Any
 from jurist.config import Settings
 from jurist.errors import UsageError
 from jurist.models.base import CallRecord, MeaningJudge
+from jurist.models.cost import preload_prices
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CachedReply, CallSink, MeaningBackend, Model
 from jurist.models.registry import HOW_TO_CONFIGURE, judge_ref, model_for, resolve_model
@@ -80,6 +83,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._announced = False
         self._prompts: PromptRouter | None = None
+        preload_prices()  # the price table, read in a thread once per process (never blocks this)
 
     # -- building ----------------------------------------------------------------------
     @classmethod

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BudgetExceeded", "Cost", "CostBudget", "DryRun", "DryRunCall", "ExpectedCalls", "RequestEstimate",
            "active_budget", "active_dry_run", "call_cost", "charged_to", "count_tokens", "estimate_request",
-           "expecting", "format_usd", "is_free", "is_priced", "load_prices", "NOTE_CHARS"]
+           "expecting", "format_usd", "is_free", "is_priced", "load_prices", "NOTE_CHARS", "preload_prices"]
 
 #: The most of a note that is kept (the ``llm_calls.cost_note`` column's width).
 NOTE_CHARS = 200
@@ -76,6 +78,43 @@ def load_prices() -> None:
     from genai_prices.data_snapshot import get_snapshot
 
     get_snapshot()
+
+
+logger = logging.getLogger("jurist")
+_preload_lock = threading.Lock()
+_preloading: threading.Thread | None = None
+
+
+def _prices_loaded() -> bool:
+    """Whether the price table is read (or being read): its data module is imported."""
+    return sys.modules.get("genai_prices.data") is not None
+
+
+def _load_quietly() -> None:
+    try:
+        load_prices()
+    except Exception as exc:  # the first priced call reads it again, and its record says why if it fails
+        logger.warning("the price table (genai-prices) could not be read ahead of the first call: %s: %s; "
+                       "a call's cost reads it again", type(exc).__name__, exc)
+
+
+def preload_prices() -> threading.Thread | None:
+    """Start reading the price table in a daemon thread, unless it is read or being read: a
+    runtime starts it when it is built, so the first call's record does not wait for it on the
+    event loop. Never blocks and never raises (a failure is logged; a call's cost reads the
+    table again). Returns the thread started (None: none was needed)."""
+    global _preloading
+    with _preload_lock:
+        if _prices_loaded() or _preloading is not None:
+            return None
+        _preloading = threading.Thread(target=_load_quietly, name="jurist-prices", daemon=True)
+        thread = _preloading
+    try:
+        thread.start()
+    except RuntimeError as exc:  # no thread can be started (interpreter shutting down): the first call reads it
+        logger.debug("the price table is not read ahead: %s", exc)
+        return None
+    return thread
 
 
 def _provider(provider_id: str) -> "Provider | None":
