@@ -50,7 +50,7 @@ from jurist.rubrics.folder import ResultFolder
 from jurist.rubrics.models import RubricSet
 from jurist.rubrics.naming import result_name
 from jurist.rubrics.results import RubricResult
-from jurist.rubrics.scoring import SessionEvaluator
+from jurist.rubrics.scoring import ScoredSession, SessionEvaluator
 from jurist.rubrics.sessions import ChatSession, load_session
 from jurist.rubrics.summary import SummaryBuilder, batch_cost
 
@@ -299,6 +299,35 @@ async def run_batch(
         await folder.release()
 
 
+async def _claimed(evaluator: SessionEvaluator, path: Path, out: Path, force: bool,
+                   tally: BatchTally) -> tuple[ChatSession, RubricResult | None] | None:
+    """The session of ``path`` and the result it has, when it opens and no other file of the batch
+    holds its id; else None, counted in ``tally``."""
+    try:
+        session, existing = await asyncio.to_thread(open_session, path, out, force,
+                                                    allow_private_image_urls=evaluator.allow_private_image_urls)
+    except InputError as exc:
+        tally.input_error(path.name, str(exc))
+        return None
+    if not tally.claim(session.session_id, path):
+        return None
+    return session, existing
+
+
+async def _scored(evaluator: SessionEvaluator, session: ChatSession, path: Path,
+                  tally: BatchTally) -> ScoredSession | None:
+    """``session`` scored; None when it could not be judged (its text, its images: its failure alone,
+    counted in ``tally``). The batch's judge or store failing stops the batch."""
+    try:
+        return await evaluator.score(session)
+    except (ConfigError, StoreError):
+        raise
+    except Exception as exc:
+        tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
+                                     f"{failure_of(exc)}")
+        return None
+
+
 async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFolder, parallel: int, force: bool,
                retry_failed: bool, on_progress: ProgressFn | None, budget: CostBudget) -> BatchReport:
     out = folder.path
@@ -307,27 +336,18 @@ async def _run(evaluator: SessionEvaluator, files: list[Path], folder: ResultFol
     saving: set[asyncio.Task[None]] = set()
 
     async def one(path: Path) -> None:
-        try:
-            session, existing = await asyncio.to_thread(open_session, path, out, force,
-                                                        allow_private_image_urls=evaluator.allow_private_image_urls)
-        except InputError as exc:
-            tally.input_error(path.name, str(exc))
+        opened = await _claimed(evaluator, path, out, force, tally)
+        if opened is None:
             return
-        if not tally.claim(session.session_id, path):
-            return
+        session, existing = opened
         if existing is not None and not needs_scoring(existing, retry_failed):
             tally.add_existing(session.session_id, existing)
             return
         if budget.exceeded:
             tally.not_scored(session.session_id)
             return
-        try:
-            scored = await evaluator.score(session)
-        except (ConfigError, StoreError):
-            raise  # the batch's judge or store, not this session
-        except Exception as exc:  # this session could not be judged (its text, its images): its failure alone
-            tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
-                                         f"{failure_of(exc)}")
+        scored = await _scored(evaluator, session, path, tally)
+        if scored is None:
             return
         if refused_call(scored.result):  # the budget ran out while it was scored: left for a rerun
             tally.not_scored(session.session_id)
@@ -362,25 +382,15 @@ async def _dry_run(evaluator: SessionEvaluator, files: list[Path], out: Path, pa
     todo: Iterator[Path] = iter(files)
 
     async def one(path: Path) -> None:
-        try:
-            session, existing = await asyncio.to_thread(open_session, path, out, force,
-                                                        allow_private_image_urls=evaluator.allow_private_image_urls)
-        except InputError as exc:
-            tally.input_error(path.name, str(exc))
+        opened = await _claimed(evaluator, path, out, force, tally)
+        if opened is None:
             return
-        if not tally.claim(session.session_id, path):
-            return
+        session, existing = opened
         if existing is not None and not needs_scoring(existing, retry_failed):
             tally.skipped += 1
             tally._progress(session.session_id, "skipped")
             return
-        try:
-            await evaluator.score(session)  # every call counted, none made: the result is not kept
-        except (ConfigError, StoreError):
-            raise
-        except Exception as exc:
-            tally.input_error(path.name, f"{path}: session {session.session_id!r} could not be judged: "
-                                         f"{failure_of(exc)}")
+        if await _scored(evaluator, session, path, tally) is None:  # every call counted, none made: not kept
             return
         tally.scored += 1
         tally._progress(session.session_id, "counted")
