@@ -67,7 +67,7 @@ def completion(base: str, *, stream: bool = False, **options: Any) -> Outcome:
 
 
 def pair(request: pytest.FixtureRequest, bases: dict[str, str], route: str, run: Callable[[str], Outcome],
-         check: Callable[[Outcome], None], direct_fails: str | None = None) -> None:
+         check: Callable[[Outcome], None], direct_fails: str | None = None, gated: bool = False) -> None:
     """As conftest.cell, for the real server: direct, then (proxy cell) through the proxy, compared."""
     direct = run(bases["direct"])
     try:
@@ -84,7 +84,7 @@ def pair(request: pytest.FixtureRequest, bases: dict[str, str], route: str, run:
         return
     proxied = run(bases["proxy"])
     if failure is None:
-        same(direct, proxied)
+        same(direct, proxied, gated=gated)
     try:
         check(proxied)
     except AssertionError as exc:
@@ -111,7 +111,7 @@ def test_cut_off_answer_says_length(request: pytest.FixtureRequest, bases: dict[
     def check(out: Outcome) -> None:
         assert out.error is None and out.finish == "length", out
 
-    pair(request, bases, route, lambda b: completion(b, max_tokens=3), check)
+    pair(request, bases, route, lambda b: completion(b, max_tokens=3), check, gated=True)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])

@@ -95,14 +95,19 @@ def test_multi_turn(routes: Routes, route: str) -> None:
     assert out.sent == [("/v1/chat/completions", messages)]
 
 
+# Every answer under max_tokens=2 is cut off, as a real server's would be: the gate may ask again
+# (a cut-off answer is not complete), and the client still gets the cut-off answer with "length".
+CUT_OFF = [Reply(text="Paris is", finish_reason="length")] * 4
+
+
 def test_cut_off_answer_says_length(routes: Routes, route: str) -> None:
-    cell(routes, route, [Reply(text="Paris is", finish_reason="length")],
-         lambda r: completion(routes, r, messages=ASK, max_tokens=2), answered("Paris is", "length"))
+    cell(routes, route, CUT_OFF, lambda r: completion(routes, r, messages=ASK, max_tokens=2),
+         answered("Paris is", "length"), gated=True)
 
 
 def test_cut_off_answer_says_length_streamed(routes: Routes, route: str) -> None:
-    cell(routes, route, [Reply(text="Paris is", finish_reason="length")],
-         lambda r: streamed(routes, r, messages=ASK, max_tokens=2), answered("Paris is", "length"))
+    cell(routes, route, CUT_OFF, lambda r: streamed(routes, r, messages=ASK, max_tokens=2),
+         answered("Paris is", "length"), gated=True)
 
 
 def test_logprobs(routes: Routes, route: str) -> None:

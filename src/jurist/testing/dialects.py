@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from typing import Any, Literal
 
-from jurist.testing.replies import Body, Reply, WireRequest, _pieces
+from jurist.testing.replies import Body, Reply, WireRequest
 
 #: How a scripted server speaks: as OpenAI does, or as llama-cpp-python's server does
 #: (the tool call's id, type and name repeated in every streamed piece; no usage in a
@@ -22,6 +23,11 @@ Dialect = Literal["openai", "llama-cpp-python"]
 DIALECTS: tuple[Dialect, ...] = ("openai", "llama-cpp-python")
 
 _ids = itertools.count(1)
+
+
+def _pieces(text: str | None) -> list[str]:
+    """Word-sized stream deltas (whitespace kept), as the chat-completions streams of :mod:`jurist.testing.replies`."""
+    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
