@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import _CLEARED, REPO
+from tests.conftest import _CLEARED
 
 PROGRAM = """
 import json, sys, time
@@ -42,7 +42,7 @@ print(json.dumps({"before": before, "loaded": loaded, "priced": priced, "built_s
 
 def _run(tmp_path: Path, case: str) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
-    env.update(JURIST_HOME=str(tmp_path / ".jurist"), PYTHONPATH=str(REPO), XDG_DATA_HOME=str(tmp_path / "data"))
+    env.update(JURIST_HOME=str(tmp_path / ".jurist"), XDG_DATA_HOME=str(tmp_path / "data"))
     done = subprocess.run([sys.executable, "-c", PROGRAM, case], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
