@@ -67,11 +67,8 @@ def add_cmd(
 
     check_name(name, "dataset")
     dataset = read_dataset(file)  # checked whole before anything is stored
-    store = _store(config, db)
-    try:
+    with _store(config, db) as store:
         version, new = store.add_dataset_version(name, dataset.version, dataset.items, str(file))
-    finally:
-        store.close()
     what = "added as" if new else "unchanged: the same content as"
     console.print(escape(f"dataset {name}: {len(dataset.items)} items, {what} version {version.number} "
                          f"({version.dataset_version})"), highlight=False, soft_wrap=True)
@@ -87,11 +84,8 @@ def list_cmd(
     """List the datasets: each one's latest version, its items and how many versions it has."""
     from rich.table import Table
 
-    store = _store(config, db)
-    try:
+    with _store(config, db) as store:
         versions = store.dataset_versions()
-    finally:
-        store.close()
     if as_json:
         for v in versions:
             typer.echo(json_text(v.model_dump(mode="json")))
@@ -126,13 +120,10 @@ def show_cmd(
     """Show a dataset's versions and the items of one (default: the latest)."""
     from rich.table import Table
 
-    store = _store(config, db)
-    try:
+    with _store(config, db) as store:
         chosen = _version(store, name, version)
         versions = store.dataset_versions(name)
         items = store.dataset_items(name, chosen.dataset_version)
-    finally:
-        store.close()
     if as_json:
         typer.echo(json_text({"version": chosen.model_dump(mode="json"),
                               "versions": [v.model_dump(mode="json") for v in versions],
@@ -171,12 +162,9 @@ def export_cmd(
     """Write a dataset version as JSONL (what `jurist datasets add` reads back as the same version)."""
     from jurist.experiments.datasets import items_jsonl
 
-    store = _store(config, db)
-    try:
+    with _store(config, db) as store:
         chosen = _version(store, name, version)
         items = store.dataset_items(name, chosen.dataset_version)
-    finally:
-        store.close()
     lines = items_jsonl(items)
     if output is None:
         for line in lines:
