@@ -564,9 +564,15 @@ async def _sse_data(content: aiohttp.StreamReader, cap: int | None = None,
 def _strict_json(raw: str | bytes, not_shaped: Callable[[str], Exception]) -> Any:
     """JSON as an endpoint sent it, strictly: a number beyond any float or NaN is an error."""
     try:
-        return json.loads(raw, parse_float=_finite, parse_constant=_constant)
+        return strict_loads(raw)
     except (ValueError, RecursionError) as exc:
         raise not_shaped(f"not valid JSON ({str(exc)[:200]})") from None
+
+
+def strict_loads(raw: str | bytes) -> Any:
+    """JSON read strictly: NaN, Infinity and a number beyond any float are a ``ValueError``, as
+    invalid JSON is (a ``json.JSONDecodeError``); nesting too deep, a ``RecursionError``."""
+    return json.loads(raw, parse_float=_finite, parse_constant=_constant)
 
 
 def _finite(text: str) -> float:

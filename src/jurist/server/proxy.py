@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
@@ -59,7 +58,7 @@ from jurist.models.messages import AssistantMessage, Message, messages_from_open
 from jurist.models.limiter_pool import LimiterPool
 from jurist.models.model import CallSink, Model, RetryPolicy
 from jurist.models.registry import model_for
-from jurist.models.openai import NO_KEY, OpenAIChat
+from jurist.models.openai import NO_KEY, OpenAIChat, strict_loads
 from jurist.runtime import Runtime
 from jurist.server.auth import bearer
 from jurist.server.proxy_sse import (Answered, ChunkWriter, Usage, completion_body, jurist_field, openai_error,
@@ -466,21 +465,10 @@ def _with_fields(body: bytes, fields: Mapping[str, JsonValue]) -> bytes:
     return json.dumps(data).encode()
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:20]} is beyond any float")
-    return value
-
-
-def _not_json(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 async def read_json(request: Request) -> dict[str, Any] | JSONResponse:
     """The request's body as a JSON object, strictly read; else the 400 that says what is wrong."""
     try:  # strict JSON: no NaN nor infinity, which neither the upstream nor the record takes
-        raw = json.loads(await request.body(), parse_float=_finite, parse_constant=_not_json)
+        raw = strict_loads(await request.body())
     except json.JSONDecodeError:
         return _error(400, "the request body is not valid JSON")
     except ValueError as exc:  # NaN, Infinity, 1e400, an integer of more than 4,300 digits
