@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _CLEARED, not_installed
+from tests.conftest import _CLEARED, REPO, not_installed
 
 EXTRA = ("scipy", "krippendorff", "plotly")
 INSTALL = 'pip install "jurist[analysis]"'
@@ -60,11 +60,19 @@ store.write(save_calibrations, [StoredCalibration(
     labels="labels.jsonl", figures={}, created_at=datetime.now(timezone.utc))])
 asyncio.run(gate.astart())
 out = {"gate started": True}
+
+# two experiments over one dataset version: their pages need nothing more, their comparison needs the extra
+from tests.experiments.compare_data import run, seed
+ids = [f"q{i:02d}" for i in range(8)]
+seed(store, {"a": ({}, run("a", {i: (5.0, 4.0) for i in ids})), "b": ({}, run("b", {i: (2.0, 4.0) for i in ids}))},
+     ids)
 with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
     for url in ("/evaluation", "/evaluation/explorer", "/evaluation/patterns", "/evaluation/prompts/rubric_judge",
                 "/evaluation/calibration", "/evaluation/assets/plotly.min.js", "/api/evaluation/patterns",
                 "/api/evaluation/calibration", "/api/evaluation/calibrations",
-                "/api/prompts/rubric_judge/compare?a=1&b=2", "/api/health"):
+                "/api/prompts/rubric_judge/compare?a=1&b=2", "/api/health", "/evaluation/datasets",
+                "/evaluation/datasets/qa", "/evaluation/experiments", "/evaluation/experiments/b",
+                "/evaluation/compare?a=a&b=b", "/api/experiments", "/api/experiments/a/compare/b"):
         r = client.get(url)
         out[url] = {"status": r.status_code, "type": r.headers["content-type"], "text": r.text}
     r = client.post("/api/evaluation/analyze", json={})
@@ -79,6 +87,7 @@ def served(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("no-analysis")
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     env["JURIST_HOME"] = str(folder / ".jurist")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)  # tests.experiments
     code = not_installed(*EXTRA) + f"EXTRA = {EXTRA!r}\n" + SERVER
     done = subprocess.run([sys.executable, "-c", code, f"sqlite:///{folder / 'jurist.db'}"], env=env, cwd=folder,
                           capture_output=True, text=True, timeout=300)
@@ -118,11 +127,26 @@ def test_the_pages_that_need_statistics_say_which_extra(served):
     assert prompt["status"] == 200 and "Be strict." in prompt["text"]  # the diff is there
     problem = html.unescape(re.search(r'id="ab-problem">([^<]*)<', prompt["text"]).group(1))
     assert problem.startswith("The A/B comparison needs the analysis extra") and problem.endswith(INSTALL)
+    compare = served["/evaluation/compare?a=a&b=b"]
+    assert compare["status"] == 200, compare["text"][:300]
+    problem = html.unescape(re.search(r'id="compare-problem">([^<]*)<', compare["text"]).group(1))
+    assert problem.startswith("Comparing experiments needs the analysis extra") and problem.endswith(INSTALL)
+
+
+def test_the_datasets_and_experiments_pages_need_nothing_more(served):
+    for url in ("/evaluation/datasets", "/evaluation/datasets/qa", "/evaluation/experiments",
+                "/evaluation/experiments/b"):
+        page = served[url]
+        assert page["status"] == 200 and not notices(page["text"]), (url, page["text"][:300])
+    assert 'class="num pass-rate">0.0%<' in served["/evaluation/experiments"]["text"]  # b: every item below the bar
+    listed = json.loads(served["/api/experiments"]["text"])
+    assert {e["record"]["name"]: e["pass_rate"] for e in listed} == {"a": 1.0, "b": 0.0}
 
 
 @pytest.mark.parametrize("route, what", [("/api/evaluation/calibration", "The calibration"),
                                          ("/api/prompts/rubric_judge/compare?a=1&b=2", "The A/B comparison"),
-                                         ("POST /api/evaluation/analyze", "The failure-pattern analysis")])
+                                         ("POST /api/evaluation/analyze", "The failure-pattern analysis"),
+                                         ("/api/experiments/a/compare/b", "Comparing experiments")])
 def test_the_api_routes_that_need_statistics_answer_a_json_error(served, route, what):
     answer = served[route]
     assert answer["status"] == 501 and answer["type"] == "application/json"
