@@ -8,6 +8,7 @@ The packages are installed with npm at test time into ``~/.cache/jurist-tests/ve
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -38,14 +39,16 @@ def node_client() -> Path:
     manifest = json.dumps({"name": "jurist-conformance", "private": True, "type": "module",
                            "dependencies": PACKAGES}, indent=2)
     stamp = folder / ".installed"
-    if not stamp.is_file() or stamp.read_text() != manifest:
-        (folder / "package.json").write_text(manifest)
-        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-        stamp.write_text(manifest)
-    script = folder / CLIENT.name
-    shutil.copyfile(CLIENT, script)
+    with open(folder / ".lock", "w") as lock:  # another test session on this machine may be installing
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.is_file() or stamp.read_text() != manifest:
+            (folder / "package.json").write_text(manifest)
+            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
+            stamp.write_text(manifest)
+        script = folder / CLIENT.name
+        shutil.copyfile(CLIENT, script)
     return script
 
 
