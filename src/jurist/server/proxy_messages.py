@@ -46,7 +46,7 @@ from jurist.jsonfiles import unknown_name
 from jurist.server.errors import anthropic_error
 from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
-                                       ToolCalls, ToolPiece, as_object, as_string, body_problem, known_keys,
+                                       ToolCalls, ToolPiece, as_object, as_string, body_problem, gathered, known_keys,
                                        relayed_error, translated, unsupported)
 from jurist.server.proxy_relay import answer as relayed_answer
 
@@ -432,24 +432,15 @@ class Shape:
 
 
 def message_object(shape: Shape, pieces: list[Piece]) -> dict[str, JsonValue] | Failed:
-    """A non-streamed answer's pieces as a ``message`` (or its failure)."""
-    text: list[str] = []
-    calls = ToolCalls()
-    finish: Finish | None = None
-    for piece in pieces:
-        match piece:
-            case Text() | Refusal():
-                text.append(piece.text)
-            case ToolPiece():
-                calls.add(piece)
-            case Finish():
-                finish = piece
-            case Failed():
-                return piece
-    assert finish is not None, "completion_pieces ends in Finish or Failed"
+    """A non-streamed answer's pieces as a ``message`` (or its failure); a refusal's text is its text
+    (the Messages API has no refusal block: ``stop_reason`` says it)."""
+    answer = gathered(pieces)
+    if isinstance(answer, Failed):
+        return answer
+    finish, calls, text = answer.finish, answer.calls, answer.text + answer.refusal
     content: list[JsonValue] = []
     if text:
-        content.append({"type": "text", "text": "".join(text), "citations": None})
+        content.append({"type": "text", "text": text, "citations": None})
     for call in calls.calls.values():
         value = _input(call)
         if isinstance(value, Failed):

@@ -393,6 +393,40 @@ class JoinedCall:
         return "".join(self.parts)
 
 
+@dataclass
+class Gathered:
+    """A non-streamed answer's pieces joined: its text, its refusal, the text's log probabilities,
+    its tool calls, and how it finished."""
+
+    finish: Finish
+    text: str
+    refusal: str
+    logprobs: list[JsonValue]
+    calls: ToolCalls
+
+
+def gathered(pieces: list[Piece]) -> Gathered | Failed:
+    """The pieces of :func:`completion_pieces` joined (or the failure they end in)."""
+    text: list[str] = []
+    refusal: list[str] = []
+    logprobs: list[JsonValue] = []
+    calls = ToolCalls()
+    for piece in pieces:
+        match piece:
+            case Text():
+                text.append(piece.text)
+                logprobs.extend(piece.logprobs or [])
+            case Refusal():
+                refusal.append(piece.text)
+            case ToolPiece():
+                calls.add(piece)
+            case Finish():
+                return Gathered(piece, "".join(text), "".join(refusal), logprobs, calls)
+            case Failed():
+                return piece
+    raise AssertionError("completion_pieces ends in Finish or Failed")
+
+
 class PieceWriter(Protocol):
     """Writes one streamed answer's SSE events, in an API's own shapes, from its pieces."""
 
@@ -444,7 +478,7 @@ async def answer(gated: Response, *, build: Callable[[list[Piece]], dict[str, Js
     return JSONResponse(result, headers=with_trace(headers, jurist if isinstance(jurist, dict) else None))
 
 
-__all__ = ["Failed", "Finish", "JoinedCall", "JuristEvent", "Piece", "PieceWriter", "Refusal", "Refused", "Text",
-           "ToolCalls", "ToolPiece", "Usage", "answer", "as_object", "as_string", "body_problem", "completion_pieces",
-           "json_body", "kept_headers", "known_keys", "relayed_error", "stream_pieces", "translated", "unsupported",
-           "with_trace", "written"]
+__all__ = ["Failed", "Finish", "Gathered", "JoinedCall", "JuristEvent", "Piece", "PieceWriter", "Refusal", "Refused",
+           "Text", "ToolCalls", "ToolPiece", "Usage", "answer", "as_object", "as_string", "body_problem",
+           "completion_pieces", "gathered", "json_body", "kept_headers", "known_keys", "relayed_error",
+           "stream_pieces", "translated", "unsupported", "with_trace", "written"]

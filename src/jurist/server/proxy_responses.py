@@ -36,8 +36,8 @@ from jurist.ids import new_id
 from jurist.jsonfiles import unknown_name
 from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
-                                       ToolCalls, ToolPiece, Usage, as_object, as_string, body_problem, known_keys,
-                                       translated, unsupported)
+                                       ToolCalls, ToolPiece, Usage, as_object, as_string, body_problem, gathered,
+                                       known_keys, translated, unsupported)
 from jurist.server.proxy_relay import answer as relayed_answer
 from jurist.server.proxy_sse import openai_error
 
@@ -443,29 +443,14 @@ def _status(finish: Finish) -> tuple[str, str | None]:
 
 def response_object(shape: Shape, pieces: list[Piece]) -> dict[str, JsonValue] | Failed:
     """A non-streamed answer's pieces as a ``response`` object (or its failure)."""
-    text: list[str] = []
-    refusal: list[str] = []
-    logprobs: list[JsonValue] = []
-    calls = ToolCalls()
-    finish: Finish | None = None
-    for piece in pieces:
-        match piece:
-            case Text():
-                text.append(piece.text)
-                logprobs.extend(piece.logprobs or [])
-            case Refusal():
-                refusal.append(piece.text)
-            case ToolPiece():
-                calls.add(piece)
-            case Finish():
-                finish = piece
-            case Failed():
-                return piece
-    assert finish is not None, "completion_pieces ends in Finish or Failed"
+    answer = gathered(pieces)
+    if isinstance(answer, Failed):
+        return answer
+    finish, calls = answer.finish, answer.calls
     status, incomplete = _status(finish)
     output: list[JsonValue] = []
-    if text or refusal or not calls.calls:
-        output.append(shape.message(f"msg_{new_id()}", "".join(text), "".join(refusal), logprobs, status))
+    if answer.text or answer.refusal or not calls.calls:
+        output.append(shape.message(f"msg_{new_id()}", answer.text, answer.refusal, answer.logprobs, status))
     for call in calls.calls.values():
         call.id = call.id or f"call_{new_id()}"
         output.append(shape.function_call(f"fc_{new_id()}", call, "completed"))
