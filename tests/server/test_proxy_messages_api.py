@@ -16,9 +16,9 @@ from jurist.server.proxy_messages import Shape, chat_body, message_object
 from jurist.server.proxy_relay import Finish, Text, ToolPiece, Usage
 from jurist.testing import Reply, tool_call, tool_reply
 from tests.server.live import free_port, running
+from tests.server.conftest import API_GATE
 from tests.server.test_proxy import FAIL, PASS, sse_events
 
-GATE = {"evaluate_feedback_enabled": True, "judge": "scripted/judge", "evaluator": "quality"}
 WEATHER = {"name": "weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 CALL = tool_call("weather", {"city": "Paris"}, "call_abc123")
@@ -26,16 +26,8 @@ ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 @pytest.fixture
-def proxy(provider, isolated):
-    script("judge", default=PASS)
-    app = create_app(Settings(home=str(isolated / ".jurist")), upstream=provider.base_url, gate_config=GATE)
-    with running(app) as base:
-        yield base
-
-
-@pytest.fixture
-def client(proxy):
-    with anthropic.Anthropic(base_url=proxy, api_key="sk-upstream", max_retries=0) as c:
+def client(api_proxy):
+    with anthropic.Anthropic(base_url=api_proxy, api_key="sk-upstream", max_retries=0) as c:
         yield c
 
 
@@ -81,9 +73,9 @@ def test_a_streamed_message_reads_as_the_sdk_expects(client, provider):
     assert (final.stop_reason, final.usage.output_tokens) == ("end_turn", 5)
 
 
-def test_a_streamed_message_carries_jurists_events_and_record(proxy, provider):
+def test_a_streamed_message_carries_jurists_events_and_record(api_proxy, provider):
     provider.script(Reply(text="Paris is the capital of France."))
-    with httpx.stream("POST", f"{proxy}/v1/messages", headers={"x-api-key": "k"}, json={
+    with httpx.stream("POST", f"{api_proxy}/v1/messages", headers={"x-api-key": "k"}, json={
             "model": "claude-test", "max_tokens": 64, "stream": True,
             "messages": [{"role": "user", "content": "Capital of France?"}]}) as r:
         events = sse_events(r)
@@ -191,8 +183,8 @@ def test_a_bad_or_unservable_body_is_a_400_in_anthropics_shape(client, provider,
     assert provider.requests == []  # nothing went upstream
 
 
-def test_a_body_that_is_not_json_is_a_400_in_anthropics_shape(proxy):
-    r = httpx.post(f"{proxy}/v1/messages", content=b"{nope", headers={"Content-Type": "application/json"})
+def test_a_body_that_is_not_json_is_a_400_in_anthropics_shape(api_proxy):
+    r = httpx.post(f"{api_proxy}/v1/messages", content=b"{nope", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
     assert r.json()["type"] == "error" and "not valid JSON" in r.json()["error"]["message"]
 
@@ -216,7 +208,7 @@ def test_an_upstream_500_is_an_api_error_when_streamed_too(client, provider):
 
 def test_an_upstream_that_is_down_is_a_502(isolated):
     app = create_app(Settings(home=str(isolated / ".jurist")), upstream=f"http://127.0.0.1:{free_port()}/v1",
-                     gate_config=GATE)
+                     gate_config=API_GATE)
     with running(app) as base, anthropic.Anthropic(base_url=base, api_key="k", max_retries=0) as client:
         with pytest.raises(anthropic.APIStatusError) as caught:
             client.messages.create(model="claude-test", max_tokens=5, messages=ASK)
@@ -235,13 +227,13 @@ def test_a_stream_that_breaks_mid_answer_makes_the_sdk_raise(client, provider):
     assert error["type"] == "api_error" and error["showContinueButton"] is True
 
 
-def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
+def test_the_callers_trace_id_names_the_stored_record(client, api_proxy, provider):
     provider.script(Reply(text="Paris is the capital of France."))
     raw = client.messages.with_raw_response.create(model="claude-test", max_tokens=64, messages=ASK,
                                                    extra_headers={"X-Jurist-Trace-Id": "msg-trace-1"})
     assert raw.headers["x-jurist-trace-id"] == "msg-trace-1"
     assert raw.parse().model_extra["jurist"]["trace_id"] == "msg-trace-1"
-    stored = httpx.get(f"{proxy}/api/gate/msg-trace-1").json()["record"]
+    stored = httpx.get(f"{api_proxy}/api/gate/msg-trace-1").json()["record"]
     assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"
 
 
@@ -250,7 +242,7 @@ def test_the_door_refuses_in_anthropics_shape_and_takes_the_token_as_x_api_key(p
     the SDK reads into its own exception types; an anthropic client's x-api-key may carry the token."""
     script("judge", default=PASS)
     settings = Settings(home=str(isolated / ".jurist"), api_token="s3cret-token", max_proxy_body_bytes=2048)
-    app = create_app(settings, upstream=provider.base_url, gate_config=GATE, upstream_api_key="sk-upstream")
+    app = create_app(settings, upstream=provider.base_url, gate_config=API_GATE, upstream_api_key="sk-upstream")
     with running(app) as base:
         with anthropic.Anthropic(base_url=base, api_key="wrong", max_retries=0) as bad:
             with pytest.raises(anthropic.AuthenticationError) as refused:

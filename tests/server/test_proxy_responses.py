@@ -16,25 +16,17 @@ from jurist.server.proxy_relay import Finish, Text, Usage
 from jurist.server.proxy_responses import ResponsesStream, Shape, chat_body, response_object
 from jurist.testing import Reply, tool_call, tool_reply
 from tests.server.live import free_port, running
+from tests.server.conftest import API_GATE
 from tests.server.test_proxy import FAIL, PASS, sse_events
 
-GATE = {"evaluate_feedback_enabled": True, "judge": "scripted/judge", "evaluator": "quality"}
 WEATHER = {"type": "function", "name": "weather", "description": "The weather in a city.", "strict": False,
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 CALL = tool_call("weather", {"city": "Paris"}, "call_abc123")
 
 
 @pytest.fixture
-def proxy(provider, isolated):
-    script("judge", default=PASS)
-    app = create_app(Settings(home=str(isolated / ".jurist")), upstream=provider.base_url, gate_config=GATE)
-    with running(app) as base:
-        yield base
-
-
-@pytest.fixture
-def client(proxy):
-    with openai.OpenAI(base_url=f"{proxy}/v1", api_key="sk-test", max_retries=0) as c:
+def client(api_proxy):
+    with openai.OpenAI(base_url=f"{api_proxy}/v1", api_key="sk-test", max_retries=0) as c:
         yield c
 
 
@@ -161,8 +153,8 @@ def test_a_bad_or_unservable_body_is_a_400_naming_the_field(client, provider, ra
     assert provider.requests == []  # nothing went upstream
 
 
-def test_a_body_that_is_not_json_is_a_400_in_openais_shape(proxy, provider):
-    r = httpx.post(f"{proxy}/v1/responses", content=b"{nope", headers={"Content-Type": "application/json"})
+def test_a_body_that_is_not_json_is_a_400_in_openais_shape(api_proxy, provider):
+    r = httpx.post(f"{api_proxy}/v1/responses", content=b"{nope", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
 
 
@@ -207,14 +199,14 @@ def test_an_upstream_500_is_a_500_when_streamed_too(client, provider):
 
 def test_an_upstream_that_is_down_is_a_502(provider, isolated):
     app = create_app(Settings(home=str(isolated / ".jurist")), upstream=f"http://127.0.0.1:{free_port()}/v1",
-                     gate_config=GATE)
+                     gate_config=API_GATE)
     with running(app) as base, openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0) as client:
         with pytest.raises(openai.APIStatusError) as caught:
             client.responses.create(model="gpt-test", input="hi")
     assert caught.value.status_code == 502 and caught.value.body["code"] == "upstream_unavailable"
 
 
-def test_a_stream_that_breaks_mid_answer_fails_the_response_and_the_sdk_raises(client, proxy, provider):
+def test_a_stream_that_breaks_mid_answer_fails_the_response_and_the_sdk_raises(client, api_proxy, provider):
     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
              "choices": [{"index": 0, "delta": {"content": "Par"}, "finish_reason": None}]}
     provider.script(Reply(body=f"data: {json.dumps(chunk)}\n\n"))  # no finish_reason, no [DONE]
@@ -222,20 +214,20 @@ def test_a_stream_that_breaks_mid_answer_fails_the_response_and_the_sdk_raises(c
         list(client.responses.create(model="gpt-test", input="hi", stream=True))
     assert caught.value.body["showContinueButton"] is True
     provider.script(Reply(body=f"data: {json.dumps(chunk)}\n\n"))
-    with httpx.stream("POST", f"{proxy}/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as r:
+    with httpx.stream("POST", f"{api_proxy}/v1/responses", json={"model": "m", "input": "hi", "stream": True}) as r:
         events = sse_events(r)
     names = [name for name, _ in events]
     assert names[0] == "response.created" and names[-2:] == ["response.failed", "error"]
     assert events[-2][1]["response"]["status"] == "failed"
 
 
-def test_the_callers_trace_id_names_the_stored_record(client, proxy, provider):
+def test_the_callers_trace_id_names_the_stored_record(client, api_proxy, provider):
     provider.script(Reply(text="Paris is the capital of France."))
     raw = client.responses.with_raw_response.create(model="gpt-test", input="Capital of France?",
                                                     extra_headers={"X-Jurist-Trace-Id": "resp-trace-1"})
     assert raw.headers["x-jurist-trace-id"] == "resp-trace-1"
     assert raw.parse().model_extra["jurist"]["trace_id"] == "resp-trace-1"
-    stored = httpx.get(f"{proxy}/api/gate/resp-trace-1").json()["record"]
+    stored = httpx.get(f"{api_proxy}/api/gate/resp-trace-1").json()["record"]
     assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"
 
 
