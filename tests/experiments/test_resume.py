@@ -25,24 +25,42 @@ def command(url):
             "--output-dir", "out", "--db", url]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_run_killed_with_sigkill_is_completed_by_a_rerun_without_doing_items_twice(provider, tmp_path, backend):
-    base = replies()
+def workspace(provider, tmp_path, *, slow: bool = False) -> None:
+    """jurist.yaml (the scripted provider as ``fake``) and rubrics.json in ``tmp_path``; ``slow``: 50 ms an
+    answer, 50 ms a verdict, so that a run takes a few seconds (time to stop it)."""
+    if slow:
+        base = replies()
 
-    def slow(body):  # 50 ms an answer, 50 ms a verdict: the run takes a few seconds
-        reply = base(body)
-        reply.delay = 0.05
-        return reply
+        def delayed(body):
+            reply = base(body)
+            reply.delay = 0.05
+            return reply
 
-    provider.default = slow
+        provider.default = delayed
     (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
         {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
     (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+
+
+def started(url, tmp_path, out, results: int) -> subprocess.Popen:
+    """The run started in a process, once it has written ``results`` result files."""
+    proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= results, 60, proc), proc.communicate()
+    return proc
+
+
+def rerun(url, tmp_path) -> None:
+    done = subprocess.run(command(url), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_killed_with_sigkill_is_completed_by_a_rerun_without_doing_items_twice(provider, tmp_path, backend):
+    workspace(provider, tmp_path, slow=True)
     with fresh_database(backend, tmp_path, "jurist_resume") as url:
         add_dataset(url, tmp_path, questions(ITEMS))
         out = tmp_path / "out"
-        proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= 5, 60, proc), proc.communicate()
+        proc = started(url, tmp_path, out, 5)
         code, _ = kill(proc, signal.SIGKILL)
         assert code == -signal.SIGKILL
         done = {p.name.removesuffix("_result.json") for p in out.glob("*_result.json")}
@@ -52,8 +70,7 @@ def test_a_run_killed_with_sigkill_is_completed_by_a_rerun_without_doing_items_t
         assert done <= stored and len(stored) < ITEMS
         asked = {r["json"]["messages"][-1]["content"] for r in target_requests(provider)}
         provider.requests.clear()
-        rerun = subprocess.run(command(url), cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        rerun(url, tmp_path)
         with Store(url) as store:
             record = store.experiment("exp")
             items = store.experiment_items("exp")
@@ -76,9 +93,7 @@ def test_the_command_exits_2_for_bad_input_and_1_for_a_failed_item(provider, tmp
     from jurist.cli.main import app
 
     url = f"sqlite:///{tmp_path}/t.db"
-    (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
-        {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
-    (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+    workspace(provider, tmp_path)
     add_dataset(url, tmp_path, questions(3))
     common = ["--rubrics", "rubrics.json", "--judge", "fake/judge", "--db", url]
 
@@ -100,22 +115,11 @@ def test_the_command_exits_2_for_bad_input_and_1_for_a_failed_item(provider, tmp
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_sigterm_and_sigint_keep_what_is_done_mark_the_run_interrupted_and_say_how_to_resume(provider, tmp_path,
                                                                                               sig, code):
-    base = replies()
-
-    def slow(body):
-        reply = base(body)
-        reply.delay = 0.05
-        return reply
-
-    provider.default = slow
-    (tmp_path / "jurist.yaml").write_text(yaml.safe_dump(
-        {"providers": {"fake": {"type": "openai", "base_url": provider.base_url, "api_key": "k"}}}))
-    (tmp_path / "rubrics.json").write_text(json.dumps(RUBRICS_JSON))
+    workspace(provider, tmp_path, slow=True)
     url = f"sqlite:///{tmp_path}/t.db"
     add_dataset(url, tmp_path, questions(ITEMS))
     out = tmp_path / "out"
-    proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= 3, 60, proc), proc.communicate()
+    proc = started(url, tmp_path, out, 3)
     returncode, err = kill(proc, sig)
     assert returncode == code and "rerun to resume" in err, err
     with Store(url) as store:
@@ -123,7 +127,6 @@ def test_sigterm_and_sigint_keep_what_is_done_mark_the_run_interrupted_and_say_h
         stored = len(store.experiment_items("exp"))
     assert record.status == "interrupted" and 0 < record.items_scored == stored < ITEMS
     assert json.loads((out / "summary.json").read_text())["items"]["not_done"] == ITEMS - stored
-    rerun = subprocess.run(command(url), cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    rerun(url, tmp_path)
     with Store(url) as store:
         assert store.experiment("exp").status == "finished"
