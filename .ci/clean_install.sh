@@ -58,8 +58,10 @@ serve_port="$(free_port)"
 JURIST_HOME="$work/serve-home" "$jurist" serve --port "$serve_port" >"$work/serve.log" 2>&1 &
 pids+=($!)
 proxy_port="$(free_port)"
-JURIST_HOME="$work/proxy-home" "$jurist" proxy --upstream "http://127.0.0.1:9/v1" --port "$proxy_port" \
-  >"$work/proxy.log" 2>&1 &
+# The proxy's judge is an API model here (its key given, never called): the default judge,
+# local/minilm, needs the local extra, and the proxy checks its gate before it listens (below).
+JURIST_HOME="$work/proxy-home" OPENAI_API_KEY=sk-clean-install "$jurist" proxy --upstream "http://127.0.0.1:9/v1" \
+  --judge openai/gpt-4o-mini --port "$proxy_port" >"$work/proxy.log" 2>&1 &
 pids+=($!)
 health serve "$serve_port"
 health proxy "$proxy_port"
@@ -87,6 +89,17 @@ if [ "$code" -ne 2 ] || ! grep -q 'pip install "jurist\[local\]"' "$work/evaluat
 fi
 
 set +e
+(cd "$work" && JURIST_HOME="$work/cli-home" JURIST_JUDGE= timeout 60 "$jurist" proxy --upstream "http://127.0.0.1:9/v1" \
+  --port "$(free_port)" >"$work/proxy-local.log" 2>&1)
+code=$?
+set -e
+if [ "$code" -ne 2 ] || ! grep -q 'pip install "jurist\[local\]"' "$work/proxy-local.log"; then
+  echo "clean install: without the local extra, jurist proxy (exit $code) should refuse to start naming jurist[local]:" >&2
+  cat "$work/proxy-local.log" >&2
+  exit 1
+fi
+
+set +e
 (cd "$work" && JURIST_HOME="$work/cli-home" "$jurist" calibrate --rubrics "$examples/rubrics.json" \
   --labels "$examples/labels/labels.jsonl" --sessions "$examples/labels/sessions" >"$work/calibrate.log" 2>&1)
 code=$?
@@ -97,5 +110,5 @@ if [ "$code" -ne 2 ] || ! grep -q 'pip install "jurist\[analysis\]"' "$work/cali
   cat "$work/calibrate.log" >&2
   exit 1
 fi
-echo "clean install: jurist --help, serve and proxy (/api/health), /evaluation, and the jurist[local] and" \
-  "jurist[analysis] hints all work without extras"
+echo "clean install: jurist --help, serve and proxy (/api/health), /evaluation, and the jurist[local] (evaluate," \
+  "proxy) and jurist[analysis] hints all work without extras"
