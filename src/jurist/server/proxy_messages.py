@@ -47,7 +47,7 @@ from jurist.server.errors import anthropic_error
 from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
                                        ToolCalls, ToolPiece, as_object, as_string, body_problem, gathered, known_keys,
-                                       relayed_error, translated, unsupported)
+                                       relayed_error, tool_result_texts, translated, unsupported)
 from jurist.server.proxy_relay import answer as relayed_answer
 
 #: ``finish_reason`` -> ``stop_reason``.
@@ -160,13 +160,7 @@ def _tool_result(block: Mapping[str, Any], where: str, t: Translation) -> dict[s
         t.note(f"{where}.is_error", "chat completions has no error flag on a tool result: its text went as it is")
     content = block.get("content", "")
     if isinstance(content, list):
-        texts = []
-        for i, part in enumerate(content):
-            part = as_object(part, f"{where}.content[{i}]")
-            if part.get("type") != "text":
-                raise unsupported(f"{where}.content[{i}]", "a chat-completions tool result holds text only")
-            texts.append({"type": "text", "text": _text_block(part, f"{where}.content[{i}]", t)})
-        content = texts
+        content = tool_result_texts(content, f"{where}.content", "text", lambda part, at: _text_block(part, at, t))
     elif not isinstance(content, str):
         raise Refused(f"invalid request: {where}.content must be a string or a list of blocks", f"{where}.content")
     return {"role": "tool", "tool_call_id": as_string(block.get("tool_use_id"), f"{where}.tool_use_id"),

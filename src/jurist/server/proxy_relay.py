@@ -89,6 +89,20 @@ def body_problem(exc: ValidationError, model: type[BaseModel]) -> Refused:
     return Refused("invalid request: " + "; ".join(error_problem(e, model) for e in errors), param)
 
 
+def tool_result_texts(parts: list[Any], where: str, kind: str,
+                      text_of: Callable[[Mapping[str, Any], str], str]) -> list[dict[str, Any]]:
+    """A tool result's list of parts (at ``where``) as chat-completions text parts: each must be an
+    object of type ``kind`` (a chat-completions tool result holds text only), its text read by ``text_of``."""
+    out: list[dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        at = f"{where}[{i}]"
+        part = as_object(part, at)
+        if part.get("type") != kind:
+            raise unsupported(at, "a chat-completions tool result holds text only")
+        out.append({"type": "text", "text": text_of(part, at)})
+    return out
+
+
 async def translated(request: Request, translate: Callable[[dict[str, Any]], T], *,
                      unreadable: Callable[[JSONResponse], Response],
                      refused: Callable[[Refused], Response]) -> T | Response:
@@ -481,4 +495,4 @@ async def answer(gated: Response, *, build: Callable[[list[Piece]], dict[str, Js
 __all__ = ["Failed", "Finish", "Gathered", "JoinedCall", "JuristEvent", "Piece", "PieceWriter", "Refusal", "Refused",
            "Text", "ToolCalls", "ToolPiece", "Usage", "answer", "as_object", "as_string", "body_problem",
            "completion_pieces", "gathered", "json_body", "kept_headers", "known_keys", "relayed_error",
-           "stream_pieces", "translated", "unsupported", "with_trace", "written"]
+           "stream_pieces", "tool_result_texts", "translated", "unsupported", "with_trace", "written"]

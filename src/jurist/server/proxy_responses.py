@@ -37,7 +37,7 @@ from jurist.jsonfiles import unknown_name
 from jurist.server.proxy import ProxyState, gated_chat
 from jurist.server.proxy_relay import (Failed, Finish, JoinedCall, JuristEvent, Piece, Refusal, Refused, Text,
                                        ToolCalls, ToolPiece, Usage, as_object, as_string, body_problem, gathered,
-                                       known_keys, translated, unsupported)
+                                       known_keys, tool_result_texts, translated, unsupported)
 from jurist.server.proxy_relay import answer as relayed_answer
 from jurist.server.proxy_sse import openai_error
 
@@ -173,6 +173,11 @@ def _message(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"role": role, "content": parts}
 
 
+def _input_text(part: Mapping[str, Any], where: str) -> str:
+    known_keys(part, where, ("type", "text"))
+    return as_string(part.get("text"), f"{where}.text")
+
+
 def _tool_output(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     known_keys(item, where, ("type", "call_id", "output", "id", "status", "name", "namespace", "caller"))
     for name in ("namespace", "caller"):
@@ -181,13 +186,7 @@ def _tool_output(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     call_id = as_string(item.get("call_id"), f"{where}.call_id")
     output = item.get("output")
     if isinstance(output, list):
-        parts = []
-        for i, part in enumerate(output):
-            part = as_object(part, f"{where}.output[{i}]")
-            if part.get("type") != "input_text":
-                raise unsupported(f"{where}.output[{i}]", "a chat-completions tool result holds text only")
-            known_keys(part, f"{where}.output[{i}]", ("type", "text"))
-            parts.append({"type": "text", "text": as_string(part.get("text"), f"{where}.output[{i}].text")})
+        parts = tool_result_texts(output, f"{where}.output", "input_text", _input_text)
         return {"role": "tool", "tool_call_id": call_id, "content": parts}
     return {"role": "tool", "tool_call_id": call_id, "content": as_string(output, f"{where}.output")}
 
