@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Coroutine
@@ -16,8 +17,8 @@ from pydantic import JsonValue
 
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
-from jurist.gate.evaluators import FunctionEvaluator, GateEvaluator
-from jurist.gate.records import ATTEMPT, Attempt, CallEntry, Evaluation
+from jurist.gate.evaluators import TRUNCATED_NOTE, FunctionEvaluator, GateEvaluator
+from jurist.gate.records import ATTEMPT, GENERATION_CALLS, Attempt, CallEntry, Evaluation
 from jurist.models.messages import Message
 
 
@@ -39,6 +40,12 @@ class Run:
     def remaining(self) -> float:
         return self.deadline - time.monotonic() - policy.BUDGET_MARGIN_S
 
+    def cut_off(self, number: int) -> bool:
+        """Whether attempt ``number`` was cut off at the token limit (its generation call's
+        ``finish_reason`` is ``length``)."""
+        return any(c.finish_reason == "length" and c.iteration == number and c.type in GENERATION_CALLS
+                   for c in self.calls)
+
     def evaluated(self, number: int, evaluation: Evaluation) -> Attempt:
         """Attempt ``number`` with its evaluation (it replaces the attempt in :attr:`attempts`)."""
         i = next(i for i, a in enumerate(self.attempts) if a.number == number)
@@ -55,19 +62,27 @@ def spawn(coro: Coroutine[Any, Any, Any], attempt: int) -> asyncio.Task[Any]:
 
 async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Run, text: str, number: int, *,
                            coverage: float | None = None) -> Evaluation:
-    """Evaluate one answer, fail-safe: any failure or timeout is a skipped evaluation."""
+    """Evaluate one answer, fail-safe: any failure or timeout is a skipped evaluation.
+
+    An answer cut off at the token limit (:meth:`Run.cut_off`) is judged as such: the evaluator is
+    told (``truncated=True``, where its ``evaluate`` takes it), and a verdict that calls it
+    comprehensive is overruled (not comprehensive, not passed, :func:`not_complete`)."""
     timeout = min(config.judge_timeout_s, run.remaining())
     started = time.monotonic()
+    cut = run.cut_off(number)
+    told = {"truncated": True} if cut and takes_truncated(evaluator) else {}
     if timeout <= 0:
         ev = skipped(number, "no time left in the budget to evaluate")
     else:
         try:
-            ev = await asyncio.wait_for(spawn(evaluator.evaluate(run.messages, text, trace_id=run.trace_id), number),
-                                        timeout)
+            ev = await asyncio.wait_for(
+                spawn(evaluator.evaluate(run.messages, text, trace_id=run.trace_id, **told), number), timeout)
         except asyncio.TimeoutError:
             ev = skipped(number, f"the evaluator gave no verdict within {timeout:.2f} s")
         except Exception as exc:
             ev = skipped(number, f"{type(exc).__name__}: {exc}")
+    if cut and ev.comprehensive:
+        ev = not_complete(ev)
     elapsed = time.monotonic() - started
     ev = ev.model_copy(update={"attempt": number, "latency_ms": round(elapsed * 1000.0, 3), "coverage": coverage})
     run.eval_s.append(elapsed)
@@ -76,6 +91,22 @@ async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Ru
                                    latency_ms=ev.latency_ms, status="ok" if ev.passed is not None else "error",
                                    call_id=None))
     return ev
+
+
+def takes_truncated(evaluator: GateEvaluator) -> bool:
+    """Whether ``evaluator.evaluate`` takes the ``truncated`` keyword (a user's own evaluator may not)."""
+    try:
+        params = inspect.signature(evaluator.evaluate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "truncated" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def not_complete(ev: Evaluation) -> Evaluation:
+    """A verdict that called a cut-off answer comprehensive, overruled: not comprehensive, not passed."""
+    said = f"; the evaluator said comprehensive: {ev.reason}" if ev.reason else ""
+    return ev.model_copy(update={"passed": False, "comprehensive": False, "reason": TRUNCATED_NOTE + said,
+                                 "issues": [TRUNCATED_NOTE, *ev.issues]})
 
 
 def skipped(number: int, reason: str) -> Evaluation:

@@ -19,6 +19,12 @@ An evaluator turns (messages, answer) into an :class:`Evaluation` with
   (float) or a verdict (bool).
 
 Evaluators read the conversation as typed messages (:data:`~jurist.models.messages.Message`).
+
+An answer cut off at the token limit (its generation's ``finish_reason`` is ``length``) is
+judged as what it is: the gate calls ``evaluate(..., truncated=True)`` on an evaluator whose
+``evaluate`` takes that keyword (every one here does); a judge's prompt then says so after the
+answer (:data:`TRUNCATED_NOTE`), and :class:`ComprehensivenessEvaluator` answers "not
+comprehensive" with that reason without asking its judge (a cut-off answer is not complete).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from jurist.errors import EvaluationFailed
 from jurist.gate.records import Evaluation, Flag
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION
 from jurist.judges.judge import Judge, MeaningQuestion
-from jurist.judges.prompting import join, quote
+from jurist.judges.prompting import Quoted, join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin, variables_key
 from jurist.models.base import CoverageResult
@@ -42,6 +48,8 @@ from jurist.models.model import Model
 #: A user's evaluator: the conversation as OpenAI-style dicts, and the answer.
 EvaluateFn = Callable[[list[dict[str, Any]], str], Awaitable[Any]]
 QUALITY_PLACEHOLDERS = frozenset({"question", "context", "conversation", "answer"})
+#: What an evaluator is told of an answer cut off at the token limit (and the reason it is not comprehensive).
+TRUNCATED_NOTE = "the answer was cut off at the token limit (finish_reason: length)"
 
 
 @runtime_checkable
@@ -94,8 +102,9 @@ def tool_results(messages: Sequence[Message]) -> list[str]:
     return [text_of(m) for m in messages if m.role == "tool"]
 
 
-def prompt_variables(messages: Sequence[Message], answer: str) -> dict[str, str]:
-    """Every placeholder a gate template may use, with untrusted text quoted."""
+def prompt_variables(messages: Sequence[Message], answer: str, *, truncated: bool = False) -> dict[str, str]:
+    """Every placeholder a gate template may use, with untrusted text quoted; ``truncated``: the
+    answer's block is followed by the line "Note: the answer was cut off ..." (:data:`TRUNCATED_NOTE`)."""
     turns = conversation_turns(messages)
     convo = join(quote(t["role"], t["content"]) for t in turns) or quote("user", "")
     results = tool_results(messages)
@@ -104,8 +113,13 @@ def prompt_variables(messages: Sequence[Message], answer: str) -> dict[str, str]
         "question": quote("question", last_question(messages)),
         "context": context,
         "conversation": quote("conversation", convo),
-        "answer": quote("response", answer),
+        "answer": _with_note(quote("response", answer), truncated),
     }
+
+
+def _with_note(block: Quoted, truncated: bool) -> Quoted:
+    """The quoted answer, followed by jurist's own line (outside the tags) when it was cut off."""
+    return Quoted(f"{block}\nNote: {TRUNCATED_NOTE}; it is incomplete.") if truncated else block
 
 
 # --- parsing -----------------------------------------------------------------------------
@@ -275,9 +289,11 @@ class _JudgeEvaluator:
         return MeaningQuestion(lambda judge: judge.coverage(question, answer),
                                lambda cov: coverage_evaluation(cov, self.name, self.threshold))
 
-    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str) -> Evaluation:
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str,
+                       truncated: bool = False) -> Evaluation:
         # Routed in a prompt A/B test by the conversation: every attempt of a run, and a rerun, on one arm.
-        verdict = await self.judge.verdict(prompt_variables(messages, answer), self.parse, trace_id=trace_id,
+        verdict = await self.judge.verdict(prompt_variables(messages, answer, truncated=truncated), self.parse,
+                                           trace_id=trace_id,
                                            meaning=self._coverage(messages, answer),
                                            route_key=variables_key({"conversation": openai_messages(messages)}))
         if not verdict.ok:
@@ -313,6 +329,18 @@ class ComprehensivenessEvaluator(_JudgeEvaluator):
                       temperature=SELF_EVALUATION_TEMPERATURE, prompts=prompts)
         super().__init__(judge, parse_comprehensive, threshold)
 
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str,
+                       truncated: bool = False) -> Evaluation:
+        """Note 004's check; an answer cut off at the token limit is not comprehensive (no judge call)."""
+        if truncated:
+            return truncated_evaluation()
+        return await super().evaluate(messages, answer, trace_id=trace_id)
+
+
+def truncated_evaluation() -> Evaluation:
+    """The comprehensiveness verdict on an answer cut off at the token limit: not comprehensive."""
+    return Evaluation(attempt=0, passed=False, comprehensive=False, reason=TRUNCATED_NOTE, issues=[TRUNCATED_NOTE])
+
 
 class TemplateEvaluator(_JudgeEvaluator):
     """A user's judge: a template (placeholders ``{question}``, ``{context}``,
@@ -346,7 +374,10 @@ class FunctionEvaluator:
         self.threshold = threshold
         self.model_name: str | None = f"fn:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
-    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str) -> Evaluation:
+    async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str,
+                       truncated: bool = False) -> Evaluation:
+        """The user's verdict (the function is not told of a cut-off answer: the gate never lets a
+        comprehensive verdict on one pass, see :func:`jurist.gate.evaluation.evaluate_attempt`)."""
         result = self.fn(openai_messages(messages), answer)
         if inspect.isawaitable(result):
             result = await result

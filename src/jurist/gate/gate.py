@@ -30,6 +30,12 @@ before it is accepted, whatever the strategy: no ``revision`` follows an
 answer already shown, and the regeneration notice is only the ``thinking``
 event's ``message``, never text of the answer.
 
+An answer cut off at the token limit (its generation's ``finish_reason`` is
+``length``) is judged as such: the evaluator is told, the comprehensiveness check
+counts it as not comprehensive (reason: "the answer was cut off at the token
+limit"), a regeneration asks for a complete answer that fits, and the record says
+``truncated`` when the released answer is one.
+
 Fail-safe: a failing or timed-out evaluator accepts the answer
 (``evaluation_skipped``); the budget (``budget_s``) bounds everything, and when
 another regenerate + evaluate would not fit, the best answer so far is accepted.
@@ -347,6 +353,10 @@ class Gate:
             if not feedback:  # note 001: done first, the evaluation after it
                 reason = "feedback_disabled"
                 break
+            cut = run.cut_off(number)  # cut at the token limit: judged whole, told so; no snapshot is trusted
+            if snaps and cut:
+                await snaps.cancel()
+                snaps = None
             ev = await (snaps.decide(text) if snaps else evaluate_attempt(self.evaluator, cfg, run, text, number))
             run.evaluated(number, ev)
             if ev.passed is None:
@@ -361,7 +371,8 @@ class Gate:
                 yield EvaluationEvent(evaluation=ev, accepted=False)
                 yield ThinkingEvent(message=REVISION_MESSAGE, retry_count=number, ts=time.time(),
                                     feedback=ev.improvement_hint or ev.reason)
-                gen_messages, kind = policy.regeneration_request(run.messages, text, ev, cfg.previous_chars)
+                gen_messages, kind = policy.regeneration_request(run.messages, text, ev, cfg.previous_chars,
+                                                                cut=cut)
                 continue
             break
         accepted = run.attempts[-1] if reason in ("passed", "evaluation_skipped", "feedback_disabled") \

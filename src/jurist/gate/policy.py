@@ -79,18 +79,25 @@ def is_comprehensiveness(ev: Evaluation) -> bool:
     return ev.comprehensive is not None and ev.quality_score is None
 
 
+#: What a regeneration asks after an answer cut off at the token limit (asking for "more" would cut it again).
+CUT_OFF_RETRY = ("Your previous response was cut off at the token limit before it was finished. "
+                 "Please give a complete answer that fits: shorter and to the point.")
+
+
 def regeneration_request(
-    messages: Sequence[Message], previous: str, ev: Evaluation, previous_chars: int = 500
+    messages: Sequence[Message], previous: str, ev: Evaluation, previous_chars: int = 500, *, cut: bool = False
 ) -> tuple[list[Message], AttemptKind]:
     """The messages of the next attempt and its call type.
 
     Comprehensiveness: the previous answer and note 004's encouragement.
     Quality: note 001's feedback, the issues and the previous answer's first
-    ``previous_chars`` characters, marked "do not repeat this".
+    ``previous_chars`` characters, marked "do not repeat this". ``cut``: the previous
+    answer was cut off at the token limit; the request asks for a complete answer that
+    fits (:data:`CUT_OFF_RETRY`) instead of a longer one.
     """
     if is_comprehensiveness(ev):
         return [*messages, AssistantMessage(content=previous),
-                UserMessage(content=ENCOURAGEMENT)], CALL_COMPREHENSIVE_RETRY
+                UserMessage(content=CUT_OFF_RETRY if cut else ENCOURAGEMENT)], CALL_COMPREHENSIVE_RETRY
     feedback = ev.improvement_hint or ev.reason or "; ".join(ev.issues) or "the answer did not meet the quality bar"
     issues = "".join(f"- {i}\n" for i in ev.issues)
     text = (
@@ -98,7 +105,8 @@ def regeneration_request(
         f"Feedback: {feedback}\n"
         + (f"Issues:\n{issues}" if issues else "")
         + f"Previous response (DO NOT repeat this): {previous[:previous_chars]}\n"
-        "Please generate an improved response addressing the feedback."
+        + (f"{CUT_OFF_RETRY}\n" if cut else "")
+        + "Please generate an improved response addressing the feedback."
     )
     return [*messages, UserMessage(content=text)], CALL_REGENERATION
 
