@@ -13,7 +13,7 @@ from jurist.config import Settings
 from jurist.models import script
 from jurist.server import create_app
 from jurist.server.proxy_messages import Shape, chat_body, message_object
-from jurist.server.proxy_relay import Finish, Text, ToolPiece, Usage
+from jurist.server.proxy_relay import Finish, Refused, Text, ToolPiece, Usage
 from jurist.testing import Reply, tool_call, tool_reply
 from tests.server.live import free_port, running
 from tests.server.conftest import API_GATE
@@ -262,3 +262,20 @@ def test_the_door_refuses_in_anthropics_shape_and_takes_the_token_as_x_api_key(p
     with running(app) as base:
         r = httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": ASK})
     assert r.status_code == 401 and r.json()["error"]["type"] in ("invalid_request_error", "authentication_error")
+
+
+def test_a_tool_results_parts_go_as_text_parts_and_a_part_of_another_type_is_refused_by_its_place():
+    def turn(*parts):
+        return {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": list(parts)}]}]}
+
+    _, chat, _ = chat_body(turn({"type": "text", "text": "18C"}, {"type": "text", "text": " sunny"}))
+    assert chat["messages"] == [{"role": "tool", "tool_call_id": "c1", "content": [
+        {"type": "text", "text": "18C"}, {"type": "text", "text": " sunny"}]}]
+    with pytest.raises(Refused) as caught:
+        chat_body(turn({"type": "text", "text": "18C"}, {"type": "image"}))
+    assert caught.value.param == "messages[0].content[0].content[1]"
+    assert caught.value.message.endswith("a chat-completions tool result holds text only")
+    with pytest.raises(Refused) as caught:
+        chat_body(turn({"type": "text", "text": "18C", "txt": "x"}))
+    assert "unknown field 'txt'" in caught.value.message

@@ -12,7 +12,7 @@ import pytest
 from jurist.config import Settings
 from jurist.models import script
 from jurist.server import create_app
-from jurist.server.proxy_relay import Finish, Text, Usage
+from jurist.server.proxy_relay import Finish, Refused, Text, Usage
 from jurist.server.proxy_responses import ResponsesStream, Shape, chat_body, response_object
 from jurist.testing import Reply, tool_call, tool_reply
 from tests.server.live import free_port, running
@@ -241,3 +241,20 @@ def test_log_probabilities_asked_with_include_come_back_on_the_output_text():
     assert isinstance(r, dict)
     assert r["output"][0]["content"][0]["logprobs"] == [entry]
     assert r["usage"] is None  # the upstream reported none: not a made-up 0
+
+
+def test_a_function_outputs_parts_go_as_text_parts_and_a_part_of_another_type_is_refused_by_its_place():
+    def output(*parts):
+        return {"model": "m", "input": [{"type": "function_call_output", "call_id": "c1", "output": list(parts)}]}
+
+    _, chat = chat_body(output({"type": "input_text", "text": "18C"}, {"type": "input_text", "text": " sunny"}))
+    assert chat["messages"] == [{"role": "tool", "tool_call_id": "c1", "content": [
+        {"type": "text", "text": "18C"}, {"type": "text", "text": " sunny"}]}]
+    with pytest.raises(Refused) as caught:
+        chat_body(output({"type": "input_text", "text": "18C"}, {"type": "input_image"}))
+    assert caught.value.param == "input[0].output[1]"
+    assert caught.value.message.endswith("a chat-completions tool result holds text only")
+    with pytest.raises(Refused) as caught:
+        chat_body(output({"type": "input_text", "text": 3}))
+    assert (caught.value.param, caught.value.message) == ("input[0].output[0].text",
+                                                          "invalid request: input[0].output[0].text must be a string")
