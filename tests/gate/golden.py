@@ -15,8 +15,9 @@ the proxy, the scripted HTTP upstream (:class:`jurist.testing.ProviderServer`):
 Volatile values are replaced in the text itself, so everything else (the
 keys, their order, the spacing) is compared byte for byte: 32-hex ids
 (``call_id``, row ids) by ``<id>``, the scripted upstream's port by
-``<port>``, ``latency_ms``, ``created`` and ``ts`` by
-0, and the row columns that hold times (``created_at`` ...) are left out.
+``<port>``, ``latency_ms``, ``created`` and ``ts`` by 0, the upstream's
+``date`` and ``server`` headers by ``<header>``, and the row columns that
+hold times (``created_at`` ...) are left out.
 Nothing else varies: trace ids are fixed per case.
 """
 
@@ -45,6 +46,8 @@ _VOLATILE = [
     (re.compile(r'"[0-9a-f]{32}"'), '"<id>"'),
     (re.compile(r"127\.0\.0\.1:[0-9]+"), "127.0.0.1:<port>"),
     (re.compile(r'("(?:latency_ms|created|ts)":\s*)-?[0-9][0-9.e+-]*'), r"\g<1>0"),
+    # The upstream's response headers in call entries: its clock and its Python version.
+    (re.compile(r'("(?:date|server)":\s*)"[^"]*"'), r'\g<1>"<header>"'),
 ]
 
 
