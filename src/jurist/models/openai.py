@@ -315,7 +315,8 @@ class OpenAIChat:
     def _too_big(self) -> ModelUnavailable:
         return ModelUnavailable(
             f"{self.name} at {self.endpoint} sent an answer over {_size(self.max_reply_bytes or 0)}, the most one "
-            "answer may take (max_reply_bytes); it was not read further", model=self.name)
+            "answer may take (max_reply_bytes; for the proxy's upstream the setting upstream_max_reply_bytes); "
+            "it was not read further", model=self.name)
 
     async def _read(self, response: aiohttp.ClientResponse) -> bytes:
         """A reply's body, at most ``max_reply_bytes`` (more: ModelUnavailable, nothing more read)."""
