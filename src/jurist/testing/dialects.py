@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import time
 from typing import Any, Literal
 
-from jurist.testing.replies import Body, Reply, WireRequest
+from jurist.testing.replies import Body, Reply, WireRequest, word_pieces
 
 #: How a scripted server speaks: as OpenAI does, or as llama-cpp-python's server does
 #: (the tool call's id, type and name repeated in every streamed piece; no usage in a
@@ -25,9 +24,6 @@ DIALECTS: tuple[Dialect, ...] = ("openai", "llama-cpp-python")
 _ids = itertools.count(1)
 
 
-def _pieces(text: str | None) -> list[str]:
-    """Word-sized stream deltas (whitespace kept), as the chat-completions streams of :mod:`jurist.testing.replies`."""
-    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
@@ -88,7 +84,7 @@ def anthropic_tool_events(reply: Reply, req: WireRequest) -> list[str]:
     if reply.text:
         out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
         out += [event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}})
-                for piece in _pieces(reply.text)]
+                for piece in word_pieces(reply.text)]
         out.append(event("content_block_stop", {"index": 0}))
         index = 1
     for call in reply.tool_calls or ():
@@ -164,7 +160,7 @@ def responses_events(reply: Reply, req: dict[str, Any]) -> list[str]:
                                                              "content_index": 0, "part": part}))
             out += [event("response.output_text.delta", {"item_id": item["id"], "output_index": index,
                                                          "content_index": 0, "delta": piece, "logprobs": []})
-                    for piece in _pieces(text)]
+                    for piece in word_pieces(text)]
             out.append(event("response.output_text.done", {"item_id": item["id"], "output_index": index,
                                                            "content_index": 0, "text": text, "logprobs": []}))
             out.append(event("response.content_part.done", {"item_id": item["id"], "output_index": index,

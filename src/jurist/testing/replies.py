@@ -124,7 +124,7 @@ _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
 _counter = itertools.count(1)
 
 
-def _pieces(text: str | None) -> list[str]:
+def word_pieces(text: str | None) -> list[str]:
     """Split text into word-sized deltas (whitespace kept), as a stream would."""
     return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 
@@ -190,7 +190,7 @@ def openai_chunks(reply: Reply, req: WireRequest) -> list[str]:
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
     out = [chunk({"role": "assistant", "content": None if reply.tool_calls and not reply.text else ""})]
-    out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    out += [chunk({"content": piece}) for piece in word_pieces(reply.text)]
     out += [chunk({"tool_calls": [entry]}) for entry in _tool_call_deltas(reply.tool_calls or [])]
     out.append(chunk({}, reply.finish_reason))
     if reply.usage and req.include_usage:
@@ -227,7 +227,7 @@ def anthropic_events(reply: Reply, req: WireRequest) -> list[str]:
     out = [event("message_start", {"message": message})]
     out.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
     out.append(event("ping", {}))
-    for piece in _pieces(reply.text):
+    for piece in word_pieces(reply.text):
         out.append(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}}))
     out.append(event("content_block_stop", {"index": 0}))
     stop = _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason)
