@@ -227,7 +227,7 @@ def test_the_callers_trace_id_names_the_stored_record(client, api_proxy, provide
                                                     extra_headers={"X-Jurist-Trace-Id": "resp-trace-1"})
     assert raw.headers["x-jurist-trace-id"] == "resp-trace-1"
     assert raw.parse().model_extra["jurist"]["trace_id"] == "resp-trace-1"
-    stored = httpx.get(f"{api_proxy}/api/gate/resp-trace-1").json()["record"]
+    stored = httpx.get(f"{api_proxy}/api/gate/resp-trace-1", params={"wait": 10}, timeout=30).json()["record"]
     assert stored["answer"] == "Paris is the capital of France." and stored["accept_reason"] == "passed"
 
 

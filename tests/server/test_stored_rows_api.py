@@ -103,7 +103,7 @@ def _bins(*counts: int) -> list[dict[str, float | int]]:
 
 
 NO_CALLS = {"count": 0, "input_tokens": 0, "output_tokens": 0, "average_latency_ms": None, "max_latency_ms": None,
-            "errors": 0}
+            "errors": 0, "cost_usd": 0.0, "cost_unknown_calls": 0}
 GATE_FIGURES = {"kind": "gate", "count": 1, "average_score": 0.2, "pass_rate": 0.0}
 
 
