@@ -16,7 +16,7 @@ Volatile values are replaced in the text itself, so everything else (the
 keys, their order, the spacing) is compared byte for byte: 32-hex ids
 (``call_id``, row ids) by ``<id>``, the scripted upstream's port by
 ``<port>``, ``latency_ms``, ``created`` and ``ts`` by 0, the upstream's
-``date`` and ``server`` headers by ``<header>``, and the row columns that
+``date``, ``server`` and ``content-length`` headers by ``<header>``, and the row columns that
 hold times (``created_at`` ...) are left out.
 Nothing else varies: trace ids are fixed per case.
 """
@@ -46,8 +46,9 @@ _VOLATILE = [
     (re.compile(r'"[0-9a-f]{32}"'), '"<id>"'),
     (re.compile(r"127\.0\.0\.1:[0-9]+"), "127.0.0.1:<port>"),
     (re.compile(r'("(?:latency_ms|created|ts)":\s*)-?[0-9][0-9.e+-]*'), r"\g<1>0"),
-    # The upstream's response headers in call entries: its clock and its Python version.
-    (re.compile(r'("(?:date|server)":\s*)"[^"]*"'), r'\g<1>"<header>"'),
+    # The upstream's response headers in call entries: its clock, its Python version, and the length of a
+    # body that holds the scripted server's running reply number.
+    (re.compile(r'("(?:date|server|content-length)":\s*)"[^"]*"'), r'\g<1>"<header>"'),
 ]
 
 
