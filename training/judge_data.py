@@ -1,0 +1,151 @@
+"""The data the local judge's cross-encoder is trained and measured on, and its splits.
+
+Read at development time from ``../shared/data`` (next to the checkout; override with
+``JURIST_DATA_DIR``): public, human-labelled sets described in ``docs/local-judge.md``
+(source, commit, licence, size). Nothing here is committed to the repository and
+nothing is downloaded.
+
+The splits are fixed before training and never change with a run:
+
+* NLI. Training pool: SNLI dev, MultiNLI dev (matched and mismatched) and the
+  counterfactual SNLI train set; 2,000 pairs of that pool (seeded) are the
+  development split (temperature, thresholds, band). Held out: SNLI test with the
+  counterfactual SNLI test set (one unit: the latter is built from the former),
+  and SICK test (SICK is non-commercial: evaluation only, never training).
+* Short-answer grading (SemEval-2013 Beetle and SciEntsBank, training files only):
+  split by *question*, so test questions are never seen in training: a question's
+  SHA-256 decides (test 25 %, development 15 %, training 60 %). The student answer is
+  the premise, the reference answer the hypothesis: correct -> entailment,
+  contradictory -> contradiction, incorrect -> neutral.
+* Answers the question: TREC-QA train (training), dev (development), test (held out);
+  WikiQA test (research-only licence: evaluation only).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("JURIST_DATA_DIR", ROOT.parent / "shared" / "data"))
+SEED = 20261127
+NLI_DEV_SIZE = 2000
+SAG_CORPORA = ("beetle", "scientsbank")
+SAG_LABELS = {"correct": "entailment", "contradictory": "contradiction", "incorrect": "neutral"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One labelled pair: ``first`` (premise, or the question) and ``second``
+    (hypothesis, or the candidate answer); ``task`` is ``nli`` (label 0 entailment,
+    1 neutral, 2 contradiction) or ``answers`` (label 1 answers, 0 does not);
+    ``group`` ties the rows of one question together (SAG, QA)."""
+
+    first: str
+    second: str
+    task: str
+    label: int
+    source: str
+    group: str = ""
+    extra: str = ""  # SAG: the original label (correct / contradictory / incorrect)
+
+
+NLI_INDEX = {"entailment": 0, "neutral": 1, "contradiction": 2}
+
+
+def _rows(name: str) -> Iterator[dict]:
+    path = DATA_DIR / name
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: the training data lives in ../shared/data next to the "
+                         "checkout (or set JURIST_DATA_DIR); see docs/local-judge.md")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def _nli(name: str, source: str) -> list[Pair]:
+    return [Pair(r["premise"].strip(), r["hypothesis"].strip(), "nli", NLI_INDEX[r["label"]], source)
+            for r in _rows(name) if r["premise"].strip() and r["hypothesis"].strip()]
+
+
+def nli_pool() -> tuple[list[Pair], list[Pair]]:
+    """(training, development) NLI pairs."""
+    pool = (_nli("nli/snli_dev.jsonl.gz", "snli_dev") + _nli("nli/mnli_dev_matched.jsonl.gz", "mnli_dev_m")
+            + _nli("nli/mnli_dev_mismatched.jsonl.gz", "mnli_dev_mm") + _nli("nli/cad_snli_train.jsonl.gz", "cad_train"))
+    random.Random(SEED).shuffle(pool)
+    return pool[NLI_DEV_SIZE:], pool[:NLI_DEV_SIZE]
+
+
+def nli_test() -> dict[str, list[Pair]]:
+    """Held-out NLI sets, by name."""
+    sick = [Pair(r["premise"], r["hypothesis"], "nli", NLI_INDEX[r["label"].lower()] if r["label"].lower() in NLI_INDEX
+                 else {"e": 0, "n": 1, "c": 2}[r["label"][0].lower()], "sick_test")
+            for r in _rows("nli/sick.jsonl.gz") if r["split"] == "test"]
+    return {"snli_test+cad_test": _nli("nli/snli_test.jsonl.gz", "snli_test") + _nli("nli/cad_snli_test.jsonl.gz", "cad_test"),
+            "sick_test": sick}
+
+
+def sag_split(question_id: str) -> str:
+    """``train`` | ``dev`` | ``test`` for a SemEval question, from its id's SHA-256."""
+    bucket = int(hashlib.sha256(question_id.encode()).hexdigest()[:8], 16) % 100
+    return "test" if bucket < 25 else "dev" if bucket < 40 else "train"
+
+
+def sag(corpus: str, split: str, *, all_references: bool = False) -> list[Pair]:
+    """Short-answer pairs of one corpus and split: (student answer, reference answer).
+    Evaluation uses the first reference answer only (a checklist point is one text);
+    training may use every reference marked BEST (Beetle has several)."""
+    out: list[Pair] = []
+    for r in _rows(f"sag/semeval2013_{corpus}_train.jsonl.gz"):
+        if sag_split(r["question_id"]) != split or not r["student_answer"].strip():
+            continue
+        refs = r["reference_answers"][:1]
+        if all_references:
+            cats = r.get("reference_categories") or ["BEST"] * len(r["reference_answers"])
+            refs = [a for a, c in zip(r["reference_answers"], cats) if c == "BEST"] or refs
+        for ref in refs:
+            out.append(Pair(r["student_answer"].strip(), ref.strip(), "nli", NLI_INDEX[SAG_LABELS[r["label"]]],
+                            f"sag_{corpus}", r["question_id"], r["label"]))
+    return out
+
+
+_PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "``": '"', "''": '"'}
+
+
+def detokenize(text: str) -> str:
+    """Undo the PTB / whitespace tokenisation of the QA sets (``( 1990 )`` -> ``(1990)``)."""
+    for k, v in _PTB.items():
+        text = text.replace(k, v)
+    text = re.sub(r"\s+([.,;:!?%)\]}])", r"\1", text)
+    text = re.sub(r"([(\[{$])\s+", r"\1", text)
+    text = re.sub(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b", r"\1", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def qa(name: str) -> list[Pair]:
+    """Question / sentence pairs of one QA file (``trecqa_train`` ...)."""
+    return [Pair(detokenize(r["question"]), detokenize(r["sentence"]), "answers", int(r["label"]), name,
+                 r["question_id"]) for r in _rows(f"qa/{name}.jsonl.gz")]
+
+
+def training_pairs() -> list[Pair]:
+    """Everything the shipped model may learn from (licences allow any use)."""
+    train, _ = nli_pool()
+    for corpus in SAG_CORPORA:
+        train += sag(corpus, "train", all_references=True)
+    return train + qa("trecqa_train")
+
+
+def development_pairs() -> list[Pair]:
+    """What temperatures, thresholds and the band are fitted on (never a test split)."""
+    _, dev = nli_pool()
+    for corpus in SAG_CORPORA:
+        dev += sag(corpus, "dev")
+    return dev + qa("trecqa_dev")

@@ -1,0 +1,284 @@
+"""Train the cross-encoder of the ``local/minilm`` judge and export it for jurist's numpy runtime.
+
+    python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
+    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 CPU cores)
+    .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
+
+Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
+(nothing is downloaded), fine-tunes it on the training pairs of ``judge_data.py``
+(NLI, short-answer grading, answers-the-question; every licence allows any use),
+then, on the development pairs only: fits one temperature per head (the calibration),
+the decision thresholds (macro-F1) and the band of uncertainty, and writes
+``judge.safetensors`` (float16) and ``judge.json`` next to the bi-encoder. Fixed seeds;
+the test splits are never read here. Torch is needed for training only: jurist runs
+the exported weights with numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import judge_data  # noqa: E402
+from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, read_config  # noqa: E402
+
+MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
+MAX_SEQ = 128
+BAND_ABSTAIN = 0.10  # the band holds at most this share of development decisions
+
+
+def tokenizer() -> Tokenizer:
+    tok = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(MAX_SEQ, strategy="longest_first")
+    return tok
+
+
+def encode(tok: Tokenizer, pairs: list[judge_data.Pair]) -> list[tuple[list[int], list[int]]]:
+    out = tok.encode_batch([(p.first, p.second) for p in pairs])
+    return [(e.ids, e.type_ids) for e in out]
+
+
+def batches(lengths: list[int], size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of similar length (little padding)."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    chunk = size * 50
+    out: list[list[int]] = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lengths.__getitem__)
+        out += [part[i:i + size] for i in range(0, len(part), size)]
+    rng.shuffle(out)
+    return out
+
+
+def tensors(enc: list[tuple[list[int], list[int]]], idx: list[int]) -> tuple[torch.Tensor, ...]:
+    lengths = [len(enc[i][0]) for i in idx]
+    seq = max(lengths)
+    ids = torch.zeros(len(idx), seq, dtype=torch.long)
+    types = torch.zeros(len(idx), seq, dtype=torch.long)
+    for row, i in enumerate(idx):
+        ids[row, :lengths[row]] = torch.tensor(enc[i][0])
+        types[row, :lengths[row]] = torch.tensor(enc[i][1])
+    return ids, types, torch.tensor(lengths)
+
+
+def sample_training(pairs: list[judge_data.Pair], n: int, rng: random.Random) -> list[judge_data.Pair]:
+    """``n`` training pairs: short-answer grading and answers-the-question pairs are kept whole
+    (the positives of the latter twice: they are one in fourteen); NLI fills the rest."""
+    task_pairs = [p for p in pairs if p.source.startswith("sag_")]
+    qa = [p for p in pairs if p.task == "answers"]
+    task_pairs += qa + [p for p in qa if p.label == 1]
+    nli = [p for p in pairs if p.task == "nli" and not p.source.startswith("sag_")]
+    rng.shuffle(nli)
+    chosen = task_pairs + nli[:max(0, n - len(task_pairs))]
+    rng.shuffle(chosen)
+    return chosen[:n]
+
+
+@torch.no_grad()
+def predict(model: CrossEncoder, enc: list[tuple[list[int], list[int]]], size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    model.eval()
+    nli_out = np.zeros((len(enc), 3), np.float32)
+    ans_out = np.zeros(len(enc), np.float32)
+    order = sorted(range(len(enc)), key=lambda i: len(enc[i][0]))
+    for start in range(0, len(order), size):
+        idx = order[start:start + size]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            nli, ans = model(*tensors(enc, idx))
+        nli_out[idx] = nli.float().numpy()
+        ans_out[idx] = ans.float().numpy()
+    return nli_out, ans_out
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, binary: bool) -> float:
+    """The temperature minimising the development pairs' negative log-likelihood."""
+    best, best_t = math.inf, 1.0
+    for t in np.exp(np.linspace(math.log(0.25), math.log(8.0), 400)):
+        if binary:
+            z = logits / t
+            nll = float(np.mean(np.logaddexp(0, -z) * labels + np.logaddexp(0, z) * (1 - labels)))
+        else:
+            z = logits / t
+            z = z - z.max(axis=1, keepdims=True)
+            logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+            nll = float(-np.mean(logp[np.arange(len(labels)), labels]))
+        if nll < best:
+            best, best_t = nll, float(t)
+    return best_t
+
+
+def macro_f1(y: np.ndarray, yes: np.ndarray) -> float:
+    scores = []
+    for cls in (True, False):
+        tp = float(np.sum((yes == cls) & (y == cls)))
+        fp = float(np.sum((yes == cls) & (y != cls)))
+        fn = float(np.sum((yes != cls) & (y == cls)))
+        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return sum(scores) / 2
+
+
+def fit_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    grid = np.round(np.arange(0.05, 0.951, 0.01), 2)
+    f1s = [macro_f1(y, p >= t) for t in grid]
+    i = int(np.argmax(f1s))
+    return float(grid[i]), float(f1s[i])
+
+
+def ece(p_yes: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error of the decisions (confidence = probability of the side chosen)."""
+    conf = np.where(p_yes >= 0.5, p_yes, 1 - p_yes)
+    right = (p_yes >= 0.5) == y
+    total = 0.0
+    for b in range(bins):
+        lo, hi = 0.5 + b * 0.05, 0.5 + (b + 1) * 0.05
+        m = (conf >= lo) & ((conf < hi) if b < bins - 1 else (conf <= hi))
+        if m.any():
+            total += m.mean() * abs(float(right[m].mean()) - float(conf[m].mean()))
+    return total
+
+
+def band_for(p: np.ndarray, threshold: float) -> float:
+    """Half-width of the band around the threshold that holds BAND_ABSTAIN of the decisions."""
+    return round(float(np.quantile(np.abs(p - threshold), BAND_ABSTAIN)), 3)
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--examples", type=int, default=24000, help="training pairs seen (sampled once, fixed seed)")
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=6e-5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=MODEL_DIR, help="folder for judge.safetensors and judge.json")
+    args = ap.parse_args()
+
+    random.seed(judge_data.SEED)
+    np.random.seed(judge_data.SEED % 2**32)
+    torch.manual_seed(judge_data.SEED)
+    torch.set_num_threads(args.threads)
+    rng = random.Random(judge_data.SEED)
+    started = time.time()
+
+    tok = tokenizer()
+    train = sample_training(judge_data.training_pairs(), args.examples, rng)
+    dev = judge_data.development_pairs()
+    enc = encode(tok, train)
+    dev_enc = encode(tok, dev)
+    print(f"training pairs {len(train)}, development pairs {len(dev)}", flush=True)
+
+    config = read_config(MODEL_DIR / "config.json")
+    layers = int(config["num_hidden_layers"])
+    model = CrossEncoder(config)
+    load_encoder(model, MODEL_DIR / "model.safetensors", layers)
+    model.word.weight.requires_grad_(False)  # the vocabulary stays as it is: fewer weights to move
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+
+    lengths = [len(e[0]) for e in enc]
+    plan: list[list[int]] = []
+    epoch = 0
+    while len(plan) * args.batch < args.epochs * len(train):
+        plan += batches(lengths, args.batch, random.Random(judge_data.SEED + epoch))
+        epoch += 1
+    plan = plan[:math.ceil(args.epochs * len(train) / args.batch)]
+    warm = max(1, len(plan) // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (len(plan) - s) / (len(plan) - warm))))
+    labels = torch.tensor([p.label for p in train])
+    is_nli = torch.tensor([p.task == "nli" for p in train])
+    model.train()
+    seen, loss_avg = 0, 0.0
+    for step, idx in enumerate(plan, 1):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            nli, ans = model(*tensors(enc, idx))
+        y, m = labels[idx], is_nli[idx]
+        loss = torch.zeros(())
+        if m.any():
+            loss = loss + torch.nn.functional.cross_entropy(nli.float()[m], y[m], reduction="sum")
+        if (~m).any():
+            loss = loss + torch.nn.functional.binary_cross_entropy_with_logits(
+                ans.float()[~m], y[~m].float(), reduction="sum")
+        (loss / len(idx)).backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        seen += len(idx)
+        loss_avg = 0.98 * loss_avg + 0.02 * float(loss) / len(idx) if step > 1 else float(loss) / len(idx)
+        if step % 25 == 0 or step == len(plan):
+            rate = seen / (time.time() - started)
+            print(f"step {step}/{len(plan)} pairs {seen} loss {loss_avg:.3f} {rate:.1f} pairs/s "
+                  f"eta {(len(plan) - step) * args.batch / rate / 60:.1f} min", flush=True)
+    train_seconds = time.time() - started
+
+    # --- calibration, thresholds and band: development pairs only ---
+    nli_logits, ans_logits = predict(model, dev_enc)
+    d_nli = np.array([p.task == "nli" for p in dev])
+    d_y = np.array([p.label for p in dev])
+    t_nli = fit_temperature(nli_logits[d_nli], d_y[d_nli], binary=False)
+    t_ans = fit_temperature(ans_logits[~d_nli], d_y[~d_nli].astype(float), binary=True)
+    p_nli = softmax(nli_logits[d_nli] / t_nli)
+    p_entail = p_nli[:, 0]
+    entailed = d_y[d_nli] == 0
+    sag = np.array([p.source.startswith("sag_") for p in dev])[d_nli]
+    # the threshold serves "does this text express this point": fitted on short-answer grading
+    # and NLI development pairs alike (entailment vs the rest)
+    t_expr, f1_expr = fit_threshold(p_entail, entailed)
+    p_ans = 1 / (1 + np.exp(-ans_logits[~d_nli] / t_ans))
+    answers = d_y[~d_nli] == 1
+    t_answ, f1_answ = fit_threshold(p_ans, answers)
+    figures = {
+        "nli_accuracy": round(float(np.mean(p_nli.argmax(1) == d_y[d_nli])), 4),
+        "expresses_macro_f1": round(f1_expr, 4),
+        "expresses_macro_f1_sag": round(macro_f1(entailed[sag], p_entail[sag] >= t_expr), 4),
+        "answers_macro_f1": round(f1_answ, 4),
+        "ece_expresses": round(ece(p_entail, entailed), 4),
+        "ece_answers": round(ece(p_ans, answers), 4),
+        "development_pairs": {"nli": int((d_nli & ~np.array([p.source.startswith('sag_') for p in dev])).sum()),
+                              "short_answer": int(sag.sum()), "answers": int((~d_nli).sum())},
+    }
+    meta = {
+        "format": 1,
+        "max_seq_length": MAX_SEQ,
+        "labels": list(NLI_LABELS),
+        "temperature": {"nli": round(t_nli, 4), "answers": round(t_ans, 4)},
+        "thresholds": {"expresses": t_expr, "answers": t_answ},
+        "band": {"expresses": band_for(p_entail, t_expr), "answers": band_for(p_ans, t_answ)},
+        "training": {
+            "base": "all-MiniLM-L6-v2 (src/jurist/models/minilm/model.safetensors)",
+            "script": "training/train_local_judge.py",
+            "seed": judge_data.SEED,
+            "pairs": len(train),
+            "pairs_by_source": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
+            "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "steps": len(plan),
+            "seconds": round(train_seconds), "threads": args.threads,
+            "torch": torch.__version__, "machine": platform.machine(),
+        },
+        "figures": figures,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    export(model, args.out / "judge.safetensors", layers)
+    (args.out / "judge.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(json.dumps(meta, indent=2))
+
+
+if __name__ == "__main__":
+    main()
