@@ -29,6 +29,9 @@
     │   │                     evaluation_skipped)
     │   ├── EvaluationUnavailable
     │   │                     a research evaluator produced no scores (a panel: no role survived)
+    │   ├── Uncertain         the judge cannot decide: its calibrated probability lies inside the
+    │   │                     band of uncertainty round its threshold (local/minilm); the verdict
+    │   │                     is evaluation_failed, reason "uncertain: ..."
     │   └── ResearchBlocked   a research stage's evaluation failed and its failAction is block
     ├── IterationLimit        a gated generator's tool loop hit its limit (carries the messages
     │                         for the continue context)
@@ -187,6 +190,19 @@ class EvaluationFailed(EvaluationError):
 
 class EvaluationUnavailable(EvaluationError):
     """The evaluator produced no scores (for a panel: no role survived)."""
+
+
+class Uncertain(EvaluationError):
+    """The judge cannot decide and does not guess: the calibrated probability of a decision lies
+    within ``band`` of its threshold. The message starts ``uncertain:`` and names what was asked
+    (``subject``), the probability and the band; a judge turns it into a failed verdict."""
+
+    def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float) -> None:
+        self.subject = subject
+        self.probability = probability
+        self.threshold = threshold
+        self.band = band
+        super().__init__(message)
 
 
 class ResearchBlocked(EvaluationError):

@@ -1,9 +1,10 @@
-"""Tests of the offline local/minilm judge (jurist.models.local).
+"""Tests of the offline local/minilm judge (jurist.models.local): the bi-encoder
+preselects windows, the trained cross-encoder (jurist.models.minilm.cross) decides.
 
-The model is loaded once for the module, by the ``loaded`` fixture, under a
+The models are loaded once for the module, by the ``loaded`` fixture, under a
 socket guard that refuses every non-loopback connection, through concurrent
 asyncio calls: the load is shared, offline and from the package only. Tests that
-need the model are marked ``slow`` (deselect with ``-m "not slow"``).
+need the models are marked ``slow`` (deselect with ``-m "not slow"``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import os
 import socket
 import subprocess
@@ -22,13 +24,23 @@ from typing import Any, Iterator
 import pytest
 
 import jurist.models.local as local
-from jurist.errors import ConfigError
+from jurist.config import Settings
+from jurist.errors import ConfigError, JuristError, Uncertain
+from jurist.judges import builtin
 from jurist.models.base import ChatModel, ChatRequest, MeaningJudge, StatementCheck
+from jurist.rubrics import RubricJudge, SessionEvaluator, evaluate
+from jurist.rubrics.models import Rubric, RubricSet
+from jurist.rubrics.sessions import ChatSession, Message
+from jurist.runtime import Runtime
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+MODEL_DIR = SRC / "jurist" / "models" / "minilm"
 
 CAFFEINE = "Caffeine keeps you awake by blocking adenosine receptors."
-TOLERANCE = "Tolerance to caffeine develops because the brain makes more adenosine receptors."
+
+# Every probability strictly between 0 and 1 lies in a band of 0.5 round 0.5: a judge that
+# can never decide, whatever the model says.
+UNDECIDED = local.LocalThresholds(expresses=0.5, answers=0.5, band={"expresses": 0.5, "answers": 0.5})
 
 
 # --- fixtures --------------------------------------------------------------------
@@ -68,7 +80,7 @@ class Loaded:
 
 @pytest.fixture(scope="module")
 def loaded() -> Iterator[Loaded]:
-    """Unload the shared model, block the network, then load it through 8
+    """Unload the shared models, block the network, then load them through 8
     concurrent ``expresses`` calls; keep the guard on for the whole module."""
     guard = SocketGuard()
     real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
@@ -94,7 +106,7 @@ def loaded() -> Iterator[Loaded]:
             mp.delenv(var, raising=False)
         local._model = None
         before = local._load_count
-        judge = local.LocalJudge()
+        judge = local.LocalJudge(local.LocalThresholds(band={"expresses": 0.0, "answers": 0.0}))
         text = "Caffeine occupies the adenosine receptors, so adenosine cannot make you sleepy."
 
         async def burst() -> list[list[StatementCheck]]:
@@ -106,6 +118,14 @@ def loaded() -> Iterator[Loaded]:
 
 @pytest.fixture
 def judge(loaded: Loaded) -> local.LocalJudge:
+    """The judge with the thresholds and bands shipped with the model."""
+    return local.LocalJudge()
+
+
+@pytest.fixture
+def decisive(loaded: Loaded) -> local.LocalJudge:
+    """The shipped thresholds with no band: the judge always decides (for checks of what the
+    model decides, not of its band)."""
     return loaded.judge
 
 
@@ -118,8 +138,10 @@ def test_import_sets_nothing_and_loads_nothing() -> None:
         "for v in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'HF_HUB_DISABLE_TELEMETRY'):\n"
         "    os.environ.pop(v, None)\n"
         "import jurist.models.local\n"
+        "jurist.models.local.LocalJudge()\n"
         "assert 'HF_HUB_OFFLINE' not in os.environ, 'offline switch set at import'\n"
         "assert 'sentence_transformers' not in sys.modules and 'torch' not in sys.modules\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported before the first judgement'\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -134,14 +156,15 @@ def test_guard_blocks_the_network(loaded: Loaded) -> None:
 
 
 @pytest.mark.slow
-def test_loads_and_encodes_from_the_package_offline(loaded: Loaded) -> None:
+def test_loads_both_models_from_the_package_offline(loaded: Loaded) -> None:
     assert loaded.loads == 1
     assert loaded.guard.attempts == []
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert os.environ["TRANSFORMERS_OFFLINE"] == "1"
     assert os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
-    emb = local._encode(["one sentence", "another sentence"])
-    assert emb.shape == (2, 384)
+    models = local._load_model()
+    assert models.cross.record == local._load_model().cross.record
+    assert local._encode(["one sentence", "another sentence"]).shape == (2, 384)
 
 
 @pytest.mark.slow
@@ -149,8 +172,7 @@ def test_concurrent_calls_share_one_load(loaded: Loaded) -> None:
     assert loaded.loads == 1
     assert len(loaded.results) == 8
     first = loaded.results[0][0]
-    assert first.expressed
-    assert all(r[0].confidence == pytest.approx(first.confidence) for r in loaded.results)
+    assert all(r[0] == first for r in loaded.results)
 
 
 @pytest.mark.parametrize("module", ["tokenizers", "safetensors", "threadpoolctl"])
@@ -186,13 +208,15 @@ def test_load_runs_inside_the_notice(monkeypatch: pytest.MonkeyPatch) -> None:
         assert local.set_load_notice(previous) is notice
 
 
-def test_loading_and_encoding_import_no_torch() -> None:
+def test_first_judgement_in_a_fresh_process_imports_no_torch() -> None:
     code = (
-        "import sys, time\n"
+        "import asyncio, sys, time\n"
         "t = time.perf_counter()\n"
         "import jurist.models.local as local\n"
-        "emb = local._encode(['one sentence', 'another one'])\n"
-        "assert emb.shape == (2, 384), emb.shape\n"
+        "j = local.LocalJudge(local.LocalThresholds(band={'expresses': 0.0, 'answers': 0.0}))\n"
+        "[check] = asyncio.run(j.expresses('Caffeine blocks adenosine. It keeps you awake. Tea has some too. '\n"
+        "                                  'Decaf has little.', ['Caffeine keeps you awake.']))\n"
+        "assert check.evidence, check\n"
         "heavy = {'torch', 'sentence_transformers', 'transformers'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
         "print(time.perf_counter() - t)\n"
@@ -209,247 +233,340 @@ def test_protocols_and_no_shared_instance() -> None:
     assert (j.name, j.endpoint) == ("local/minilm", "local")
 
 
-# --- expresses -------------------------------------------------------------------
+# --- thresholds ------------------------------------------------------------------
+
+
+def test_default_thresholds_are_the_models_record() -> None:
+    record = json.loads((MODEL_DIR / "judge.json").read_text())
+    shipped = {**record["thresholds"], "band": record["band"]}
+    assert local.LocalThresholds().to_json() == shipped
+    assert local.LocalJudge().thresholds == local.LocalThresholds()
+    assert local.LocalThresholds.from_json(shipped) == local.LocalThresholds()
+    assert local.LocalThresholds.from_json({}) == local.LocalThresholds()
+    assert local.LocalJudge(UNDECIDED).thresholds is UNDECIDED
+    # a field left out is the shipped one
+    tuned = local.LocalThresholds(expresses=0.7, band={"expresses": 0.0})
+    assert tuned.to_json() == {**shipped, "expresses": 0.7, "band": {**record["band"], "expresses": 0.0}}
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: local.LocalThresholds(1.5, 0.5, {"expresses": 0.1, "answers": 0.1}),
+     "expresses must be a number from 0 to 1, got 1.5"),
+    (lambda: local.LocalThresholds(0.5, float("nan"), {}), "answers must be a number from 0 to 1, got nan"),
+    (lambda: local.LocalThresholds(0.5, 0.5, {"expresses": 0.6}), "band.expresses must be a number from 0 to 0.5"),
+    (lambda: local.LocalThresholds(0.5, 0.5, {"expresses": True}), "band.expresses must be a number"),
+    (lambda: local.LocalThresholds(0.5, 0.5, {"support": 0.1}), "band: unknown kind(s) support"),
+    (lambda: local.LocalThresholds(0.5, 0.5, [0.1, 0.1]), "band must be a mapping"),  # type: ignore[arg-type]
+    (lambda: local.LocalThresholds.from_json({"expresses": 0.5, "bands": {}}), "unknown field(s) bands"),
+    (lambda: local.LocalThresholds.from_json({"expresses": "0.5"}), "expresses must be a number"),
+    (lambda: local.LocalJudge({"expresses": 0.5}), "thresholds must be a LocalThresholds"),  # type: ignore[arg-type]
+    (lambda: local.LocalJudge(candidates=0), "candidates must be a whole number"),
+])
+def test_bad_thresholds_are_refused(build: Any, message: str) -> None:
+    import re
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        build()
+
+
+def test_decisions_confidence_and_the_band() -> None:
+    judge = local.LocalJudge(local.LocalThresholds(0.6, 0.5, {"expresses": 0.1, "answers": 0.0}))
+    assert judge._decide("expresses", "x", ["a", "b", "c"], [0.9, 0.75, 0.2]) == [
+        (True, 0.9), (True, 0.75), (False, 0.8)]
+    with pytest.raises(Uncertain) as caught:
+        judge._decide("expresses", "the text expresses", ["a", "The assistant apologises", "c"], [0.9, 0.55, 0.65])
+    err = caught.value
+    assert str(err).startswith("uncertain: the local judge cannot decide whether the text expresses "
+                               "'The assistant apologises': p(entails) = 0.550 lies within the band 0.500..0.700 "
+                               "(threshold 0.600 ± 0.100); 1 more inside the band")
+    assert (err.subject, err.probability, err.threshold, err.band) == ("The assistant apologises", 0.55, 0.6, 0.1)
+    assert judge._decide("answers", "x", ["a", "b"], [0.5, 0.49]) == [(True, 0.5), (False, 0.51)]  # band 0: decided
+
+
+def test_statements_about_the_assistant_are_heard_in_its_voice() -> None:
+    assert local.about_assistant("The assistant apologises for the delay")
+    assert local.about_assistant("  Assistant thanks the customer.")
+    assert local.about_assistant("Does the AI assistant offer a refund?")
+    assert not local.about_assistant("A virtual assistant can set reminders.")
+    assert not local.about_assistant("Caffeine blocks adenosine.")
+    assert local._speaker_premise("I'm so sorry.", "The assistant apologises") == 'The assistant says: "I\'m so sorry."'
+    assert local._speaker_premise("I'm so sorry.", "The customer is upset") == "I'm so sorry."
+
+
+# --- the cross-encoder -----------------------------------------------------------
 
 
 @pytest.mark.slow
-@pytest.mark.asyncio
-async def test_paraphrase_expressed_near_miss_and_unrelated_not(judge: local.LocalJudge) -> None:
-    text = (
-        "I've been drinking coffee every morning for a year. "
-        "My brain has responded by growing extra adenosine receptors, "
-        "so the same cup does less for me now."
-    )
-    near = "If you drink coffee every day your body just gets used to it and you need more."
-    unrelated = "Knead the dough for about ten minutes until it is smooth and elastic."
-    (hit,) = await judge.expresses(text, [TOLERANCE])
-    (miss,) = await judge.expresses(near, [TOLERANCE])
-    (far,) = await judge.expresses(unrelated, [TOLERANCE])
-    assert hit.expressed and hit.evidence and "adenosine receptors" in hit.evidence
-    assert not miss.expressed
-    assert not far.expressed
-    assert far.confidence >= miss.confidence  # at least as far from the threshold
-    (m_miss,) = await judge.similarity(near, [TOLERANCE], align=True)
-    (m_far,) = await judge.similarity(unrelated, [TOLERANCE], align=True)
-    assert local.expressed_score(m_far) < local.expressed_score(m_miss) < local.EXPRESSED_THRESHOLD
-    for check in (hit, miss, far):
-        assert check.judge_model == "local/minilm"
-        assert 0.5 <= check.confidence <= 1.0
+def test_pairs_are_tokenised_as_pairs_and_truncated_longest_first(loaded: Loaded) -> None:
+    cross = local._load_model().cross
+    long_premise = "The committee discussed the budget at great length. " * 40
+    [enc] = cross.tokenizer.encode_batch([(long_premise, "The budget was discussed.")])
+    assert len(enc.ids) == cross.record.max_seq_length
+    assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]"
+    second = [t for t, ty in zip(enc.tokens, enc.type_ids) if ty == 1]
+    assert second == ["the", "budget", "was", "discussed", ".", "[SEP]"]  # the short text kept whole
 
 
 @pytest.mark.slow
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("statement", "paraphrase", "neighbour"),
-    [
-        (
-            "Insulin lowers blood sugar by helping cells absorb glucose.",
-            "Insulin lets your cells pull sugar out of the blood, so blood sugar goes down.",
-            "Insulin is produced by beta cells in the pancreas.",
-        ),
-        (
-            "A Python tuple cannot be changed after it is created.",
-            "Once you make a tuple in Python you can't modify it.",
-            "Python tuples are written with parentheses and can hold items of different types.",
-        ),
-    ],
-)
-async def test_neighbouring_fact_rejected_by_unmatched_words(
-    judge: local.LocalJudge, statement: str, paraphrase: str, neighbour: str
-) -> None:
-    # The neighbouring fact is as close as a paraphrase by cosine alone (at least
-    # 0.6), but leaves most of the statement's content words without a counterpart.
-    (near,) = await judge.similarity(neighbour, [statement], align=True)
-    (para,) = await judge.similarity(paraphrase, [statement], align=True)
-    assert near.score >= 0.6
-    assert near.unmatched >= 0.5 > para.unmatched
-    (yes,) = await judge.expresses(paraphrase, [statement])
-    (no,) = await judge.expresses(neighbour, [statement])
-    assert yes.expressed and not no.expressed
-    assert no.confidence == pytest.approx(local.confidence(local.expressed_score(near), local.EXPRESSED_THRESHOLD))
-
-
-@pytest.mark.slow
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("text", "statement", "kind"),
-    [
-        # the text negates the statement in its own words, either way round
-        ("Vitamin C does not cure the flu, although it is often sold that way.", "Vitamin C cures the flu.", "negation"),
-        ("Vitamin C cures the flu.", "Vitamin C cannot cure the flu.", "negation"),
-        # another number for the same thing
-        ("Most adults need seven to nine hours of sleep a night.", "Adults need about four hours of sleep a night.",
-         "number"),
-        ("A marathon is about 42 kilometres long and most runners train for 16 weeks.", "A marathon is 50 kilometres long.",
-         "number"),
-        # the same terms in other roles, in one clause or across two
-        ("The cat chased the dog around the garden.", "The dog chased the cat around the garden.", "order"),
-        ("Red blood cells carry oxygen, while white blood cells fight infection.",
-         "White blood cells carry oxygen, while red blood cells fight infection.", "order"),
-    ],
-)
-async def test_contradictions_in_the_statements_own_words_are_rejected(
-    judge: local.LocalJudge, text: str, statement: str, kind: str
-) -> None:
-    (match,) = await judge.similarity(text, [statement], align=True)
-    assert match.score >= 0.75  # by cosine alone these pass (threshold 0.32 after the unmatched share)
-    assert match.conflict is not None and match.conflict.startswith(f"{kind}:")
-    (check,) = await judge.expresses(text, [statement])
-    assert not check.expressed
-    assert local.expressed_score(match) == pytest.approx(
-        match.score - local.UNMATCHED_WEIGHT * match.unmatched - local.CONFLICT_WEIGHT)
-
-
-@pytest.mark.slow
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("text", "statement"),
-    [
-        ("Vitamin C doesn't cure the flu.", "Vitamin C does not cure the flu."),  # negated on both sides
-        ("Never store raw chicken above cooked food in the fridge.",
-         "You should not store raw chicken above cooked food in the fridge."),
-        ("The dog was chased around the garden by the cat.", "The cat chased the dog around the garden."),  # passive
-        ("Red blood cells carry oxygen, while white blood cells fight infection.",
-         "White blood cells fight infection and red blood cells carry oxygen."),  # clauses swapped, roles kept
-        ("Most adults need seven to nine hours of sleep a night.", "Most adults need seven to nine hours of sleep."),
-        ("The bridge opened in 1937 after four years of construction.", "The bridge took four years to build."),
-    ],
-)
-async def test_agreeing_negations_passives_and_numbers_still_pass(
-    judge: local.LocalJudge, text: str, statement: str
-) -> None:
-    (match,) = await judge.similarity(text, [statement], align=True)
-    assert match.conflict is None
-    (check,) = await judge.expresses(text, [statement])
-    assert check.expressed
-
-
-def test_unmatched_share_counts_content_pieces_without_a_counterpart() -> None:
+def test_first_token_pass_equals_the_full_pass(loaded: Loaded) -> None:
     import numpy as np
 
-    e = np.eye(4)
-    pieces = ["the", "cat", "##s", "sleep"]  # "the" is a function word and does not count
-    window = np.stack([e[0], e[1], (e[2] + e[3]) / np.sqrt(2)])  # "##s" and "sleep" at cosine 0.707
-    assert local.unmatched_share(e, pieces, window) == 0.0
-    window = np.stack([e[0], e[1]])  # nothing for "##s" and "sleep"
-    assert local.unmatched_share(e, pieces, window) == pytest.approx(2 / 3)
-    assert local.unmatched_share(e[:1], ["the"], np.stack([e[1]])) == 1.0  # no content piece: all pieces count
-    assert local.unmatched_share(e, pieces, np.zeros((0, 4))) == 1.0
-    assert local.unmatched_share(e[:0], [], window) == 0.0
-    match = local.Match(score=0.7, evidence="x", unmatched=0.5)
-    assert local.expressed_score(match) == pytest.approx(0.7 - local.UNMATCHED_WEIGHT * 0.5)
-    assert local.expressed_score(match, weight=0.0) == 0.7
-    contradicted = local.Match(score=0.7, evidence="x", unmatched=0.5, conflict="negation: ...")
-    assert local.expressed_score(contradicted) == pytest.approx(0.7 - local.UNMATCHED_WEIGHT * 0.5 - local.CONFLICT_WEIGHT)
-    assert local.expressed_score(contradicted, conflict_weight=0.0) == local.expressed_score(match)
+    cross = local._load_model().cross
+    encodings = cross.tokenizer.encode_batch([("A dog runs.", "An animal moves."), ("Tea.", "Coffee is hot and bitter.")])
+    lengths = np.array([len(e.ids) for e in encodings])
+    ids = np.zeros((2, int(lengths.max())), np.int64)
+    types = np.zeros_like(ids)
+    for row, e in enumerate(encodings):
+        ids[row, : len(e.ids)], types[row, : len(e.ids)] = e.ids, e.type_ids
+    full = cross._forward(ids, lengths, types)[:, 0]
+    first = cross._forward(ids, lengths, types, first_only=True)[:, 0]
+    np.testing.assert_allclose(first, full, atol=1e-5)
+    assert not np.allclose(cross._forward(ids, lengths)[:, 0], full)  # the token types count
+    scores = cross.scores([("A dog runs.", "An animal moves."), ("Tea.", "Coffee is hot and bitter.")])
+    np.testing.assert_allclose(scores.nli.sum(axis=1), 1.0)
+    assert ((scores.answers > 0) & (scores.answers < 1)).all()
 
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_evidence_is_the_best_window(judge: local.LocalJudge) -> None:
-    text = "Photosynthesis happens in chloroplasts. Separately, the French Revolution began in 1789."
-    (check,) = await judge.expresses(text, ["The French Revolution started in 1789."])
-    assert check.expressed
-    assert check.evidence == "Separately, the French Revolution began in 1789."
+async def test_one_call_is_one_batched_cross_encoder_pass(decisive: local.LocalJudge,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cross = local._load_model().cross
+    seen: list[int] = []
+    real = cross.scores
+
+    def scores(pairs: Any, batch_size: int = 64) -> Any:
+        seen.append(len(pairs))
+        return real(pairs, batch_size)
+
+    monkeypatch.setattr(cross, "scores", scores)
+    text = " ".join(f"Fact number {n} is about a different animal, the {a}." for n, a in
+                    enumerate(["cat", "dog", "owl", "eel", "fox", "bee"]))
+    statements = [f"Something is said about the {a}, once more {n}." for n, a in enumerate(["cat", "owl", "bee"])]
+    checks = await decisive.expresses(text, statements)
+    assert len(checks) == 3 and all(c.evidence for c in checks)
+    assert seen == [3 * local.CANDIDATES]  # the bi-encoder kept 3 of 12 windows per statement
+    again = await decisive.expresses(text, statements)
+    assert again == checks and seen == [3 * local.CANDIDATES]  # the pairs are cached
 
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_empty_inputs(judge: local.LocalJudge) -> None:
-    assert await judge.expresses("Some text.", []) == []
-    (check,) = await judge.expresses("", [CAFFEINE])
-    assert not check.expressed and check.evidence is None
-    assert await judge.relevance("query", []) == []
-    result = await judge.support("", ["a source"])
+async def test_the_assistants_words_are_framed_as_its_speech(decisive: local.LocalJudge) -> None:
+    await decisive.expresses("I'm so sorry about that.", ["The assistant apologises.", "Someone is sorry."])
+    assert ('The assistant says: "I\'m so sorry about that."', "The assistant apologises.") in local._pair_cache
+    assert ("I'm so sorry about that.", "Someone is sorry.") in local._pair_cache
+
+
+# --- never a crash ---------------------------------------------------------------
+
+ODD_TEXTS = ["", "   ", "?", "...", "because", "so", "but", "🙂🎉👍", "Привет! 你好。 مرحبا. Hello 🙂.",
+             "word " * 20_000, "Is it? " * 40 + "Yes." * 100]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize("odd", ODD_TEXTS, ids=[repr(t[:12]) for t in ODD_TEXTS])
+async def test_any_text_gets_a_verdict_or_a_typed_failure(judge: local.LocalJudge, odd: str) -> None:
+    calls = [
+        lambda: judge.expresses(odd, [CAFFEINE]),
+        lambda: judge.expresses(CAFFEINE, [odd]),
+        lambda: judge.support(odd, [CAFFEINE]),
+        lambda: judge.support(CAFFEINE, [odd, ""]),
+        lambda: judge.coverage(odd, CAFFEINE),
+        lambda: judge.coverage("What does caffeine do?", odd),
+        lambda: judge.relevance(odd, [CAFFEINE, odd]),
+    ]
+    for call in calls:
+        try:
+            await call()
+        except JuristError:
+            pass
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_text_of_one_clause_word_does_not_crash(decisive: local.LocalJudge) -> None:
+    # alignment._crossed_clauses raised ValueError: max() arg is an empty sequence here
+    for word in ("?", "...", "because", "so", "but"):
+        (check,) = await decisive.expresses(word, [CAFFEINE])
+        assert not check.expressed
+        result = await decisive.support(CAFFEINE, [word])
+        assert result.unsupported == [CAFFEINE]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_empty_inputs(decisive: local.LocalJudge) -> None:
+    assert await decisive.expresses("Some text.", []) == []
+    (check,) = await decisive.expresses("", [CAFFEINE])
+    assert not check.expressed and check.evidence is None and check.confidence == 1.0
+    assert await decisive.relevance("query", []) == []
+    result = await decisive.support("", ["a source"])
     assert result.supported == [] and result.unsupported == []
+    result = await decisive.support("Caffeine is bitter.", [])
+    assert result.unsupported == ["Caffeine is bitter."]
+    coverage = await decisive.coverage("", "an answer")
+    assert coverage.covered == coverage.uncovered == []
 
 
-def test_confidence_rises_with_margin_and_is_clipped() -> None:
-    t = local.EXPRESSED_THRESHOLD
-    assert local.confidence(t, t) == 0.5
-    values = [local.confidence(t + d, t) for d in (0.0, 0.05, 0.1, 0.2, 0.3, 0.6)]
-    assert values == sorted(values)
-    assert values[-1] == 1.0
-    assert local.confidence(t - 0.1, t) == pytest.approx(local.confidence(t + 0.1, t))
-    assert all(0.5 <= v <= 1.0 for v in values)
-
-
-# --- coverage, support, relevance ------------------------------------------------
-
-
-def test_split_question() -> None:
-    q = "What is compound interest and how is it different from simple interest? Also, what rate do savings accounts pay?"
-    assert local.split_question(q) == [
-        "What is compound interest",
-        "how is it different from simple interest?",
-        "what rate do savings accounts pay?",
-    ]
-    assert local.split_question("What are the inputs and outputs of photosynthesis?") == [
-        "What are the inputs and outputs of photosynthesis?"
-    ]
+# --- uncertain: reported, never a guess ------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_coverage(judge: local.LocalJudge) -> None:
-    question = "What is compound interest and how is it different from simple interest? Also, what rate do savings accounts pay?"
-    answer = (
-        "Compound interest is interest calculated on both the original deposit and the interest already added. "
-        "Simple interest, by contrast, is only ever paid on the original deposit."
-    )
-    result = await judge.coverage(question, answer)
-    assert result.covered == ["What is compound interest", "how is it different from simple interest?"]
-    assert result.uncovered == ["what rate do savings accounts pay?"]
+async def test_each_question_says_when_it_cannot_decide(loaded: Loaded) -> None:
+    undecided = local.LocalJudge(UNDECIDED)
+    asks = [
+        (undecided.expresses("I'm so sorry about the wait.", ["The assistant apologises for the delay."]),
+         "whether the text expresses 'The assistant apologises for the delay.': p(entails) = "),
+        (undecided.support("Caffeine blocks adenosine.", [CAFFEINE]),
+         "whether the sources support 'Caffeine blocks adenosine.': p(entails) = "),
+        (undecided.coverage("What does caffeine block?", CAFFEINE),
+         "whether the answer covers the part 'What does caffeine block?': p(answers) = "),
+    ]
+    for ask, says in asks:
+        with pytest.raises(Uncertain, match="^uncertain: ") as caught:
+            await ask
+        assert says in str(caught.value) and "lies within the band 0.000..1.000 (threshold 0.500 ± 0.500)" in str(
+            caught.value)
+    scores = await undecided.relevance("What does caffeine block?", [CAFFEINE])  # a score, not a decision
+    assert 0.0 < scores[0].score < 1.0
+
+
+@pytest.mark.slow
+async def test_an_uncertain_item_is_evaluation_failed_in_the_rubric_record(loaded: Loaded) -> None:
+    rubrics = RubricSet(rubrics=[Rubric(id="care", name="Care", items=[
+        {"id": "sorry", "text": "The assistant apologises for the delay.", "points": 1}])])
+    session = ChatSession("s", [Message("user", "Where is my order?"),
+                                Message("assistant", "I'm so sorry about the wait.")])
+    model = Runtime(Settings.load(), open_store=False).wrap(local.LocalJudge(UNDECIDED))
+    evaluator = SessionEvaluator(rubrics, RubricJudge(model, builtin("rubric_judge"), builtin("rubric_items_judge")))
+    [care] = (await evaluator.evaluate(session)).to_json()["rubric_scores"]
+    assert care["status"] == "evaluation_failed"
+    assert "uncertain: the local judge cannot decide whether the text expresses" in care["reasoning"]
+    assert "'The assistant apologises for the delay.'" in care["reasoning"]
+
+
+@pytest.mark.slow
+async def test_an_uncertain_research_stage_is_reported_not_raised(loaded: Loaded) -> None:
+    from jurist.research.local import LocalResearchEvaluator
+
+    evaluator = LocalResearchEvaluator("answer", judge=local.LocalJudge(UNDECIDED))
+    result = await evaluator.evaluate({"query": "What does caffeine block?", "answer": "It blocks adenosine.",
+                                       "sources": json.dumps([{"id": "s1", "content": CAFFEINE}])})
+    assert result.status == "skipped" and result.overall is None
+    assert result.skip_reason and "uncertain: the local judge cannot decide" in result.skip_reason
+    assert result.role_results[0].status == "failed"
+
+
+# --- what the trained model decides ------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_paraphrase_expressed_near_miss_and_unrelated_not(decisive: local.LocalJudge) -> None:
+    text = ("I've been drinking coffee every morning for a year. My brain has responded by growing extra "
+            "adenosine receptors, so the same cup does less for me now.")
+    statement = "Tolerance to caffeine develops because the brain makes more adenosine receptors."
+    (hit,) = await decisive.expresses(text, [statement])
+    (far,) = await decisive.expresses("Knead the dough for about ten minutes until it is smooth and elastic.",
+                                      [statement])
+    assert hit.expressed and hit.evidence and "adenosine receptors" in hit.evidence
+    assert not far.expressed
+    for check in (hit, far):
+        assert check.judge_model == "local/minilm" and 0.5 <= check.confidence <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("text", "statement"), [
+    ("Vitamin C does not cure the flu, although it is often sold that way.", "Vitamin C cures the flu."),
+    ("Most adults need seven to nine hours of sleep a night.", "Adults need about four hours of sleep a night."),
+    ("The cat chased the dog around the garden.", "The dog chased the cat around the garden."),
+])
+async def test_contradictions_are_not_expressed(decisive: local.LocalJudge, text: str, statement: str) -> None:
+    (check,) = await decisive.expresses(text, [statement])
+    assert not check.expressed
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_coverage(decisive: local.LocalJudge) -> None:
+    question = ("What is compound interest and how is it different from simple interest? "
+                "Also, what rate do savings accounts pay?")
+    answer = ("Compound interest is interest calculated on both the original deposit and the interest already "
+              "added. Simple interest, by contrast, is only ever paid on the original deposit.")
+    result = await decisive.coverage(question, answer)
+    assert "what rate do savings accounts pay?" in result.uncovered
+    assert "What is compound interest" in result.covered
     assert set(result.confidence) == set(result.covered + result.uncovered)
     assert result.judge_model == "local/minilm"
 
-    given = await judge.coverage(question, answer, parts=["Why is the sky blue?"])
-    assert given.uncovered == ["Why is the sky blue?"]
-
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_support(judge: local.LocalJudge) -> None:
-    sources = [
-        "The Allied invasion of Normandy began on 6 June 1944. It opened a second front in Western Europe.",
-        "Paris was liberated in August 1944.",
-    ]
+async def test_support(decisive: local.LocalJudge) -> None:
+    sources = ["The Allied invasion of Normandy began on 6 June 1944. It opened a second front in Western Europe.",
+               "Paris was liberated in August 1944."]
     answer = "The Normandy landings took place on June 6, 1944. The landings were commanded by Napoleon."
-    result = await judge.support(answer, sources)
+    result = await decisive.support(answer, sources)
     assert result.supported == ["The Normandy landings took place on June 6, 1944."]
     assert result.unsupported == ["The landings were commanded by Napoleon."]
     assert all(0.5 <= c <= 1.0 for c in result.confidence.values())
-    assert result.judge_model == "local/minilm"
-    # a sentence the sources contradict in its own words is not supported
-    result = await judge.support("The landings took place on 6 June 1945.", sources)
-    assert result.unsupported == ["The landings took place on 6 June 1945."]
 
 
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_relevance_ordering(judge: local.LocalJudge) -> None:
+async def test_relevance_ordering(decisive: local.LocalJudge) -> None:
     query = "How does caffeine keep you awake?"
-    passages = [
-        "Mortgage rates rose again this month.",
-        "Coffee is one of the most traded commodities in the world.",
-        "Caffeine blocks adenosine receptors, so the sleepiness signal cannot get through.",
-    ]
-    scores = await judge.relevance(query, passages)
+    passages = ["Mortgage rates rose again this month.",
+                "Caffeine blocks adenosine receptors, so the sleepiness signal cannot get through."]
+    scores = await decisive.relevance(query, passages)
     assert [s.passage for s in scores] == passages
-    values = [s.score for s in scores]
-    assert values[2] > values[1] > values[0]
-    assert values[2] >= 0.5 > values[1]
-    assert all(0.0 <= v <= 1.0 and s.judge_model == "local/minilm" for v, s in zip(values, scores))
+    assert scores[1].score > scores[0].score
+    assert all(0.0 <= s.score <= 1.0 and s.judge_model == "local/minilm" for s in scores)
 
 
-def test_relevance_mapping() -> None:
-    t = local.COVERAGE_THRESHOLD
-    assert local.relevance_from_cosine(-0.2) == 0.0
-    assert local.relevance_from_cosine(t) == pytest.approx(0.5)
-    assert local.relevance_from_cosine(1.0) == pytest.approx(1.0)
-    xs = [i / 20 for i in range(-4, 21)]
-    ys = [local.relevance_from_cosine(x) for x in xs]
-    assert ys == sorted(ys)
+# A support conversation done well and one done badly, with items phrased about the assistant
+# as HealthBench phrases them: judged against the assistant's own words.
+SUPPORT_ITEMS = RubricSet(rubrics=[Rubric(id="support", name="Support", items=[
+    {"id": "sorry", "text": "The assistant apologises for the delay.", "points": 1},
+    {"id": "thanks", "text": "The assistant thanks the customer for their patience.", "points": 1},
+    {"id": "when", "text": "The assistant tells the customer when the order will arrive.", "points": 1},
+    {"id": "remedy", "text": "The assistant offers a refund or a replacement.", "points": 1},
+])])
+GOOD_SUPPORT = ChatSession("good", [
+    Message("user", "My order was supposed to arrive last week and it still isn't here. This is ridiculous."),
+    Message("assistant", "I'm so sorry about that. Let me look into it right away."),
+    Message("user", "Fine."),
+    Message("assistant", "Thanks for your patience while I checked. Your parcel was held at the depot, "
+                         "and it will be delivered on Thursday."),
+    Message("user", "And if it doesn't come?"),
+    Message("assistant", "If it hasn't arrived by Thursday, we'll send you a replacement or refund you in full, "
+                         "whichever you prefer."),
+])
+BAD_SUPPORT = ChatSession("bad", [
+    Message("user", "My order was supposed to arrive last week and it still isn't here. This is ridiculous."),
+    Message("assistant", "Orders take as long as they take. The courier is not our responsibility."),
+    Message("user", "So what happens now?"),
+    Message("assistant", "Look at the tracking page like everyone else."),
+    Message("user", "And if it never comes?"),
+    Message("assistant", "Then write to the courier."),
+])
+
+
+@pytest.mark.slow
+async def test_behaviour_items_about_the_assistant_in_support_sessions(loaded: Loaded) -> None:
+    good = (await evaluate(SUPPORT_ITEMS, GOOD_SUPPORT, judge="local/minilm"))["rubric_scores"][0]
+    bad = (await evaluate(SUPPORT_ITEMS, BAD_SUPPORT, judge="local/minilm"))["rubric_scores"][0]
+    assert good["status"] != "evaluation_failed", good["reasoning"]
+    assert bad["status"] != "evaluation_failed", bad["reasoning"]
+    assert {i["id"]: i["met"] for i in good["items"]} == {"sorry": True, "thanks": True, "when": True, "remedy": True}
+    assert {i["id"]: i["met"] for i in bad["items"]} == {"sorry": False, "thanks": False, "when": False,
+                                                         "remedy": False}
+    evidence = {i["id"]: i["evidence"] for i in good["items"]}
+    assert "sorry" in evidence["sorry"] and "patience" in evidence["thanks"]
 
 
 # --- ChatModel surface -------------------------------------------------------------
@@ -468,15 +585,15 @@ async def test_complete_and_stream_raise_config_error() -> None:
 
 @pytest.mark.slow
 def test_recent_texts_are_encoded_once(loaded: Loaded, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = local._load_model()
+    encoder = local._load_model().encoder
     asked: list[list[str]] = []
-    real = model.encode
+    real = encoder.embed
 
-    def encode(texts: list[str], batch_size: int = 64) -> Any:
+    def embed(texts: list[str]) -> Any:
         asked.append(list(texts))
-        return real(texts, batch_size)
+        return real(texts)
 
-    monkeypatch.setattr(model, "encode", encode)
+    monkeypatch.setattr(encoder, "embed", embed)
     monkeypatch.setattr(local, "CACHE_SIZE", 3)
     first = local._encode(["cache one", "cache two", "cache one"])
     again = local._encode(["cache two", "cache three"])

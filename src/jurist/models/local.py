@@ -1,32 +1,43 @@
-"""The offline ``local/minilm`` judge: meaning questions answered by sentence embeddings.
+"""The offline ``local/minilm`` judge: a bi-encoder picks the passages, a cross-encoder decides.
 
 :class:`LocalJudge` answers the four :class:`~jurist.models.base.MeaningJudge`
-questions (expresses, coverage, relevance, support) with the all-MiniLM-L6-v2
-sentence-embedding model, run on the CPU by jurist's own numpy encoder
-(:mod:`jurist.models.minilm`: the weights ship inside jurist, tokenised by
-``tokenizers``; no torch, no sentence-transformers). Nothing is downloaded: the
-model is read from the package directory the first time the judge is used
-(never at import of jurist), with the Hugging Face offline switches set.
+questions (expresses, coverage, relevance, support) on the CPU with two models
+that ship inside jurist and run in numpy (no torch; tokenised by ``tokenizers``):
 
-How it decides (details and measured accuracy: ``docs/local-judge.md``):
+* the all-MiniLM-L6-v2 sentence encoder (:mod:`jurist.models.minilm`) only
+  *preselects*: a text is cut into windows (:func:`~jurist.models.texts.text_windows`:
+  each sentence, each pair of adjacent sentences, the whole text when it has
+  more than two), and the ``candidates`` windows (default 3) closest to the
+  statement or question part by cosine go on (each sentence is encoded once; a
+  window of several sentences gets their word-weighted mean vector). A text
+  with no more windows than that skips the encoder;
+* the cross-encoder (:mod:`jurist.models.minilm.cross`: the same encoder
+  fine-tuned on public human-labelled NLI, short-answer grading and
+  answer-selection data) reads each (window, statement) pair whole and
+  *decides*, with a calibrated probability:
 
-* a text is cut into *windows*: each sentence, each pair of adjacent sentences,
-  and the whole text when it has more than two sentences;
-* a statement (or question part, or answer sentence) gets the best cosine
-  similarity over those windows; the best window is the evidence;
-* for ``expresses`` and ``support`` the cosine is lowered by the share of the
-  statement's content word-pieces that have no counterpart in the evidence
-  window (no token of the window within ``TOKEN_MATCH`` cosine, on MiniLM's own
-  token embeddings from the same forward pass), and by ``CONFLICT_WEIGHT`` when
-  the window contradicts the statement with its own words (a negation, another
-  number, terms that trade places: :func:`jurist.models.alignment.find_conflict`):
-  ``score = cosine - UNMATCHED_WEIGHT * unmatched - CONFLICT_WEIGHT * conflict``.
-  A same-topic text that makes a different point shares the topic words but
-  leaves the statement's other words unanswered;
-* yes/no = score >= a threshold calibrated by
-  ``benchmarks/local_judge_accuracy.py``;
-* confidence = ``min(1, 0.5 + |score - threshold| / (2 * CONFIDENCE_MARGIN))``,
-  so 0.5 on the threshold and 1.0 once the margin reaches ``CONFIDENCE_MARGIN``.
+  - ``expresses`` and ``support``: the NLI head, premise = the window,
+    hypothesis = the statement (or answer sentence); the probability is
+    p(entails) of the best window, which is the evidence. A statement about
+    "the assistant" ("The assistant apologises for the delay") is checked
+    against the window as the assistant's own words (``The assistant says:
+    "..."``), so "I'm so sorry about that" can express it;
+  - ``coverage`` and ``relevance``: the answers head, A = the question part (or
+    query), B = the window; the probability is p(answers) of the best window.
+
+Decisions: yes when the probability reaches its threshold; the confidence is
+the calibrated probability of the side chosen (p for yes, 1 - p for no). When
+the probability lies within the band of uncertainty round the threshold, the
+judge does not guess: it raises :class:`~jurist.errors.Uncertain` ("uncertain:
+..."), which a judge records as a failed verdict (``evaluation_failed``).
+Thresholds and bands (:class:`LocalThresholds`) default to those fitted on
+development splits when the model was trained (``judge.json``); a team can pass
+its own. Relevance is a score, not a decision: it has no band.
+
+Nothing is downloaded: both models are read from the package directory the
+first time the judge is used (never at import of jurist), once per process,
+with the Hugging Face offline switches set. Figures and what the judge is not
+good at: ``docs/local-judge.md``.
 
 It cannot generate text: :meth:`LocalJudge.complete` and :meth:`LocalJudge.stream`
 raise :class:`~jurist.errors.ConfigError` so a registry handing it out as a chat
@@ -36,17 +47,17 @@ model fails with a clear message.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
-from jurist.errors import ConfigError, Unsupported
+from jurist.errors import ConfigError, Uncertain, Unsupported
 from jurist.extras import require_extra
-from jurist.models.alignment import TOKEN_MATCH, find_conflict, unmatched_share
 from jurist.models.base import (
     ChatRequest,
     Completion,
@@ -55,153 +66,130 @@ from jurist.models.base import (
     StatementCheck,
     SupportResult,
 )
+from jurist.models.texts import split_question, split_sentences, text_windows
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from jurist.models.minilm import Encoding, MiniLM
+    from jurist.models.minilm import MiniLM
+    from jurist.models.minilm.cross import CrossEncoder
+
+__all__ = ["CANDIDATES", "LocalJudge", "LocalThresholds", "MODEL_NAME", "get_local_judge",
+           "require_installed", "set_load_notice", "split_question", "split_sentences", "text_windows"]
 
 MODEL_NAME = "local/minilm"
-
-# Calibrated by `python benchmarks/local_judge_accuracy.py` on the calibration
-# half (203 pairs) of tests/data/local_judge_pairs.jsonl: the unmatched weight
-# (grid 0.0..1.0) without the contradiction checks, then the conflict weight
-# (grid 0.0..1.0) with it, then the threshold (grid 0.30..0.90), each maximising
-# F1. That run printed, on the held-out half (201 pairs): precision 0.874, recall
-# 0.792, F1 0.831 (0.773 without the checks); on its 162 pairs of the original
-# kinds F1 0.857 (0.872 without). See docs/local-judge.md.
-EXPRESSED_THRESHOLD = 0.32
-UNMATCHED_WEIGHT = 0.7
-CONFLICT_WEIGHT = 0.7
-# TOKEN_MATCH (imported above from jurist.models.alignment): a statement
-# word-piece has a counterpart in a window at token cosine >= 0.5.
-
-# Calibrated by the same run on the calibration half (38 pairs) of
-# tests/data/local_judge_coverage.jsonl (question part vs answer). It printed, on
-# the held-out half (37 pairs): precision 0.833, recall 0.882, F1 0.857,
-# accuracy 0.865. Question-to-answer cosines run lower than statement-to-
-# paraphrase ones, hence a threshold of its own.
-COVERAGE_THRESHOLD = 0.54
-
-# Margin (in cosine) from the threshold at which confidence reaches 1.0.
-CONFIDENCE_MARGIN = 0.25
+CANDIDATES = 3  # windows per statement that the cross-encoder reads (the bi-encoder's closest)
 
 _WHAT = "The local judge (local/minilm)"
 _NO_TEXT_HINT = (
     "The local judge (local/minilm) only answers meaning questions (expresses, coverage, "
-    "relevance, support) with sentence embeddings; it cannot generate free text. "
+    "relevance, support) with a small trained model; it cannot generate free text. "
     "Configure an LLM judge for this purpose, e.g. JURIST_JUDGE=openai/gpt-4o-mini "
     "(with OPENAI_API_KEY), anthropic/claude-haiku-4-5 (with ANTHROPIC_API_KEY) "
     "or ollama/qwen3:14b, or pass model=... explicitly."
 )
 
-# --- text splitting ------------------------------------------------------------
-
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
-_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "vs.", "dr.", "mr.", "mrs.", "ms.", "prof."})
-_QUESTION_START = (
-    r"(?:what|how|why|when|where|who|whom|whose|which|whether|is|are|was|were|do|does|did|"
-    r"can|could|should|would|will|may|might|has|have|had)\b"
-)
-_LEADING_CONNECTIVE = re.compile(r"^(?:and|also|or|plus)\b[\s,]*", re.I)
-_PART_SPLIT = re.compile(rf"(?:,\s*|\s+)(?:and|also|or|plus)\s+(?={_QUESTION_START})", re.I)
+# A statement about the assistant's behaviour: "The assistant apologises ...", "Assistant thanks ...".
+_ABOUT_ASSISTANT = re.compile(r"^\W*(?:the\s+)?(?:ai\s+)?assistant\b|\bthe\s+(?:ai\s+)?assistant\b", re.I)
+SPEAKER_FRAME = 'The assistant says: "{}"'
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split text into sentences (also at ``;``, ``:`` and line breaks), keeping
-    common abbreviations such as "e.g." inside their sentence."""
-    pieces = [p.strip() for p in _SENTENCE_END.split(text.strip()) if p and p.strip()]
-    out: list[str] = []
-    for piece in pieces:
-        if out and out[-1].lower().rsplit(None, 1)[-1] in _ABBREVIATIONS:
-            out[-1] = f"{out[-1]} {piece}"
-        else:
-            out.append(piece)
-    return out
+# --- thresholds ------------------------------------------------------------------
 
 
-def text_windows(text: str) -> list[str]:
-    """The passages a statement is compared with: each sentence, each pair of
-    adjacent sentences, and the whole text when it has more than two sentences."""
-    sentences = split_sentences(text)
-    windows = list(sentences)
-    windows += [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
-    if len(sentences) > 2:
-        windows.append(" ".join(sentences))
-    return windows
+KINDS = ("expresses", "answers")
 
 
-def split_question(question: str) -> list[str]:
-    """Split a question into parts: sentences (also at ";" and ":"), then clauses
-    joined by "and", "also", "or" or "plus" when the next clause starts like a question
-    ("What is X and how does it work?" -> two parts; "inputs and outputs" stays one)."""
-    parts: list[str] = []
-    for sentence in split_sentences(question.replace("?", "?\n")):
-        for part in _PART_SPLIT.split(sentence):
-            part = _LEADING_CONNECTIVE.sub("", part.strip(" ,;:-"))
-            if len(part.split()) >= 2 or (part and not parts):
-                parts.append(part)
-    return parts or ([question.strip()] if question.strip() else [])
-
-
-# --- scoring helpers -----------------------------------------------------------
-
-
-def confidence(score: float, threshold: float) -> float:
-    """Confidence of a yes/no taken at ``threshold``: 0.5 on the threshold,
-    rising linearly with the margin, 1.0 from ``CONFIDENCE_MARGIN`` on."""
-    return min(1.0, 0.5 + abs(score - threshold) / (2 * CONFIDENCE_MARGIN))
-
-
-def relevance_from_cosine(cosine: float, threshold: float = COVERAGE_THRESHOLD) -> float:
-    """Map a cosine to a 0..1 relevance score, piecewise linear: cosine <= 0 -> 0,
-    the coverage threshold -> 0.5, cosine 1 -> 1. So score >= 0.5 exactly when
-    the passage would count as answering the query."""
-    if cosine <= threshold:
-        return max(0.0, 0.5 * cosine / threshold)
-    return min(1.0, 0.5 + 0.5 * (cosine - threshold) / (1.0 - threshold))
+def _probability(value: object, name: str, high: float = 1.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value <= high:
+        raise ConfigError(f"local judge thresholds: {name} must be a number from 0 to {high:g}, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
-class Match:
-    """Best cosine of one query against a set of windows, and that window.
+class LocalThresholds:
+    """The local judge's decision thresholds, with the fields of ``judge.json``: ``expresses``
+    (the p(entails) at which expresses and support say yes), ``answers`` (the p(answers) at
+    which coverage says a part is covered), and ``band``: for each of the two, the half-width
+    (in probability, 0 to 0.5) of the band of uncertainty round the threshold, inside which
+    the judge does not decide (0 turns it off).
 
-    ``unmatched`` is the share of the query's content word-pieces that have no
-    counterpart (token cosine >= ``TOKEN_MATCH``) in that window; ``conflict``
-    says how that window contradicts the query, if it does
-    (:func:`~jurist.models.alignment.find_conflict`). Both are only measured
-    when asked for (``align=True``); otherwise 0.0 and None."""
+    A field left out (None, or a kind missing from ``band``) takes the value fitted on
+    development splits with the shipped model, read from ``judge.json``: ``LocalThresholds()``
+    is the judge as it ships, ``LocalThresholds(band={"expresses": 0, "answers": 0})`` the
+    same thresholds deciding everything. ``jurist calibrate`` fits them to a team's labels;
+    ``LocalJudge(thresholds=...)`` takes them. ConfigError names a value out of range."""
 
-    score: float
-    evidence: str | None
-    unmatched: float = 0.0
-    conflict: str | None = None
+    expresses: float = None  # type: ignore[assignment]  # filled in __post_init__
+    answers: float = None  # type: ignore[assignment]
+    band: Mapping[str, float] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        band = {} if self.band is None else self.band
+        if not isinstance(band, Mapping):
+            raise ConfigError(f"local judge thresholds: band must be a mapping of {' and '.join(KINDS)} to a "
+                              f"half-width, got {band!r}")
+        unknown = sorted(str(k) for k in band if k not in KINDS)
+        if unknown:
+            raise ConfigError(f"local judge thresholds: band: unknown kind(s) {', '.join(unknown)} "
+                              f"(known: {', '.join(KINDS)})")
+        record = None
+        if self.expresses is None or self.answers is None or any(k not in band for k in KINDS):
+            from jurist.models.minilm.cross import read_record
+
+            record = read_record()
+        for kind in KINDS:
+            value = getattr(self, kind)
+            object.__setattr__(self, kind, _probability(
+                record.thresholds[kind] if value is None and record else value, kind))
+        object.__setattr__(self, "band", {
+            kind: _probability(band[kind] if kind in band else record.band[kind] if record else None,
+                               f"band.{kind}", 0.5)
+            for kind in KINDS})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LocalThresholds":
+        """From what :meth:`to_json` writes, ``{"expresses": p, "answers": p, "band": {"expresses": w,
+        "answers": w}}`` (a field left out: the shipped one); ConfigError naming a bad field."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"local judge thresholds: expected an object, got {data!r}")
+        unknown = sorted(str(k) for k in data if k not in (*KINDS, "band"))
+        if unknown:
+            raise ConfigError(f"local judge thresholds: unknown field(s) {', '.join(unknown)}")
+        return cls(expresses=data.get("expresses"), answers=data.get("answers"),  # type: ignore[arg-type]
+                   band=data.get("band"))  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"expresses": self.expresses, "answers": self.answers, "band": dict(self.band)}
 
 
-def expressed_score(match: Match, weight: float = UNMATCHED_WEIGHT, conflict_weight: float = CONFLICT_WEIGHT) -> float:
-    """The score ``expresses`` and ``support`` compare with their threshold: the
-    best window cosine lowered by ``weight`` times the unmatched share and, when
-    the window contradicts the query, by ``conflict_weight``."""
-    return match.score - weight * match.unmatched - (conflict_weight if match.conflict else 0.0)
+# --- the shared models -----------------------------------------------------------
 
 
-# --- the shared model ----------------------------------------------------------
+@dataclass(frozen=True)
+class _Models:
+    encoder: "MiniLM"  # the bi-encoder: preselection
+    cross: "CrossEncoder"  # the decisions
 
-_model: "MiniLM | None" = None
+
+_model: "_Models | None" = None
 _load_lock = threading.Lock()
-_encode_lock = threading.Lock()  # one encoding at a time: it already uses every core
+_run_lock = threading.Lock()  # one forward pass at a time: each already uses every core
 _load_count = 0
-# Encodings of the most recent texts: rubric items, checklist points and a
-# session's windows come back call after call (a few MB per hundred texts).
-CACHE_SIZE = 1024
-_cache: "OrderedDict[str, Encoding]" = OrderedDict()
+# Sentence embeddings of the most recent texts and probabilities of the most recent
+# pairs: rubric items, checklist points and a session's windows come back call after call.
+CACHE_SIZE = 4096
+PAIR_CACHE_SIZE = 16384
+_cache: "OrderedDict[str, np.ndarray]" = OrderedDict()
+_pair_cache: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
 
 LoadNotice = Callable[[], AbstractContextManager[object]]
 _load_notice: LoadNotice | None = None
 
 
 def set_load_notice(notice: LoadNotice | None) -> LoadNotice | None:
-    """Have the model's load (once per process) run inside ``notice()``, e.g. a
+    """Have the models' load (once per process) run inside ``notice()``, e.g. a
     CLI spinner saying what it waits for; returns the notice it replaces."""
     global _load_notice
     previous, _load_notice = _load_notice, notice
@@ -223,8 +211,8 @@ def _set_offline_switches() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _load_model() -> "MiniLM":
-    """Load the bundled MiniLM model once per process (thread-safe)."""
+def _load_model() -> _Models:
+    """Load the bundled bi-encoder and cross-encoder once per process (thread-safe)."""
     global _model, _load_count
     if _model is not None:
         return _model
@@ -234,111 +222,161 @@ def _load_model() -> "MiniLM":
                 _set_offline_switches()
                 require_installed()
                 from jurist.models.minilm import MODEL_DIR, WEIGHTS_FILE, MiniLM
+                from jurist.models.minilm.cross import CrossEncoder
 
                 if not (MODEL_DIR / WEIGHTS_FILE).is_file():
                     raise ConfigError(f"The MiniLM model files are missing under {MODEL_DIR}: reinstall jurist "
                                       '(pip install --force-reinstall "jurist[local]").')
-                _model = MiniLM()
+                encoder = MiniLM()
+                _model = _Models(encoder, CrossEncoder(word_embeddings=encoder.word))
             _load_count += 1
         return _model
 
 
-def _encodings(texts: list[str]) -> list["Encoding"]:
-    """The encodings of ``texts``, from the cache of recent texts or one batched
-    forward pass for those it lacks."""
-    model = _load_model()
-    with _encode_lock:
+def _encode(texts: list[str]) -> "np.ndarray":
+    """Unit-length sentence embeddings of ``texts`` (n, 384): from the cache of recent
+    texts, or one batched forward pass of the bi-encoder for those it lacks."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    models = _load_model()
+    with _run_lock:
         missing = [t for t in dict.fromkeys(texts) if t not in _cache]
         if missing:
-            _cache.update(zip(missing, model.encode(missing)))
+            _cache.update(zip(missing, models.encoder.embed(missing)))
         out = []
         for t in texts:
             _cache.move_to_end(t)
             out.append(_cache[t])
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
+    return np.stack(out)
+
+
+def _pair_scores(pairs: list[tuple[str, str]]) -> "np.ndarray":
+    """Calibrated probabilities (n, 4) of pairs (A, B): p(entails), p(neutral),
+    p(contradicts), p(answers); from the cache of recent pairs, or one batched
+    forward pass of the cross-encoder for those it lacks."""
+    import numpy as np
+
+    if not pairs:
+        return np.zeros((0, 4))
+    models = _load_model()
+    with _run_lock:
+        missing = [p for p in dict.fromkeys(pairs) if p not in _pair_cache]
+        if missing:
+            scores = models.cross.scores(missing)
+            _pair_cache.update(zip(missing, np.concatenate([scores.nli, scores.answers[:, None]], axis=1)))
+        out = []
+        for p in pairs:
+            _pair_cache.move_to_end(p)
+            out.append(_pair_cache[p])
+        while len(_pair_cache) > PAIR_CACHE_SIZE:
+            _pair_cache.popitem(last=False)
+    return np.stack(out)
+
+
+def _window_vectors(windows: list[str]) -> "np.ndarray":
+    """Unit-length vectors of ``windows`` for preselection: each window's sentences are encoded
+    (once, however many windows share them) and a window of several sentences gets their
+    word-weighted mean, close to what encoding the whole window gives at a fraction of the cost."""
+    import numpy as np
+
+    pieces = [split_sentences(w) or [w] for w in windows]
+    unique = list(dict.fromkeys(s for p in pieces for s in p))
+    emb = _encode(unique)
+    index = {s: i for i, s in enumerate(unique)}
+    out = np.stack([sum((max(1, len(s.split())) * emb[index[s]] for s in p), np.zeros(emb.shape[1], emb.dtype))
+                    for p in pieces])
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out
 
 
-def _encode(texts: list[str]) -> "np.ndarray":
-    """Unit-length embeddings of ``texts`` (one batched call)."""
+def _candidates(queries: list[str], groups: list[list[str]], k: int) -> list[list[list[str]]]:
+    """For each query and each group of windows, the ``k`` windows closest to the query
+    by the bi-encoder's cosine (all of them, unencoded, when a group has no more than ``k``);
+    ``result[query][group]``."""
     import numpy as np
 
-    if not texts:
-        return np.zeros((0, 384), dtype=np.float32)
-    return np.stack([e.sentence for e in _encodings(texts)])
+    if not queries:
+        return []
+    if all(len(g) <= k for g in groups):
+        return [[list(g) for g in groups] for _ in queries]
+    windows = list(dict.fromkeys(w for g in groups if len(g) > k for w in g))
+    sims = _encode(queries) @ _window_vectors(windows).T
+    column = {w: i for i, w in enumerate(windows)}
+    out: list[list[list[str]]] = []
+    for qi in range(len(queries)):
+        row: list[list[str]] = []
+        for g in groups:
+            if len(g) <= k:
+                row.append(list(g))
+                continue
+            seg = sims[qi, [column[w] for w in g]]
+            row.append([g[i] for i in np.argsort(-seg, kind="stable")[:k]])
+        out.append(row)
+    return out
+
+
+def about_assistant(statement: str) -> bool:
+    """Whether ``statement`` says what the assistant does ("The assistant apologises ...")."""
+    return bool(_ABOUT_ASSISTANT.search(statement))
 
 
 @dataclass(frozen=True)
-class _Encoded:
-    """Sentence embedding plus unit-length token embeddings and word-pieces of
-    one text, special tokens ([CLS], [SEP]) and padding removed."""
+class _Best:
+    """The best candidate window of one query in one group, and its probability."""
 
-    sentence: "np.ndarray"
-    tokens: "np.ndarray"
-    pieces: list[str]
+    probability: float
+    evidence: str | None
 
 
-def _encode_with_tokens(texts: list[str]) -> list[_Encoded]:
-    """Sentence and token embeddings (one batched forward pass for the texts not cached)."""
-    import numpy as np
-
-    encoded: list[_Encoded] = []
-    for e in _encodings(texts):
-        tokens = e.tokens[1:-1]
-        tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-12)
-        encoded.append(_Encoded(e.sentence, tokens, e.pieces[1:-1]))
-    return encoded
-
-
-def _best_matches(queries: list[str], groups: list[list[str]], align: bool = False) -> list[list[Match]]:
-    """For each query and each group of windows, the best cosine and window
-    (and, with ``align``, the unmatched share of the query in that window and
-    how that window contradicts it, if it does).
-    Everything is encoded in one batch; returns ``result[query][group]``."""
-    import numpy as np
-
-    windows = [w for g in groups for w in g]
-    if not queries:
-        return []
-    if not windows:
-        return [[Match(0.0, None, 1.0 if align else 0.0) for _ in groups] for _ in queries]
-    unique = list(dict.fromkeys(queries + windows))
-    index = {t: i for i, t in enumerate(unique)}
-    if align:
-        encoded = _encode_with_tokens(unique)
-        emb = np.stack([e.sentence for e in encoded])
-    else:
-        emb = _encode(unique)
-    q = emb[[index[t] for t in queries]]
-    w = emb[[index[t] for t in windows]]
-    sims = q @ w.T
-    out: list[list[Match]] = []
-    for qi, query in enumerate(queries):
-        row: list[Match] = []
-        start = 0
-        for g in groups:
-            if not g:
-                row.append(Match(0.0, None, 1.0 if align else 0.0))
+def _best(queries: list[str], groups: list[list[str]], k: int, head: str,
+          premise: Callable[[str, str], str] | None = None) -> list[list[_Best]]:
+    """For each query and group: the highest probability over the query's candidate windows
+    in the group, and that window. ``head`` ``nli``: pair (premise(window, query), query),
+    p(entails); ``answers``: pair (query, window), p(answers). A group with no window: 0.0.
+    All pairs of the call go through one batched forward pass; ``result[query][group]``."""
+    picked = _candidates(queries, groups, k)
+    frame = premise or (lambda window, _query: window)
+    pairs: list[tuple[str, str]] = []
+    for query, row in zip(queries, picked):
+        for windows in row:
+            pairs += [(frame(w, query), query) if head == "nli" else (query, w) for w in windows]
+    probabilities = _pair_scores(pairs)[:, 0 if head == "nli" else 3]
+    out: list[list[_Best]] = []
+    at = 0
+    for row in picked:
+        bests: list[_Best] = []
+        for windows in row:
+            if not windows:
+                bests.append(_Best(0.0, None))
                 continue
-            seg = sims[qi, start : start + len(g)]
-            best = int(seg.argmax())
-            unmatched, conflict = 0.0, None
-            if align:
-                qe, we = encoded[index[query]], encoded[index[g[best]]]
-                unmatched = unmatched_share(qe.tokens, qe.pieces, we.tokens)
-                conflict = find_conflict(qe.tokens, qe.pieces, we.tokens, we.pieces)
-            row.append(Match(float(seg[best]), g[best], unmatched, conflict))
-            start += len(g)
-        out.append(row)
+            seg = probabilities[at: at + len(windows)]
+            i = int(seg.argmax())
+            bests.append(_Best(float(seg[i]), windows[i]))
+            at += len(windows)
+        out.append(bests)
     return out
+
+
+def _speaker_premise(window: str, statement: str) -> str:
+    return SPEAKER_FRAME.format(window) if about_assistant(statement) else window
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 # --- the judge -----------------------------------------------------------------
 
 
 class LocalJudge:
-    """Offline meaning judge on all-MiniLM-L6-v2 (``local/minilm``).
+    """Offline meaning judge (``local/minilm``): the bi-encoder preselects ``candidates``
+    windows, the trained cross-encoder decides with ``thresholds`` (default: those
+    fitted with the model: ``LocalThresholds()``), preselecting ``candidates`` windows.
 
     Also offers the ChatModel surface (``complete``, ``stream``, ``aclose``) so
     the model registry can hand it out; generating text raises ConfigError.
@@ -348,82 +386,93 @@ class LocalJudge:
     endpoint: str = "local"
     chats = False  # answers meaning questions; writes no text
 
-    def __init__(
-        self,
-        expressed_threshold: float = EXPRESSED_THRESHOLD,
-        coverage_threshold: float = COVERAGE_THRESHOLD,
-    ) -> None:
-        self.expressed_threshold = expressed_threshold
-        self.coverage_threshold = coverage_threshold
+    def __init__(self, thresholds: LocalThresholds | None = None, *, candidates: int = CANDIDATES) -> None:
+        if thresholds is not None and not isinstance(thresholds, LocalThresholds):
+            raise ConfigError(f"thresholds must be a LocalThresholds, got {type(thresholds).__name__}")
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+            raise ConfigError(f"candidates must be a whole number of windows, at least 1, got {candidates!r}")
+        self._thresholds = thresholds
+        self.candidates = candidates
+
+    @property
+    def thresholds(self) -> LocalThresholds:
+        """The thresholds in use (read from ``judge.json`` on first use when none were given)."""
+        if self._thresholds is None:
+            self._thresholds = LocalThresholds()
+        return self._thresholds
 
     async def load(self) -> None:
-        """Load the shared model now (off the event loop) instead of on first use."""
+        """Load the shared models now (off the event loop) instead of on first use."""
         await asyncio.to_thread(_load_model)
 
-    async def similarity(self, text: str | Sequence[str], queries: list[str], *, align: bool = False) -> list[Match]:
-        """Best cosine of each query against the windows of ``text`` (or of each
-        text in a sequence; windows never span two texts), with the best window;
-        with ``align``, also the query's unmatched share in that window."""
-        texts = [text] if isinstance(text, str) else list(text)
-        windows = [w for t in texts for w in text_windows(t)]
-        rows = await asyncio.to_thread(_best_matches, list(queries), [windows], align)
-        return [row[0] for row in rows]
+    def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float]) -> list[tuple[bool, float]]:
+        """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band."""
+        threshold = getattr(self.thresholds, kind)
+        band = self.thresholds.band[kind]
+        undecided = [(item, p) for item, p in zip(items, probabilities) if abs(p - threshold) < band]
+        if undecided:
+            item, p = undecided[0]
+            more = f"; {len(undecided) - 1} more inside the band" if len(undecided) > 1 else ""
+            label = "entails" if kind == "expresses" else "answers"
+            raise Uncertain(
+                f"uncertain: the local judge cannot decide whether {asked} {_shown(item)}: p({label}) = {p:.3f} lies "
+                f"within the band {threshold - band:.3f}..{threshold + band:.3f} (threshold {threshold:.3f} ± "
+                f"{band:.3f}){more}",
+                subject=item, probability=p, threshold=threshold, band=band)
+        return [(p >= threshold, p if p >= threshold else 1.0 - p) for p in probabilities]
 
     async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
-        """Does ``text`` express each statement? Expressed if the score of its
-        best window (:func:`expressed_score`) reaches ``expressed_threshold``;
-        evidence is that window."""
-        matches = await self.similarity(text, statements, align=True)
-        t = self.expressed_threshold
-        scores = [expressed_score(m) for m in matches]
-        return [
-            StatementCheck(
-                statement=s,
-                expressed=score >= t,
-                confidence=confidence(score, t),
-                judge_model=self.name,
-                evidence=m.evidence,
-            )
-            for s, m, score in zip(statements, matches, scores)
-        ]
+        """Does ``text`` express each statement? p(entails) of the best candidate window against
+        the ``expresses`` threshold; evidence is that window (None for a text with no words)."""
+        statements = list(statements)
+        if not statements:
+            return []
+        rows = await asyncio.to_thread(_best, statements, [text_windows(text)], self.candidates, "nli",
+                                       _speaker_premise)
+        bests = [row[0] for row in rows]
+        decided = self._decide("expresses", "the text expresses", statements, [b.probability for b in bests])
+        return [StatementCheck(statement=s, expressed=yes, confidence=round(conf, 4), judge_model=self.name,
+                               evidence=b.evidence)
+                for s, b, (yes, conf) in zip(statements, bests, decided)]
 
     async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
-        """Which parts of ``question`` the answer covers (see :func:`split_question`
-        when ``parts`` is None); a part is covered if some window of the answer
-        reaches ``coverage_threshold``."""
+        """Which parts of ``question`` the answer covers (:func:`split_question` when ``parts`` is
+        None): p(answers) of the part against the best candidate window of the answer."""
         parts = split_question(question) if parts is None else list(parts)
-        matches = await self.similarity(answer, parts)
-        t = self.coverage_threshold
-        covered = [p for p, m in zip(parts, matches) if m.score >= t]
-        uncovered = [p for p, m in zip(parts, matches) if m.score < t]
-        conf = {p: confidence(m.score, t) for p, m in zip(parts, matches)}
-        return CoverageResult(covered=covered, uncovered=uncovered, confidence=conf, judge_model=self.name)
+        if not parts:
+            return CoverageResult(covered=[], uncovered=[], confidence={}, judge_model=self.name)
+        rows = await asyncio.to_thread(_best, parts, [text_windows(answer)], self.candidates, "answers")
+        decided = self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows])
+        return CoverageResult(covered=[p for p, (yes, _) in zip(parts, decided) if yes],
+                              uncovered=[p for p, (yes, _) in zip(parts, decided) if not yes],
+                              confidence={p: round(conf, 4) for p, (_, conf) in zip(parts, decided)},
+                              judge_model=self.name)
 
     async def relevance(self, query: str, passages: list[str]) -> list[RelevanceScore]:
-        """Relevance of each passage to ``query``, 0..1, from the best cosine over
-        the passage's windows (mapping: :func:`relevance_from_cosine`)."""
-        groups = [text_windows(p) for p in passages]
-        rows = await asyncio.to_thread(_best_matches, [query], groups)
-        if not rows:
+        """Relevance of each passage to ``query``, 0..1: p(answers) of its best candidate window
+        (a score, not a decision: no band)."""
+        passages = list(passages)
+        if not passages:
             return []
-        return [
-            RelevanceScore(passage=p, score=relevance_from_cosine(m.score, self.coverage_threshold), judge_model=self.name)
-            for p, m in zip(passages, rows[0])
-        ]
+        rows = await asyncio.to_thread(_best, [query], [text_windows(p) for p in passages], self.candidates,
+                                       "answers")
+        return [RelevanceScore(passage=p, score=round(b.probability, 4), judge_model=self.name)
+                for p, b in zip(passages, rows[0])]
 
     async def support(self, answer: str, sources: list[str]) -> SupportResult:
-        """Which sentences of ``answer`` the sources support: a sentence is
-        supported if the sources express it, scored as in :meth:`expresses`."""
+        """Which sentences of ``answer`` the sources support: p(entails) of the sentence against
+        its best candidate window of the sources (windows never span two sources), at the
+        ``expresses`` threshold."""
         sentences = split_sentences(answer)
-        matches = await self.similarity(sources, sentences, align=True)
-        t = self.expressed_threshold
-        scores = [expressed_score(m) for m in matches]
-        return SupportResult(
-            supported=[s for s, v in zip(sentences, scores) if v >= t],
-            unsupported=[s for s, v in zip(sentences, scores) if v < t],
-            confidence={s: confidence(v, t) for s, v in zip(sentences, scores)},
-            judge_model=self.name,
-        )
+        if not sentences:
+            return SupportResult(supported=[], unsupported=[], confidence={}, judge_model=self.name)
+        windows = [w for s in sources for w in text_windows(s)]
+        rows = await asyncio.to_thread(_best, sentences, [windows], self.candidates, "nli")
+        decided = self._decide("expresses", "the sources support", sentences, [row[0].probability for row in rows])
+        return SupportResult(supported=[s for s, (yes, _) in zip(sentences, decided) if yes],
+                             unsupported=[s for s, (yes, _) in zip(sentences, decided) if not yes],
+                             confidence={s: round(conf, 4) for s, (_, conf) in zip(sentences, decided)},
+                             judge_model=self.name)
 
     # --- ChatModel surface -----------------------------------------------------
 
@@ -437,10 +486,10 @@ class LocalJudge:
         raise Unsupported(_NO_TEXT_HINT)
 
     async def aclose(self) -> None:
-        """Nothing to release; the shared model stays loaded for the process."""
+        """Nothing to release; the shared models stay loaded for the process."""
 
 
 def get_local_judge() -> LocalJudge:
     """A :class:`LocalJudge` with the default thresholds (a new one each time: a judge holds only
-    its thresholds; the MiniLM weights it reads are loaded once per process and only read)."""
+    its thresholds; the models it reads are loaded once per process and only read)."""
     return LocalJudge()

