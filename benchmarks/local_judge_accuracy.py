@@ -1,327 +1,787 @@
-"""Accuracy of the offline local/minilm judge on hand-labelled pairs.
+"""Accuracy, calibration and speed of the offline local/minilm judge, on held-out public data.
 
-    python benchmarks/local_judge_accuracy.py         # calibrate, then measure the held-out half
-    python benchmarks/local_judge_accuracy.py --cv    # also: cross-validation inside the calibration half
+    python benchmarks/local_judge_accuracy.py                 # every held-out set in full
+    python benchmarks/local_judge_accuracy.py --quick         # a seeded sample of each set
+    python benchmarks/local_judge_accuracy.py --json out.json # also write every figure as JSON
 
-Data (tests/data/):
-  local_judge_pairs.jsonl     {"text", "statement", "label", "kind"}   -> LocalJudge.expresses
-  local_judge_coverage.jsonl  {"question", "answer", "label", "kind"}  -> LocalJudge.coverage
+The data are the public, human-labelled sets of ``training/judge_data.py`` (read
+from ``../shared/data``, or ``JURIST_DATA_DIR``; described in
+docs/local-judge.md), and only their *test* splits are measured: the model was
+trained on other splits, and its temperatures, thresholds and band were fitted on
+the development splits (``judge.json``). Nothing here is fitted on a test split.
 
-Each file is split deterministically into a calibration half and a held-out half:
-within each kind, pairs are sorted by sha256(text + U+001F + statement) and
-alternate between the halves. The threshold is the F1-maximising one on the
-calibration half (grid 0.30..0.90, step 0.01; the middle of the best plateau).
-For expresses the score is cosine - weight * unmatched share - conflict weight
-when the evidence contradicts the statement (see
-jurist.models.local.expressed_score). Both weights are picked on the calibration
-half too (grid 0.0..1.0, step 0.1; the smallest weight reaching the best F1):
-first the unmatched weight without the conflict checks, then the conflict weight
-with that unmatched weight. Coverage uses the cosine alone. Precision, recall,
-F1 and accuracy are then measured on the held-out half only, which plays no part
-in choosing anything. The held-out figures are printed for every pair and for
-the original kinds alone (paraphrase, entailed, near_miss, unrelated), so the
-figures from before the contradiction pairs were added stay comparable.
+* Short-answer grading (SemEval-2013 Beetle and SciEntsBank, questions held out
+  from training): the student answer is the learner's text, the first reference
+  answer the statement, asked through ``LocalJudge.expresses`` one answer at a
+  time, as a checklist asks it; "correct" is the positive class. AUC of the
+  judge's probability, macro-F1 and accuracy of its decision (probability >= the
+  threshold), against a word-overlap baseline (the share of the reference's
+  content words found in the answer) whose threshold is fitted, per corpus, on
+  that corpus's *development* split. Contradictions: the share of
+  ``contradictory`` answers rejected and of ``correct`` answers rejected. A small
+  sample also goes through ``ChecklistEvaluator(judge="local/minilm")``.
+* NLI (SNLI test with the counterfactual SNLI test set; SICK test, never
+  trained on): 3-way accuracy of the cross-encoder's probabilities
+  (:mod:`jurist.models.minilm.cross`), against the development split's
+  majority class.
+* Answers the question (TREC-QA test; WikiQA test, never trained on): AUC, MAP
+  and MRR of the answers probability (MAP and MRR over the questions with at
+  least one correct sentence), against word overlap with the question.
+* Calibration: the expected calibration error (10 equal-width bins) of each
+  set's yes/no decisions, whose confidence is the calibrated probability of the
+  side chosen.
+* The band of uncertainty: how often the judge says it cannot decide, and its
+  accuracy outside the band.
+* Speed (this machine's cores): judgements per second, the first judgement in a
+  fresh process, a checklist turn (10 unchecked points, the last 10 messages),
+  a rubric item over a 20-turn transcript.
+* The README's pairwise example (``examples/pairwise``): the Bradley-Terry
+  ranking of thorough, brief and offtopic.
+* The project's own hand-written pairs (tests/data/local_judge_pairs.jsonl,
+  local_judge_coverage.jsonl), measured in full with the shipped thresholds.
+
+Each figure is printed with its target, MET or MISSED.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import hashlib
 import json
+import os
 import random
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 try:
-    import jurist.models.local as local
+    import jurist
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(ROOT / "src"))
-    import jurist.models.local as local
+    import jurist
+sys.path.insert(0, str(ROOT / "training"))
 
-DATA = ROOT / "tests" / "data"
-GRID = [round(0.30 + 0.01 * i, 2) for i in range(61)]
-WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
-# The kinds of the first 326 pairs; the others were added for the contradiction checks.
-ORIGINAL_KINDS = {"paraphrase", "entailed", "near_miss", "unrelated", "answered", "same_topic"}
+import judge_data  # noqa: E402  (training/judge_data.py: the fixed splits)
+from jurist.errors import Uncertain  # noqa: E402
+from jurist.models.local import LocalJudge, get_local_judge  # noqa: E402
 
+SEED = 7
+QUICK = {"sag": 250, "nli": 600, "qa_questions": 40, "speed": 60}
+BINS = 10
 
-def load(path: Path, text_key: str, query_key: str) -> list[dict]:
-    """Read a JSONL file into rows with uniform keys: text, query, label, kind."""
-    rows = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            rows.append({"text": r[text_key], "query": r[query_key], "label": bool(r["label"]), "kind": r["kind"]})
-    return rows
+# The figures to reach (held-out data only).
+AUC_MIN, MACRO_F1_MIN, BASELINE_GAP_MIN = 0.85, 0.80, 0.10
+NLI_ACCURACY_MIN = 0.80
+CONTRADICTIONS_REJECTED_MIN, CORRECT_REJECTED_MAX = 0.80, 0.05
+ECE_MAX = 0.05
+JUDGEMENTS_PER_S_MIN, FIRST_JUDGEMENT_MAX_S, TURN_MAX_S = 50.0, 1.0, 0.5
 
-
-def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Stable calibration / held-out halves, stratified by kind."""
-    cal, held = [], []
-    by_kind: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_kind[r["kind"]].append(r)
-    for kind in sorted(by_kind):
-        ordered = sorted(by_kind[kind], key=lambda r: hashlib.sha256(f"{r['text']}\x1f{r['query']}".encode()).hexdigest())
-        for i, r in enumerate(ordered):
-            (cal if i % 2 == 0 else held).append(r)
-    return cal, held
+# --- metrics ---------------------------------------------------------------------
 
 
-def metrics(rows: list[dict], threshold: float) -> dict[str, float]:
-    """Precision, recall, F1 and accuracy of score >= threshold."""
-    tp = sum(r["score"] >= threshold and r["label"] for r in rows)
-    fp = sum(r["score"] >= threshold and not r["label"] for r in rows)
-    fn = sum(r["score"] < threshold and r["label"] for r in rows)
-    tn = len(rows) - tp - fp - fn
-    p = tp / (tp + fp) if tp + fp else 0.0
-    rc = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * p * rc / (p + rc) if p + rc else 0.0
-    return {"precision": p, "recall": rc, "f1": f1, "accuracy": (tp + tn) / len(rows) if rows else 0.0}
+def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve: the chance that a positive outscores a negative (ties count
+    half), by the rank-sum (Mann-Whitney) formula with average ranks."""
+    pos = sum(1 for y in labels if y)
+    neg = len(labels) - pos
+    if not pos or not neg:
+        raise ValueError("AUC needs positives and negatives")
+    order = sorted(range(len(scores)), key=lambda i: scores[i])
+    ranks = [0.0] * len(scores)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and scores[order[j + 1]] == scores[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    rank_sum = sum(r for r, y in zip(ranks, labels) if y)
+    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
 
 
-def pick_threshold(rows: list[dict]) -> float:
-    """F1-maximising threshold on the grid; the middle of the best plateau."""
-    scores = [metrics(rows, t)["f1"] for t in GRID]
-    best = max(scores)
-    ties = [t for t, f in zip(GRID, scores) if f == best]
+def f1(predicted: Sequence[bool], labels: Sequence[bool], positive: bool = True) -> float:
+    tp = sum(p == positive and y == positive for p, y in zip(predicted, labels))
+    fp = sum(p == positive and y != positive for p, y in zip(predicted, labels))
+    fn = sum(p != positive and y == positive for p, y in zip(predicted, labels))
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def macro_f1(predicted: Sequence[bool], labels: Sequence[bool]) -> float:
+    """The mean of the F1 of both classes."""
+    return (f1(predicted, labels, True) + f1(predicted, labels, False)) / 2
+
+
+def accuracy(predicted: Sequence[Any], labels: Sequence[Any]) -> float:
+    return sum(p == y for p, y in zip(predicted, labels)) / len(labels) if labels else float("nan")
+
+
+def fit_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The threshold (score >= t is yes) with the best macro-F1 on these scores; of equally good
+    ones, the middle one. Candidates: every distinct score, and one above the highest."""
+    candidates = sorted(set(scores)) + [max(scores) + 1.0]
+    results = [(macro_f1([s >= t for s in scores], labels), t) for t in candidates]
+    best = max(r for r, _ in results)
+    ties = [t for r, t in results if r == best]
     return ties[len(ties) // 2]
 
 
-async def score(judge: local.LocalJudge, rows: list[dict], align: bool) -> float:
-    """Fill in row["cosine"] (best window cosine), row["unmatched"] (the
-    statement's unmatched share in that window) and row["conflict"] (how that
-    window contradicts the statement, or None), the last two with ``align``,
-    one pair at a time, as ``expresses`` computes them; returns seconds."""
-    start = time.perf_counter()
+def ranking_metrics(scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str]) -> tuple[float, float, int]:
+    """(MAP, MRR, questions counted) over the groups with at least one positive, each ranked by
+    score (ties in the order given)."""
+    by_group: dict[str, list[tuple[float, bool, int]]] = defaultdict(list)
+    for i, (s, y, g) in enumerate(zip(scores, labels, groups)):
+        by_group[g].append((s, y, i))
+    aps, rrs = [], []
+    for rows in by_group.values():
+        if not any(y for _, y, _ in rows):
+            continue
+        ranked = sorted(rows, key=lambda r: (-r[0], r[2]))
+        hits, precisions = 0, []
+        for k, (_, y, _) in enumerate(ranked, start=1):
+            if y:
+                hits += 1
+                precisions.append(hits / k)
+        aps.append(sum(precisions) / hits)
+        rrs.append(1 / next(k for k, (_, y, _) in enumerate(ranked, start=1) if y))
+    if not aps:
+        raise ValueError("no group has a positive")
+    return sum(aps) / len(aps), sum(rrs) / len(rrs), len(aps)
+
+
+def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = BINS) -> float:
+    """Expected calibration error: over equal-width confidence bins, the gap between accuracy and
+    mean confidence, weighted by the bin's share of the decisions."""
+    if not confidences:
+        raise ValueError("no decisions")
+    binned: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for c, ok in zip(confidences, correct):
+        binned[min(int(c * bins), bins - 1)].append((c, ok))
+    total = 0.0
+    for rows in binned.values():
+        total += len(rows) * abs(sum(ok for _, ok in rows) / len(rows) - sum(c for c, _ in rows) / len(rows))
+    return total / len(confidences)
+
+
+# --- the word-overlap baseline ---------------------------------------------------
+
+STOPWORDS = frozenset("""
+a an the and or but if then so because as of at by for with about against between into through during
+before after above below to from up down in out on off over under again further once here there when where
+why how all any both each few more most other some such no nor not only own same than too very can will just
+should would could may might must do does did doing done is are was were be been being have has had having
+i me my we our you your he him his she her it its they them their what which who whom this that these those
+am s t don isn aren wasn weren doesn didn won
+""".split())
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def stem(word: str) -> str:
+    """A crude suffix strip, enough that "connected" meets "connect" and "bulbs" meets "bulb"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def overlap(reference: str, text: str) -> float:
+    """The share of ``reference``'s content words (stemmed) that occur in ``text``."""
+    ref = content_words(reference)
+    return len(ref & content_words(text)) / len(ref) if ref else 0.0
+
+
+# --- the judge -------------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    """One yes/no question to the judge: the calibrated probability of yes, and whether the
+    judge declined (inside the band of uncertainty)."""
+
+    probability: float
+    uncertain: bool
+
+    def said_yes(self, threshold: float) -> bool:
+        return self.probability >= threshold
+
+
+def confidence_of(probability: float, threshold: float) -> float:
+    """The confidence the judge reports for a decision: the probability of the side chosen."""
+    return probability if probability >= threshold else 1.0 - probability
+
+
+async def ask_expresses(judge: LocalJudge, text: str, statement: str) -> Decision:
+    """``judge.expresses(text, [statement])``, as a checklist or rubric asks it."""
+    try:
+        (check,) = await judge.expresses(text, [statement])
+    except Uncertain as exc:
+        return Decision(exc.probability, True)
+    return Decision(check.confidence if check.expressed else 1.0 - check.confidence, False)
+
+
+def band_decisions(probabilities: Iterable[float], threshold: float, band: float) -> list[Decision]:
+    """Decisions from the cross-encoder's probabilities by the rule the judge applies."""
+    return [Decision(float(p), abs(float(p) - threshold) < band) for p in probabilities]
+
+
+def cross_encoder() -> Any:
+    from jurist.models.minilm.cross import CrossEncoder
+
+    return CrossEncoder()
+
+
+# --- reporting -------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    figures: dict[str, Any] = field(default_factory=dict)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+
+    def target(self, what: str, value: float, goal: str, met: bool, fmt: str = "{:.3f}") -> str:
+        self.targets.append({"what": what, "value": value, "target": goal, "met": met})
+        return f"{fmt.format(value)} (target {goal}: {'MET' if met else 'MISSED'})"
+
+
+def section(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def sample(rows: list[Any], n: int | None, seed: int = SEED) -> list[Any]:
+    if n is None or len(rows) <= n:
+        return rows
+    return random.Random(seed).sample(rows, n)
+
+
+def sample_groups(rows: list[Any], n: int | None, seed: int = SEED) -> list[Any]:
+    """Every row of ``n`` seeded groups (questions)."""
+    groups = sorted({r.group for r in rows})
+    if n is None or len(groups) <= n:
+        return rows
+    keep = set(random.Random(seed).sample(groups, n))
+    return [r for r in rows if r.group in keep]
+
+
+def decision_figures(decisions: list[Decision], labels: list[bool], threshold: float) -> dict[str, Any]:
+    """Accuracy, ECE, the share declined and the accuracy outside the band."""
+    said = [d.said_yes(threshold) for d in decisions]
+    correct = [s == y for s, y in zip(said, labels)]
+    outside = [ok for ok, d in zip(correct, decisions) if not d.uncertain]
+    return {
+        "accuracy": accuracy(said, labels),
+        "ece": ece([confidence_of(d.probability, threshold) for d in decisions], correct),
+        "uncertain_share": sum(d.uncertain for d in decisions) / len(decisions),
+        "accuracy_outside_band": sum(outside) / len(outside) if outside else float("nan"),
+        "decided": len(outside),
+        "n": len(decisions),
+    }
+
+
+# --- sections ----------------------------------------------------------------------
+
+
+async def short_answers(judge: LocalJudge, quick: bool, rep: Report) -> None:
+    section("Short-answer grading: SemEval-2013, questions held out from training "
+            "(student answer expresses the first reference answer?)")
+    threshold = judge_record().thresholds["expresses"]
+    out: dict[str, Any] = {}
+    timing = [0.0, 0]
+    for corpus in judge_data.SAG_CORPORA:
+        test = sample(judge_data.sag(corpus, "test"), QUICK["sag"] if quick else None)
+        dev = judge_data.sag(corpus, "dev")
+        labels = [p.extra == "correct" for p in test]
+        started = time.perf_counter()
+        decisions = [await ask_expresses(judge, p.first, p.second) for p in test]
+        timing[0] += time.perf_counter() - started
+        timing[1] += len(test)
+        probs = [d.probability for d in decisions]
+        said = [d.said_yes(threshold) for d in decisions]
+        # the baseline: word overlap, its threshold fitted on this corpus's development split
+        base_t = fit_threshold([overlap(p.second, p.first) for p in dev], [p.extra == "correct" for p in dev])
+        base = [overlap(p.second, p.first) for p in test]
+        base_said = [s >= base_t for s in base]
+        fig: dict[str, Any] = {
+            "pairs": len(test), "questions": len({p.group for p in test}),
+            "labels": dict(Counter(p.extra for p in test)),
+            "auc": roc_auc(probs, labels), "macro_f1": macro_f1(said, labels), "accuracy": accuracy(said, labels),
+            "baseline": {"threshold_from_dev": base_t, "auc": roc_auc(base, labels),
+                         "macro_f1": macro_f1(base_said, labels), "accuracy": accuracy(base_said, labels)},
+        }
+        fig["gap_to_baseline_f1"] = fig["macro_f1"] - fig["baseline"]["macro_f1"]
+        rejected = {label: [not s for s, p in zip(said, test) if p.extra == label]
+                    for label in ("correct", "contradictory", "incorrect")}
+        fig["rejected_share"] = {k: sum(v) / len(v) for k, v in rejected.items() if v}
+        flagged = {label: [d for d, p in zip(decisions, test) if p.extra == label] for label in rejected}
+        fig.update(decision_figures(decisions, labels, threshold))
+        # "uncertain" counted as not recalled, as a checklist counts a failed turn
+        as_checklist = [s and not d.uncertain for s, d in zip(said, decisions)]
+        fig["macro_f1_uncertain_as_no"] = macro_f1(as_checklist, labels)
+        out[corpus] = fig
+        b = fig["baseline"]
+        print(f"{corpus}: {fig['pairs']} answers to {fig['questions']} questions "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(fig['labels'].items()))})")
+        print(f"  judge     AUC {rep.target(f'{corpus} AUC', fig['auc'], f'>= {AUC_MIN}', fig['auc'] >= AUC_MIN)}")
+        print(f"            macro-F1 {rep.target(f'{corpus} macro-F1', fig['macro_f1'], f'>= {MACRO_F1_MIN}', fig['macro_f1'] >= MACRO_F1_MIN)}"
+              f"  accuracy {fig['accuracy']:.3f}  (threshold {threshold:.3f} from judge.json)")
+        print(f"  baseline  AUC {b['auc']:.3f}  macro-F1 {b['macro_f1']:.3f}  accuracy {b['accuracy']:.3f}  "
+              f"(word overlap, threshold {b['threshold_from_dev']:.3f} fitted on the development split)")
+        gap = fig["gap_to_baseline_f1"]
+        print(f"  macro-F1 above the baseline: "
+              f"{rep.target(f'{corpus} macro-F1 above baseline', gap, f'>= {BASELINE_GAP_MIN}', gap >= BASELINE_GAP_MIN, '{:+.3f}')}")
+        rs = fig["rejected_share"]
+        print(f"  rejected: contradictory "
+              f"{rep.target(f'{corpus} contradictory rejected', rs['contradictory'], f'>= {CONTRADICTIONS_REJECTED_MIN:.0%}', rs['contradictory'] >= CONTRADICTIONS_REJECTED_MIN, '{:.1%}')}"
+              f"  (n={len(flagged['contradictory'])})")
+        print(f"            correct "
+              f"{rep.target(f'{corpus} correct rejected', rs['correct'], f'<= {CORRECT_REJECTED_MAX:.0%}', rs['correct'] <= CORRECT_REJECTED_MAX, '{:.1%}')}"
+              f"  (n={len(flagged['correct'])});  incorrect {rs['incorrect']:.1%}  (n={len(flagged['incorrect'])})")
+        print(f"  uncertain {fig['uncertain_share']:.1%}; accuracy outside the band {fig['accuracy_outside_band']:.3f} "
+              f"({fig['decided']} decided); macro-F1 counting uncertain as not recalled {fig['macro_f1_uncertain_as_no']:.3f}")
+    out["judgements_per_s"] = timing[1] / timing[0]
+    print(f"({timing[1]} expresses calls, one answer each, in {timing[0]:.1f} s: {out['judgements_per_s']:.1f} per second)")
+    rep.figures["short_answers"] = out
+    await checklist_sample(judge, rep)
+
+
+async def checklist_sample(judge: LocalJudge, rep: Report, n: int = 20) -> None:
+    """The same answers through ChecklistEvaluator(judge="local/minilm"): the point recalled or not."""
+    from jurist.checklist.evaluator import ChecklistEvaluator
+    from jurist.checklist.points import ChecklistPoint
+    from jurist.config import Settings
+
+    threshold = judge_record().thresholds["expresses"]
+    pairs = sample(judge_data.sag("beetle", "test") + judge_data.sag("scientsbank", "test"), n, seed=SEED + 1)
+    agree = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        evaluator = ChecklistEvaluator(judge="local/minilm", settings=Settings(home=tmp))
+        try:
+            for p in pairs:
+                turn = await evaluator.evaluate_batch(
+                    [ChecklistPoint(id="p1", text=p.second)],
+                    [{"role": "assistant", "content": "Explain what you observed."}, {"role": "user", "content": p.first}])
+                direct = await ask_expresses(judge, p.first, p.second)
+                if turn.status != "ok":
+                    failed += 1
+                    agree += direct.uncertain
+                else:
+                    agree += ("p1" in turn.recalled_point_ids) == (direct.said_yes(threshold) and not direct.uncertain)
+        finally:
+            await evaluator.aclose()
+    print(f"through ChecklistEvaluator(judge=\"local/minilm\"): {len(pairs)} held-out answers, "
+          f"{agree} judged as expresses judges them ({failed} turns failed: uncertain)")
+    rep.figures["checklist_sample"] = {"answers": len(pairs), "same_as_expresses": agree, "failed_turns": failed}
+
+
+def nli(cross: Any, quick: bool, rep: Report) -> None:
+    section("NLI: 3-way accuracy on held-out sets (premise, hypothesis -> entails / neutral / contradicts)")
+    record = cross.record
+    t, band = record.thresholds["expresses"], record.band["expresses"]
+    _, dev = judge_data.nli_pool()
+    majority = Counter(p.label for p in dev).most_common(1)[0][0]
+    out: dict[str, Any] = {}
+    for name, rows in judge_data.nli_test().items():
+        rows = sample(rows, QUICK["nli"] if quick else None)
+        started = time.perf_counter()
+        scores = cross.scores([(p.first, p.second) for p in rows])
+        seconds = time.perf_counter() - started
+        predicted = [int(i) for i in scores.nli.argmax(axis=1)]
+        gold = [p.label for p in rows]
+        acc = accuracy(predicted, gold)
+        entail = [p.label == 0 for p in rows]
+        decisions = band_decisions(scores.nli[:, 0], t, band)
+        said = [d.said_yes(t) for d in decisions]
+        fig: dict[str, Any] = {"pairs": len(rows), "accuracy_3way": acc, "majority_class_accuracy": accuracy([majority] * len(gold), gold),
+               "per_label_recall": {judge_data_label(k): accuracy([predicted[i] for i in range(len(gold)) if gold[i] == k],
+                                                                  [k] * sum(g == k for g in gold)) for k in (0, 1, 2)},
+               "contradictions_rejected": sum(not s for s, p in zip(said, rows) if p.label == 2) / max(1, sum(p.label == 2 for p in rows)),
+               "entailments_rejected": sum(not s for s, p in zip(said, rows) if p.label == 0) / max(1, sum(p.label == 0 for p in rows)),
+               "expresses": decision_figures(decisions, entail, t), "pairs_per_s_batched": len(rows) / seconds}
+        out[name] = fig
+        print(f"{name}: {len(rows)} pairs")
+        print(f"  3-way accuracy {rep.target(f'{name} NLI accuracy', acc, f'>= {NLI_ACCURACY_MIN}', acc >= NLI_ACCURACY_MIN)}"
+              f"  (majority class of the development split: {fig['majority_class_accuracy']:.3f})")
+        print("  recall by label: " + ", ".join(f"{k} {v:.3f}" for k, v in fig["per_label_recall"].items()))
+        e = fig["expresses"]
+        print(f"  as expresses (entailment vs not, threshold {t:.3f}): accuracy {e['accuracy']:.3f}; contradictions "
+              f"rejected {fig['contradictions_rejected']:.1%}, entailments rejected {fig['entailments_rejected']:.1%}")
+        print(f"  batched cross-encoder: {fig['pairs_per_s_batched']:.0f} pairs/s")
+    rep.figures["nli"] = out
+
+
+def judge_data_label(index: int) -> str:
+    return next(k for k, v in judge_data.NLI_INDEX.items() if v == index)
+
+
+def answers(cross: Any, quick: bool, rep: Report) -> None:
+    section("Answers the question: held-out answer-sentence selection (does this sentence answer the question)")
+    record = cross.record
+    t, band = record.thresholds["answers"], record.band["answers"]
+    out: dict[str, Any] = {}
+    for name in ("trecqa_test", "wikiqa_test"):
+        rows = sample_groups(judge_data.qa(name), QUICK["qa_questions"] if quick else None)
+        scores = cross.scores([(p.first, p.second) for p in rows]).answers
+        probs = [float(s) for s in scores]
+        labels = [bool(p.label) for p in rows]
+        groups = [p.group for p in rows]
+        base = [overlap(p.first, p.second) for p in rows]
+        m, r, q = ranking_metrics(probs, labels, groups)
+        bm, br, _ = ranking_metrics(base, labels, groups)
+        fig: dict[str, Any] = {"pairs": len(rows), "questions": len(set(groups)), "questions_with_an_answer": q,
+               "auc": roc_auc(probs, labels), "map": m, "mrr": r,
+               "baseline": {"auc": roc_auc(base, labels), "map": bm, "mrr": br},
+               "answers": decision_figures(band_decisions(probs, t, band), labels, t)}
+        out[name] = fig
+        print(f"{name}: {len(rows)} sentences, {fig['questions']} questions ({q} with a correct sentence: MAP, MRR)")
+        print(f"  judge     AUC {fig['auc']:.3f}  MAP {m:.3f}  MRR {r:.3f}  (no target)")
+        print(f"  baseline  AUC {fig['baseline']['auc']:.3f}  MAP {bm:.3f}  MRR {br:.3f}  (word overlap with the question)")
+    rep.figures["answers"] = out
+
+
+def calibration(rep: Report) -> None:
+    section(f"Calibration: expected calibration error ({BINS} bins) of the yes/no decisions, and the band of uncertainty")
+    record = judge_record()
+    print(f"band: expresses {record.thresholds['expresses']:.3f} +- {record.band['expresses']:.3f}, "
+          f"answers {record.thresholds['answers']:.3f} +- {record.band['answers']:.3f} (judge.json)")
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for corpus in judge_data.SAG_CORPORA if "short_answers" in rep.figures else ():
+        rows.append((f"{corpus} (expresses)", rep.figures["short_answers"][corpus]))
+    for name, fig in rep.figures.get("nli", {}).items():
+        rows.append((f"{name} (expresses)", fig["expresses"]))
+    for name, fig in rep.figures.get("answers", {}).items():
+        rows.append((f"{name} (answers)", fig["answers"]))
+    for name, fig in rows:
+        print(f"  {name:32s} ECE {rep.target(f'{name} ECE', fig['ece'], f'<= {ECE_MAX}', fig['ece'] <= ECE_MAX)}  "
+              f"accuracy {fig['accuracy']:.3f}; uncertain {fig['uncertain_share']:.1%}, "
+              f"accuracy outside the band {fig['accuracy_outside_band']:.3f}")
+    rep.figures["calibration"] = {name: {k: fig[k] for k in ("ece", "accuracy", "uncertain_share",
+                                                             "accuracy_outside_band")} for name, fig in rows}
+
+
+# --- speed -------------------------------------------------------------------------
+
+FIRST_JUDGEMENT = """\
+import asyncio
+from jurist.errors import Uncertain
+from jurist.models.local import get_local_judge
+
+try:
+    asyncio.run(get_local_judge().expresses(
+        "Caffeine occupies the adenosine receptors, so adenosine cannot make you sleepy.",
+        ["Caffeine keeps you awake by blocking adenosine receptors."]))
+except Uncertain:
+    pass
+"""
+
+POINTS = [
+    "Water evaporates from oceans, lakes and rivers when the sun heats it.",
+    "Plants release water vapour through their leaves, which is called transpiration.",
+    "Water vapour cools as it rises and condenses into clouds.",
+    "Precipitation is water falling from clouds as rain, snow, sleet or hail.",
+    "Water that runs over the ground into rivers is called surface runoff.",
+    "Some water soaks into the soil and becomes groundwater.",
+    "The sun's energy drives the water cycle.",
+    "Most of the Earth's fresh water is frozen in ice caps and glaciers.",
+    "Condensation releases heat into the atmosphere.",
+    "Water can stay in the ocean for thousands of years before it evaporates.",
+]
+TUTOR = [
+    "Let's go over the water cycle. Where does the water in a cloud come from?",
+    "Good start. What happens to the vapour as it rises?",
+    "Right. And once the droplets in a cloud get heavy enough?",
+    "What happens to rain after it reaches the ground?",
+    "Where is most of the fresh water on Earth, do you think?",
+]
+LEARNER = [
+    "It comes from the sea mostly, the sun warms the water and it turns into vapour that goes up.",
+    "It gets colder higher up so the vapour turns back into tiny droplets, and those make the clouds.",
+    "They fall down as rain, or as snow when it's cold enough, I think hail counts too.",
+    "Part of it flows over the ground into streams and rivers and part of it sinks into the soil.",
+    "Probably in the oceans? No wait, that's salt water. Maybe in lakes and rivers.",
+    "I guess the whole thing runs on heat from the sun, otherwise nothing would evaporate.",
+    "Trees also give off water from their leaves, my teacher called it transpiration.",
+]
+
+SUPPORT_TURNS = [
+    ("Hi, my order #4417 still hasn't arrived and it's been two weeks.",
+     "Hello, and thanks for reaching out. I'm sorry your order is late. Let me look it up for you."),
+    ("Sure, take your time.", "Thanks for your patience. I can see the parcel left our warehouse on the 3rd."),
+    ("So where is it now?", "The tracking shows it reached the regional depot on the 6th and has not moved since."),
+    ("That sounds like it's lost.", "It may be held up at the depot. I have opened a trace with the carrier."),
+    ("How long does a trace take?", "Usually two to three working days. We will email you as soon as we hear back."),
+    ("I needed it for a birthday this weekend.", "I understand, that is frustrating. I can send a replacement today by express delivery."),
+    ("Would that cost me anything?", "No, the express shipping is on us because the delay is our fault."),
+    ("OK, please do that.", "Done. The replacement ships this afternoon and should arrive on Friday."),
+    ("What happens to the first parcel if it shows up?", "If it arrives, you can keep it or return it with the free label in the box."),
+    ("Can I get the tracking number for the new one?", "Of course: it is EX-88213-UK. It will be active in a few hours."),
+    ("Great. Will I get an email too?", "Yes, you will get a confirmation email with the same number within the hour."),
+    ("Is the address the same as before?", "It goes to 14 Mill Lane, the address on your account. Tell me if that has changed."),
+    ("No, that's right.", "Perfect. Is there anything else I can help you with today?"),
+    ("Actually, can I change the gift wrap option?", "Yes, I have added gift wrap to the replacement at no charge."),
+    ("Thank you, that's really kind.", "You're welcome. Again, I apologise for the trouble with the first parcel."),
+    ("Will this happen again with my next order?", "We have flagged the depot with the carrier, so future parcels are routed elsewhere."),
+    ("How do I leave feedback?", "You will get a short survey by email after the replacement is delivered."),
+    ("Can I reply to that email if there's a problem?", "Yes, replies to that email come straight to our support team."),
+    ("Alright, I think that's everything.", "Thank you for your patience today, and enjoy the birthday."),
+    ("Bye!", "Goodbye, and have a lovely weekend."),
+]
+RUBRIC_ITEM = "The assistant apologises for the delay."
+
+
+BAD_SUPPORT_TURNS = [(u, a.replace("I'm sorry your order is late. ", "")
+                      .replace("You're welcome. Again, I apologise for the trouble with the first parcel.",
+                               "You're welcome."))
+                     for u, a in SUPPORT_TURNS]
+
+
+def forget() -> None:
+    """Empty the judge's caches of recent encodings and pairs: a timing starts from texts it has not seen."""
+    import jurist.models.local as local
+
+    for name in ("_cache", "_pair_cache"):
+        cache = getattr(local, name, None)
+        if cache is not None:
+            cache.clear()
+
+
+async def timed_calls(make: Callable[[int], Any], runs: int) -> tuple[list[float], list[Any]]:
+    """Wall time of ``make(i)`` for each run, each from empty caches; and what each returned."""
+    walls, results = [], []
+    for i in range(runs):
+        forget()
+        started = time.perf_counter()
+        results.append(await make(i))
+        walls.append(time.perf_counter() - started)
+    return walls, results
+
+
+async def speed(judge: LocalJudge, quick: bool, rep: Report) -> None:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    section(f"Speed ({os.cpu_count()} CPU cores, load average {load:.1f} at the start)")
+    from jurist.checklist.evaluator import ChecklistEvaluator
+    from jurist.checklist.points import ChecklistPoint
+    from jurist.config import Settings
+
+    out: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average": load}
+    # judgements per second: one expresses call per (text, statement), answers the judge has not seen before
+    pairs = sample(judge_data.sag("scientsbank", "dev") + judge_data.sag("beetle", "dev"), QUICK["speed"] if quick else 300,
+                   seed=SEED + 2)
+    forget()
+    started = time.perf_counter()
+    for p in pairs:
+        await ask_expresses(judge, p.first, p.second)
+    rate = len(pairs) / (time.perf_counter() - started)
+    out["judgements_per_s"] = rate
+    print(f"judgements per second (one expresses call per answer, {len(pairs)} development-split answers): "
+          f"{rep.target('judgements per second', rate, f'>= {JUDGEMENTS_PER_S_MIN:.0f}', rate >= JUDGEMENTS_PER_S_MIN, '{:.1f}')}")
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JURIST_", "OPENAI_", "ANTHROPIC_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(jurist.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env["JURIST_HOME"] = tmp
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", FIRST_JUDGEMENT], env=env, check=True, cwd=tmp)
+            walls.append(time.perf_counter() - started)
+    first = statistics.median(walls)
+    out["first_judgement_s"] = first
+    print(f"first judgement in a fresh process (python -c: import, load both models, one expresses call), median of 3: "
+          f"{rep.target('first judgement (s)', first, f'<= {FIRST_JUDGEMENT_MAX_S:.1f} s', first <= FIRST_JUDGEMENT_MAX_S, '{:.2f} s')}"
+          f"  (runs {', '.join(f'{w:.2f}' for w in walls)})")
+
+    points = [ChecklistPoint(id=f"p{i}", text=t) for i, t in enumerate(POINTS, start=1)]
+    with tempfile.TemporaryDirectory() as tmp:
+        evaluator = ChecklistEvaluator(judge="local/minilm", settings=Settings(home=tmp))
+        try:
+            def conversation(i: int) -> list[dict[str, str]]:
+                msgs = []
+                for k in range(5):
+                    msgs += [{"role": "assistant", "content": TUTOR[(i + k) % len(TUTOR)]},
+                             {"role": "user", "content": LEARNER[(i + k) % len(LEARNER)]}]
+                return msgs  # 10 messages, the latest a learner's
+
+            await evaluator.evaluate_batch(points, conversation(99))  # the models loaded: a warm process
+            walls, turns = await timed_calls(lambda i: evaluator.evaluate_batch(points, conversation(i)), len(LEARNER))
+        finally:
+            await evaluator.aclose()
+    turn = statistics.median(walls)
+    statuses = Counter(str(t.status) for t in turns)
+    out["checklist_turn_s"] = {"median": turn, "max": max(walls), "statuses": dict(statuses)}
+    print(f"checklist turn (ChecklistEvaluator, 10 unchecked points, the last 10 messages, empty caches), median of "
+          f"{len(walls)}: {rep.target('checklist turn (s)', turn, f'<= {TURN_MAX_S} s', turn <= TURN_MAX_S, '{:.3f} s')}"
+          f"  (max {max(walls):.3f} s; turns {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
+
+    from jurist.rubrics.sessions import load_session
+
+    walls, whole, verdicts = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        rubrics = folder / "rubrics.json"
+        rubrics.write_text(json.dumps({"version": "1.0", "scale": [1, 5], "rubrics": [
+            {"id": "apology", "name": "Apologises", "description": "The assistant owns the delay.",
+             "items": [{"id": "sorry", "text": RUBRIC_ITEM, "points": 1}]}]}))
+        for name, turns_of in (("good", SUPPORT_TURNS), ("bad", BAD_SUPPORT_TURNS)):
+            path = folder / f"{name}.jsonl"
+            path.write_text("\n".join(json.dumps({"role": role, "content": text})
+                                       for u, a in turns_of for role, text in (("user", u), ("assistant", a))) + "\n")
+            assistant = load_session(path).text_of("assistant")  # what an item is checked against
+            for _ in range(3):
+                forget()
+                started = time.perf_counter()
+                await ask_expresses(judge, assistant, RUBRIC_ITEM)
+                walls.append(time.perf_counter() - started)
+                forget()
+                started = time.perf_counter()
+                result: Any = await jurist.evaluate(str(rubrics), str(path), judge="local/minilm", settings=Settings(home=tmp))
+                whole.append(time.perf_counter() - started)
+            scored = result["rubric_scores"][0]
+            items = scored.get("items") or [{}]
+            verdicts.append((name, scored.get("status"), items[0].get("met"), items[0].get("confidence"),
+                             scored.get("reasoning")))
+    item = statistics.median(walls)
+    out["rubric_item_s"] = {"median": item, "max": max(walls), "jurist_evaluate_median": statistics.median(whole)}
+    print(f"rubric item over a 20-turn support transcript (the item's question to the judge, \"{RUBRIC_ITEM}\" against "
+          f"the assistant's 20 turns, empty caches), median of {len(walls)}: "
+          f"{rep.target('rubric item (s)', item, f'<= {TURN_MAX_S} s', item <= TURN_MAX_S, '{:.3f} s')}"
+          f"  (max {max(walls):.3f} s; the whole jurist.evaluate call with its store: median "
+          f"{statistics.median(whole):.3f} s)")
+    for name, status, met, conf, reasoning in verdicts:
+        print(f"  the {name} transcript ({'apologises' if name == 'good' else 'never apologises'}): {status}, "
+              f"met {met}, confidence {conf}" + (f" ({reasoning})" if status != "scored" else ""))
+    out["rubric_item_verdicts"] = [{"transcript": v[0], "status": v[1], "met": v[2], "confidence": v[3]} for v in verdicts]
+    rep.figures["speed"] = out
+
+
+async def pairwise(rep: Report) -> None:
+    section("The README's pairwise example: jurist compare examples/pairwise/{thorough,brief,offtopic}.jsonl")
+    from jurist.analysis.answers import load_answers
+    from jurist.analysis.pairwise import compare
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with jurist.open(judge="local/minilm", database_url=f"sqlite:///{tmp}/jurist.db", home=tmp) as rt:
+            report = await compare([load_answers(str(ROOT / "examples" / "pairwise" / f"{name}.jsonl"))
+                                    for name in ("thorough", "brief", "offtopic")], rt)
+    data: Any = report.to_json()
+    for m in data["matchups"]:
+        print(f"  {m['first']} vs {m['second']}: {m['wins']} wins, {m['ties']} ties, {m['losses']} losses")
+    ranking = [r["system"] for r in data["ranking"]]
+    print("  Bradley-Terry ranking: " + " > ".join(
+        f"{r['system']} ({r['strength']['value']:+.2f})" for r in data["ranking"]))
+    ok = ranking == ["thorough", "brief", "offtopic"]
+    rep.targets.append({"what": "pairwise ranking", "value": " > ".join(ranking), "target": "thorough > brief > offtopic",
+                        "met": ok})
+    print(f"  target thorough > brief > offtopic: {'MET' if ok else 'MISSED'}")
+    rep.figures["pairwise"] = {"ranking": ranking, "matchups": [{k: m[k] for k in ("first", "second", "wins", "ties", "losses")}
+                                                                for m in data["matchups"]]}
+
+
+async def project_pairs(judge: LocalJudge, rep: Report) -> None:
+    section("The project's own pairs (tests/data/, written by hand; not trained on; every pair, shipped thresholds)")
+    threshold = judge_record().thresholds["expresses"]
+    out: dict[str, Any] = {}
+    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "local_judge_pairs.jsonl").read_text().splitlines()
+            if line.strip()]
+    decisions = [await ask_expresses(judge, r["text"], r["statement"]) for r in rows]
+    labels = [bool(r["label"]) for r in rows]
+    said = [d.said_yes(threshold) for d in decisions]
+    fig: dict[str, Any] = {"pairs": len(rows), "f1": f1(said, labels), "macro_f1": macro_f1(said, labels),
+           "accuracy": accuracy(said, labels), "uncertain_share": sum(d.uncertain for d in decisions) / len(rows),
+           "by_kind": {}}
+    for kind in sorted({r["kind"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["kind"] == kind]
+        fig["by_kind"][kind] = {"n": len(idx), "accuracy": accuracy([said[i] for i in idx], [labels[i] for i in idx]),
+                                "uncertain": sum(decisions[i].uncertain for i in idx)}
+    out["expresses"] = fig
+    print(f"expresses, local_judge_pairs.jsonl: {len(rows)} pairs: F1 {fig['f1']:.3f}  macro-F1 {fig['macro_f1']:.3f}  "
+          f"accuracy {fig['accuracy']:.3f}  uncertain {fig['uncertain_share']:.1%}")
+    print("  accuracy by kind: " + ", ".join(f"{k} {v['accuracy']:.3f} (n={v['n']})" for k, v in fig["by_kind"].items()))
+
+    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "local_judge_coverage.jsonl").read_text().splitlines()
+            if line.strip()]
+    covered, failed = [], 0
     for r in rows:
-        (match,) = await judge.similarity(r["text"], [r["query"]], align=align)
-        r["cosine"], r["unmatched"], r["conflict"] = match.score, match.unmatched, match.conflict
-    return time.perf_counter() - start
+        try:
+            result = await judge.coverage(r["question"], r["answer"], parts=[r["question"]])
+            covered.append(bool(result.covered))
+        except Uncertain:
+            failed += 1
+            covered.append(False)
+    labels = [bool(r["label"]) for r in rows]
+    cov = {"pairs": len(rows), "f1": f1(covered, labels), "accuracy": accuracy(covered, labels), "uncertain": failed}
+    out["coverage"] = cov
+    print(f"coverage, local_judge_coverage.jsonl: {len(rows)} pairs: F1 {cov['f1']:.3f}  accuracy {cov['accuracy']:.3f}  "
+          f"uncertain {failed} (counted as not covered)")
+    rep.figures["project_pairs"] = out
 
 
-def set_scores(rows: list[dict], weight: float, conflict_weight: float = 0.0) -> None:
-    """row["score"] = the score the judge thresholds, for these weights."""
-    for r in rows:
-        match = local.Match(r["cosine"], None, r["unmatched"], r["conflict"])
-        r["score"] = local.expressed_score(match, weight, conflict_weight)
+_RECORD: list[Any] = []
 
 
-def pick(
-    rows: list[dict], weights: Sequence[float], conflict_weights: Sequence[float] = (0.0,)
-) -> tuple[float, float, float]:
-    """(weight, conflict weight, threshold) maximising F1 on ``rows``, one at a
-    time: the smallest unmatched weight reaching the best F1 without the conflict
-    checks, then with it the smallest conflict weight reaching the best F1, and
-    for both the middle of the best threshold plateau."""
+def judge_record() -> Any:
+    if not _RECORD:
+        from jurist.models.minilm.cross import read_record
 
-    def smallest_best(candidates: list[tuple[float, float]]) -> tuple[float, float]:
-        best: tuple[float, float, float] | None = None
-        for w, cw in candidates:
-            set_scores(rows, w, cw)
-            f1 = metrics(rows, pick_threshold(rows))["f1"]
-            if best is None or f1 > best[0]:
-                best = (f1, w, cw)
-        assert best is not None
-        return best[1], best[2]
-
-    weight, _ = smallest_best([(w, 0.0) for w in weights])
-    weight, conflict_weight = smallest_best([(weight, cw) for cw in conflict_weights])
-    set_scores(rows, weight, conflict_weight)
-    return weight, conflict_weight, pick_threshold(rows)
+        _RECORD.append(read_record())
+    return _RECORD[0]
 
 
-def cross_validate(
-    cal: list[dict], weights: Sequence[float], conflict_weights: Sequence[float] = (0.0,), folds: int = 5,
-    repeats: int = 20,
-) -> tuple[float, float]:
-    """Mean and spread of F1 over repeated stratified k-fold cross-validation
-    inside the calibration half: weights and threshold picked on the training
-    folds by :func:`pick`, predictions pooled over the test folds."""
-    scores = []
-    for seed in range(repeats):
-        rng = random.Random(seed)
-        parts: list[list[int]] = [[] for _ in range(folds)]
-        for label in (True, False):
-            idx = [i for i, r in enumerate(cal) if r["label"] == label]
-            rng.shuffle(idx)
-            for k, i in enumerate(idx):
-                parts[k % folds].append(i)
-        predicted: dict[int, bool] = {}
-        for part in parts:
-            test = set(part)
-            w, cw, t = pick([r for i, r in enumerate(cal) if i not in test], weights, conflict_weights)
-            set_scores(cal, w, cw)
-            predicted.update({i: cal[i]["score"] >= t for i in part})
-        tp = sum(predicted[i] and cal[i]["label"] for i in predicted)
-        fp = sum(predicted[i] and not cal[i]["label"] for i in predicted)
-        fn = sum(not predicted[i] and cal[i]["label"] for i in predicted)
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return statistics.mean(scores), statistics.pstdev(scores)
+SECTIONS = ("short-answers", "nli", "answers", "speed", "pairwise", "own-pairs")
 
 
-def held_out_line(name: str, rows: list[dict], t: float) -> str:
-    m = metrics(rows, t)
-    return (
-        f"{name}: precision {m['precision']:.3f}  recall {m['recall']:.3f}  "
-        f"F1 {m['f1']:.3f}  accuracy {m['accuracy']:.3f}  (n={len(rows)})"
-    )
-
-
-def kind_accuracy(rows: list[dict], t: float, kinds: Sequence[str]) -> str:
-    """Share judged correctly for each of ``kinds`` present in ``rows``."""
-    out = []
-    for kind in kinds:
-        part = [r for r in rows if r["kind"] == kind]
-        if part:
-            out.append(f"{kind} {sum((r['score'] >= t) == r['label'] for r in part) / len(part):.3f}")
-    return "  ".join(out)
-
-
-WEAK_SPOTS = ("near_miss", "contradiction", "swapped")
-
-
-def report(
-    title: str,
-    rows: list[dict],
-    module_threshold: float,
-    weights: Sequence[float],
-    module_weight: float,
-    conflict_weights: Sequence[float] = (0.0,),
-    module_conflict_weight: float = 0.0,
-    cv: bool = False,
-) -> float:
-    """Calibrate on one half, print held-out figures; returns the chosen threshold."""
-    cal, held = split(rows)
-    checks = len(conflict_weights) > 1
-    if cv and len(weights) > 1:
-        print(f"\n== {title}: cross-validation inside the calibration half (5 folds x 20 repeats)")
-        variants = [("cosine alone", [0.0], (0.0,)), ("cosine - weight * unmatched", weights, (0.0,))]
-        if checks:
-            variants.append(("... - conflict weight * conflict", weights, conflict_weights))
-        for name, ws, cws in variants:
-            mean, sd = cross_validate(cal, ws, cws)
-            print(f"  {name:32s} F1 {mean:.3f} (sd {sd:.3f})")
-    weight, conflict_weight, t = pick(cal, weights, conflict_weights)
-    set_scores(rows, weight, conflict_weight)
-    c = metrics(cal, t)
-    print(f"\n== {title}")
-    print(f"pairs: {len(rows)} ({sum(r['label'] for r in rows)} positive); calibration {len(cal)}, held-out {len(held)}")
-    if checks:
-        print(
-            f"score = cosine - weight * unmatched - conflict weight * (evidence contradicts the statement); "
-            f"chosen on calibration half: weight {weight:.1f}, conflict weight {conflict_weight:.1f}; "
-            f"local.py uses {module_weight:.1f}, {module_conflict_weight:.1f}"
-        )
-    elif len(weights) > 1:
-        print(
-            f"score = cosine - weight * unmatched; weight chosen on calibration half: {weight:.1f}; "
-            f"local.py uses {module_weight:.1f}"
-        )
-    print(f"threshold chosen on calibration half: {t:.2f} (calibration F1 {c['f1']:.3f}); local.py uses {module_threshold:.2f}")
-    print(held_out_line("held-out", held, t))
-    original = [r for r in held if r["kind"] in ORIGINAL_KINDS]
-    if len(original) < len(held):
-        print(held_out_line("held-out, original kinds only", original, t))
-    print("held-out by kind (label: share judged correctly, mean cosine, mean score, pairs with a conflict found):")
-    for kind in sorted({r["kind"] for r in held}):
-        part = [r for r in held if r["kind"] == kind]
-        ok = sum((r["score"] >= t) == r["label"] for r in part)
-        label = "positive" if part[0]["label"] else "negative"
-        mean = statistics.mean(r["cosine"] for r in part)
-        mean_score = statistics.mean(r["score"] for r in part)
-        flagged = sum(bool(r.get("conflict")) for r in part)
-        print(
-            f"  {kind:19s} {label:8s} n={len(part):3d}  correct {ok:3d}  accuracy {ok / len(part):.3f}  "
-            f"mean cosine {mean:.3f}  mean score {mean_score:.3f}  conflict {flagged:3d}"
-        )
-    if any(r["kind"] in WEAK_SPOTS for r in held):
-        print(f"held-out accuracy on the weak spots: {kind_accuracy(held, t, WEAK_SPOTS)}")
-    print("held-out accuracy by confidence band:")
-    bands = [(0.5, 0.7), (0.7, 0.9), (0.9, 1.01)]
-    for lo, hi in bands:
-        part = [r for r in held if lo <= local.confidence(r["score"], t) < hi]
-        if part:
-            ok = sum((r["score"] >= t) == r["label"] for r in part)
-            print(f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'}  n={len(part):3d}  accuracy {ok / len(part):.3f}")
-    if (abs(t - module_threshold) > 1e-9 or abs(weight - module_weight) > 1e-9
-            or abs(conflict_weight - module_conflict_weight) > 1e-9):
-        set_scores(rows, module_weight, module_conflict_weight)
-        m = metrics(held, module_threshold)
-        print(f"NOTE: local.py differs; held-out F1 with its weights and threshold is {m['f1']:.3f}")
-    # References only, calibrated the same way on the same half.
-    if checks and conflict_weight != 0.0:
-        w0, _, t0 = pick(cal, weights)
-        set_scores(rows, w0)
-        print(f"reference, without the conflict checks (weight {w0:.1f}, threshold {t0:.2f} from the calibration half):")
-        print("  " + held_out_line("held-out", held, t0))
-        print("  " + held_out_line("held-out, original kinds only", original, t0))
-        print(f"  held-out accuracy on the weak spots: {kind_accuracy(held, t0, WEAK_SPOTS)}")
-    if len(weights) > 1 and weight != 0.0:
-        t0 = pick(cal, [0.0])[2]
-        set_scores(rows, 0.0)
-        m = metrics(held, t0)
-        print(
-            f"reference, cosine alone (weight 0.0, threshold {t0:.2f} from the calibration half): "
-            f"held-out precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}"
-        )
-    set_scores(rows, weight, conflict_weight)
-    return t
-
-
-async def main(cv: bool = False) -> None:
-    pairs = load(DATA / "local_judge_pairs.jsonl", "text", "statement")
-    coverage = load(DATA / "local_judge_coverage.jsonl", "answer", "question")
-    judge = local.LocalJudge()
-    t0 = time.perf_counter()
+async def main(quick: bool, json_path: Path | None, only: Sequence[str] = SECTIONS) -> Report:
+    rep = Report()
+    record = judge_record()
+    judge = get_local_judge()
     await judge.load()
-    load_s = time.perf_counter() - t0
-    local._cache.clear()  # each pass encodes from scratch: the judge keeps recent texts' encodings
-    plain_s = await score(judge, pairs, align=False)
-    local._cache.clear()
-    pair_s = await score(judge, pairs, align=True)
-    cached_s = await score(judge, pairs, align=True)
-    local._cache.clear()
-    cov_s = await score(judge, coverage, align=False)
-    windows = sum(len(local.text_windows(r["text"])) for r in pairs)
-    report(
-        "expresses (tests/data/local_judge_pairs.jsonl)",
-        pairs,
-        local.EXPRESSED_THRESHOLD,
-        WEIGHTS,
-        local.UNMATCHED_WEIGHT,
-        WEIGHTS,
-        local.CONFLICT_WEIGHT,
-        cv,
-    )
-    report("coverage (tests/data/local_judge_coverage.jsonl)", coverage, local.COVERAGE_THRESHOLD, [0.0], 0.0)
-    print("\n== timing (CPU)")
-    print(f"model load: {load_s:.2f} s")
-    print(
-        f"expresses: {len(pairs)} pairs, {windows} windows, {pair_s:.2f} s "
-        f"({1000 * pair_s / len(pairs):.1f} ms per pair, {len(pairs) / pair_s:.1f} pairs/s, one call per pair)"
-    )
-    print(f"expresses again, every text in the judge's cache of recent encodings: {cached_s:.2f} s")
-    print(
-        f"cosine alone (no token alignment), same pairs: {plain_s:.2f} s "
-        f"({1000 * plain_s / len(pairs):.1f} ms per pair, {len(pairs) / plain_s:.1f} pairs/s)"
-    )
-    print(f"coverage: {len(coverage)} pairs, {cov_s:.2f} s ({1000 * cov_s / len(coverage):.1f} ms per pair)")
-    big = [r["text"] for r in pairs]
-    local._cache.clear()
-    t0 = time.perf_counter()
-    await judge.similarity(big[:50], [r["query"] for r in pairs[:50]], align=True)
-    print(f"batched: 50 statements against the windows of 50 texts in one call: {time.perf_counter() - t0:.2f} s")
+    cross = cross_encoder()
+    rep.figures["model"] = {"thresholds": record.thresholds, "band": record.band,
+                            "temperature": {"nli": record.temperature_nli, "answers": record.temperature_answers},
+                            "quick": quick}
+    print(f"local/minilm cross-encoder: thresholds {record.thresholds}, band {record.band}"
+          f"{'; --quick: a seeded sample of each held-out set' if quick else ''}")
+    if "short-answers" in only:
+        await short_answers(judge, quick, rep)
+    if "nli" in only:
+        nli(cross, quick, rep)
+    if "answers" in only:
+        answers(cross, quick, rep)
+    if {"short-answers", "nli", "answers"} & set(only):
+        calibration(rep)
+    if "speed" in only:
+        await speed(judge, quick, rep)
+    if "pairwise" in only:
+        await pairwise(rep)
+    if "own-pairs" in only:
+        await project_pairs(judge, rep)
+    section("Targets")
+    met = sum(t["met"] for t in rep.targets)
+    for t in rep.targets:
+        value = t["value"] if isinstance(t["value"], str) else f"{t['value']:.3f}"
+        print(f"  {'MET   ' if t['met'] else 'MISSED'} {t['what']}: {value} (target {t['target']})")
+    print(f"{met} of {len(rep.targets)} targets met")
+    if json_path is not None:
+        json_path.write_text(json.dumps({"figures": rep.figures, "targets": rep.targets}, indent=1, default=float) + "\n")
+        print(f"wrote {json_path}")
+    return rep
 
 
 if __name__ == "__main__":
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cv", action="store_true", help="also cross-validate inside the calibration half")
-    asyncio.run(main(cv=parser.parse_args().cv))
+    parser.add_argument("--quick", action="store_true", help="a seeded sample of each held-out set (minutes, not tens)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every figure and target to FILE")
+    parser.add_argument("--only", metavar="SECTION", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help=f"run these sections only ({', '.join(SECTIONS)})")
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, args.json, args.only))
