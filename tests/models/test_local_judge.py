@@ -360,7 +360,7 @@ async def test_the_assistants_words_are_framed_as_its_speech(decisive: local.Loc
 
 # --- never a crash ---------------------------------------------------------------
 
-ODD_TEXTS = ["", "   ", "?", "...", "because", "so", "but", "🙂🎉👍", "Привет! 你好。 مرحبا. Hello 🙂.",
+ODD_TEXTS = ["", "   ", "?", "...", "because", "so", "but", "🙂🎉👍", "\ud800 a lone surrogate", "\x00\x07", "Привет! 你好。 مرحبا. Hello 🙂.",
              "word " * 20_000, "Is it? " * 40 + "Yes." * 100]
 
 

@@ -133,6 +133,17 @@ class _Gelu:
         return x
 
 
+def tokenizable(text: str) -> str:
+    """``text`` stripped, with what UTF-8 cannot carry (a lone surrogate) replaced by "?":
+    ``tokenizers`` takes nothing else."""
+    text = text.strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def length_batches(lengths: list[int], batch_size: int = BATCH_SIZE) -> list[list[int]]:
     """Indexes of ``lengths`` sorted by length and cut into batches of at most
     ``batch_size``, a batch closing before a text whose length would pad it past
@@ -229,7 +240,7 @@ class MiniLM:
         """Encode ``texts``; results in input order (batched as :meth:`run_batches` says)."""
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
+        encodings = self.tokenizer.encode_batch([tokenizable(t) for t in texts])
         out: list[Encoding] = []
         for e, states in zip(encodings, self.run_batches(encodings, batch_size)):
             tokens = states[: len(e.ids)].copy()  # not a view pinning the batch

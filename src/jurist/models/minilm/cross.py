@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from jurist.errors import ConfigError
-from jurist.models.minilm import BATCH_SIZE, MODEL_DIR, MiniLM
+from jurist.models.minilm import BATCH_SIZE, MODEL_DIR, MiniLM, tokenizable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -151,7 +151,7 @@ class CrossEncoder(MiniLM):
 
         if not pairs:
             return np.zeros((0, 4), np.float32)
-        encodings = self.tokenizer.encode_batch([(a.strip(), b.strip()) for a, b in pairs])
+        encodings = self.tokenizer.encode_batch([(tokenizable(a), tokenizable(b)) for a, b in pairs])
         cls = np.stack([s[0] for s in self.run_batches(encodings, batch_size, segments=True, first_only=True)])
         out: np.ndarray = cls @ self.head + self.head_bias
         return out
