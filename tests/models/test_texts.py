@@ -82,6 +82,10 @@ from jurist.models.texts import (
         ("I want you to write a haiku about rain.", ["I want you to write a haiku about rain."]),
         ("Can you check my essay for spelling mistakes.", ["Can you check my essay for spelling mistakes."]),
         ("how do magnets work", ["how do magnets work"]),
+        # questions asked with a full stop, or none
+        ("Is it safe to swim after eating. What about running?", ["Is it safe to swim after eating.", "What about running?"]),
+        ("We land at noon. what's the fastest way into town", ["what's the fastest way into town"]),
+        ("Do the exercises on page 5. Have fun. Why is the sky blue?", ["Why is the sky blue?"]),
     ],
 )
 def test_split_question_takes_the_questions_and_requests(question: str, parts: list[str]) -> None:

@@ -169,9 +169,11 @@ _AUXILIARIES = frozenset(
     "is are was were am do does did can could should would will shall may might must has have had".split()
 )
 # A subject after an auxiliary: "and is it ...", "or does the ..." (not "and is then connected").
-_SUBJECTS = frozenset(
-    "i you he she it we they there this that these those the a an my your his her its our their".split()
-)
+_PRONOUNS = frozenset("i you he she it we they there this that these those".split())
+_SUBJECTS = _PRONOUNS | frozenset("the a an my your his her its our their".split())
+# Auxiliaries that open a question before a noun ("Is the ...", "Can a ..."), not those
+# that open imperatives and dates ("Do the exercises", "Have a look", "May 2020 ...").
+_INVERTING = frozenset("is are was were does did can could should would will".split())
 # Verbs that ask for an answer when they open a sentence ("Explain why ...", "Compare A and B").
 # Verbs of drawing and marking (draw, label, mark, trace, circle, plot) ask for something
 # an answer's text cannot hold, and "use", "look", "answer", "note", "try" open instructions.
@@ -290,12 +292,15 @@ def _kind(clause: str) -> str | None:
         return None
     if _asks(body):
         return "question"
-    words = _words(body, 3)
-    if words and words[0] in _WH_WORDS:
+    words = _words(body, 2)
+    first = re.sub(r"['\u2019](?:s|re|d|ll)$", "", words[0]) if words else ""  # "what's" -> "what"
+    second = words[1] if len(words) > 1 else ""
+    if first in _WH_WORDS:
         return "question"
-    if (words and words[0] in _AUXILIARIES and body[-1:].isalnum()
-            and not (len(words) > 1 and words[1] == "not")):
-        return "question"  # "is python fast", typed without a question mark
+    if first in _AUXILIARIES and second != "not":
+        # "Is it safe to fly." and "Can the tank leak." ask with a full stop; "is python fast" with nothing.
+        if second in _PRONOUNS or (first in _INVERTING and second in _SUBJECTS) or body[-1:].isalnum():
+            return "question"
     if _is_request(body):
         return "request"
     return None
