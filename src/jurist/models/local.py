@@ -277,18 +277,16 @@ def _pair_scores(pairs: list[tuple[str, str]]) -> "np.ndarray":
     return np.stack(out)
 
 
-def _window_vectors(windows: list[str]) -> "np.ndarray":
-    """Unit-length vectors of ``windows`` for preselection: each window's sentences are encoded
-    (once, however many windows share them) and a window of several sentences gets their
-    word-weighted mean, close to what encoding the whole window gives at a fraction of the cost."""
+def _window_vectors(windows: list[str], emb: "np.ndarray", index: Mapping[str, int]) -> "np.ndarray":
+    """Unit-length vectors of ``windows`` for preselection, from the embeddings ``emb`` of their
+    sentences (row ``index[sentence]``): a window of several sentences gets their word-weighted
+    mean, close to what encoding the whole window gives at a fraction of the cost."""
     import numpy as np
 
-    pieces = [split_sentences(w) or [w] for w in windows]
-    unique = list(dict.fromkeys(s for p in pieces for s in p))
-    emb = _encode(unique)
-    index = {s: i for i, s in enumerate(unique)}
-    out = np.stack([sum((max(1, len(s.split())) * emb[index[s]] for s in p), np.zeros(emb.shape[1], emb.dtype))
-                    for p in pieces])
+    out = np.zeros((len(windows), emb.shape[1]), emb.dtype)
+    for row, window in enumerate(windows):
+        for s in split_sentences(window) or [window]:
+            out[row] += max(1, len(s.split())) * emb[index[s]]
     out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out
 
@@ -296,7 +294,8 @@ def _window_vectors(windows: list[str]) -> "np.ndarray":
 def _candidates(queries: list[str], groups: list[list[str]], k: int) -> list[list[list[str]]]:
     """For each query and each group of windows, the ``k`` windows closest to the query
     by the bi-encoder's cosine (all of them, unencoded, when a group has no more than ``k``);
-    ``result[query][group]``."""
+    ``result[query][group]``. The queries and the windows' sentences are encoded in one batch
+    (each sentence once)."""
     import numpy as np
 
     if not queries:
@@ -304,7 +303,11 @@ def _candidates(queries: list[str], groups: list[list[str]], k: int) -> list[lis
     if all(len(g) <= k for g in groups):
         return [[list(g) for g in groups] for _ in queries]
     windows = list(dict.fromkeys(w for g in groups if len(g) > k for w in g))
-    sims = _encode(queries) @ _window_vectors(windows).T
+    sentences = [s for w in windows for s in (split_sentences(w) or [w])]
+    texts = list(dict.fromkeys(queries + sentences))
+    index = {t: i for i, t in enumerate(texts)}
+    emb = _encode(texts)
+    sims = emb[[index[q] for q in queries]] @ _window_vectors(windows, emb, index).T
     column = {w: i for i, w in enumerate(windows)}
     out: list[list[list[str]]] = []
     for qi in range(len(queries)):
