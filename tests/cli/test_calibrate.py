@@ -149,3 +149,87 @@ def test_one_missing_package_of_the_extra_is_named(tmp_path):
                 without=("krippendorff",), timeout=120)
     assert r.returncode == 2 and "(scipy, krippendorff, plotly; missing: krippendorff)" in r.stderr, r.stderr
     assert 'pip install "jurist[analysis]"' in r.stderr and "Traceback" not in r.stderr
+
+
+# --fit-local: the offline judge's item threshold fitted on thirty labelled support sessions
+SUPPORT = EXAMPLES / "labels" / "support"
+SUPPORT_ARGS = ("--rubrics", str(SUPPORT / "rubrics.json"), "--sessions", str(SUPPORT / "sessions"),
+                "--judge", "local/minilm")
+
+
+def _support_labels(tmp_path, passes: dict[str, bool]):
+    path = tmp_path / "support-labels.jsonl"
+    path.write_text("".join(json.dumps({"item": i, "rubric": "apology", "label": p, "annotator": "ana"}) + "\n"
+                            for i, p in passes.items()))
+    return str(path)
+
+
+def test_fit_local_fits_stores_and_reports_the_offline_judges_threshold(tmp_path):
+    from jurist.judges.calibration import LOCAL_THRESHOLDS
+    from jurist.store import Store
+    from jurist.store.calibrations import list_calibrations
+
+    db = f"sqlite:///{tmp_path}/cal.db"
+    out = tmp_path / "report.json"
+    r = run_cli("calibrate", *SUPPORT_ARGS, "--labels", str(SUPPORT / "labels.jsonl"), "--fit-local",
+                "--resamples", "100", "--db", db, "--output", str(out), env=_env(tmp_path), cwd=tmp_path, timeout=600)
+    assert r.returncode in (0, 1), r.stderr
+    report = json.loads(out.read_text())
+    fit = report["rubrics"][0][LOCAL_THRESHOLDS]
+    # t06 is an even split (ana fail, ben pass): left out
+    assert fit["items"] == 29 and fit["classes"] == {"fail": 14, "pass": 15} and fit["metric"] == "macro_f1"
+    assert fit["after"]["macro_f1"] >= fit["before"]["macro_f1"]
+    assert "apology: the offline judge's threshold (an item is met at a probability ≥ it), fitted by macro-F1 on " \
+           "29 labelled sessions (fail 14, pass 15)" in " ".join(r.stdout.split()) or fit["degenerate"]
+    store = Store(db)
+    try:
+        (row,) = store.read(list_calibrations)
+    finally:
+        store.close()
+    assert row.judge_model == "local/minilm" and row.figures[LOCAL_THRESHOLDS] == fit
+    degenerate = report["rubrics"][0]["threshold"]["degenerate"] or fit["degenerate"]
+    assert r.returncode == (1 if degenerate else 0)  # either fitted threshold may be no threshold to use
+    if fit["degenerate"] is None:
+        assert (f"stored calibration {row.id}: judge local/minilm, template rubric_items_judge ({row.template_hash}), "
+                f"rubric 'apology', with the offline judge's fitted threshold {fit['thresholds']['expresses']:.4f} "
+                f"(band ±{fit['band']['expresses']:.3g})") in " ".join(r.stdout.split())
+
+
+def test_fit_local_refuses_too_few_labels_one_class_or_another_judge_before_any_call(provider, tmp_path):
+    env = _env(tmp_path)
+    few = _support_labels(tmp_path, {f"t{n:02d}": n % 2 == 1 for n in range(1, 20)})
+    r = run_cli("calibrate", *SUPPORT_ARGS, "--labels", few, "--fit-local", env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    err = " ".join(r.stderr.split())
+    assert "--fit-local: no threshold fitted, because" in err
+    assert "rubric 'apology' has 19 labelled sessions; fitting the offline judge's threshold needs at least 20" in err
+    assert r.stdout == ""  # refused before judging: no report
+
+    one_class = _support_labels(tmp_path, {f"t{n:02d}": True for n in range(1, 31)})
+    r = run_cli("calibrate", *SUPPORT_ARGS, "--labels", one_class, "--fit-local", env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "every labelled session has the pass/fail pass" in " ".join(r.stderr.split())
+
+    # labels of another rubric: the rubrics file has no such rubric (file and line)
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"item": f"t{n:02d}", "rubric": "mechanism", "label": True,
+                                         "annotator": "ana"}) + "\n" for n in range(1, 31)))
+    r = run_cli("calibrate", *SUPPORT_ARGS, "--labels", str(other), "--fit-local", env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and f"{other}:1: rubric 'mechanism'" in r.stderr.replace("\n", ""), r.stderr
+
+    # another judge: the fit is the offline judge's
+    enough = _support_labels(tmp_path, {f"t{n:02d}": n % 2 == 1 for n in range(1, 31)})
+    scripted = _env(tmp_path, OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="k")
+    r = run_cli("calibrate", *SUPPORT_ARGS[:-2], "--judge", "openai/gpt-4o-mini", "--labels", enough, "--fit-local",
+                env=scripted, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "--fit-local fits the thresholds of the offline judge (local/minilm)" in \
+        " ".join(r.stderr.split())
+    assert provider.requests == []
+
+    # --fit-local is for rubrics; --local-band goes with it
+    r = run_cli("calibrate", "--gate", "quality", "--labels", enough, "--sessions", str(SUPPORT / "sessions"),
+                "--fit-local", env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "--fit-local fits the offline judge's threshold of rubric items" in \
+        " ".join(r.stderr.split())
+    r = run_cli("calibrate", *SUPPORT_ARGS, "--labels", enough, "--local-band", "0.1", env=env, cwd=tmp_path,
+                timeout=120)
+    assert r.returncode == 2 and "--local-band is the band kept with a fit" in " ".join(r.stderr.split())

@@ -26,14 +26,14 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, Ratings, RubricAgreement, agreement
 from jurist.analysis.labels import Label, LabelSet
 from jurist.analysis.threshold import ThresholdFit, fit_threshold
-from jurist.errors import InputError
+from jurist.errors import InputError, UsageError
 from jurist.ids import new_id
-from jurist.judges.calibration import JudgeIdentity, StoreSource
+from jurist.judges.calibration import LOCAL_JUDGE, LOCAL_THRESHOLDS, JudgeIdentity, StoreSource
 from jurist.rubrics.api import build_judge, load_template
 from jurist.rubrics.calibration import calibrated_identities
 from jurist.judges.outcome import OK
@@ -46,6 +46,9 @@ from jurist.runtime import Runtime
 from jurist.store.calibrations import StoredCalibration, save_calibrations
 from jurist.store.labels import LabelRow, LatestRubricScores
 from jurist.sync import gather_bounded
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jurist.analysis.calibrate_local import LocalFit
 
 TRACE_PAGE = "/evaluation/evaluations/{id}"
 DIFFERING = 10  # items listed per rubric where judge and people differ most
@@ -97,14 +100,16 @@ class RubricCalibration:
     threshold: ThresholdFit | None = None  # pass/fail: the fitted threshold
     judge: JudgeIdentity | None = None  # the judge the figures hold for (None: not known, not stored)
     calibration_id: str | None = None  # the stored calibration's id, once stored
+    local: "LocalFit | None" = None  # --fit-local: the offline judge's threshold fitted on the labels
 
     def to_json(self) -> dict[str, object]:
         judge = None if self.judge is None else {
             "model": self.judge.judge_model, "template": self.judge.template_name,
             "template_hash": self.judge.template_hash, "rubric_hash": self.judge.rubric_hash}
+        fitted = {} if self.local is None else {LOCAL_THRESHOLDS: self.local.to_json()}
         return {"rubric": self.rubric, "name": self.name, "scale": self.scale, **self.agreement.to_json(),
                 "pass_at": self.pass_at, "threshold": None if self.threshold is None else self.threshold.to_json(),
-                "judge_key": judge, "calibration_id": self.calibration_id,
+                **fitted, "judge_key": judge, "calibration_id": self.calibration_id,
                 "unscored": self.unscored, "differing": [d.to_json() for d in self.differing]}
 
 
@@ -122,8 +127,10 @@ class CalibrationReport:
     @property
     def degenerate(self) -> list[str]:
         """Why the fitted thresholds that are no threshold to use are not (``rubric: reason``)."""
-        return [f"{r.rubric}: {r.threshold.degenerate}" for r in self.rubrics
-                if r.threshold is not None and r.threshold.degenerate]
+        return ([f"{r.rubric}: {r.threshold.degenerate}" for r in self.rubrics
+                 if r.threshold is not None and r.threshold.degenerate]
+                + [f"{r.rubric} (the offline judge's fitted threshold): {r.local.degenerate}" for r in self.rubrics
+                   if r.local is not None and r.local.degenerate])
 
     def to_json(self) -> dict[str, object]:
         return {"kind": "calibration", "target": self.target, "judge": self.judge, "labels": self.labels,
@@ -369,20 +376,62 @@ def compare_stored(label_rows: Sequence[LabelRow], latest: Mapping[str, LatestRu
 async def calibrate(rubric_set: RubricSet, labels: LabelSet, sessions: list[Path], runtime: Runtime, *,
                     judge: str | None = None, template: str | Path | None = None, cache: bool | None = None,
                     resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, parallel: int = 4, fit: str = "agreement",
-                    store: bool = True, on_progress: Callable[[str], None] | None = None) -> CalibrationReport:
+                    store: bool = True, fit_local: bool = False, local_band: float | None = None,
+                    on_progress: Callable[[str], None] | None = None) -> CalibrationReport:
     """Score the labelled sessions with the judge (or answer from the call cache) and
     compare, per rubric, the judge's scores with the labels; with ``store``, keep each
-    rubric's calibration in the runtime's store (what ``require_calibration`` looks up)."""
-    _check_labels(labels, rubric_set)  # before any call
+    rubric's calibration in the runtime's store (what ``require_calibration`` looks up).
+
+    With ``fit_local`` (the judge must be the offline ``local/minilm``), also fit its decision
+    threshold on each rubric's labels (:mod:`jurist.analysis.calibrate_local`), kept with the
+    calibration; ``local_band``: the half-width of its band of uncertainty (None: as shipped).
+    Too few labels for a fit is a UsageError, before any call."""
+    rubrics = _check_labels(labels, rubric_set)  # before any call
+    if fit_local:
+        _check_fit_local(rubric_set, rubrics, labels, runtime.judge_ref(judge, announce=False), local_band)
     chats = await asyncio.to_thread(find_sessions, labels, sessions)
     judged = await judge_sessions(rubric_set, chats, runtime, judge=judge, template=template, cache=cache,
                                   parallel=parallel, on_progress=on_progress)
     used = next((r.judge_model for r, _ in judged.results.values() if r.judge_model), None)
     report = await asyncio.to_thread(lambda: compare(rubric_set, labels, judged.results, resamples=resamples,
                                                      seed=seed, judge=used, fit=fit, judges=judged.judges))
+    if fit_local:
+        await fit_local_thresholds(report, rubric_set, rubrics, labels, chats, runtime, band=local_band,
+                                   parallel=parallel)
     if store:
         await store_calibrations(report, runtime)
     return report
+
+
+def _check_fit_local(rubric_set: RubricSet, rubrics: Mapping[str, Rubric], labels: LabelSet, judge: str,
+                     band: float | None) -> None:
+    from jurist.analysis.calibrate_local import check_fit_labels
+
+    if judge != LOCAL_JUDGE:
+        raise UsageError(f"--fit-local fits the thresholds of the offline judge ({LOCAL_JUDGE}); the judge "
+                         f"calibrated here is {judge}: give --judge {LOCAL_JUDGE}, or leave --fit-local out")
+    if band is not None and not 0.0 <= band < 0.5:
+        raise UsageError(f"--local-band is the half-width of the band of uncertainty, from 0 to under 0.5, not {band:g}")
+    check_fit_labels({rid: (r, rubric_set.scale_of(r)) for rid, r in rubrics.items()}, labels.labels)
+
+
+async def fit_local_thresholds(report: CalibrationReport, rubric_set: RubricSet, rubrics: Mapping[str, Rubric],
+                               labels: LabelSet, chats: Mapping[str, ChatSession], runtime: Runtime, *,
+                               band: float | None = None, parallel: int = 4) -> None:
+    """Fit the offline judge's threshold of each rubric of the report on its labels (``band``: the
+    band's half-width to keep with it; None: the shipped one) and attach the fit to the rubric."""
+    from jurist.analysis.calibrate_local import KIND, fit_rubric, item_probabilities, shipped_thresholds
+
+    probabilities = await item_probabilities(list(rubrics.values()), chats, runtime, parallel=parallel)
+    await runtime.aflush()
+    shipped, shipped_band = shipped_thresholds()
+    if band is not None:
+        shipped_band = {**shipped_band, KIND: band}
+    for r in report.rubrics:
+        rubric = rubrics[r.rubric]
+        mine = [lab for lab in labels.labels if lab.rubric == r.rubric]
+        r.local = fit_rubric(rubric, rubric_set.scale_of(rubric), mine, probabilities[r.rubric], shipped=shipped,
+                             band=shipped_band)
 
 
 LABELS_SOURCE_CHARS = 500  # calibrations.labels

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from jurist.analysis.agreement import Estimate
     from jurist.analysis.calibrate import CalibrationReport, RubricCalibration
+    from jurist.analysis.calibrate_local import LocalFit
     from jurist.analysis.threshold import ThresholdFit
     from jurist.judges.calibration import JudgeIdentity
 
@@ -106,9 +107,38 @@ def threshold_table(r: "RubricCalibration", t: "ThresholdFit") -> "Table":
     return table
 
 
+def local_fit_table(r: "RubricCalibration", fit: "LocalFit") -> "Table":
+    from rich.table import Table
+
+    title = (f"{r.rubric}: the offline judge's threshold (an item is met at a probability ≥ it), fitted by "
+             f"macro-F1 on {fit.items} labelled sessions ({', '.join(f'{k} {v}' for k, v in fit.classes.items())})")
+    if fit.degenerate:
+        title += ": DEGENERATE, not stored"
+    table = Table(title=escape(title), title_justify="left")
+    table.add_column("figure (every item decided: no band)")
+    table.add_column("shipped")
+    table.add_column("fitted")
+    band = fit.band.get("expresses", 0.0)
+    for label, key, fmt in (("threshold (expresses)", "threshold", "{:.4f}"), ("macro-F1", "macro_f1", "{:.3f}"),
+                            ("agreement", "agreement", "{:.3f}"),
+                            (f"sessions the band (±{band:.3g}) leaves undecided", "uncertain", "{}")):
+        table.add_row(label, fmt.format(getattr(fit.before, key)), fmt.format(getattr(fit.after, key)))
+    if fit.degenerate:
+        table.caption = escape(fit.degenerate)
+    else:
+        table.caption = escape("fitted on these sessions, so on new ones expect somewhat less; the figures above "
+                               "it are the judge as it ran (shipped thresholds, with the band)"
+                               + (f"; not judged: {', '.join(fit.unscored)}" if fit.unscored else ""))
+    return table
+
+
 def stored_line(r: "RubricCalibration", key: "JudgeIdentity") -> str:
-    return (f"stored calibration {r.calibration_id}: judge {key.judge_model}, template {key.template_name} "
+    line = (f"stored calibration {r.calibration_id}: judge {key.judge_model}, template {key.template_name} "
             f"({key.template_hash}), rubric {r.rubric!r}")
+    if r.local is not None and not r.local.degenerate:
+        t = r.local.thresholds["expresses"]
+        line += f", with the offline judge's fitted threshold {t:.4f} (band ±{r.local.band.get('expresses', 0.0):.3g})"
+    return line
 
 
 def print_report(report: "CalibrationReport") -> None:
@@ -120,6 +150,8 @@ def print_report(report: "CalibrationReport") -> None:
         console.print(confusion_table(r))
         if r.threshold is not None:
             console.print(threshold_table(r, r.threshold))
+        if r.local is not None:
+            console.print(local_fit_table(r, r.local))
         if r.differing:
             console.print(differing_table(r))
     for r in report.rubrics:
@@ -134,7 +166,8 @@ GATE_THRESHOLD = 0.4  # jurist.gate.config.GateConfig's default threshold
 
 
 def _target(rubrics: Path | None, gate: str | None, research: str | None, sessions: list[Path] | None,
-            items: Path | None, template: Path | None, fit: str) -> str:
+            items: Path | None, template: Path | None, fit: str, fit_local: bool = False,
+            local_band: float | None = None) -> str:
     """What is calibrated (rubric | gate | research), the options checked against it."""
     from jurist.errors import UsageError
 
@@ -159,6 +192,11 @@ def _target(rubrics: Path | None, gate: str | None, research: str | None, sessio
         raise UsageError(f"{given[0]} needs --sessions: a session file or a folder of *.jsonl")
     if template is not None and rubrics is None:
         raise UsageError("--template is the rubric judge's prompt; the gate and the panels use their own")
+    if fit_local and rubrics is None:
+        raise UsageError("--fit-local fits the offline judge's threshold of rubric items (--rubrics); the gate and "
+                         "the research stages keep the shipped thresholds")
+    if local_band is not None and not fit_local:
+        raise UsageError("--local-band is the band kept with a fit: give it with --fit-local")
     return "rubric" if rubrics else "gate" if gate else "research"
 
 
@@ -184,6 +222,12 @@ def register(app: typer.Typer) -> None:
                                         help="--gate quality: the gate's threshold (its pass in the figures)."),
         fit: str = typer.Option("agreement", "--fit", help="What the fitted threshold of a pass/fail rubric "
                                 "maximises: agreement | f1."),
+        fit_local: bool = typer.Option(False, "--fit-local", help="--rubrics with --judge local/minilm: fit the "
+                                       "offline judge's item threshold on the labels (by macro-F1; at least 20 "
+                                       "labelled sessions per rubric) and store it with the calibration."),
+        local_band: Optional[float] = typer.Option(None, "--local-band", min=0.0, max=0.49, help="--fit-local: the "
+                                                   "half-width of the band of uncertainty kept with the fit "
+                                                   "(default: as shipped)."),
         config: Optional[str] = ConfigOpt,
         no_cache: bool = NoCacheOpt,
         no_store: bool = typer.Option(False, "--no-store", help="Do not keep the calibration in the store "
@@ -195,18 +239,19 @@ def register(app: typer.Typer) -> None:
         db: Optional[str] = DbOpt,
     ) -> None:
         """Compare a judge's verdicts with human labels (κ, ρ, τ, α, bias; a fitted pass threshold) and store
-        the calibration that require_calibration looks up. Exit 1 when a fitted threshold is degenerate."""
+        the calibration that require_calibration looks up; with --fit-local, fit the offline judge's item
+        threshold too. Exit 1 when a fitted threshold is degenerate, 2 when the labels are too few to fit on."""
         import asyncio
 
         from jurist.analysis.labels import load_labels
         from jurist.extras import require_extra
 
         require_extra("analysis", "jurist calibrate")
-        target = _target(rubrics, gate, research, sessions, items, template, fit)
+        target = _target(rubrics, gate, research, sessions, items, template, fit, fit_local, local_band)
         settings = load_settings(config, db=db, cache=False if no_cache else None)
         job = _Job(target, settings, load_labels(labels), sessions or [], judge,
                    dict(resamples=resamples, seed=seed, fit=fit, store=not no_store), template=template, gate=gate,
-                   threshold=threshold, stage=research, items=items)
+                   threshold=threshold, stage=research, items=items, local=(fit_local, local_band))
         if rubrics is not None:
             from jurist.rubrics import load_rubrics
 
@@ -236,6 +281,7 @@ class _Job:
     threshold: float = GATE_THRESHOLD  # gate: its threshold
     stage: str | None = None  # research: the stage
     items: Path | None = None  # research: the items file
+    local: tuple[bool, float | None] = (False, None)  # rubric: fit the offline judge's threshold; its band
 
     async def run(self) -> "CalibrationReport":
         import asyncio
@@ -255,7 +301,7 @@ class _Job:
             from jurist.analysis.calibrate import calibrate
 
             return await calibrate(self.rubric_set, self.labels, self.sessions, runtime, judge=self.judge,
-                                   template=self.template, **opts)
+                                   template=self.template, fit_local=self.local[0], local_band=self.local[1], **opts)
         if self.target == "gate":
             from jurist.analysis.calibrate_gate import calibrate_gate
             from jurist.gate import Gate, GateConfig

@@ -11,6 +11,11 @@ naming each judge and the ``jurist calibrate`` command that makes one.
 
 The look-up reads the store only (no statistics): it goes through the runtime's
 store, never one opened here.
+
+A calibration of the offline judge (``local/minilm``) made with ``jurist calibrate
+--fit-local`` also holds the decision thresholds fitted on the labels (in its figures,
+under :data:`LOCAL_THRESHOLDS`); :func:`fitted_local_thresholds` finds, per judge, the
+newest calibration that holds such a fit, which the judge of that rubric is built with.
 """
 
 from __future__ import annotations
@@ -28,11 +33,15 @@ from sqlalchemy.engine import make_url
 from jurist.errors import CalibrationRequired, ConfigError
 from jurist.jsonfiles import Number
 from jurist.judges.judge import Judge
+from jurist.models.base import MeaningJudge
+from jurist.models.model import Model
 from jurist.judges.templates import PromptTemplate
-from jurist.store.calibrations import JudgeKey, StoredCalibration, latest_calibrations
+from jurist.store.calibrations import JudgeKey, StoredCalibration, calibrations_of, latest_calibrations
 from jurist.store.store import Store
 
 LABELS_PLACEHOLDER = "LABELS.jsonl"  # in the commands a refusal prints: the labels the user has to write
+LOCAL_JUDGE = "local/minilm"  # jurist.models.registry.LOCAL_JUDGE: the judge whose thresholds a calibration may fit
+LOCAL_THRESHOLDS = "local_thresholds"  # the key of a fit of the offline judge's thresholds in a calibration's figures
 
 
 class CalibrationRequirement(BaseModel):
@@ -218,3 +227,86 @@ async def require_calibrated(source: StoreSource | None, uses: Sequence[JudgeUse
                "labels, whose interval says how sure the κ is." if low else ""),
             missing=problems, commands=commands)
     return found
+
+
+@dataclass(frozen=True)
+class FittedLocalThresholds:
+    """The offline judge's decision thresholds and band fitted on a team's labels, and the
+    calibration that holds them."""
+
+    calibration_id: str
+    thresholds: Mapping[str, float]  # expresses, answers (probabilities)
+    band: Mapping[str, float]  # the half-width of the band of uncertainty around each
+
+    @classmethod
+    def from_figure(cls, calibration_id: str, figure: Any) -> FittedLocalThresholds | None:
+        """The thresholds of a stored fit (``figures[LOCAL_THRESHOLDS]``); None when there is none
+        or it is degenerate. A stored fit that does not read as one is a ConfigError."""
+        if not isinstance(figure, dict) or figure.get("degenerate"):
+            return None
+        try:
+            thresholds = {str(k): float(v) for k, v in figure["thresholds"].items()}
+            band = {str(k): float(v) for k, v in figure["band"].items()}
+        except (KeyError, AttributeError, TypeError, ValueError) as exc:
+            raise ConfigError(f"calibration {calibration_id}: its stored local thresholds do not read ({exc!r}); "
+                              "calibrate again with --fit-local") from None
+        return cls(calibration_id, thresholds, band)
+
+    def describe(self) -> str:
+        """What a result says of the thresholds its judge used."""
+        parts = ", ".join(f"{k} {v:.4g} (band ±{self.band.get(k, 0.0):.3g})" for k, v in sorted(self.thresholds.items()))
+        return f"thresholds fitted by calibration {self.calibration_id}: {parts}"
+
+    def local_thresholds(self) -> Any:
+        """The :class:`jurist.models.local.LocalThresholds` to build the judge with."""
+        from jurist.models.local import LocalThresholds
+
+        return LocalThresholds(expresses=self.thresholds["expresses"], answers=self.thresholds["answers"],
+                               band=dict(self.band))
+
+
+def _fitted(conn: Any, keys: Sequence[JudgeKey]) -> dict[JudgeKey, FittedLocalThresholds]:
+    """The newest calibration holding a usable fit of each key (a calibration made since without
+    --fit-local leaves the fit in use)."""
+    out: dict[JudgeKey, FittedLocalThresholds] = {}
+    for key in keys:
+        for row in calibrations_of(conn, key):
+            fit = FittedLocalThresholds.from_figure(row.id, row.figures.get(LOCAL_THRESHOLDS))
+            if fit is not None:
+                out[key] = fit
+                break
+    return out
+
+
+async def fitted_local_thresholds(source: StoreSource | None,
+                                  judges: Sequence[JudgeIdentity]) -> dict[JudgeKey, FittedLocalThresholds]:
+    """The thresholds fitted for each of ``judges`` that is the offline judge and has a stored fit
+    (none without a store: nothing is fitted then)."""
+    keys = list(dict.fromkeys(j.key for j in judges if j.judge_model == LOCAL_JUDGE))
+    if not keys or source is None or not source.has_store:
+        return {}
+    store = await source.astore()
+    found: dict[JudgeKey, FittedLocalThresholds] = await store.aread(_fitted, keys)
+    return found
+
+
+@runtime_checkable
+class JudgeSource(StoreSource, Protocol):
+    """Where fitted judges come from: a :class:`jurist.Runtime` (its store, and a meaning judge
+    put behind :class:`~jurist.models.model.Model` with its calls on record)."""
+
+    def wrap(self, judge: MeaningJudge) -> Model: ...
+
+
+async def fitted_local_judges(source: JudgeSource | None, judges: Mapping[str, JudgeIdentity]
+                              ) -> dict[str, tuple[Model, FittedLocalThresholds]]:
+    """Key (a rubric id) -> the offline judge built with the thresholds a calibration fitted for
+    ``judges[key]``, and those thresholds; only the keys whose judge is the offline one and has a
+    stored fit (the others keep the judge they have)."""
+    from jurist.models.local import LocalJudge
+
+    found = await fitted_local_thresholds(source, list(judges.values()))
+    if not found or source is None:
+        return {}
+    return {key: (source.wrap(LocalJudge(thresholds=fit.local_thresholds())), fit)
+            for key, ident in judges.items() if (fit := found.get(ident.key)) is not None}

@@ -65,18 +65,23 @@ def save_calibrations(conn: Connection, rows: Sequence[StoredCalibration]) -> No
 def latest_calibrations(conn: Connection, keys: Iterable[JudgeKey]) -> dict[JudgeKey, StoredCalibration]:
     """The newest calibration of each key that has one (the rubric hash must match, or be
     absent on both sides)."""
-    c = calibrations.c
     out: dict[JudgeKey, StoredCalibration] = {}
     for key in dict.fromkeys(keys):
-        stmt = (select(calibrations)
-                .where(c.judge_model == key.judge_model, c.template_hash == key.template_hash,
-                       c.rubric == key.rubric,
-                       c.rubric_hash.is_(None) if key.rubric_hash is None else c.rubric_hash == key.rubric_hash)
-                .order_by(c.created_at.desc(), c.id.desc()).limit(1))
-        row = conn.execute(stmt).first()
-        if row is not None:
-            out[key] = StoredCalibration.of(row._mapping)
+        found = calibrations_of(conn, key, limit=1)
+        if found:
+            out[key] = found[0]
     return out
+
+
+def calibrations_of(conn: Connection, key: JudgeKey, *, limit: int = MAX_CALIBRATIONS_READ) -> list[StoredCalibration]:
+    """The calibrations of one key, newest first (at most ``limit``; the rubric hash must match, or
+    be absent on both sides)."""
+    c = calibrations.c
+    stmt = (select(calibrations)
+            .where(c.judge_model == key.judge_model, c.template_hash == key.template_hash, c.rubric == key.rubric,
+                   c.rubric_hash.is_(None) if key.rubric_hash is None else c.rubric_hash == key.rubric_hash)
+            .order_by(c.created_at.desc(), c.id.desc()).limit(limit))
+    return [StoredCalibration.of(r._mapping) for r in conn.execute(stmt)]
 
 
 def list_calibrations(conn: Connection, *, limit: int = MAX_CALIBRATIONS_READ) -> list[StoredCalibration]:
