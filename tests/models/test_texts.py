@@ -68,7 +68,8 @@ from jurist.models.texts import (
         ("Draw the circuit in your notebook. Label each part. Why does the bulb stay dark?",
          ["Why does the bulb stay dark?"]),
         # a colon followed by no question stays inside the request
-        ("Give the job of each part of the flower: the petal.", ["Give the job of each part of the flower: the petal."]),
+        ("Give the job of each part of the flower: the petal.",
+         ["Give the job of each part of the flower: the petal."]),
         # follow-ups that ask for reasons join the part they follow
         ("Is glass a good conductor? Why or why not?", ["Is glass a good conductor? Why or why not?"]),
         ("Which jar cooled fastest? Explain your answer.", ["Which jar cooled fastest? Explain your answer."]),
@@ -83,7 +84,8 @@ from jurist.models.texts import (
         ("Can you check my essay for spelling mistakes.", ["Can you check my essay for spelling mistakes."]),
         ("how do magnets work", ["how do magnets work"]),
         # questions asked with a full stop, or none
-        ("Is it safe to swim after eating. What about running?", ["Is it safe to swim after eating.", "What about running?"]),
+        ("Is it safe to swim after eating. What about running?",
+         ["Is it safe to swim after eating.", "What about running?"]),
         ("We land at noon. what's the fastest way into town", ["what's the fastest way into town"]),
         ("Do the exercises on page 5. Have fun. Why is the sky blue?", ["Why is the sky blue?"]),
     ],

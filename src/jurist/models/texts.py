@@ -63,8 +63,9 @@ _CLOSERS = "\"'\u201d\u2019\u00bb)\\]"
 # Where a sentence ends: ., !, ? or an ellipsis followed by white space (after any
 # closing quotes or brackets); the full stops of Chinese and Japanese and the Arabic
 # question mark wherever they are; and line breaks.
+_WIDE_ENDS = "\u3002\uff01\uff1f\u061f"  # 。！？ and the Arabic question mark
 _SENTENCE_END = re.compile(
-    rf"(?<![.!?\u2026])[.!?\u2026]++[{_CLOSERS}]*+(?=\s)|(?<![\u3002\uff01\uff1f\u061f])[\u3002\uff01\uff1f\u061f]++[{_CLOSERS}]*+|\n"
+    rf"(?<![.!?\u2026])[.!?\u2026]++[{_CLOSERS}]*+(?=\s)|(?<![{_WIDE_ENDS}])[{_WIDE_ENDS}]++[{_CLOSERS}]*+|\n"
 )
 _CLAUSE_END = re.compile(rf"[;:][{_CLOSERS}]*+(?=\s)")
 _ABBREVIATIONS = frozenset(
@@ -187,7 +188,9 @@ _REQUEST_VERBS = frozenset(
 # Verbs that open as many statements as requests ("List three causes" but "List prices rose";
 # "Complete the table" but "Complete sentences are required"): a request only when an
 # object follows them (a determiner, a pronoun, a number, a question word).
-_OBJECT_VERBS = frozenset("list name state show check review design plan complete help draft detail rank fix edit cite".split())
+_OBJECT_VERBS = frozenset(
+    "list name state show check review design plan complete help draft detail rank fix edit cite".split()
+)
 _OBJECTS = frozenset(
     """the a an this that these those my our your his her their its me us him them it each every all some any
     both one two three four five six seven eight nine ten several few how what why which who where when whether
@@ -217,7 +220,8 @@ _FOLLOW_UP_WORDS = frozenset(
 _FOLLOW_UP = re.compile(
     r"^(?:(?:please\s+)?(?:explain|justify|support)\s+(?:your\b|why\s+you\s+(?:chose|picked|think|said|selected)\b"
     r"|how\s+you\s+know\b)"
-    r"|(?:how|why)\s+(?:do|did|would|can|could)\s+you\s+(?:know|tell|decide|think\s+so)(?:\s+(?:that|this|it|which|what)\b|\W*$)"
+    r"|(?:how|why)\s+(?:do|did|would|can|could)\s+you\s+(?:know|tell|decide|think\s+so)"
+    r"(?:\s+(?:that|this|it|which|what)\b|\W*$)"
     r"|what\s+(?:is|was|are)\s+(?:your|the)\s+(?:evidence|reason|reasons|reasoning|proof)\b"
     r"|what\s+evidence\s+(?:supports?|do\s+you\s+have|is\s+there)\b)",
     re.I,
