@@ -361,11 +361,12 @@ def split_question(question: str) -> list[str]:
     * A sentence is cut at "and", "also", "or", "plus" or "then" where a new
       question or request opens: "What is X and how does it work?" gives two parts
       ("What is X", "how does it work?"); "What are the inputs and outputs?" stays one.
-    * A follow-up that only asks for reasons ("Why?", "Why or why not?", "Explain
-      your answer.", "How do you know?") joins the part before it, or the sentence
-      before it when no part came before.
-    * When nothing qualifies, the whole text is the one part; blank text gives ``[]``.
-      At most ``MAX_PARTS`` parts.
+    * A follow-up that asks for the reasons of the answer before it ("Why?", "Why or
+      why not?", "Explain your answer.", "How do you know?") joins the part before it.
+      With no part before it, one that says nothing of its own ("Explain why.")
+      takes the sentence before it: "The motors will not run. Explain why." is one part.
+    * When nothing qualifies, the whole text is the one part; blank text (nothing but
+      white space and control characters) gives ``[]``. At most ``MAX_PARTS`` parts.
     """
     text = clean_text(question).strip()
     if not text:
