@@ -244,6 +244,7 @@ def test_default_thresholds_are_the_models_record() -> None:
     assert local.LocalThresholds.from_json(shipped) == local.LocalThresholds()
     assert local.LocalThresholds.from_json({}) == local.LocalThresholds()
     assert local.LocalJudge(UNDECIDED).thresholds is UNDECIDED
+    assert len({local.LocalThresholds(), local.LocalThresholds(), UNDECIDED}) == 2  # hashable, by value
     # a field left out is the shipped one
     tuned = local.LocalThresholds(expresses=0.7, band={"expresses": 0.0})
     assert tuned.to_json() == {**shipped, "expresses": 0.7, "band": {**record["band"], "expresses": 0.0}}

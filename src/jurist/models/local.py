@@ -163,6 +163,9 @@ class LocalThresholds:
     def to_json(self) -> dict[str, Any]:
         return {"expresses": self.expresses, "answers": self.answers, "band": dict(self.band)}
 
+    def __hash__(self) -> int:
+        return hash((self.expresses, self.answers, tuple(sorted(self.band.items()))))
+
 
 # --- the shared models -----------------------------------------------------------
 
@@ -378,8 +381,8 @@ def _shown(text: str, limit: int = 80) -> str:
 
 class LocalJudge:
     """Offline meaning judge (``local/minilm``): the bi-encoder preselects ``candidates``
-    windows, the trained cross-encoder decides with ``thresholds`` (default: those
-    fitted with the model: ``LocalThresholds()``), preselecting ``candidates`` windows.
+    windows (default :data:`CANDIDATES`) of a text, the trained cross-encoder decides with
+    ``thresholds`` (default: those fitted with the model, ``LocalThresholds()``).
 
     Also offers the ChatModel surface (``complete``, ``stream``, ``aclose``) so
     the model registry can hand it out; generating text raises ConfigError.
