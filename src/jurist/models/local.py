@@ -183,7 +183,7 @@ _load_count = 0
 # Sentence embeddings of the most recent texts and probabilities of the most recent
 # pairs: rubric items, checklist points and a session's windows come back call after call.
 CACHE_SIZE = 4096
-PAIR_CACHE_SIZE = 16384
+PAIR_CACHE_SIZE = 8192
 _cache: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _pair_cache: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
 
