@@ -170,7 +170,7 @@ class MiniLM:
 
     def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE, *,
                  word_embeddings: "np.ndarray | None" = None) -> None:
-        """``word_embeddings``: the (vocabulary, hidden) float32 table to use when the weights file
+        """``word_embeddings``: the (vocabulary, hidden) table to use when the weights file
         has none (the cross-encoder's: trained with them frozen, it shares the bi-encoder's);
         None reads them from the weights file, else from ``WEIGHTS_FILE`` beside it."""
         import numpy as np
@@ -200,14 +200,15 @@ class MiniLM:
         def ln(prefix: str) -> tuple["np.ndarray", "np.ndarray"]:
             return w(f"{prefix}.weight"), w(f"{prefix}.bias")
 
+        # the word embeddings stay as stored (float16): only the rows a batch looks up are widened
         word = "embeddings.word_embeddings.weight"
         if word in raw:
-            self.word = w(word)
+            self.word: np.ndarray = raw[word]
         elif word_embeddings is not None:
             self.word = word_embeddings
         else:
             with safe_open(str(model_dir / WEIGHTS_FILE), framework="numpy") as shared:
-                self.word = np.ascontiguousarray(shared.get_tensor(word), dtype=np.float32)
+                self.word = shared.get_tensor(word)
         self.position = w("embeddings.position_embeddings.weight")
         self.token_types = w("embeddings.token_type_embeddings.weight")
         self.token_type = self.token_types[0]  # a single text is all segment 0
@@ -309,7 +310,7 @@ class MiniLM:
 
         batch, seq = ids.shape
         h, d = self.heads, self.hidden // self.heads
-        x = self.word[ids] + self.position[:seq] + (self.token_type if types is None else self.token_types[types])
+        x = self.word[ids].astype(np.float32) + self.position[:seq] + (self.token_type if types is None else self.token_types[types])
         x = _layer_norm(x, self.embed_ln, self.eps).reshape(batch * seq, self.hidden)
         padded = np.arange(seq)[None, :] >= lengths[:, None]
         mask = np.where(padded, np.finfo(np.float32).min, np.float32(0))[:, None, None, :]
