@@ -349,6 +349,9 @@ async def test_one_call_is_one_batched_cross_encoder_pass(decisive: local.LocalJ
     assert seen == [3 * local.CANDIDATES]  # the bi-encoder kept 3 of 12 windows per statement
     again = await decisive.expresses(text, statements)
     assert again == checks and seen == [3 * local.CANDIDATES]  # the pairs are cached
+    # a text of two sentences is read whole, as the model was trained: one pair per statement
+    checks = await decisive.expresses("I was late today.  The bus broke down.", ["The bus broke down.", "I was late."])
+    assert seen[1:] == [2] and {c.evidence for c in checks} == {"I was late today. The bus broke down."}
 
 
 @pytest.mark.slow

@@ -5,9 +5,10 @@ questions (expresses, coverage, relevance, support) on the CPU with two models
 that ship inside jurist and run in numpy (no torch; tokenised by ``tokenizers``):
 
 * the all-MiniLM-L6-v2 sentence encoder (:mod:`jurist.models.minilm`) only
-  *preselects*: a text is cut into windows (:func:`~jurist.models.texts.text_windows`:
-  each sentence, each pair of adjacent sentences, the whole text when it has
-  more than two), and the ``candidates`` windows (default 3) closest to the
+  *preselects*: a text of one or two sentences is read whole; a longer one is
+  cut into windows (:func:`~jurist.models.texts.text_windows`: each sentence,
+  each pair of adjacent sentences, the whole text when it has more than two
+  and is short), and the ``candidates`` windows (default 3) closest to the
   statement or question part by cosine go on (each sentence is encoded once; a
   window of several sentences gets their word-weighted mean vector). A text
   with no more windows than that skips the encoder;
@@ -367,6 +368,14 @@ def _best(queries: list[str], groups: list[list[str]], k: int, head: str,
     return out
 
 
+def _windows(text: str) -> list[str]:
+    """The windows of ``text`` the cross-encoder may read: a text of one or two sentences
+    whole (as its training pairs were: a student's whole answer against the reference);
+    a longer one as :func:`~jurist.models.texts.text_windows` cuts it."""
+    sentences = split_sentences(text)
+    return [" ".join(sentences)] if 0 < len(sentences) <= 2 else text_windows(text) if sentences else []
+
+
 def _speaker_premise(window: str, statement: str) -> str:
     return SPEAKER_FRAME.format(window) if about_assistant(statement) else window
 
@@ -433,7 +442,7 @@ class LocalJudge:
         statements = list(statements)
         if not statements:
             return []
-        rows = await asyncio.to_thread(_best, statements, [text_windows(text)], self.candidates, "nli",
+        rows = await asyncio.to_thread(_best, statements, [_windows(text)], self.candidates, "nli",
                                        _speaker_premise)
         bests = [row[0] for row in rows]
         decided = self._decide("expresses", "the text expresses", statements, [b.probability for b in bests])
@@ -447,7 +456,7 @@ class LocalJudge:
         parts = split_question(question) if parts is None else list(parts)
         if not parts:
             return CoverageResult(covered=[], uncovered=[], confidence={}, judge_model=self.name)
-        rows = await asyncio.to_thread(_best, parts, [text_windows(answer)], self.candidates, "answers")
+        rows = await asyncio.to_thread(_best, parts, [_windows(answer)], self.candidates, "answers")
         decided = self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows])
         return CoverageResult(covered=[p for p, (yes, _) in zip(parts, decided) if yes],
                               uncovered=[p for p, (yes, _) in zip(parts, decided) if not yes],
@@ -460,7 +469,7 @@ class LocalJudge:
         passages = list(passages)
         if not passages:
             return []
-        rows = await asyncio.to_thread(_best, [query], [text_windows(p) for p in passages], self.candidates,
+        rows = await asyncio.to_thread(_best, [query], [_windows(p) for p in passages], self.candidates,
                                        "answers")
         return [RelevanceScore(passage=p, score=round(b.probability, 4), judge_model=self.name)
                 for p, b in zip(passages, rows[0])]
@@ -472,7 +481,7 @@ class LocalJudge:
         sentences = split_sentences(answer)
         if not sentences:
             return SupportResult(supported=[], unsupported=[], confidence={}, judge_model=self.name)
-        windows = [w for s in sources for w in text_windows(s)]
+        windows = [w for s in sources for w in _windows(s)]
         rows = await asyncio.to_thread(_best, sentences, [windows], self.candidates, "nli")
         decided = self._decide("expresses", "the sources support", sentences, [row[0].probability for row in rows])
         return SupportResult(supported=[s for s, (yes, _) in zip(sentences, decided) if yes],
