@@ -121,7 +121,7 @@ def test_too_few_labels_one_class_or_a_free_form_rubric_are_refused_by_name():
            f"{MIN_ITEMS}" in str(few.value)
     with pytest.raises(UsageError) as one:
         check_fit_labels({"apology": (ONE_ITEM, SCALE)}, _labels([True] * 25))
-    assert "every labelled session has the pass/fail pass" in str(one.value)
+    assert "the people label every session pass" in str(one.value)
     with pytest.raises(UsageError) as free:
         check_fit_labels({"tone": (FREE, SCALE)}, _labels([True, False] * 12, rubric="tone"))
     assert "rubric 'tone' is free-form" in str(free.value)

@@ -116,10 +116,9 @@ def fit_problem(rubric: Rubric, labels: Sequence[Label], scale: tuple[float, flo
         return (f"rubric {rubric.id!r} has {len(decided)} labelled sessions{tie}; fitting the offline judge's "
                 f"threshold needs at least {MIN_ITEMS}, else it fits noise: label more sessions")
     if len(set(decided)) < 2:
-        what = "pass/fail" if labels[0].is_pass_fail else "score"
         only = _category_name(decided[0], labels[0].is_pass_fail)
-        return (f"rubric {rubric.id!r}: every labelled session has the {what} {only}; fitting a threshold needs "
-                "sessions the people judged differently (label some that fall short, or some that do well)")
+        return (f"rubric {rubric.id!r}: the people label every session {only}; fitting a threshold needs sessions "
+                "they judged differently (label some that fall short, or some that do well)")
     return None
 
 
