@@ -189,3 +189,55 @@ def test_the_fit_is_stored_with_the_calibration_and_the_newest_fit_is_found(tmp_
     finally:
         asyncio.run(runtime.aclose())
         store.close()
+
+
+def test_the_rubric_judge_is_built_with_the_fitted_thresholds_and_says_so(tmp_path):
+    from pathlib import Path
+
+    from jurist.rubrics import load_rubrics
+    from jurist.rubrics.api import build_judge, evaluate_result
+    from jurist.rubrics.calibration import rubric_identities
+
+    support = Path(__file__).resolve().parents[2] / "examples" / "labels" / "support"
+    rubric_set = load_rubrics(support / "rubrics.json")
+    sessions = [support / "sessions" / f"t{n:02d}.jsonl" for n in (1, 2, 3, 4)]
+    store = Store(f"sqlite:///{tmp_path}/fit.db")
+    runtime = Runtime(store=store)
+
+    def fit_figure(expresses: float) -> dict:
+        return {"thresholds": {"expresses": expresses, "answers": 0.5}, "band": {"expresses": 0.0, "answers": 0.0},
+                "degenerate": None}
+
+    async def scores() -> list:
+        out = []
+        for s in sessions:
+            result = await evaluate_result(rubric_set, s, judge=LOCAL_JUDGE, runtime=runtime)
+            out.append(result.rubric_scores[0])
+        return out
+
+    try:
+        shipped = asyncio.run(scores())
+        assert all(s.local_thresholds is None for s in shipped)
+        rj = build_judge(runtime, judge=LOCAL_JUDGE)
+        judge = rubric_identities(rubric_set, rj)["apology"]
+        asyncio.run(rj.aclose())
+        # a fit that meets every item, then a newer one that meets none: each run is judged with the newest
+        for expresses, score in ((0.0, 5.0), (1.0, 1.0)):
+            row = store_calibration(store, judge, 0.5)
+            with store.engine.begin() as conn:
+                from sqlalchemy import update
+
+                from jurist.store.tables import calibrations
+                conn.execute(update(calibrations).where(calibrations.c.id == row)
+                             .values(figures={LOCAL_THRESHOLDS: fit_figure(expresses)}))
+            fitted = asyncio.run(scores())
+            assert [s.score for s in fitted] == [score] * len(sessions)
+            assert {s.local_thresholds for s in fitted} == {
+                f"thresholds fitted by calibration {row}: answers 0.5 (band ±0), expresses {expresses:g} (band ±0)"}
+            assert all(s.items and s.items[0].met is (score == 5.0) for s in fitted)
+        # another judge on the rubric is not touched: the fit is the offline judge's
+        other = _identity("openai/gpt-4o-mini")
+        assert asyncio.run(fitted_local_thresholds(runtime, [other])) == {}
+    finally:
+        asyncio.run(runtime.aclose())
+        store.close()

@@ -192,7 +192,8 @@ def test_fit_local_fits_stores_and_reports_the_offline_judges_threshold(tmp_path
     if fit["degenerate"] is None:
         assert (f"stored calibration {row.id}: judge local/minilm, template rubric_items_judge ({row.template_hash}), "
                 f"rubric 'apology', with the offline judge's fitted threshold {fit['thresholds']['expresses']:.4f} "
-                f"(band ±{fit['band']['expresses']:.3g})") in " ".join(r.stdout.split())
+                f"(band ±{fit['band']['expresses']:.3g}), which it judges this rubric with from now on") in \
+            " ".join(r.stdout.split())
 
 
 def test_fit_local_refuses_too_few_labels_one_class_or_another_judge_before_any_call(provider, tmp_path):

@@ -35,7 +35,7 @@ from jurist.errors import InputError, UsageError
 from jurist.ids import new_id
 from jurist.judges.calibration import LOCAL_JUDGE, LOCAL_THRESHOLDS, JudgeIdentity, StoreSource
 from jurist.rubrics.api import build_judge, load_template
-from jurist.rubrics.calibration import calibrated_identities
+from jurist.rubrics.calibration import calibrated_identities, use_fitted_thresholds
 from jurist.judges.outcome import OK
 from jurist.rubrics.judging import SCORED
 from jurist.rubrics.models import Rubric, RubricSet
@@ -203,6 +203,7 @@ async def judge_sessions(rubric_set: RubricSet, sessions: dict[str, ChatSession]
     rj = build_judge(runtime, judge=judge, template=loaded, cache=cache)
     try:
         judges = await calibrated_identities(rubric_set, rj)  # before any call
+        await use_fitted_thresholds(runtime, rubric_set, rj)  # the judge as it runs: with thresholds fitted before
     except BaseException:
         await rj.model.aclose()
         raise

@@ -127,7 +127,8 @@ def local_fit_table(r: "RubricCalibration", fit: "LocalFit") -> "Table":
         table.caption = escape(fit.degenerate)
     else:
         table.caption = escape("fitted on these sessions, so on new ones expect somewhat less; the figures above "
-                               "it are the judge as it ran (shipped thresholds, with the band)"
+                               "it are the judge as it ran (with the band, and the thresholds of an earlier fit "
+                               "where one was stored)"
                                + (f"; not judged: {', '.join(fit.unscored)}" if fit.unscored else ""))
     return table
 
@@ -137,7 +138,8 @@ def stored_line(r: "RubricCalibration", key: "JudgeIdentity") -> str:
             f"({key.template_hash}), rubric {r.rubric!r}")
     if r.local is not None and not r.local.degenerate:
         t = r.local.thresholds["expresses"]
-        line += f", with the offline judge's fitted threshold {t:.4f} (band ±{r.local.band.get('expresses', 0.0):.3g})"
+        line += (f", with the offline judge's fitted threshold {t:.4f} (band ±{r.local.band.get('expresses', 0.0):.3g}), "
+                 "which it judges this rubric with from now on")
     return line
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shlex
 
-from jurist.judges.calibration import (LABELS_PLACEHOLDER, CalibrationRequirement, JudgeIdentity, JudgeUse,
-                                       StoreSource, calibrated_identity, identity_of, require_calibrated, text_hash)
+from jurist.judges.calibration import (LABELS_PLACEHOLDER, LOCAL_JUDGE, CalibrationRequirement, JudgeIdentity,
+                                       JudgeSource, JudgeUse, calibrated_identity, fitted_local_judges, identity_of,
+                                       require_calibrated, routed_identities, text_hash)
 from jurist.judges.templates import PromptTemplate
 from jurist.rubrics.judging import RubricJudge
 from jurist.rubrics.models import Rubric, RubricSet
@@ -61,11 +62,30 @@ def rubric_uses(rubric_set: RubricSet, judge: RubricJudge, template: PromptTempl
             if (req := rubric_set.requirement_for(r)) is not None]
 
 
-async def require_rubric_calibrations(source: StoreSource, rubric_set: RubricSet, judge: RubricJudge,
+async def require_rubric_calibrations(source: JudgeSource, rubric_set: RubricSet, judge: RubricJudge,
                                       template: PromptTemplate) -> None:
-    """Raise :class:`~jurist.errors.CalibrationRequired` when a rubric that requires a calibration
-    has none of this judge good enough (nothing is looked up when none requires one)."""
+    """Before a run's first judge call: raise :class:`~jurist.errors.CalibrationRequired` when a rubric
+    that requires a calibration has none of this judge good enough (nothing is looked up when none
+    requires one), then give the offline judge of each rubric the thresholds a calibration fitted
+    for it (:func:`use_fitted_thresholds`)."""
     await require_calibrated(source, rubric_uses(rubric_set, judge, template))
+    await use_fitted_thresholds(source, rubric_set, judge)
+
+
+async def use_fitted_thresholds(source: JudgeSource, rubric_set: RubricSet, judge: RubricJudge) -> None:
+    """Judge each item-based rubric whose offline judge (``local/minilm``) has thresholds fitted on
+    labels (``jurist calibrate --fit-local``) with those (the newest stored fit of the judge's
+    model, template text and rubric); the other rubrics keep the judge they have."""
+    if judge.model.name != LOCAL_JUDGE:
+        return
+    identities: dict[str, JudgeIdentity] = {}
+    for r in rubric_set.rubrics:
+        if r.item_based:
+            found = await routed_identities(judge.judge_for(r), r.id, rubric_hash(r, rubric_set.scale_of(r)))
+            if len(found) == 1:  # an A/B test of the template mixes two texts: no fit holds for both
+                identities[r.id] = found[0]
+    for rubric_id, (model, fitted) in (await fitted_local_judges(source, identities)).items():
+        judge.use_fitted(rubric_id, model, fitted)
 
 
 def with_bar(rubric_set: RubricSet, min_kappa: float | None) -> RubricSet:

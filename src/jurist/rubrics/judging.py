@@ -43,6 +43,7 @@ from pydantic import JsonValue
 
 from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_items, parse_score
 from jurist.judges.templates import PromptSource
+from jurist.judges.calibration import FittedLocalThresholds
 from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.judges.prompting import Quoted, join, quote, quote_all
@@ -239,6 +240,9 @@ class RubricJudge:
 
         self._free, self._items = judges(model)
         self._seeing = judges(visual) if visual is not None else None
+        self._judges = judges
+        # rubric id -> its items judge on the offline judge built with thresholds fitted on labels, and those
+        self._fitted: dict[str, tuple[Judge, FittedLocalThresholds]] = {}
         self._regex = RegexRunner()  # regex checks match in a worker process, stopped when too slow
 
     def judge_model(self, session: ChatSession) -> str:
@@ -249,6 +253,8 @@ class RubricJudge:
         """Close the judge's models (the visual one too) and the regex checks' worker."""
         await asyncio.to_thread(self._regex.close)
         await self.model.aclose()
+        for judge, _ in self._fitted.values():
+            await judge.model.aclose()
         if self.visual is not None and self.visual is not self.model:
             await self.visual.aclose()
 
@@ -259,7 +265,15 @@ class RubricJudge:
     def judge_for(self, rubric: Rubric) -> Judge:
         """The judge (model and template) that scores ``rubric``: the items judge for an
         item-based rubric, else the free-form one."""
-        return self._items if rubric.item_based else self._free
+        if rubric.item_based:
+            fitted = self._fitted.get(rubric.id)
+            return fitted[0] if fitted is not None else self._items
+        return self._free
+
+    def use_fitted(self, rubric_id: str, model: Model, fitted: FittedLocalThresholds) -> None:
+        """Judge the items of ``rubric_id`` on ``model``: the offline judge built with the thresholds
+        a calibration fitted for this judge and rubric (each such score says so)."""
+        self._fitted[rubric_id] = (self._judges(model)[1], fitted)
 
     async def score(self, rubric: Rubric, scale: tuple[float, float], session: ChatSession,
                     formatted: FormattedSession, *, trace_id: str, timeout: float,
@@ -271,7 +285,8 @@ class RubricJudge:
             return await self._checked(rubric, check, scale, session, timeout)
         lo, hi = scale
         sent: tuple[Image, ...] = ()
-        free, items = self._free, self._items
+        free, items = self._free, self.judge_for(rubric) if rubric.item_based else self._items
+        fitted = self._fitted.get(rubric.id) if rubric.item_based else None
         if session.images and self._seeing is not None:  # a vision model is sent the images
             (free, items), sent = self._seeing, session.images
         in_template = "expected" in (items if rubric.item_based else free).template.placeholders
@@ -321,6 +336,8 @@ class RubricJudge:
                     images=sent, route_key=session.session_id,
                 )
         given: dict[str, Any] = {}  # the optional fields result.json writes only when they apply
+        if fitted is not None and items is fitted[0]:
+            given["local_thresholds"] = fitted[1].describe()
         if verdict.cached:
             given["cached"] = True
         if self.score_mode != PLAIN:

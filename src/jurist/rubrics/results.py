@@ -82,7 +82,8 @@ class RubricScore(_FileModel):
     ``template_hash`` and ``call_ids`` (the judge's calls) are kept in memory for the
     store's score row; the file does not carry them."""
 
-    _optional = frozenset({"cached", "items", "score_mode", "weighted_score", "logprobs_unavailable"})
+    _optional = frozenset({"cached", "items", "score_mode", "weighted_score", "logprobs_unavailable",
+                           "local_thresholds"})
 
     rubric_id: str
     rubric_name: str
@@ -99,6 +100,7 @@ class RubricScore(_FileModel):
     score_mode: str | None = None
     weighted_score: float | None = None
     logprobs_unavailable: str | None = None
+    local_thresholds: str | None = None  # the offline judge's thresholds fitted by a calibration, when it used them
     template_hash: str | None = Field(None, exclude=True)
     call_ids: list[str] = Field(default_factory=list, exclude=True)
 
