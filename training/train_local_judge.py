@@ -35,7 +35,8 @@ from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, read_con
 
 MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
 MAX_SEQ = 128
-BAND_ABSTAIN = 0.10  # the band holds at most this share of development decisions
+BAND_ABSTAIN = 0.10
+QA_NEGATIVES = 2000  # the band holds at most this share of development decisions
 
 
 def tokenizer() -> Tokenizer:
@@ -75,11 +76,13 @@ def tensors(enc: list[tuple[list[int], list[int]]], idx: list[int]) -> tuple[tor
 
 
 def sample_training(pairs: list[judge_data.Pair], n: int, rng: random.Random) -> list[judge_data.Pair]:
-    """``n`` training pairs: short-answer grading and answers-the-question pairs are kept whole
-    (the positives of the latter twice: they are one in fourteen); NLI fills the rest."""
+    """``n`` training pairs: every short-answer grading pair, every answers-the-question positive
+    twice and QA_NEGATIVES of its negatives (positives are one in fourteen); NLI fills the rest."""
     task_pairs = [p for p in pairs if p.source.startswith("sag_")]
-    qa = [p for p in pairs if p.task == "answers"]
-    task_pairs += qa + [p for p in qa if p.label == 1]
+    positives = [p for p in pairs if p.task == "answers" and p.label == 1]
+    negatives = [p for p in pairs if p.task == "answers" and p.label == 0]
+    rng.shuffle(negatives)
+    task_pairs += positives * 2 + negatives[:QA_NEGATIVES]
     nli = [p for p in pairs if p.task == "nli" and not p.source.startswith("sag_")]
     rng.shuffle(nli)
     chosen = task_pairs + nli[:max(0, n - len(task_pairs))]
@@ -162,7 +165,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", type=int, default=24000, help="training pairs seen (sampled once, fixed seed)")
+    ap.add_argument("--examples", type=int, default=20000, help="training pairs seen (sampled once, fixed seed)")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=6e-5)
