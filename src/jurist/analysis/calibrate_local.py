@@ -35,7 +35,7 @@ from jurist.analysis.labels import Label
 from jurist.errors import Unsupported, UsageError
 from jurist.ids import new_id
 from jurist.judges.calibration import FittedLocalThresholds
-from jurist.rubrics.judging import _items_question, item_score
+from jurist.rubrics.judging import items_question, item_score
 from jurist.rubrics.models import Rubric
 from jurist.rubrics.scoring import PASS_PERCENTAGE
 from jurist.rubrics.sessions import ChatSession
@@ -81,7 +81,7 @@ async def item_probabilities(rubrics: Sequence[Rubric], chats: Mapping[str, Chat
         out: dict[str, dict[str, float] | None] = {}
         for rubric in rubrics:
             try:
-                replies: Any = await _items_question(rubric, chat).ask(calls)
+                replies: Any = await items_question(rubric, chat).ask(calls)
             except Unsupported:
                 out[rubric.id] = None
                 continue

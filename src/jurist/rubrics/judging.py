@@ -144,7 +144,7 @@ def reference_sentences(expected: str) -> list[str]:
     return sentences
 
 
-def _items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict[str, ItemReply]]:
+def items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict[str, ItemReply]]:
     """The items as a meaning question: does the assistant's text express each item? An item that
     uses ``{expected}`` asks instead whether it expresses every sentence of an expected answer
     (any one of them)."""
@@ -317,7 +317,7 @@ class RubricJudge:
                 ids = [i.id for i in rubric.items or []]
                 verdict: Verdict[dict[str, ItemReply]] | Verdict[ScoreReply] = await items.verdict(
                     variables, lambda text: parse_items(text, ids), trace_id=trace_id, timeout=timeout,
-                    meaning=_items_question(rubric, session), schema=items_schema(ids), sample=sample,
+                    meaning=items_question(rubric, session), schema=items_schema(ids), sample=sample,
                     images=sent, route_key=session.session_id,
                 )
             else:
