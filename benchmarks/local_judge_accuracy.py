@@ -414,8 +414,11 @@ def nli(cross: Any, quick: bool, rep: Report) -> None:
               f"  (majority class of the development split: {fig['majority_class_accuracy']:.3f})")
         print("  recall by label: " + ", ".join(f"{k} {v:.3f}" for k, v in fig["per_label_recall"].items()))
         e = fig["expresses"]
-        print(f"  as expresses (entailment vs not, threshold {t:.3f}): accuracy {e['accuracy']:.3f}; contradictions "
-              f"rejected {fig['contradictions_rejected']:.1%}, entailments rejected {fig['entailments_rejected']:.1%}")
+        cr, er = fig["contradictions_rejected"], fig["entailments_rejected"]
+        print(f"  as expresses (entailment vs not, threshold {t:.3f}): accuracy {e['accuracy']:.3f}")
+        print(f"  rejected: contradictions "
+              f"{rep.target(f'{name} contradictions rejected', cr, f'>= {CONTRADICTIONS_REJECTED_MIN:.0%}', cr >= CONTRADICTIONS_REJECTED_MIN, '{:.1%}')}"
+              f"; entailments {rep.target(f'{name} entailments rejected', er, f'<= {CORRECT_REJECTED_MAX:.0%}', er <= CORRECT_REJECTED_MAX, '{:.1%}')}")
         print(f"  batched cross-encoder: {fig['pairs_per_s_batched']:.0f} pairs/s")
     rep.figures["nli"] = out
 
