@@ -134,12 +134,15 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
     return ties[len(ties) // 2]
 
 
-def ranking_metrics(scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str]) -> tuple[float, float, int]:
+def ranking_metrics(scores: Sequence[float], labels: Sequence[bool], groups: Sequence[str],
+                    seed: int = SEED) -> tuple[float, float, int]:
     """(MAP, MRR, questions counted) over the groups with at least one positive, each ranked by
-    score (ties in the order given)."""
-    by_group: dict[str, list[tuple[float, bool, int]]] = defaultdict(list)
-    for i, (s, y, g) in enumerate(zip(scores, labels, groups)):
-        by_group[g].append((s, y, i))
+    score. Equal scores are put in a seeded random order: the data files list a question's
+    correct sentences first, so keeping the given order would favour a scorer with ties."""
+    tiebreak = random.Random(seed)
+    by_group: dict[str, list[tuple[float, bool, float]]] = defaultdict(list)
+    for s, y, g in zip(scores, labels, groups):
+        by_group[g].append((s, y, tiebreak.random()))
     aps, rrs = [], []
     for rows in by_group.values():
         if not any(y for _, y, _ in rows):

@@ -59,6 +59,16 @@ def test_map_and_mrr_drop_questions_without_a_correct_sentence(bench: ModuleType
         bench.ranking_metrics([0.1], [False], ["a"])
 
 
+def test_ties_are_not_broken_in_favour_of_the_order_given(bench: ModuleType) -> None:
+    # the data files list the correct sentences first; a scorer that gives every sentence
+    # the same score must not get a perfect ranking from that order
+    groups = [f"q{i}" for i in range(30) for _ in range(10)]
+    labels = [j == 0 for _ in range(30) for j in range(10)]
+    mean_ap, mrr, _ = bench.ranking_metrics([0.5] * 300, labels, groups)
+    assert mean_ap < 0.6 and mrr < 0.6
+    assert bench.ranking_metrics([0.5] * 300, labels, groups) == (mean_ap, mrr, 30)  # seeded: the same each run
+
+
 def test_ece_weighs_each_bins_gap_by_its_share(bench: ModuleType) -> None:
     # bin [0.9, 1.0]: confidence 0.95, accuracy 0.5; bin [0.5, 0.6): confidence 0.55, accuracy 1.0
     assert bench.ece([0.95, 0.95, 0.55, 0.55], [True, False, True, True]) == pytest.approx(0.45)
