@@ -254,7 +254,7 @@ class Report:
     targets: list[dict[str, Any]] = field(default_factory=list)
 
     def target(self, what: str, value: float, goal: str, met: bool, fmt: str = "{:.3f}") -> str:
-        self.targets.append({"what": what, "value": value, "target": goal, "met": met})
+        self.targets.append({"what": what, "value": value, "shown": fmt.format(value), "target": goal, "met": met})
         return f"{fmt.format(value)} (target {goal}: {'MET' if met else 'MISSED'})"
 
 
@@ -774,8 +774,7 @@ async def main(quick: bool, json_path: Path | None, only: Sequence[str] = SECTIO
     section("Targets")
     met = sum(t["met"] for t in rep.targets)
     for t in rep.targets:
-        value = t["value"] if isinstance(t["value"], str) else f"{t['value']:.3f}"
-        print(f"  {'MET   ' if t['met'] else 'MISSED'} {t['what']}: {value} (target {t['target']})")
+        print(f"  {'MET   ' if t['met'] else 'MISSED'} {t['what']}: {t.get('shown', t['value'])} (target {t['target']})")
     print(f"{met} of {len(rep.targets)} targets met")
     if json_path is not None:
         json_path.write_text(json.dumps({"figures": rep.figures, "targets": rep.targets}, indent=1, default=float) + "\n")
