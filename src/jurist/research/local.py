@@ -14,7 +14,7 @@ meaning-matching can judge, as one role ``local_judge``:
 
 The other dimensions stay unscored; the overall is the weighted mean of the
 scored ones, weights renormalised (the record says so). The query's parts come
-from :func:`~jurist.models.local.split_question`. :class:`LocalPlanCritic`
+from :func:`~jurist.models.texts.split_question`. :class:`LocalPlanCritic`
 turns uncovered parts into specific issues, so the plan loop runs offline.
 """
 
@@ -28,9 +28,9 @@ from pydantic import JsonValue
 
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
 from jurist.models.base import MeaningJudge
-from jurist.models.local import split_question
 from jurist.models.limiter import Limiter
 from jurist.models.model import CallSink, MeaningBackend, Model
+from jurist.models.texts import split_question
 from jurist.research import stages as st
 from jurist.research.config import ResearchConfig
 from jurist.research.failsafe import describe
