@@ -149,3 +149,25 @@ def development_pairs() -> list[Pair]:
     for corpus in SAG_CORPORA:
         dev += sag(corpus, "dev")
     return dev + qa("trecqa_dev")
+
+
+OWN_PAIRS = ROOT / "tests" / "data"
+
+
+def own_halves(name: str) -> tuple[list[dict], list[dict]]:
+    """(calibration, held-out) halves of one of the project's own hand-written pair files in
+    tests/data (``local_judge_pairs.jsonl``: text, statement; ``local_judge_coverage.jsonl``:
+    question, answer), stratified by kind, by each pair's SHA-256. The calibration half is a
+    development split; the benchmark measures the held-out half only."""
+    rows = [json.loads(line) for line in (OWN_PAIRS / name).read_text().splitlines() if line.strip()]
+    by_kind: dict[str, list[dict]] = {}
+    for r in rows:
+        by_kind.setdefault(r["kind"], []).append(r)
+    cal: list[dict] = []
+    held: list[dict] = []
+    for kind in sorted(by_kind):
+        ordered = sorted(by_kind[kind], key=lambda r: hashlib.sha256(
+            "\x1f".join(str(v) for k, v in sorted(r.items()) if k not in ("label", "kind")).encode()).hexdigest())
+        for i, r in enumerate(ordered):
+            (cal if i % 2 == 0 else held).append(r)
+    return cal, held

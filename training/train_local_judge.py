@@ -32,10 +32,10 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
 from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, read_config  # noqa: E402
+from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, softmax  # noqa: E402
 
 MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
 MAX_SEQ = 128
-BAND_ABSTAIN = 0.10
 QA_NEGATIVES = 2000  # the band holds at most this share of development decisions
 
 
@@ -103,64 +103,6 @@ def predict(model: CrossEncoder, enc: list[tuple[list[int], list[int]]], size: i
         nli_out[idx] = nli.float().numpy()
         ans_out[idx] = ans.float().numpy()
     return nli_out, ans_out
-
-
-def fit_temperature(logits: np.ndarray, labels: np.ndarray, binary: bool) -> float:
-    """The temperature minimising the development pairs' negative log-likelihood."""
-    best, best_t = math.inf, 1.0
-    for t in np.exp(np.linspace(math.log(0.25), math.log(8.0), 400)):
-        if binary:
-            z = logits / t
-            nll = float(np.mean(np.logaddexp(0, -z) * labels + np.logaddexp(0, z) * (1 - labels)))
-        else:
-            z = logits / t
-            z = z - z.max(axis=1, keepdims=True)
-            logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-            nll = float(-np.mean(logp[np.arange(len(labels)), labels]))
-        if nll < best:
-            best, best_t = nll, float(t)
-    return best_t
-
-
-def macro_f1(y: np.ndarray, yes: np.ndarray) -> float:
-    scores = []
-    for cls in (True, False):
-        tp = float(np.sum((yes == cls) & (y == cls)))
-        fp = float(np.sum((yes == cls) & (y != cls)))
-        fn = float(np.sum((yes != cls) & (y == cls)))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return sum(scores) / 2
-
-
-def fit_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    grid = np.round(np.arange(0.05, 0.951, 0.01), 2)
-    f1s = [macro_f1(y, p >= t) for t in grid]
-    i = int(np.argmax(f1s))
-    return float(grid[i]), float(f1s[i])
-
-
-def ece(p_yes: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
-    """Expected calibration error of the decisions (confidence = probability of the side chosen)."""
-    conf = np.where(p_yes >= 0.5, p_yes, 1 - p_yes)
-    right = (p_yes >= 0.5) == y
-    total = 0.0
-    for b in range(bins):
-        lo, hi = 0.5 + b * 0.05, 0.5 + (b + 1) * 0.05
-        m = (conf >= lo) & ((conf < hi) if b < bins - 1 else (conf <= hi))
-        if m.any():
-            total += m.mean() * abs(float(right[m].mean()) - float(conf[m].mean()))
-    return total
-
-
-def band_for(p: np.ndarray, threshold: float) -> float:
-    """Half-width of the band around the threshold that holds BAND_ABSTAIN of the decisions."""
-    return round(float(np.quantile(np.abs(p - threshold), BAND_ABSTAIN)), 3)
-
-
-def softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def main() -> None:
