@@ -38,7 +38,9 @@ the development splits (``judge.json``). Nothing here is fitted on a test split.
 * The README's pairwise example (``examples/pairwise``): the Bradley-Terry
   ranking of thorough, brief and offtopic.
 * The project's own hand-written pairs (tests/data/local_judge_pairs.jsonl,
-  local_judge_coverage.jsonl), measured in full with the shipped thresholds.
+  local_judge_coverage.jsonl): the held-out half of each (``judge_data.own_halves``;
+  the calibration half of the coverage pairs is where the ``answers`` threshold
+  was fitted).
 
 Each figure is printed with its target, MET or MISSED.
 """
@@ -694,41 +696,45 @@ async def pairwise(rep: Report) -> None:
 
 
 async def project_pairs(judge: LocalJudge, rep: Report) -> None:
-    section("The project's own pairs (tests/data/, written by hand; not trained on; every pair, shipped thresholds)")
+    section("The project's own pairs (tests/data/, written by hand, not trained on): the held-out half of each file "
+            "(judge_data.own_halves; the calibration half is a development split)")
     threshold = judge_record().thresholds["expresses"]
     out: dict[str, Any] = {}
-    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "local_judge_pairs.jsonl").read_text().splitlines()
-            if line.strip()]
+    _, rows = judge_data.own_halves("local_judge_pairs.jsonl")
     decisions = [await ask_expresses(judge, r["text"], r["statement"]) for r in rows]
     labels = [bool(r["label"]) for r in rows]
     said = [d.said_yes(threshold) for d in decisions]
     fig: dict[str, Any] = {"pairs": len(rows), "f1": f1(said, labels), "macro_f1": macro_f1(said, labels),
-           "accuracy": accuracy(said, labels), "uncertain_share": sum(d.uncertain for d in decisions) / len(rows),
-           "by_kind": {}}
+                           "accuracy": accuracy(said, labels),
+                           "uncertain_share": sum(d.uncertain for d in decisions) / len(rows), "by_kind": {}}
     for kind in sorted({r["kind"] for r in rows}):
         idx = [i for i, r in enumerate(rows) if r["kind"] == kind]
         fig["by_kind"][kind] = {"n": len(idx), "accuracy": accuracy([said[i] for i in idx], [labels[i] for i in idx]),
                                 "uncertain": sum(decisions[i].uncertain for i in idx)}
     out["expresses"] = fig
-    print(f"expresses, local_judge_pairs.jsonl: {len(rows)} pairs: F1 {fig['f1']:.3f}  macro-F1 {fig['macro_f1']:.3f}  "
-          f"accuracy {fig['accuracy']:.3f}  uncertain {fig['uncertain_share']:.1%}")
+    print(f"expresses, local_judge_pairs.jsonl, held-out half: {len(rows)} pairs: F1 {fig['f1']:.3f}  "
+          f"macro-F1 {fig['macro_f1']:.3f}  accuracy {fig['accuracy']:.3f}  uncertain {fig['uncertain_share']:.1%} "
+          "(decided at the threshold)")
     print("  accuracy by kind: " + ", ".join(f"{k} {v['accuracy']:.3f} (n={v['n']})" for k, v in fig["by_kind"].items()))
 
-    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "local_judge_coverage.jsonl").read_text().splitlines()
-            if line.strip()]
-    covered, failed = [], 0
+    answers_t = judge_record().thresholds["answers"]
+    _, rows = judge_data.own_halves("local_judge_coverage.jsonl")
+    decisions = []
     for r in rows:
         try:
             result = await judge.coverage(r["question"], r["answer"], parts=[r["question"]])
-            covered.append(bool(result.covered))
-        except Uncertain:
-            failed += 1
-            covered.append(False)
+            conf = result.confidence[r["question"]]
+            decisions.append(Decision(conf if r["question"] in result.covered else 1.0 - conf, False))
+        except Uncertain as exc:
+            decisions.append(Decision(exc.probability, True))
     labels = [bool(r["label"]) for r in rows]
-    cov = {"pairs": len(rows), "f1": f1(covered, labels), "accuracy": accuracy(covered, labels), "uncertain": failed}
+    covered = [d.said_yes(answers_t) for d in decisions]
+    cov = {"pairs": len(rows), "f1": f1(covered, labels), "macro_f1": macro_f1(covered, labels),
+           "accuracy": accuracy(covered, labels), "uncertain": sum(d.uncertain for d in decisions)}
     out["coverage"] = cov
-    print(f"coverage, local_judge_coverage.jsonl: {len(rows)} pairs: F1 {cov['f1']:.3f}  accuracy {cov['accuracy']:.3f}  "
-          f"uncertain {failed} (counted as not covered)")
+    print(f"coverage, local_judge_coverage.jsonl, held-out half: {len(rows)} pairs: F1 {cov['f1']:.3f}  "
+          f"macro-F1 {cov['macro_f1']:.3f}  accuracy {cov['accuracy']:.3f}  uncertain {cov['uncertain']} "
+          f"(decided at the threshold {answers_t:.3f}, which was fitted on the calibration half)")
     rep.figures["project_pairs"] = out
 
 
