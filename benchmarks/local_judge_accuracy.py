@@ -42,7 +42,7 @@ the development splits (``judge.json``). Nothing here is fitted on a test split.
   the calibration half of the coverage pairs is where the ``answers`` threshold
   was fitted).
 
-Each figure is printed with its target, MET or MISSED.
+Each figure the targets name is printed with its target, MET or MISSED, and listed again at the end.
 """
 
 from __future__ import annotations
