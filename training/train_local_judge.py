@@ -1,7 +1,8 @@
 """Train the cross-encoder of the ``local/minilm`` judge and export it for jurist's numpy runtime.
 
     python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
-    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 CPU cores)
+    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 CPU cores, ~35 min)
+    .venv/bin/python training/fit_coverage_threshold.py              # then the answers threshold, where it is used
     .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
@@ -107,7 +108,7 @@ def predict(model: CrossEncoder, enc: list[tuple[list[int], list[int]]], size: i
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", type=int, default=20000, help="training pairs seen (sampled once, fixed seed)")
+    ap.add_argument("--examples", type=int, default=40000, help="training pairs seen (sampled once, fixed seed)")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=6e-5)
