@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-BAND_ABSTAIN = 0.10  # a band holds at most this share of the development decisions
+BAND_ABSTAIN = 0.05  # a band holds at most this share of the development decisions
 
 
 def fit_temperature(logits: np.ndarray, labels: np.ndarray, binary: bool) -> float:

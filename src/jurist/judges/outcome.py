@@ -19,6 +19,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Final, Generic, Literal, TypeVar
 
+from jurist.errors import Uncertain
 from jurist.models.model import time_limit
 
 T = TypeVar("T")
@@ -80,10 +81,13 @@ class Outcome(Generic[T]):
 
 
 def describe(exc: BaseException) -> str:
-    """A one-line reason for a record: ``ErrorType: first line of the message``."""
+    """A one-line reason for a record: ``ErrorType: first line of the message`` (an undecided
+    judge's own ``uncertain: ...`` as it is)."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc).strip():
         return "timed out"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, Uncertain) and text:
+        return text  # already reads "uncertain: ..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
