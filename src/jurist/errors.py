@@ -192,6 +192,10 @@ class EvaluationUnavailable(EvaluationError):
     """The evaluator produced no scores (for a panel: no role survived)."""
 
 
+#: How the reason of an undecided verdict starts (an :class:`Uncertain` message, as records keep it).
+UNDECIDED = "uncertain:"
+
+
 class Uncertain(EvaluationError):
     """The judge cannot decide and does not guess: the calibrated probability of a decision lies
     within ``band`` of its threshold. The message starts ``uncertain:`` and names what was asked

@@ -9,6 +9,7 @@ import typer
 
 from jurist.cli.common import (ConfigOpt, DbOpt, LOCAL_JUDGE, console, handle_errors, load_settings,
                                require_local_judge, waiting)
+from jurist.errors import UNDECIDED
 
 
 def register(app: typer.Typer) -> None:
@@ -87,4 +88,7 @@ def register(app: typer.Typer) -> None:
             "then open [bold]http://127.0.0.1:8000/evaluation[/]",
             title="jurist demo: dashboard",
         ))
-        raise typer.Exit(max(report.exit_code, research_code, checklist_code, gate_code))
+        # The offline judge's "uncertain" is a verdict the demo shows (it says why), not a fault of the run.
+        undecided = sum(n for reason, n in report.failure_reasons.items() if reason.startswith(UNDECIDED))
+        rubric_code = 0 if report.exit_code == 1 and undecided == report.evaluations_failed else report.exit_code
+        raise typer.Exit(max(rubric_code, research_code, checklist_code, gate_code))

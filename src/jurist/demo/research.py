@@ -24,6 +24,7 @@ from rich.table import Table
 
 from jurist.config import Settings
 from jurist.demo import examples_dir
+from jurist.errors import UNDECIDED
 from jurist.models.registry import LOCAL_JUDGE
 from jurist.research.config import ResearchConfig, load_research_config
 from jurist.research.evaluation import ResearchEvaluation
@@ -200,4 +201,5 @@ async def run_research_demo(console: Console, settings: Settings, output_dir: Pa
     folder = write_export(rec.to_json(), Path(output_dir) / "evaluations")
     console.print(escape(f"\nrecord {rec.log_id} saved in {settings.database} (kind 'research'); exported to "
                          f"{folder} (again with `jurist export {rec.log_id}`)"), highlight=False)
-    return 1 if rec.evaluation_skipped else 0
+    # a stage the offline judge could not decide is shown as such (the reason says "uncertain: ..."), not a fault
+    return 1 if rec.evaluation_skipped and UNDECIDED not in (rec.skip_reason or "") else 0
