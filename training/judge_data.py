@@ -17,8 +17,9 @@ The splits are fixed before training and never change with a run:
   SHA-256 decides (test 25 %, development 15 %, training 60 %). The student answer is
   the premise, the reference answer the hypothesis: correct -> entailment,
   contradictory -> contradiction, incorrect -> neutral.
-* Answers the question: TREC-QA train (training), dev (development), test (held out);
-  WikiQA test (research-only licence: evaluation only).
+* Answers the question: made from short-answer grading (:func:`sag_answers`: an answer to its
+  own question, or to another); TREC-QA test and WikiQA test are held out and evaluation only
+  (TREC-QA's licence is unclear, WikiQA's research-only: neither trains the shipped model).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("JURIST_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -60,7 +61,7 @@ class Pair:
 NLI_INDEX = {"entailment": 0, "neutral": 1, "contradiction": 2}
 
 
-def _rows(name: str) -> Iterator[dict]:
+def _rows(name: str) -> Iterator[dict[str, Any]]:
     path = DATA_DIR / name
     if not path.is_file():
         raise SystemExit(f"{path} is missing: the training data lives in ../shared/data next to the "
@@ -135,12 +136,35 @@ def qa(name: str) -> list[Pair]:
                  r["question_id"]) for r in _rows(f"qa/{name}.jsonl.gz")]
 
 
+def sag_answers(split: str) -> list[Pair]:
+    """Answers-the-question pairs made from short-answer grading (its licence allows any use; the
+    answer-selection sets' do not: TREC-QA's is unclear, WikiQA's research-only, so they are
+    evaluation only): each student answer of the split, right or wrong, addresses its own question
+    (label 1); paired with the question of another answer of the same corpus and split, it does
+    not (label 0). One of each per answer, the other answer chosen with a fixed seed."""
+    out: list[Pair] = []
+    for corpus in SAG_CORPORA:
+        rows = [r for r in _rows(f"sag/semeval2013_{corpus}_train.jsonl.gz")
+                if sag_split(r["question_id"]) == split and r["student_answer"].strip()]
+        rng = random.Random(f"{SEED}-{corpus}-{split}")
+        for r in rows:
+            other = rng.choice(rows)
+            while other["question_id"] == r["question_id"]:
+                other = rng.choice(rows)
+            out.append(Pair(r["question"].strip(), r["student_answer"].strip(), "answers", 1, f"sag_answers_{corpus}",
+                            r["question_id"]))
+            out.append(Pair(other["question"].strip(), r["student_answer"].strip(), "answers", 0,
+                            f"sag_answers_{corpus}", other["question_id"]))
+    return out
+
+
 def training_pairs() -> list[Pair]:
-    """Everything the shipped model may learn from (licences allow any use)."""
+    """Everything the shipped model may learn from (licences allow any use: SNLI, MultiNLI, the
+    counterfactual SNLI set and SemEval-2013; never SICK, WikiQA or TREC-QA)."""
     train, _ = nli_pool()
     for corpus in SAG_CORPORA:
         train += sag(corpus, "train", all_references=True)
-    return train + qa("trecqa_train")
+    return train + sag_answers("train")
 
 
 def development_pairs() -> list[Pair]:
@@ -148,23 +172,23 @@ def development_pairs() -> list[Pair]:
     _, dev = nli_pool()
     for corpus in SAG_CORPORA:
         dev += sag(corpus, "dev")
-    return dev + qa("trecqa_dev")
+    return dev + sag_answers("dev")
 
 
 OWN_PAIRS = ROOT / "tests" / "data"
 
 
-def own_halves(name: str) -> tuple[list[dict], list[dict]]:
+def own_halves(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(calibration, held-out) halves of one of the project's own hand-written pair files in
     tests/data (``local_judge_pairs.jsonl``: text, statement; ``local_judge_coverage.jsonl``:
     question, answer), stratified by kind, by each pair's SHA-256. The calibration half is a
     development split; the benchmark measures the held-out half only."""
     rows = [json.loads(line) for line in (OWN_PAIRS / name).read_text().splitlines() if line.strip()]
-    by_kind: dict[str, list[dict]] = {}
+    by_kind: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_kind.setdefault(r["kind"], []).append(r)
-    cal: list[dict] = []
-    held: list[dict] = []
+    cal: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
     for kind in sorted(by_kind):
         ordered = sorted(by_kind[kind], key=lambda r: hashlib.sha256(
             "\x1f".join(str(v) for k, v in sorted(r.items()) if k not in ("label", "kind")).encode()).hexdigest())
