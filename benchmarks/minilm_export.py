@@ -19,7 +19,7 @@ tests/data/local_judge_pairs.jsonl and tests/data/local_judge_coverage.jsonl;
 sentence-transformers encodes it on the CPU with ``normalize_embeddings=True``
 (its pipeline for this model: Transformer, mean pooling, normalisation). The
 first ``TOKEN_TEXTS`` texts also keep their token embeddings and word-pieces,
-for the token-level checks of ``jurist.models.local``. Vectors are stored as
+which the tests compare token by token. Vectors are stored as
 float16 (a rounding of under 1e-6 in cosine) with the texts themselves and their
 sha256, so the reference stays a fixed set when pairs are added to the data
 files (``--check`` compares on the files as they are now). Nothing is
