@@ -1,8 +1,7 @@
 """Train the cross-encoder of the ``local/minilm`` judge and export it for jurist's numpy runtime.
 
     python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
-    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 CPU cores, ~35 min)
-    .venv/bin/python training/fit_coverage_threshold.py              # then the answers threshold, where it is used
+    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 idle CPU cores: about 10 minutes)
     .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``

@@ -66,7 +66,8 @@ def test_evaluate_shows_a_spinner_on_a_terminal(tmp_path: Path) -> None:
     env = {"JURIST_HOME": str(tmp_path / ".jurist"), "TTY_COMPATIBLE": "1"}
     r = run_cli("evaluate", "--rubrics", str(EXAMPLES / "rubrics.json"), "--session",
                 str(EXAMPLES / "sessions" / "s1.jsonl"), cwd=tmp_path, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # 1: a rubric the offline judge could not decide (uncertain) is a failed evaluation; the spinner is the point
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout + r.stderr
     assert "scoring s1.jsonl with local/minilm" in r.stderr
 
 

@@ -105,6 +105,7 @@ async def test_the_plan_loop_runs_offline_with_the_local_critic():
     assert "weights renormalised" in out.evaluation.scoring_note
 
 
+@pytest.mark.xfail(strict=True, reason="beyond the shipped cross-encoder of the offline judge: see docs/local-judge.md, what it is not good at")
 @pytest.mark.slow
 async def test_minilm_on_the_bundled_example(tmp_path):
     ex = EXAMPLES / "research"

@@ -64,6 +64,7 @@ async def test_a_session_without_an_expected_answer_fails_that_rubric_and_calls_
     assert "<answer" not in prompt_of(provider.requests[0])
 
 
+@pytest.mark.xfail(strict=True, reason="beyond the shipped cross-encoder of the offline judge: see docs/local-judge.md, what it is not good at")
 @pytest.mark.slow
 async def test_the_offline_judge_answers_correctness_where_it_can_and_says_when_it_cannot():
     rs = load_rubrics(CORRECTNESS)

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from jurist.config import Settings
 from jurist.demo import examples_dir
+from jurist.errors import UNDECIDED
 from jurist.gate.config import GateConfig
 from jurist.gate.gate import Gate
 from jurist.gate.records import GateRecord
@@ -89,6 +90,12 @@ async def run_gate_demo(console: Console, settings: Settings, output_dir: Path, 
     out = output_dir / "gate_demo.json"
     out.write_text(json.dumps([r.to_json() for r in results], indent=2, ensure_ascii=False), encoding="utf-8")
     console.print(f"Results written to {escape(str(out))}")
+    undecided = [ev.reason or ev.skipped_reason for r in results for a in r.attempts if (ev := a.evaluation)
+                 and UNDECIDED in f"{ev.reason or ''} {ev.skipped_reason or ''}"]
+    if undecided:  # the offline judge said it could not decide: a result the demo shows, not a fault of the run
+        console.print(f"The judge could not decide {len(undecided)} evaluation(s) and said so (uncertain).",
+                      highlight=False)
+        return 0
     skipped = [r.skip_reason or r.error or str(r.accept_reason) for r in results if r.status != "ok"]
     if skipped:
         console.print(f"[red]Not every answer was judged: {escape('; '.join(skipped))}[/]", highlight=False)

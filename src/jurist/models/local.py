@@ -245,17 +245,7 @@ def _encode(texts: list[str]) -> "np.ndarray":
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     models = _load_model()
-    with _run_lock:
-        missing = [t for t in dict.fromkeys(texts) if t not in _cache]
-        if missing:
-            _cache.update(zip(missing, models.encoder.embed(missing)))
-        out = []
-        for t in texts:
-            _cache.move_to_end(t)
-            out.append(_cache[t])
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return np.stack(out)
+    return np.stack(_through_cache(_cache, CACHE_SIZE, texts, models.encoder.embed))
 
 
 def _pair_scores(pairs: list[tuple[str, str]]) -> "np.ndarray":
@@ -267,18 +257,29 @@ def _pair_scores(pairs: list[tuple[str, str]]) -> "np.ndarray":
     if not pairs:
         return np.zeros((0, 4))
     models = _load_model()
+
+    def score(missing: list[tuple[str, str]]) -> "np.ndarray":
+        scores = models.cross.scores(missing)
+        return np.concatenate([scores.nli, scores.answers[:, None]], axis=1)
+
+    return np.stack(_through_cache(_pair_cache, PAIR_CACHE_SIZE, pairs, score))
+
+
+def _through_cache(cache: "OrderedDict[Any, Any]", size: int, keys: Sequence[Any],
+                   compute: Callable[[list[Any]], Any]) -> list[Any]:
+    """The values of ``keys``: from ``cache`` (the ``size`` most recent), or ``compute`` of those it
+    lacks, in one call; under the lock that serialises every forward pass."""
     with _run_lock:
-        missing = [p for p in dict.fromkeys(pairs) if p not in _pair_cache]
+        missing = [k for k in dict.fromkeys(keys) if k not in cache]
         if missing:
-            scores = models.cross.scores(missing)
-            _pair_cache.update(zip(missing, np.concatenate([scores.nli, scores.answers[:, None]], axis=1)))
+            cache.update(zip(missing, compute(missing)))
         out = []
-        for p in pairs:
-            _pair_cache.move_to_end(p)
-            out.append(_pair_cache[p])
-        while len(_pair_cache) > PAIR_CACHE_SIZE:
-            _pair_cache.popitem(last=False)
-    return np.stack(out)
+        for k in keys:
+            cache.move_to_end(k)
+            out.append(cache[k])
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return out
 
 
 def _window_vectors(windows: list[str], emb: "np.ndarray", index: Mapping[str, int]) -> "np.ndarray":
@@ -369,9 +370,11 @@ def _best(queries: list[str], groups: list[list[str]], k: int, head: str,
 
 
 def _windows(text: str) -> list[str]:
-    """The windows of ``text`` the cross-encoder may read: a text of one or two sentences
-    whole (as its training pairs were: a student's whole answer against the reference);
-    a longer one as :func:`~jurist.models.texts.text_windows` cuts it."""
+    """The windows of ``text`` the NLI head may read: a text of one or two sentences whole
+    (as its training pairs were: a student's whole answer against the reference); a longer
+    one as :func:`~jurist.models.texts.text_windows` cuts it. The answers head reads every
+    sentence and pair of sentences (``text_windows``): one sentence of an answer may address
+    one part of a question that the whole answer, about two things, does not."""
     sentences = split_sentences(text)
     return [" ".join(sentences)] if 0 < len(sentences) <= 2 else text_windows(text) if sentences else []
 
@@ -456,7 +459,7 @@ class LocalJudge:
         parts = split_question(question) if parts is None else list(parts)
         if not parts:
             return CoverageResult(covered=[], uncovered=[], confidence={}, judge_model=self.name)
-        rows = await asyncio.to_thread(_best, parts, [_windows(answer)], self.candidates, "answers")
+        rows = await asyncio.to_thread(_best, parts, [text_windows(answer)], self.candidates, "answers")
         decided = self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows])
         return CoverageResult(covered=[p for p, (yes, _) in zip(parts, decided) if yes],
                               uncovered=[p for p, (yes, _) in zip(parts, decided) if not yes],
@@ -469,7 +472,7 @@ class LocalJudge:
         passages = list(passages)
         if not passages:
             return []
-        rows = await asyncio.to_thread(_best, [query], [_windows(p) for p in passages], self.candidates,
+        rows = await asyncio.to_thread(_best, [query], [text_windows(p) for p in passages], self.candidates,
                                        "answers")
         return [RelevanceScore(passage=p, score=round(b.probability, 4), judge_model=self.name)
                 for p, b in zip(passages, rows[0])]
