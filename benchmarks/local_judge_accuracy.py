@@ -38,9 +38,8 @@ the development splits (``judge.json``). Nothing here is fitted on a test split.
 * The README's pairwise example (``examples/pairwise``): the Bradley-Terry
   ranking of thorough, brief and offtopic.
 * The project's own hand-written pairs (tests/data/local_judge_pairs.jsonl,
-  local_judge_coverage.jsonl): the held-out half of each (``judge_data.own_halves``;
-  the calibration half of the coverage pairs is where the ``answers`` threshold
-  was fitted).
+  local_judge_coverage.jsonl): the held-out half of each (``judge_data.own_halves``),
+  as the pairs were measured before the thresholds moved to the training script.
 
 Each figure the targets name is printed with its target, MET or MISSED, and listed again at the end.
 """
@@ -734,7 +733,7 @@ async def project_pairs(judge: LocalJudge, rep: Report) -> None:
     out["coverage"] = cov
     print(f"coverage, local_judge_coverage.jsonl, held-out half: {len(rows)} pairs: F1 {cov['f1']:.3f}  "
           f"macro-F1 {cov['macro_f1']:.3f}  accuracy {cov['accuracy']:.3f}  uncertain {cov['uncertain']} "
-          f"(decided at the threshold {answers_t:.3f}, which was fitted on the calibration half)")
+          f"(decided at the threshold {answers_t:.3f}, fitted on the development pairs by the training script)")
     rep.figures["project_pairs"] = out
 
 
