@@ -13,7 +13,7 @@ from jurist.store import Store
 
 from tests.conftest import fresh_database
 from tests.experiments.runs import RUBRICS_JSON, add_dataset, questions, replies, target_requests
-from tests.faults.harness import kill, wait_for
+from tests.faults.harness import interruptible, kill, wait_for
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 ITEMS = 20
@@ -44,7 +44,8 @@ def workspace(provider, tmp_path, *, slow: bool = False) -> None:
 
 def started(url, tmp_path, out, results: int) -> subprocess.Popen:
     """The run started in a process, once it has written ``results`` result files."""
-    proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command(url), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     assert wait_for(lambda: len(list(out.glob("*_result.json"))) >= results, 60, proc), proc.communicate()
     return proc
 

@@ -76,7 +76,7 @@ class Workspace:
 
     def start(self, *extra: str) -> subprocess.Popen[str]:
         return subprocess.Popen(self.command(*extra), env=self.env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
 
     def run(self, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self.command(*extra), env=self.env(), capture_output=True, text=True,
@@ -135,6 +135,13 @@ def _calls_made_twice(conn: Connection) -> int:
     answered = (select(llm_calls.c.request_hash).where(llm_calls.c.status == "ok", llm_calls.c.cached.is_(False))
                 .group_by(llm_calls.c.request_hash).having(func.count() > 1))
     return len(conn.execute(answered).all())
+
+
+def interruptible() -> None:
+    """Run in a started child (``preexec_fn``): SIGINT back to its default, so Python turns it into
+    KeyboardInterrupt as at a terminal. A test runner started in the background by a shell without job
+    control ignores SIGINT, and a child inherits that: the signal a test sends would be lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, proc: subprocess.Popen[str] | None = None) -> bool:
