@@ -5,7 +5,8 @@ questions (expresses, coverage, relevance, support) on the CPU with two models
 that ship inside jurist and run in numpy (no torch; tokenised by ``tokenizers``):
 
 * the all-MiniLM-L6-v2 sentence encoder (:mod:`jurist.models.minilm`) only
-  *preselects*: a text of one or two sentences is read whole; a longer one is
+  *preselects*: for the NLI head a text of one or two sentences is read whole
+  (the answers head reads each of its sentences too); a longer one is
   cut into windows (:func:`~jurist.models.texts.text_windows`: each sentence,
   each pair of adjacent sentences, the whole text when it has more than two
   and is short), and the ``candidates`` windows (default 3) closest to the
@@ -157,7 +158,12 @@ class LocalThresholds:
             raise ConfigError(f"local judge thresholds: expected an object, got {data!r}")
         unknown = sorted(str(k) for k in data if k not in (*KINDS, "band"))
         if unknown:
-            raise ConfigError(f"local judge thresholds: unknown field(s) {', '.join(unknown)}")
+            from jurist.jsonfiles import did_you_mean
+
+            known = (*KINDS, "band")
+            hints = [f"{k!r} -> {m!r}" for k in unknown if (m := did_you_mean(k, known))]
+            raise ConfigError(f"local judge thresholds: unknown field(s) {', '.join(unknown)} "
+                              + (f"(did you mean {'; '.join(hints)}?)" if hints else f"(known: {', '.join(known)})"))
         return cls(expresses=data.get("expresses"), answers=data.get("answers"),  # type: ignore[arg-type]
                    band=data.get("band"))  # type: ignore[arg-type]
 
