@@ -22,6 +22,7 @@ bi-encoder's.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -91,9 +92,18 @@ def parse_record(data: Any) -> JudgeRecord:
 
 
 def read_record(model_dir: Path | None = None) -> JudgeRecord:
-    """``judge.json`` of ``model_dir`` (default: this folder), checked; ConfigError when it is
-    missing or invalid."""
-    path = (model_dir or MODEL_DIR) / JUDGE_RECORD
+    """``judge.json`` of ``model_dir`` (default: this folder, read once per process: every
+    ``LocalThresholds()`` asks for it), checked; ConfigError when it is missing or invalid."""
+    return _shipped_record() if model_dir is None else _read_record(model_dir)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_record() -> JudgeRecord:
+    return _read_record(MODEL_DIR)
+
+
+def _read_record(model_dir: Path) -> JudgeRecord:
+    path = model_dir / JUDGE_RECORD
     try:
         return parse_record(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
