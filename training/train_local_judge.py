@@ -3,6 +3,8 @@
     python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
     .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 idle CPU cores: about 10 minutes)
     .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
+    python training/train_local_judge.py --device cuda --examples 0 --epochs 4 --sag-repeat 2 --answers-pairs 0
+        # the full run on a GPU: every training pair, 4 epochs (a few minutes)
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
 (nothing is downloaded), fine-tunes it on the training pairs of ``judge_data.py``
@@ -64,7 +66,7 @@ def batches(lengths: list[int], size: int, rng: random.Random) -> list[list[int]
     return out
 
 
-def tensors(enc: list[tuple[list[int], list[int]]], idx: list[int]) -> tuple[torch.Tensor, ...]:
+def tensors(enc: list[tuple[list[int], list[int]]], idx: list[int], device: str = "cpu") -> tuple[torch.Tensor, ...]:
     lengths = [len(enc[i][0]) for i in idx]
     seq = max(lengths)
     ids = torch.zeros(len(idx), seq, dtype=torch.long)
@@ -72,41 +74,49 @@ def tensors(enc: list[tuple[list[int], list[int]]], idx: list[int]) -> tuple[tor
     for row, i in enumerate(idx):
         ids[row, :lengths[row]] = torch.tensor(enc[i][0])
         types[row, :lengths[row]] = torch.tensor(enc[i][1])
-    return ids, types, torch.tensor(lengths)
+    return ids.to(device), types.to(device), torch.tensor(lengths).to(device)
 
 
-def sample_training(pairs: list[judge_data.Pair], n: int, rng: random.Random) -> list[judge_data.Pair]:
-    """``n`` training pairs: every short-answer grading pair, ANSWERS_PAIRS answers-the-question
-    pairs made from them; NLI fills the rest."""
-    task_pairs = [p for p in pairs if p.source.startswith("sag_") and p.task == "nli"]
+def sample_training(pairs: list[judge_data.Pair], n: int, rng: random.Random, *, answers_pairs: int = ANSWERS_PAIRS,
+                    sag_repeat: int = 1) -> list[judge_data.Pair]:
+    """``n`` training pairs (0: all): every short-answer grading pair (``sag_repeat`` times),
+    ``answers_pairs`` answers-the-question pairs made from them (0: all); NLI fills the rest."""
+    task_pairs = [p for p in pairs if p.source.startswith("sag_") and p.task == "nli"] * sag_repeat
     answers = [p for p in pairs if p.task == "answers"]
     rng.shuffle(answers)
-    task_pairs += answers[:ANSWERS_PAIRS]
+    task_pairs += answers[:answers_pairs or len(answers)]
     nli = [p for p in pairs if p.task == "nli" and not p.source.startswith("sag_")]
     rng.shuffle(nli)
-    chosen = task_pairs + nli[:max(0, n - len(task_pairs))]
+    chosen = task_pairs + (nli if n <= 0 else nli[:max(0, n - len(task_pairs))])
     rng.shuffle(chosen)
-    return chosen[:n]
+    return chosen if n <= 0 else chosen[:n]
 
 
 @torch.no_grad()
-def predict(model: CrossEncoder, enc: list[tuple[list[int], list[int]]], size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+def predict(model: CrossEncoder, enc: list[tuple[list[int], list[int]]], size: int = 128,
+            device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     model.eval()
     nli_out = np.zeros((len(enc), 3), np.float32)
     ans_out = np.zeros(len(enc), np.float32)
     order = sorted(range(len(enc)), key=lambda i: len(enc[i][0]))
     for start in range(0, len(order), size):
         idx = order[start:start + size]
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            nli, ans = model(*tensors(enc, idx))
-        nli_out[idx] = nli.float().numpy()
-        ans_out[idx] = ans.float().numpy()
+        with torch.autocast(device, dtype=torch.bfloat16):
+            nli, ans = model(*tensors(enc, idx, device))
+        nli_out[idx] = nli.float().cpu().numpy()
+        ans_out[idx] = ans.float().cpu().numpy()
     return nli_out, ans_out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", type=int, default=38000, help="training pairs seen (sampled once, fixed seed)")
+    ap.add_argument("--examples", type=int, default=38000, help="training pairs (sampled once, fixed seed; 0: all)")
+    ap.add_argument("--answers-pairs", type=int, default=ANSWERS_PAIRS, help="answers-the-question pairs (0: all)")
+    ap.add_argument("--sag-repeat", type=int, default=1, help="times each short-answer grading pair is seen per epoch")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--max-seconds", type=float, default=0.0,
+                    help="a time limit for training (0: none): after 50 steps the plan is shortened to fit, and "
+                         "judge.json records the epochs actually seen")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=6e-5)
@@ -122,7 +132,8 @@ def main() -> None:
     started = time.time()
 
     tok = tokenizer()
-    train = sample_training(judge_data.training_pairs(), args.examples, rng)
+    train = sample_training(judge_data.training_pairs(), args.examples, rng, answers_pairs=args.answers_pairs,
+                            sag_repeat=args.sag_repeat)
     dev = judge_data.development_pairs()
     enc = encode(tok, train)
     dev_enc = encode(tok, dev)
@@ -132,6 +143,7 @@ def main() -> None:
     layers = int(config["num_hidden_layers"])
     model = CrossEncoder(config)
     load_encoder(model, MODEL_DIR / "model.safetensors", layers)
+    model.to(args.device)
     model.word.weight.requires_grad_(False)  # the vocabulary stays as it is: fewer weights to move
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
@@ -146,15 +158,16 @@ def main() -> None:
     warm = max(1, len(plan) // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (len(plan) - s) / (len(plan) - warm))))
-    labels = torch.tensor([p.label for p in train])
-    is_nli = torch.tensor([p.task == "nli" for p in train])
+    labels = torch.tensor([p.label for p in train]).to(args.device)
+    is_nli = torch.tensor([p.task == "nli" for p in train]).to(args.device)
     model.train()
-    seen, loss_avg = 0, 0.0
+    seen, loss_avg, steady = 0, 0.0, time.time()
+    train_started = time.time()
     for step, idx in enumerate(plan, 1):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            nli, ans = model(*tensors(enc, idx))
+        with torch.autocast(args.device, dtype=torch.bfloat16):
+            nli, ans = model(*tensors(enc, idx, args.device))
         y, m = labels[idx], is_nli[idx]
-        loss = torch.zeros(())
+        loss = torch.zeros((), device=args.device)
         if m.any():
             loss = loss + torch.nn.functional.cross_entropy(nli.float()[m], y[m], reduction="sum")
         if (~m).any():
@@ -167,6 +180,14 @@ def main() -> None:
         opt.zero_grad(set_to_none=True)
         seen += len(idx)
         loss_avg = 0.98 * loss_avg + 0.02 * float(loss) / len(idx) if step > 1 else float(loss) / len(idx)
+        if step == 20:
+            steady = time.time()  # the first steps warm up (kernels, allocator): timed from here
+        if step == 120 and args.max_seconds > 0:
+            per_step = (time.time() - steady) / 100
+            fit = max(warm + 1, step + int((args.max_seconds - (time.time() - train_started)) / per_step))
+            if fit < len(plan):
+                print(f"time limit: {len(plan)} steps planned, {fit} fit in {args.max_seconds:.0f} s", flush=True)
+                del plan[fit:]  # the schedule reads len(plan): it decays to zero at the new end
         if step % 25 == 0 or step == len(plan):
             rate = seen / (time.time() - started)
             print(f"step {step}/{len(plan)} pairs {seen} loss {loss_avg:.3f} {rate:.1f} pairs/s "
@@ -174,7 +195,7 @@ def main() -> None:
     train_seconds = time.time() - started
 
     # --- calibration, thresholds and band: development pairs only ---
-    nli_logits, ans_logits = predict(model, dev_enc)
+    nli_logits, ans_logits = predict(model, dev_enc, device=args.device)
     d_nli = np.array([p.task == "nli" for p in dev])
     d_y = np.array([p.label for p in dev])
     t_nli = fit_temperature(nli_logits[d_nli], d_y[d_nli], binary=False)
@@ -212,8 +233,9 @@ def main() -> None:
             "seed": judge_data.SEED,
             "pairs": len(train),
             "pairs_by_source": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
-            "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "steps": len(plan),
-            "seconds": round(train_seconds), "threads": args.threads,
+            "epochs": round(len(plan) * args.batch / len(train), 3), "batch": args.batch, "lr": args.lr, "steps": len(plan),
+            "sag_repeat": args.sag_repeat, "answers_pairs": args.answers_pairs,
+            "seconds": round(train_seconds), "threads": args.threads, "device": args.device,
             "torch": torch.__version__, "machine": platform.machine(),
         },
         "figures": figures,
