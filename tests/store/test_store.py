@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import inspect
+from sqlalchemy import event, inspect
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
@@ -159,6 +159,24 @@ def test_save_evaluation_once_writes_each_id_once_with_its_first_scores(store):
     assert sorted(rows) == ["e1", "e2", "e3"] and rows["e3"]["source"] == "f.jsonl"
     for eid in rows:
         assert [s.reason for s in store.scores_of(eid)] == ["first"]
+
+
+def test_evaluations_written_at_once_share_one_statement_and_one_transaction(store):
+    """Several new evaluations in one batch are one multi-row INSERT ... RETURNING, whose values come
+    to the NUL check as one flat sequence: the batch is written as it is, not retried row by row."""
+    commits = []
+    event.listen(store.engine, "commit", lambda conn: commits.append(1))
+    store._queue.linger = 5.0  # the three rows and the flush are taken in one batch
+    for i in range(3):
+        store.save_evaluation_once(*_once(f"m{i}", f"s{i}", "first"))
+    store.flush()
+    assert len(commits) == 1
+    assert sorted(r["id"] for r in store.evaluations(limit=None)) == ["m0", "m1", "m2"]
+    store.save_evaluation_once(*_once("n0", "s0", "first"))
+    store.save_evaluation_once(*_once("n1", "s\x001", "first"))  # a NUL in one row: that row alone is changed
+    store.flush()
+    subjects = {r["id"]: r["subject_id"] for r in store.evaluations(limit=None)}
+    assert (subjects["n0"], subjects["n1"]) == ("s0", "s\ufffd1")
 
 
 def test_a_failed_write_is_reported_on_flush_and_the_store_keeps_working(store):

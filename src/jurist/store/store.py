@@ -565,10 +565,12 @@ def _connect(engine: Engine) -> None:
 def _refuse_nul(_conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any,
                 executemany: bool) -> None:
     """Every statement's text parameters, before the driver: a NUL is an InputError on every
-    database (JSON values are checked as they are encoded, by :func:`_strict_json`)."""
+    database (JSON values are checked as they are encoded, by :func:`_strict_json`). Many rows
+    inserted by one statement (``INSERT ... VALUES (...), (...) RETURNING``) come as one flat
+    sequence of values, with ``executemany`` set."""
     rows = parameters if executemany else [parameters]
     for row in rows:
-        values = row.values() if isinstance(row, Mapping) else row
+        values = row.values() if isinstance(row, Mapping) else row if isinstance(row, (list, tuple)) else (row,)
         if any(isinstance(v, str) and "\x00" in v for v in values or ()):
             raise InputError(NUL_REFUSED)
 
