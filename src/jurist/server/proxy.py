@@ -796,6 +796,33 @@ def install(app: FastAPI, upstream: str, gate_config: Any, runtime: Runtime, *,
 def routes_first(app: FastAPI, prefix: str = "/v1/") -> None:
     """Move the routes under ``prefix`` to the front of ``app``'s routes. The proxy's routes (chat
     completions and the translations over it) are the hot path, every generation: matched first, not
-    after every page and API route of the app (no other route is under /v1/)."""
-    ours = [r for r in app.router.routes if getattr(r, "path", "").startswith(prefix)]
-    app.router.routes[:] = ours + [r for r in app.router.routes if r not in ours]
+    after every page and API route of the app (no other route is under /v1/). A router included
+    whole under ``prefix`` (no prefix nor dependencies of its own) is replaced by its routes: the
+    app matches them itself, once, rather than through the included router's own matching."""
+    ours: list[Any] = []
+    rest: list[Any] = []
+    for route in app.router.routes:
+        if getattr(route, "path", "").startswith(prefix):
+            ours.append(route)
+        elif (inner := _included_under(route, prefix)) is not None:
+            ours.extend(inner)
+        else:
+            rest.append(route)
+    app.router.routes[:] = ours + rest
+
+
+def _included_under(route: Any, prefix: str) -> list[Any] | None:
+    """The routes of an included router (FastAPI keeps it as one entry) when every one of them is an
+    ``APIRoute`` under ``prefix`` and the inclusion adds nothing to them; else None."""
+    from fastapi.routing import APIRoute
+
+    inner: Any = getattr(route, "original_router", None)
+    context: Any = getattr(route, "include_context", None)
+    if inner is None or context is None:
+        return None
+    if getattr(context, "prefix", None) or getattr(context, "dependencies", None):
+        return None
+    routes = list(inner.routes)
+    if routes and all(isinstance(r, APIRoute) and r.path.startswith(prefix) for r in routes):
+        return routes
+    return None
