@@ -3,14 +3,17 @@
 import asyncio
 import time
 import uuid
+from datetime import datetime, timezone
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import event, inspect
+from sqlalchemy import event, insert, inspect
 
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
+from jurist.models.messages import openai_messages
 from jurist.store import Store, normalise_url
+from jurist.store.tables import llm_calls
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -297,6 +300,68 @@ def test_asave_evaluation_returns_once_the_row_is_committed(store):
         assert [s.reason for s in other.scores_of("durable")] == ["first"]
     finally:
         other.close()
+
+
+def _insert_call(record):
+    """A queued write: ``record`` inserted as the writer inserts calls."""
+    row = dict(vars(record), messages=openai_messages(record.messages),
+               created_at=record.created_at or datetime.now(timezone.utc))
+    return lambda conn: conn.execute(insert(llm_calls), [row])
+
+
+def test_queued_writes_share_a_transaction_run_in_order_and_return_once_committed(store):
+    commits, order = [], []
+    event.listen(store.engine, "commit", lambda conn: commits.append(1))
+    store._queue.linger = 0.2
+    other = Store(store.url)
+
+    def write(name):
+        def fn(conn):
+            order.append(name)
+            _insert_call(call(id=name))(conn)
+        return fn
+
+    async def main():
+        await asyncio.gather(*(store.aqueue_write(write(n)) for n in ("w1", "w2", "w3")))
+        return sorted(c["id"] for c in other.calls(limit=None))
+
+    try:
+        assert asyncio.run(main()) == ["w1", "w2", "w3"]  # committed when the writes return
+    finally:
+        other.close()
+    assert order == ["w1", "w2", "w3"] and len(commits) == 1
+
+
+def test_a_failing_queued_write_fails_alone(store):
+    def bad(conn):
+        _insert_call(call(id="bad"))(conn)
+        raise ValueError("no")
+
+    async def main():
+        return await asyncio.gather(store.aqueue_write(_insert_call(call(id="a"))), store.aqueue_write(bad),
+                                    store.aqueue_write(_insert_call(call(id="b"))), return_exceptions=True)
+
+    a, b, c = asyncio.run(main())
+    assert a is None and c is None
+    assert isinstance(b, StoreError) and "ValueError: no" in str(b)
+    assert sorted(c["id"] for c in store.calls(limit=None)) == ["a", "b"]
+
+
+def test_what_follows_an_evaluation_is_written_with_it_or_not_at_all(store):
+    async def main():
+        await store.asave_evaluation(*_once("with", "s1", "r"), then=_insert_call(call(id="after")), urgent=False)
+
+        def bad(conn):
+            raise ValueError("no")
+
+        with pytest.raises(StoreError, match="ValueError: no"):
+            await asyncio.gather(store.asave_evaluation(*_once("without", "s2", "r"), then=bad, urgent=False),
+                                 store.asave_evaluation(*_once("other", "s3", "r"), urgent=False))
+
+    asyncio.run(main())
+    assert [c["id"] for c in store.calls(limit=None)] == ["after"]
+    assert store.evaluation("with") is not None and store.evaluation("other") is not None
+    assert store.evaluation("without") is None  # its follower failed: neither is written
 
 
 def test_non_finite_numbers_are_refused_on_every_database(store):

@@ -4,8 +4,10 @@ Per item (:meth:`ItemRunner.one`), its calls charged to its own
 :class:`~jurist.experiments.costs.ItemCost`: the target's answer (or the one kept from a run
 that stopped), its row kept as ``answered`` while the answer is judged, the verdicts
 (:class:`~jurist.rubrics.scoring.SessionEvaluator`), then in the background, while the worker
-takes its next item, the evaluation row (committed with the calls queued before it), the item's
-row and its result file, in that order. A target that fails, turns that are not a session, an
+takes its next item, the evaluation row and the item's row (one transaction, with the calls
+queued before them), then its result file. The rows go through the store's writer
+(:meth:`~jurist.store.Store.aqueue_write`): the rows of the items that finish together share one
+transaction, and each item's file follows its committed row. A target that fails, turns that are not a session, an
 answer that cannot be judged: that item's failure, recorded. A verdict refused by the spent
 cost budget leaves the item answered, for the rerun.
 """
@@ -25,7 +27,6 @@ from jurist.experiments.costs import ItemCost
 from jurist.experiments.datasets import session_of
 from jurist.experiments.records import DatasetItem, ExperimentItem, ExperimentRecord, ItemScore
 from jurist.experiments.targets import Generation, Target
-from jurist.experiments.writer import RowWriter
 from jurist.ids import new_id
 from jurist.jsonfiles import write_json
 from jurist.judges.outcome import OK
@@ -96,16 +97,16 @@ class ItemRunner:
         self.on_progress = on_progress
         self.done_now = self.failed_now = self.resumed = 0
         self.stopped = False
-        self.rows = RowWriter(store)
         self.saving: set[asyncio.Task[None]] = set()  # judged items being saved
 
     def _progress(self, item_id: str, status: str) -> None:
         if self.on_progress is not None:
             self.on_progress(item_id, status)
 
-    async def _finish(self, item: ExperimentItem) -> None:
-        """Store the item's row (durable), then write its result file."""
-        await self.rows.put(partial(q.save_item, item=item))
+    async def _finish(self, item: ExperimentItem, stored: bool = False) -> None:
+        """Store the item's row (durable; ``stored``: it is), then write its result file."""
+        if not stored:
+            await self.store.aqueue_write(partial(q.save_item, item=item))
         await asyncio.to_thread(write_json, self.out / result_name(item.item_id), item.model_dump(mode="json"))
         self.done_now += 1
         self.failed_now += item.status == "failed"
@@ -145,7 +146,8 @@ class ItemRunner:
                 return
             answer = {**gen.to_json(), "trace_id": trace, "cost": cost.to_json()}
             kept_row = asyncio.ensure_future(
-                self.rows.put(partial(q.save_answer, name=self.record.name, item_id=item.id, answer=answer)))
+                self.store.aqueue_write(partial(q.save_answer, name=self.record.name, item_id=item.id,
+                                                answer=answer)))
             self.saving.add(kept_row)
             kept_row.add_done_callback(self._saved)
         try:
@@ -185,10 +187,12 @@ class ItemRunner:
         save.add_done_callback(self._saved)
 
     async def _save(self, scored: ScoredSession, item: ExperimentItem, kept_row: asyncio.Future[None] | None) -> None:
-        """The evaluation row (committed with the calls queued before it), then the item's row and file."""
+        """The evaluation row and the item's row (one transaction, with the calls queued before it), then
+        the item's file."""
         await _done(kept_row)
-        await self.store.asave_evaluation(scored.row, scored.score_rows)
-        await self._finish(item)
+        await self.store.asave_evaluation(scored.row, scored.score_rows, then=partial(q.save_item, item=item),
+                                          urgent=False)
+        await self._finish(item, stored=True)
 
     def _saved(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:

@@ -4,8 +4,8 @@ Writes never block the event loop: ``record_call`` and ``save_evaluation``
 put rows on a queue that one background thread writes in batches, one
 transaction per batch. Reads used on the event loop (the judge-call cache)
 run in a worker thread. ``flush()`` waits until everything queued is written;
-``asave_evaluation`` returns once its row is committed (the batches write a
-result file only then). The database takes what PostgreSQL takes, on SQLite
+``asave_evaluation`` and ``aqueue_write`` return once their rows are committed (the
+batches write a result file only then). The database takes what PostgreSQL takes, on SQLite
 too: JSON columns finite numbers only (no NaN, no infinity) and no value a NUL
 character (an InputError before anything is written; a queued record of a call or an
 evaluation is kept instead, each NUL stored as U+FFFD, and stderr says so). Connecting to a
@@ -66,6 +66,7 @@ _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 P = ParamSpec("P")
 T = TypeVar("T")
+QueuedWrite = Callable[[Connection], None]  # a write run by the writer thread, in its batch's transaction
 
 
 def normalise_url(url: str) -> str:
@@ -179,18 +180,36 @@ class Store:
         """Like :meth:`save_evaluation`, for an evaluation whose id is derived from
         what it evaluates: if a row with that id exists, nothing is written."""
         self._check_open()
-        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows)))
+        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), None, None))
 
     async def asave_evaluation(self, evaluation: EvaluationRow | Mapping[str, Any],
-                               score_rows: list[ScoreValues]) -> None:
+                               score_rows: list[ScoreValues], *, then: QueuedWrite | None = None,
+                               urgent: bool = True) -> None:
         """Write one evaluation with its scores, unless a row with its id exists (as
         :meth:`save_evaluation_once`), and return once it is committed, with what else
         was queued before it (the calls behind it). Evaluations saved at once share one
-        transaction. Raises StoreError if it could not be written."""
+        transaction. ``then(conn)``, if given, runs in the same transaction after the
+        evaluation is written (a row that must not exist without it). ``urgent``: wake the
+        writer at once; otherwise the write waits for the writer's linger, so that the saves
+        of many items share a transaction (saves made in the background). Raises StoreError
+        if it could not be written."""
         self._check_open()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), (loop, done)), urgent=True)
+        self._queue.put(("evaluation_once", *_evaluation_rows(evaluation, score_rows), (loop, done), then),
+                        urgent=urgent)
+        await done
+
+    async def aqueue_write(self, fn: QueuedWrite, *, urgent: bool = False) -> None:
+        """Run ``fn(conn)`` in the writer's next transaction, after the calls and evaluations queued
+        with it and after the writes queued before it, and return once it is committed (durable).
+        Many writes queued at once share one transaction (``urgent``: wake the writer at once rather
+        than after its linger). Raises StoreError if it could not be written (one failing write does
+        not fail the others)."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put(("write", fn, (loop, done)), urgent=urgent)
         await done
 
     def flush(self) -> None:
@@ -262,7 +281,7 @@ class Store:
                     try:
                         self._insert([item])
                     except InputError as exc:
-                        if str(exc) != NUL_REFUSED:
+                        if str(exc) != NUL_REFUSED or item[0] == "write":  # a write's values are its own
                             raise
                         # A record of what happened (a call, an evaluation) is kept: each NUL in it,
                         # from a model's reply or a client's message, is stored as U+FFFD, and said.
@@ -289,6 +308,11 @@ class Store:
             once = [(it[1], it[2]) for it in items if it[0] == "evaluation_once"]
             if once:
                 queries.insert_evaluations_once(conn, once)
+            for it in items:  # in the order queued, after the rows they may follow
+                if it[0] == "write":
+                    it[1](conn)
+                elif it[0] == "evaluation_once" and it[4] is not None:
+                    it[4](conn)
 
     # -- reads -------------------------------------------------------------
     async def cached_reply(self, request_hash: str) -> CachedReply | None:
@@ -480,11 +504,12 @@ class WorkQueue:
 
 
 def _notify(item: Any, error: BaseException | None) -> bool:
-    """Tell whoever waits for a written item (:meth:`Store.asave_evaluation`) how it went;
-    False if nobody waits for it."""
-    if item[0] != "evaluation_once" or len(item) < 4:
+    """Tell whoever waits for a written item (:meth:`Store.asave_evaluation`,
+    :meth:`Store.aqueue_write`) how it went; False if nobody waits for it."""
+    waiter = item[3] if item[0] == "evaluation_once" else item[2] if item[0] == "write" else None
+    if waiter is None:
         return False
-    loop, done = item[3]
+    loop, done = waiter
     try:
         loop.call_soon_threadsafe(_settle, done, error)
     except RuntimeError:  # that event loop has closed; nobody is waiting
