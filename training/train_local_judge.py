@@ -19,6 +19,7 @@ the exported weights with numpy.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import platform
@@ -114,6 +115,8 @@ def main() -> None:
     ap.add_argument("--answers-pairs", type=int, default=ANSWERS_PAIRS, help="answers-the-question pairs (0: all)")
     ap.add_argument("--sag-repeat", type=int, default=1, help="times each short-answer grading pair is seen per epoch")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--swap-contradictions", action="store_true",
+                    help="also train on every contradiction with its two texts swapped")
     ap.add_argument("--max-seconds", type=float, default=0.0,
                     help="a time limit for training (0: none): after 50 steps the plan is shortened to fit, and "
                          "judge.json records the epochs actually seen")
@@ -134,6 +137,10 @@ def main() -> None:
     tok = tokenizer()
     train = sample_training(judge_data.training_pairs(), args.examples, rng, answers_pairs=args.answers_pairs,
                             sag_repeat=args.sag_repeat)
+    if args.swap_contradictions:  # contradiction is symmetric: B contradicts A when A contradicts B
+        train += [dataclasses.replace(p, first=p.second, second=p.first, source=p.source + "_swapped")
+                  for p in train if p.task == "nli" and p.label == judge_data.NLI_INDEX["contradiction"]]
+        rng.shuffle(train)
     dev = judge_data.development_pairs()
     enc = encode(tok, train)
     dev_enc = encode(tok, dev)
@@ -235,6 +242,7 @@ def main() -> None:
             "pairs_by_source": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
             "epochs": round(len(plan) * args.batch / len(train), 3), "batch": args.batch, "lr": args.lr, "steps": len(plan),
             "sag_repeat": args.sag_repeat, "answers_pairs": args.answers_pairs,
+            "swap_contradictions": args.swap_contradictions,
             "seconds": round(train_seconds), "threads": args.threads, "device": args.device,
             "torch": torch.__version__, "machine": platform.machine(),
         },

@@ -17,12 +17,13 @@ async def test_demo_accepts_one_and_regenerates_one(tmp_path: Path):
     code = await run_gate_demo(console, Settings.load(), tmp_path / "out")
     assert code == 0
     results = json.loads((tmp_path / "out" / "gate_demo.json").read_text())
-    if "could not decide" in console.export_text():  # the offline judge declined a verdict, and said so
+    text = console.export_text()  # once: the export clears the recording
+    if "could not decide" in text:  # the offline judge declined a verdict, and said so
         assert "uncertain:" in json.dumps(results)
         return
     assert [len(r["attempts"]) for r in results] == [1, 2]
     assert results[1]["attempts"][1]["kind"] == "comprehensive_retry"
     assert [c["type"] for c in results[1]["llm_calls"]] == [
         "generation", "self_evaluation", "comprehensive_retry", "self_evaluation"]
-    assert "Alexander Graham Bell" in results[1]["answer"]
-    assert "regenerated 1x" in console.export_text()
+    assert "scatters blue sunlight" in results[1]["answer"]
+    assert "regenerated 1x" in text

@@ -21,6 +21,7 @@ from jurist.checklist.points import load_checklist
 from jurist.checklist.scheduling import PointScheduler
 from jurist.checklist.session import OBSERVATION_PREFIX, ChecklistSession
 from jurist.config import Settings
+from jurist.errors import UNDECIDED
 from jurist.demo import examples_dir
 from jurist.models.base import ChatRequest
 from jurist.models.registry import LOCAL_JUDGE
@@ -63,6 +64,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
     runtime = Runtime(settings)
     session: ChecklistSession | None = None
     unjudged = 0  # messages the judge gave no verdict on
+    undecided = 0  # of which the offline judge said it could not decide (shown with its reason)
     try:
         session = await ChecklistSession.start(checklist, runtime=runtime, learner=learner,
                                                tutor=f"scripted/{DEMO_TUTOR}", judge=judge)
@@ -80,6 +82,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
             judged = session.last_evaluation
             if judged is not None and judged.status != "ok":
                 unjudged += 1
+                undecided += (judged.reason or "").startswith(UNDECIDED)
                 console.print(f"  [red]the judge gave no verdict: {escape(judged.reason or judged.turn_status)}[/]",
                               highlight=False)
             console.print(f"  tutor> {escape(r.response)}", highlight=False)
@@ -95,7 +98,8 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
                              f"{session.session_id}`)"), highlight=False)
         if judge != LOCAL_JUDGE:  # another judge's verdicts are its own: only a failure to judge fails
             return 1 if unjudged else 0
-        return 0 if session.completed else 1
+        # the offline judge's "uncertain" is a verdict the demo shows, not a fault of the run
+        return 0 if session.completed or (unjudged and undecided == unjudged) else 1
     finally:
         if session is not None:
             await session.aclose()  # its judge's and tutor's connections
