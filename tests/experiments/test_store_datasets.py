@@ -76,3 +76,21 @@ def test_two_adds_racing_for_the_next_number_both_land(backend, tmp_path):
             other.dispose()
         assert raced and new and version.number == 2
         assert [v.dataset_version for v in store.dataset_versions("qa")] == ["theirs", content_version(ours)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_items_row_is_kept_answered_then_replaced_by_its_result(backend, tmp_path):
+    from jurist.experiments.records import ExperimentItem
+    from jurist.store import experiments as xq
+
+    with fresh_database(backend, tmp_path, "jurist_item_rows") as url, Store(url) as store:
+        store.write(xq.save_answer, "exp", "a", {"answer": "kept"})
+        store.write(xq.save_answer, "exp", "b", {"answer": "first"})
+        store.write(xq.save_answer, "exp", "b", {"answer": "again"})  # a rerun's answer replaces the kept one
+        assert store.read(xq.item_states, "exp") == {"a": ("answered", {"answer": "kept"}),
+                                                     "b": ("answered", {"answer": "again"})}
+        done = ExperimentItem(experiment="exp", item_id="a", status="scored", answer="kept", evaluation_id="e1",
+                              cost_usd=0.5, judged_at="2026-01-01T00:00:00Z")
+        store.write(xq.save_item, done)
+        assert store.read(xq.item_states, "exp") == {"a": ("scored", None), "b": ("answered", {"answer": "again"})}
+        assert store.experiment_items("exp") == [done]

@@ -11,6 +11,7 @@ experiment at a time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -181,11 +182,36 @@ def item_states(conn: Connection, name: str) -> dict[str, tuple[str, dict[str, J
     return {r.item_id: (r.status, r.answer) for r in rows}
 
 
+_ITEM_VALUES = ("status", "answer", "evaluation_id", "cost_usd", "payload", "updated_at")
+
+
+@functools.cache
+def _item_upsert(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT (experiment, item_id) DO UPDATE`` of an item's row, built once (each
+    item is written two or three times a run); None for a database without it."""
+    key = [experiment_items.c.experiment, experiment_items.c.item_id]
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        pg = pg_insert(experiment_items)
+        return pg.on_conflict_do_update(index_elements=key, set_={k: pg.excluded[k] for k in _ITEM_VALUES})
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        lite = sqlite_insert(experiment_items)
+        return lite.on_conflict_do_update(index_elements=key, set_={k: lite.excluded[k] for k in _ITEM_VALUES})
+    return None  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
+
+
 def _put_item(conn: Connection, name: str, item_id: str, values: dict[str, Any]) -> None:
     values["updated_at"] = _now()
-    done = conn.execute(update(experiment_items).where(experiment_items.c.experiment == name,
+    upsert = _item_upsert(conn.dialect.name)
+    if upsert is not None:
+        conn.execute(upsert, {"experiment": name, "item_id": item_id, **values})
+        return
+    done = conn.execute(update(experiment_items).where(experiment_items.c.experiment == name,  # pragma: no cover
                                                        experiment_items.c.item_id == item_id).values(**values))
-    if done.rowcount == 0:
+    if done.rowcount == 0:  # pragma: no cover
         conn.execute(insert(experiment_items).values(experiment=name, item_id=item_id, **values))
 
 
