@@ -280,8 +280,9 @@ class Gate:
         await self.aclose()
 
     async def settle(self, trace_id: str, timeout: float | None = None) -> GateRecord | None:
-        """The record of ``trace_id`` once its evaluation after ``done`` has ended and is stored
-        (feedback off); None when none is running for it, or it still runs after ``timeout`` s."""
+        """The record of ``trace_id`` once its evaluation after ``done`` has ended and its record is
+        queued for the store (feedback off; :meth:`Store.aflush` then commits it); None when none is
+        running for it, or it still runs after ``timeout`` s."""
         task = self._after_done_of.get(trace_id)
         if task is None or task.get_loop() is not asyncio.get_running_loop():
             return None
@@ -428,7 +429,11 @@ class Gate:
                     update={"latency_ms": round((time.monotonic() - started) * 1000.0, 3)})
             result = self.record_of(run, run.evaluated(attempt.number, ev), reason)
             try:
-                await self.save(result, committed=True)
+                # Queued like every other record: the store's writer commits it with the records and
+                # calls queued around it, one transaction for many (a commit of its own for each
+                # answer cost the writer more than the inserts). A reader that must see it flushes
+                # the store first (GET /api/gate/{trace_id}?wait= does); closing the store writes it.
+                await self.save(result)
             except Exception:  # nobody awaits this task's outcome: say it where it can be read
                 log.exception("the gate could not store the record of trace %s", run.trace_id)
             return result
@@ -447,10 +452,13 @@ class Gate:
                 remaining = run.remaining()
                 if remaining <= 0:
                     raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating")
-                try:
-                    item = await asyncio.wait_for(queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating") from None
+                if not queue.empty():  # a piece already here (a burst of them comes in one read): no timer
+                    item = queue.get_nowait()
+                else:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), remaining)
+                    except asyncio.TimeoutError:
+                        raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating") from None
                 if item is _END:
                     break
                 if isinstance(item, BaseException):

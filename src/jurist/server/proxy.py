@@ -756,17 +756,16 @@ async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_i
                             yield out.delta(ev.text)
                     case DoneEvent():
                         jurist = jurist_field(ev.result, trace_id)
-                        yield out.event("done", jurist)
                         accepted = ev.result.accepted_attempt if ev.result is not None else 1
-                        yield out.finish(jurist, _usage(ev.result), _answered(upstream, accepted))
-                        yield out.done()
+                        # One write for the last three events: they are ready together.
+                        yield (out.event("done", jurist)
+                               + out.finish(jurist, _usage(ev.result), _answered(upstream, accepted)) + out.done())
                         return
                     case ErrorEvent():
                         context = ev.result.continue_context or body.messages
                         status = _status(upstream)
                         yield out.error({**_resume(proxy, body, context), **ev.data, "status": status},
-                                        status=status, message=ev.result.error, code=ev.code)
-                        yield out.done()
+                                        status=status, message=ev.result.error, code=ev.code) + out.done()
                         return
                     case _:
                         yield out.event(ev.type, ev.data)

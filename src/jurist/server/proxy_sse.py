@@ -98,6 +98,10 @@ class ChunkWriter:
     def __init__(self, completion_id: str, model: str) -> None:
         self.base: dict[str, JsonValue] = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
                      "model": model}
+        # A text delta's chunk, written around the text's JSON string: the same text as json.dumps of
+        # the whole chunk (the same keys in the same order, the same separators), without building it.
+        self._text_head = f"data: {json.dumps(self.base)[:-1]}, \"choices\": [{{\"index\": 0, \"delta\": {{\"content\": "
+        self._text_tail = "}, \"finish_reason\": null, \"logprobs\": null}]}\n\n"
         self.started = False  # the role chunk went out
         self.sent_text = False  # some answer text went out
         self.sent_tool_call = False  # some piece of a tool call went out
@@ -121,7 +125,7 @@ class ChunkWriter:
         if not text:
             return ""
         self.sent_text = True
-        return self.role() + self._data(self._chunk({"content": text}))
+        return f"{self.role()}{self._text_head}{json.dumps(text)}{self._text_tail}"
 
     def tool_call(self, piece: ToolCallDelta) -> str:
         """One piece of a tool call, relayed as the upstream sent it."""
