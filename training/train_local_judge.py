@@ -3,8 +3,8 @@
     python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
     .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 idle CPU cores: about 10 minutes)
     .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
-    python training/train_local_judge.py --device cuda --examples 0 --epochs 4 --sag-repeat 2 --answers-pairs 0
-        # the full run on a GPU: every training pair, 4 epochs (a few minutes)
+    python training/train_local_judge.py --device cuda --threads 3 --max-seconds 420 --examples 0 --answers-pairs 0 --epochs 3 --lr 6e-5
+        # the shipped run, on a GPU: every training pair, up to 3 epochs (about 3 minutes; see docs/local-judge.md)
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
 (nothing is downloaded), fine-tunes it on the training pairs of ``judge_data.py``
@@ -118,7 +118,8 @@ def main() -> None:
     ap.add_argument("--swap-contradictions", action="store_true",
                     help="also train on every contradiction with its two texts swapped")
     ap.add_argument("--max-seconds", type=float, default=0.0,
-                    help="a time limit for training (0: none): after 50 steps the plan is shortened to fit, and "
+                    help="a time limit for training (0: none): after 120 steps (timed from the 20th) the plan is shortened to "
+                         "fit, and "
                          "judge.json records the epochs actually seen")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=32)
