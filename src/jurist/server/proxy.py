@@ -34,6 +34,7 @@ which is ``jurist.gate.Gate``): the injection point for tests and embedders.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -623,7 +624,7 @@ async def gated_chat(proxy: ProxyState, request: Request, raw: dict[str, Any]) -
                                      headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
         return await _relay_complete(proxy, body, upstream, trace_id, completion_id)
     if body.stream:
-        return StreamingResponse(_stream(proxy, body, upstream, trace_id, completion_id),
+        return StreamingResponse(coalesced(_stream(proxy, body, upstream, trace_id, completion_id)),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Jurist-Trace-Id": trace_id})
     try:
@@ -734,8 +735,60 @@ async def _complete(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace
                                         data=_answered(upstream, result.accepted_attempt)))
 
 
+#: Pieces of a stream written ahead of the client before the producer waits for it to read them.
+COALESCE_AHEAD = 64
+
+
+async def coalesced(pieces: AsyncGenerator[str, None]) -> AsyncIterator[str]:
+    """``pieces``, the pieces that are ready together joined into one: one write to the client,
+    not one a piece. A held answer's deltas, its evaluation, ``done``, the finish chunk and
+    ``[DONE]`` are ready at once, as are the pieces of one read of the upstream's stream; a piece
+    still goes out as soon as the producer waits for anything. The producer runs in a task of
+    its own, at most ``COALESCE_AHEAD`` pieces ahead of the client; closing this iterator (the
+    client went away) cancels it, which closes ``pieces``."""
+    queue: asyncio.Queue[str | _End] = asyncio.Queue(COALESCE_AHEAD)
+
+    async def produce() -> None:
+        try:
+            async with contextlib.aclosing(pieces):
+                async for piece in pieces:
+                    await queue.put(piece)
+        except Exception as exc:  # handed to the consumer, raised there
+            await queue.put(_End(exc))
+        else:
+            await queue.put(_End(None))
+
+    task = asyncio.create_task(produce())
+    try:
+        while True:
+            item = await queue.get()
+            batch: list[str] = []
+            while isinstance(item, str):
+                batch.append(item)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if batch:
+                yield "".join(batch)
+            if isinstance(item, _End):
+                if item.error is not None:
+                    raise item.error
+                return
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+@dataclass(frozen=True)
+class _End:
+    """The end of a producer's pieces: ``error`` when they ended with one."""
+
+    error: Exception | None
+
+
 async def _stream(proxy: ProxyState, body: ChatBody, upstream: Upstream, trace_id: str,
-                  completion_id: str) -> AsyncIterator[str]:
+                  completion_id: str) -> AsyncGenerator[str, None]:
     out = ChunkWriter(completion_id, body.model)
     yield out.role()
     events = proxy.gate.stream(body.messages, generate=upstream, is_continuation=body.is_continuation,
