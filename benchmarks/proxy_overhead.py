@@ -23,8 +23,9 @@ requests warm the connections up (not counted).
 For each run it prints the throughput (requests per second over the run),
 the latency percentiles p50/p90/p99 (from sending to the whole answer),
 streamed, the time to the first text (p50), and the CPU time the serving
-process spent per request (the proxy's, all threads, the evaluations after
-``done`` included; for direct, the upstream server's). The ideal of the gated runs is
+process spent per counted request (the proxy's, all threads, the evaluations after
+``done`` included; for direct, the upstream server's; the warm-up, with what a
+proxy builds on its first requests, left out). The ideal of the gated runs is
 one generation plus one judge call: 2 x ``--latency``. Then it checks the
 targets: pass-through at least 90% of direct throughput, p50 within 15 ms of
 direct, time to first text within 20 ms; gated p50 within 10% of the ideal.
@@ -92,8 +93,12 @@ async def one(client: openai.AsyncOpenAI, stream: bool, n: int) -> tuple[float, 
     return time.monotonic() - started, first
 
 
-async def load(base_url: str, requests: int, concurrency: int, stream: bool, name: str, first: int) -> Figures:
-    """``requests`` requests (numbered from ``first``: every question differs) after a warm-up."""
+async def load(base_url: str, requests: int, concurrency: int, stream: bool, name: str, first: int,
+               server_pid: int | None = None, settle: float = 0.0) -> Figures:
+    """``requests`` requests (numbered from ``first``: every question differs) after a warm-up;
+    with ``server_pid``, the CPU time that process spent on the counted requests, per request
+    (from ``settle`` seconds after the warm-up, when its work after the answers has ended, to
+    ``settle`` seconds after the last answer)."""
     clients = [openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=120)
                for _ in range(concurrency)]
     latencies: list[float] = []
@@ -120,14 +125,19 @@ async def load(base_url: str, requests: int, concurrency: int, stream: bool, nam
         todo = iter(range(first, first + concurrency))  # warm-up: one request per client, not counted
         await asyncio.gather(*(worker(c, False) for c in clients))
         failed = 0
+        await asyncio.sleep(settle)  # the warm-up's work after its answers (the evaluations after done)
+        before = cpu_seconds(server_pid) if server_pid is not None else 0.0
         todo = iter(range(first + concurrency, first + concurrency + requests))
         started = time.monotonic()
         await asyncio.gather(*(worker(c, True) for c in clients))
         seconds = time.monotonic() - started
+        await asyncio.sleep(settle)
+        cpu_ms = ((cpu_seconds(server_pid) - before) * 1000 / requests if server_pid is not None
+                  else float("nan"))
     finally:
         for c in clients:
             await c.close()
-    return Figures(name, stream, seconds, latencies, first_text, failed)
+    return Figures(name, stream, seconds, latencies, first_text, failed, cpu_ms)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -195,12 +205,11 @@ def main() -> None:
             for stream in (False, True):
                 for name, url, server in (("direct", upstream, up_proc), ("pass-through", pass_url, pass_proc),
                                           ("gated", gated_url, gated_proc)):
-                    before = cpu_seconds(server.pid)
+                    # pass-through: the evaluations after done are part of its cost (they end a judge call later)
                     figures = asyncio.run(load(url, args.requests, args.concurrency, stream, name,
-                                               first=len(results) * (args.requests + args.concurrency)))
-                    if name == "pass-through":  # the evaluations after done are part of its cost
-                        time.sleep(2 * args.latency)
-                    figures.cpu_ms = (cpu_seconds(server.pid) - before) * 1000 / (args.requests + args.concurrency)
+                                               first=len(results) * (args.requests + args.concurrency),
+                                               server_pid=server.pid,
+                                               settle=2 * args.latency if name == "pass-through" else 0.0))
                     results.append(figures)
                     print(row(results[-1]), flush=True)
     finally:
