@@ -107,11 +107,17 @@ def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):
     assert r.returncode == 2 and f"{mislabelled}:1: rubric 'safety'" in r.stderr.replace("\n", "")
 
 
-def test_a_degenerate_threshold_is_not_presented_as_the_result(tmp_path):
-    """The offline judge on the shipped gate labels: the best threshold passes every answer, at κ 0."""
-    env = {"JURIST_HOME": str(tmp_path / ".jurist")}
-    args = ("calibrate", "--gate", "quality", "--labels", str(EXAMPLES / "labels" / "gate" / "labels.jsonl"),
-            "--sessions", str(EXAMPLES / "labels" / "gate" / "sessions"), "--resamples", "100")
+def test_a_degenerate_threshold_is_not_presented_as_the_result(provider, tmp_path):
+    """A judge that gives every answer the same score: the best threshold passes every answer, at κ 0."""
+    provider.default = lambda payload: Reply(text=good(0.0))
+    answers = {f"a{k}": ("GOOD" if k % 3 else "POOR") + f" answer {k}" for k in range(9)}
+    sessions = write_sessions(tmp_path / "sessions", answers)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"item": i, "rubric": "quality", "label": t.startswith("GOOD"),
+                                          "annotator": "ana"}) + "\n" for i, t in answers.items()))
+    env = _env(tmp_path, provider)
+    args = ("calibrate", "--gate", "quality", "--judge", "openai/gpt-4o-mini", "--labels", str(labels),
+            "--sessions", str(sessions), "--resamples", "100")
     r = run_cli(*args, env=env, cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     out, err = " ".join(r.stdout.split()), " ".join(r.stderr.split())
