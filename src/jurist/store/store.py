@@ -481,7 +481,7 @@ class WorkQueue:
 
     def __init__(self, linger: float) -> None:
         self.linger = linger
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # in C: no lock or condition in Python per put
         self._urgent = threading.Event()
 
     def put(self, item: Any, *, urgent: bool = False) -> None:
