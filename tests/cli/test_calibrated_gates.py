@@ -76,16 +76,22 @@ def _gate_judge(payload: dict) -> Reply:
     return Reply(text=good(0.8) if "GOOD" in answer else bad(0.3))
 
 
-def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):
-    provider.default = _gate_judge
+def _gate_calibration(provider, tmp_path):
+    """Nine sessions whose answers say GOOD or POOR, labelled so; the calibrate --gate arguments for them."""
     answers = {f"a{k}": ("GOOD" if k % 3 else "POOR") + f" answer {k}" for k in range(9)}
     sessions = write_sessions(tmp_path / "sessions", answers)
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps({"item": i, "rubric": "quality", "label": t.startswith("GOOD"),
                                           "annotator": "ana"}) + "\n" for i, t in answers.items()))
     env = _env(tmp_path, provider)
-    base = ("calibrate", "--gate", "quality", "--judge", "openai/gpt-4o-mini", "--labels", str(labels),
+    args = ("calibrate", "--gate", "quality", "--judge", "openai/gpt-4o-mini", "--labels", str(labels),
             "--sessions", str(sessions), "--resamples", "100")
+    return args, labels, sessions, env
+
+
+def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):
+    provider.default = _gate_judge
+    base, labels, sessions, env = _gate_calibration(provider, tmp_path)
     r = run_cli(*base, "--threshold", "0.5", env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())  # table titles and captions wrap
@@ -110,14 +116,7 @@ def test_calibrate_the_gate_from_the_command_line(provider, tmp_path):
 def test_a_degenerate_threshold_is_not_presented_as_the_result(provider, tmp_path):
     """A judge that gives every answer the same score: the best threshold passes every answer, at κ 0."""
     provider.default = lambda payload: Reply(text=good(0.0))
-    answers = {f"a{k}": ("GOOD" if k % 3 else "POOR") + f" answer {k}" for k in range(9)}
-    sessions = write_sessions(tmp_path / "sessions", answers)
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("".join(json.dumps({"item": i, "rubric": "quality", "label": t.startswith("GOOD"),
-                                          "annotator": "ana"}) + "\n" for i, t in answers.items()))
-    env = _env(tmp_path, provider)
-    args = ("calibrate", "--gate", "quality", "--judge", "openai/gpt-4o-mini", "--labels", str(labels),
-            "--sessions", str(sessions), "--resamples", "100")
+    args, _, _, env = _gate_calibration(provider, tmp_path)
     r = run_cli(*args, env=env, cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     out, err = " ".join(r.stdout.split()), " ".join(r.stderr.split())
