@@ -228,28 +228,3 @@ async def test_the_record_names_the_commit_it_ran_at_and_the_one_it_was_resumed_
     assert any(f"resumed at git commit {head}-dirty" in n for n in second.notes)
     third = await run_experiment(spec(tmp_path), settings=settings)
     assert third.record.git_commit == second.record.git_commit
-
-
-def test_the_items_run_with_fewer_collections_and_the_setting_is_put_back():
-    import gc
-
-    from jurist.experiments.run import fewer_collections
-
-    before = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        with fewer_collections(5000):
-            assert gc.get_threshold() == (5000, 10, 10)
-            with fewer_collections(5000):  # a run inside another leaves it to the outer one
-                assert gc.get_threshold() == (5000, 10, 10)
-            assert gc.get_threshold() == (5000, 10, 10)
-        assert gc.get_threshold() == (700, 10, 10)
-        with fewer_collections(5000):
-            gc.set_threshold(900, 10, 10)  # changed meanwhile: kept
-        assert gc.get_threshold() == (900, 10, 10)
-        gc.set_threshold(20000, 10, 10)
-        with fewer_collections(5000):  # already higher: left alone
-            assert gc.get_threshold() == (20000, 10, 10)
-        assert gc.get_threshold() == (20000, 10, 10)
-    finally:
-        gc.set_threshold(*before)

@@ -307,18 +307,3 @@ def test_an_evaluation_written_twice_by_two_processes_is_stored_once(db, tmp_pat
         first.close()
         second.close()
     assert evaluation_id("sess-x", "1.0", "fake/judge", "run-2") != key  # a --force run writes new rows
-
-
-def test_a_worker_freezes_what_it_built_and_collects_young_objects_less_often():
-    import gc
-
-    from jurist.rubrics.ray_engine import GC_YOUNG, tune_gc
-
-    before = gc.get_threshold()
-    try:
-        tune_gc()
-        assert gc.get_threshold() == (GC_YOUNG, *before[1:])
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)

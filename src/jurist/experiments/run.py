@@ -27,13 +27,12 @@ from the store.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import subprocess
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable, Iterator
+from typing import AsyncIterator, Callable
 
 from pydantic import JsonValue
 
@@ -44,6 +43,7 @@ from jurist.experiments.items import ItemRunner, ProgressFn, now
 from jurist.experiments.records import DatasetItem, ExperimentItem, ExperimentRecord, ExperimentStatus, RubricRef
 from jurist.experiments.summary import build_summary
 from jurist.experiments.targets import Target, load_target
+from jurist.gc_tuning import fewer_collections
 from jurist.jsonfiles import write_json
 from jurist.models.cost import CostBudget, charged_to, format_usd
 from jurist.rubrics.api import build_judge, load_template
@@ -288,31 +288,6 @@ async def _locked(spec: ExperimentSpec, store: Store, target: Target, evaluator:
                                 budget_stopped=run.stopped)
     finally:
         await asyncio.to_thread(lock.release)
-
-
-# Objects allocated between two collections of the youngest generation while the items run.
-# Each call allocates thousands of short-lived objects (requests, replies, records, rows); at
-# Python's default of 700 the collector ran hundreds of times a run and took about a sixth of
-# the process's CPU in benchmarks/experiment_throughput.py, to free a few hundred cycles.
-RUN_GC_THRESHOLD = 10_000
-
-
-@contextmanager
-def fewer_collections(threshold: int = RUN_GC_THRESHOLD) -> Iterator[None]:
-    """Collect the youngest generation every ``threshold`` allocations while the block runs (older
-    generations as they were), then put back what was set, unless something else changed it
-    meanwhile. A threshold as high already in force is left as it is (a run inside another)."""
-    before = gc.get_threshold()
-    if not gc.isenabled() or before[0] >= threshold:
-        yield
-        return
-    ours = (threshold, *before[1:])
-    gc.set_threshold(*ours)
-    try:
-        yield
-    finally:
-        if gc.get_threshold() == ours:
-            gc.set_threshold(*before)
 
 
 def _write_files(out: Path, done: list[ExperimentItem], summary: dict[str, JsonValue]) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import hashlib
 import os
 import resource
@@ -38,6 +37,7 @@ from typing import Any, Iterable, Literal
 
 from jurist.config import Settings
 from jurist.errors import InputError, JuristError
+from jurist.gc_tuning import tune_gc
 from jurist.jsonfiles import write_json
 from jurist.models.limiter_pool import with_max_held
 from jurist.models.shared_limiter import import_ray
@@ -54,7 +54,6 @@ from jurist.store.rows import EvaluationRow
 _ENV_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 _PREFETCH = 2  # shards queued per worker, so it never waits for the driver between shards
 _FLUSH_LINGER = 0.05  # sessions finishing this close together share one store flush and file-writing trip
-GC_YOUNG = 10_000  # allocations between young-generation collections in a worker (Python's default: 700)
 
 
 def evaluation_id(subject_id: str, rubrics_version: str | None, judge_model: str, generation: str = "") -> str:
@@ -139,22 +138,6 @@ def _open_shard(files: list[str], out: Path, force: bool, allow_private_image_ur
         else:
             opened.append((name, session, existing))
     return opened
-
-
-def tune_gc() -> None:
-    """Garbage collection for a worker process, which does nothing but score.
-
-    What the worker has built by now (modules, store, judge) lives as long as
-    the process, so it is frozen out of every later collection; and each
-    judge call allocates thousands of short-lived objects, so the young
-    generation is collected every ``GC_YOUNG`` allocations, not every 700.
-    With Python's defaults every full collection walked all of Ray's and
-    jurist's objects while every request in flight waited.
-    """
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG, older, oldest)
 
 
 def _cpu() -> float:

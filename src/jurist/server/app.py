@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 import jurist
 from jurist.config import Settings
+from jurist.gc_tuning import ServingGC
 from jurist.runtime import Runtime
 from jurist.research.evaluation import ResearchPipeline
 from jurist.server import (api_analysis, api_evaluations, api_experiments, api_labels, api_prompt_tests, chat,
@@ -33,47 +32,6 @@ from jurist.server.state import ServerState
 from jurist.store import Store
 
 HERE = Path(__file__).parent
-
-
-#: Allocations between young-generation collections while the server serves (Python's default: 700).
-GC_YOUNG = 10_000
-
-
-class ServingGC:
-    """Garbage collection while a server serves: what is built by then (modules, routes, the
-    store, templates) lives as long as the server, so it is frozen out of every later collection
-    (``gc.freeze``), and a request allocates thousands of short-lived objects, so the young
-    generation is collected every ``GC_YOUNG`` allocations rather than every 700. With Python's
-    defaults every full collection walked all of the server's objects (tens of milliseconds while
-    every request waited) and young collections ran several times a request. When the last server
-    of the process stops, the thresholds are put back and what was frozen is unfrozen."""
-
-    _lock = threading.Lock()
-    _serving = 0  # servers of this process between start and stop
-    _saved: tuple[int, int, int] | None = None  # the thresholds before the first of them started
-
-    def __init__(self) -> None:
-        self._started = False
-
-    def start(self) -> None:
-        with ServingGC._lock:
-            if ServingGC._serving == 0:
-                ServingGC._saved = young, older, oldest = gc.get_threshold()
-                gc.set_threshold(max(young, GC_YOUNG), older, oldest)
-            ServingGC._serving += 1
-            self._started = True
-            gc.freeze()
-
-    def stop(self) -> None:
-        with ServingGC._lock:
-            if not self._started:
-                return
-            self._started = False
-            ServingGC._serving -= 1
-            if ServingGC._serving == 0:
-                if ServingGC._saved is not None:
-                    gc.set_threshold(*ServingGC._saved)
-                gc.unfreeze()
 
 
 def create_app(
