@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 from jurist.errors import InputError
 from jurist.experiments.records import DatasetItem, DatasetVersion, ExperimentItem, ExperimentRecord
 from jurist.store.locks import FileLock
+from jurist.store.queries import conflict_insert
 from jurist.store.tables import dataset_items, dataset_versions, experiment_items, experiments
 
 MAX_EXPERIMENTS_READ = 1000
@@ -189,18 +190,12 @@ _ITEM_VALUES = ("status", "answer", "evaluation_id", "cost_usd", "payload", "upd
 def _item_upsert(dialect: str) -> Any:
     """``INSERT ... ON CONFLICT (experiment, item_id) DO UPDATE`` of an item's row, built once (each
     item is written two or three times a run); None for a database without it."""
-    key = [experiment_items.c.experiment, experiment_items.c.item_id]
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        pg = pg_insert(experiment_items)
-        return pg.on_conflict_do_update(index_elements=key, set_={k: pg.excluded[k] for k in _ITEM_VALUES})
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        lite = sqlite_insert(experiment_items)
-        return lite.on_conflict_do_update(index_elements=key, set_={k: lite.excluded[k] for k in _ITEM_VALUES})
-    return None  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
+    dialect_insert = conflict_insert(dialect)
+    if dialect_insert is None:  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
+        return None
+    stmt = dialect_insert(experiment_items)
+    return stmt.on_conflict_do_update(index_elements=[experiment_items.c.experiment, experiment_items.c.item_id],
+                                      set_={k: stmt.excluded[k] for k in _ITEM_VALUES})
 
 
 def _put_item(conn: Connection, name: str, item_id: str, values: dict[str, Any]) -> None:

@@ -286,6 +286,20 @@ def list_fsrs_cards(
     return [FsrsCardRow.of(r._mapping) for r in conn.execute(stmt)]
 
 
+def conflict_insert(dialect: str) -> Callable[[Table], PostgresInsert | SqliteInsert] | None:
+    """The ``insert`` of ``dialect`` that takes ``ON CONFLICT`` (SQLite's, PostgreSQL's); None for
+    another database (jurist ships SQLite and PostgreSQL drivers only)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgres_insert
+
+        return postgres_insert
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert
+    return None  # pragma: no cover
+
+
 def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> int:
     """Insert evaluations (each with its score rows) whose id is not in the table yet.
 
@@ -295,14 +309,7 @@ def insert_evaluations_once(conn: Connection, items: list[tuple[dict[str, Any], 
     racing on one id still leave one row and one set of scores. Returns how
     many evaluations were new.
     """
-    dialect = conn.dialect.name
-    dialect_insert: Callable[[Table], PostgresInsert | SqliteInsert] | None
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:  # pragma: no cover - jurist ships SQLite and PostgreSQL drivers only
-        dialect_insert = None
+    dialect_insert = conflict_insert(conn.dialect.name)
     new_ids: set[str] = set()
     if dialect_insert is not None:
         # One compiled statement, executed for many rows at once; RETURNING names the rows that were new.
