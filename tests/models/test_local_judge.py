@@ -257,6 +257,7 @@ def test_default_thresholds_are_the_models_record() -> None:
     (lambda: local.LocalThresholds(0.5, 0.5, {"expresses": 0.6}), "band.expresses must be a number from 0 to 0.5"),
     (lambda: local.LocalThresholds(0.5, 0.5, {"expresses": True}), "band.expresses must be a number"),
     (lambda: local.LocalThresholds(0.5, 0.5, {"support": 0.1}), "band: unknown kind(s) support"),
+    (lambda: local.LocalThresholds(0.5, 0.5, {"expreses": 0.1}), "did you mean 'expreses' -> 'expresses'?"),
     (lambda: local.LocalThresholds(0.5, 0.5, [0.1, 0.1]), "band must be a mapping"),  # type: ignore[arg-type]
     (lambda: local.LocalThresholds.from_json({"expresses": 0.5, "bands": {}}), "unknown field(s) bands"),
     (lambda: local.LocalThresholds.from_json({"expresses": "0.5"}), "expresses must be a number"),

@@ -56,7 +56,7 @@ import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 from jurist.errors import ConfigError, Uncertain, Unsupported
 from jurist.extras import require_extra
@@ -109,6 +109,18 @@ def _probability(value: object, name: str, high: float = 1.0) -> float:
     return float(value)
 
 
+
+def _refuse_unknown(names: Iterable[str], known: Sequence[str], what: str) -> None:
+    """ConfigError naming the ``names`` not ``known``, each with the known name it likely meant."""
+    from jurist.jsonfiles import did_you_mean
+
+    unknown = sorted(n for n in names if n not in known)
+    if unknown:
+        hints = [f"{k!r} -> {m!r}" for k in unknown if (m := did_you_mean(k, known))]
+        raise ConfigError(f"local judge thresholds: {what} {', '.join(unknown)} "
+                          + (f"(did you mean {'; '.join(hints)}?)" if hints else f"(known: {', '.join(known)})"))
+
+
 @dataclass(frozen=True)
 class LocalThresholds:
     """The local judge's decision thresholds, with the fields of ``judge.json``: ``expresses``
@@ -132,10 +144,7 @@ class LocalThresholds:
         if not isinstance(band, Mapping):
             raise ConfigError(f"local judge thresholds: band must be a mapping of {' and '.join(KINDS)} to a "
                               f"half-width, got {band!r}")
-        unknown = sorted(str(k) for k in band if k not in KINDS)
-        if unknown:
-            raise ConfigError(f"local judge thresholds: band: unknown kind(s) {', '.join(unknown)} "
-                              f"(known: {', '.join(KINDS)})")
+        _refuse_unknown((str(k) for k in band), KINDS, "band: unknown kind(s)")
         record = None
         if self.expresses is None or self.answers is None or any(k not in band for k in KINDS):
             from jurist.models.minilm.cross import read_record
@@ -156,14 +165,7 @@ class LocalThresholds:
         "answers": w}}`` (a field left out: the shipped one); ConfigError naming a bad field."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"local judge thresholds: expected an object, got {data!r}")
-        unknown = sorted(str(k) for k in data if k not in (*KINDS, "band"))
-        if unknown:
-            from jurist.jsonfiles import did_you_mean
-
-            known = (*KINDS, "band")
-            hints = [f"{k!r} -> {m!r}" for k in unknown if (m := did_you_mean(k, known))]
-            raise ConfigError(f"local judge thresholds: unknown field(s) {', '.join(unknown)} "
-                              + (f"(did you mean {'; '.join(hints)}?)" if hints else f"(known: {', '.join(known)})"))
+        _refuse_unknown((str(k) for k in data), (*KINDS, "band"), "unknown field(s)")
         return cls(expresses=data.get("expresses"), answers=data.get("answers"),  # type: ignore[arg-type]
                    band=data.get("band"))  # type: ignore[arg-type]
 
