@@ -118,9 +118,8 @@ def main() -> None:
     ap.add_argument("--swap-contradictions", action="store_true",
                     help="also train on every contradiction with its two texts swapped")
     ap.add_argument("--max-seconds", type=float, default=0.0,
-                    help="a time limit for training (0: none): after 120 steps (timed from the 20th) the plan is shortened to "
-                         "fit, and "
-                         "judge.json records the epochs actually seen")
+                    help="a time limit for training (0: none): after 120 steps (timed from the 20th) the plan is "
+                         "shortened to fit, and judge.json records the epochs actually seen")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=6e-5)
@@ -169,8 +168,8 @@ def main() -> None:
     labels = torch.tensor([p.label for p in train]).to(args.device)
     is_nli = torch.tensor([p.task == "nli" for p in train]).to(args.device)
     model.train()
-    seen, loss_avg, steady = 0, 0.0, time.time()
-    train_started = time.time()
+    seen, loss_avg = 0, 0.0
+    train_started = steady = time.time()  # steady: reset at step 20, once the first steps have warmed up
     for step, idx in enumerate(plan, 1):
         with torch.autocast(args.device, dtype=torch.bfloat16):
             nli, ans = model(*tensors(enc, idx, args.device))
