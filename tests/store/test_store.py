@@ -271,8 +271,8 @@ def test_cache_lookups_within_the_linger_share_one_query(tmp_path):
     store.record_call(call(request_hash="b", response_text="cached"))
     store.flush()
     queries = []
-    lookup = store._cached_replies
-    store._cached_replies = lambda hashes: (queries.append(set(hashes)), lookup(hashes))[1]
+    lookup = store._found
+    store._found = lambda hashes: (queries.append(set(hashes)), lookup(hashes))[1]
 
     async def main():
         return await asyncio.gather(store.cached_reply("a"), store.cached_reply("b"), store.cached_reply("c"))
@@ -283,6 +283,42 @@ def test_cache_lookups_within_the_linger_share_one_query(tmp_path):
         store.close()
     assert a is None and c is None and b["text"] == "cached"
     assert queries == [{"a", "b", "c"}]
+
+
+def test_an_interactive_lookup_in_a_sqlite_file_is_read_at_once_without_the_reader_thread(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/s.db")  # the interactive linger
+    store.record_call(call(request_hash="b", response_text="cached"))
+    store.flush()
+
+    def not_queued(*args, **kwargs):
+        raise AssertionError("the lookup went to the reader thread")
+
+    store._lookups.put = not_queued
+    try:
+        a, b = asyncio.run(_lookups(store, "a", "b"))
+    finally:
+        del store._lookups.put  # the queue's own again: close() stops the reader through it
+        store.close()
+    assert a is None and b["text"] == "cached"
+
+
+def test_a_failed_lookup_is_a_cache_miss_said_on_stderr(tmp_path, capsys):
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    store.record_call(call(request_hash="b", response_text="cached"))
+    store.flush()
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE llm_calls RENAME TO llm_calls_moved")
+    try:
+        assert asyncio.run(_lookups(store, "b")) == [None]
+    finally:
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("ALTER TABLE llm_calls_moved RENAME TO llm_calls")
+        store.close()
+    assert "cache lookup failed, calling the model instead" in capsys.readouterr().err
+
+
+async def _lookups(store, *hashes):
+    return list(await asyncio.gather(*(store.cached_reply(h) for h in hashes)))
 
 
 def test_asave_evaluation_returns_once_the_row_is_committed(store):

@@ -7,18 +7,19 @@ Shared by the gate (:mod:`jurist.gate.gate`) and its parallel strategy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import Any, Coroutine
+from typing import Any, Coroutine, Iterator
 
 from pydantic import JsonValue
 
 from jurist.gate import policy
 from jurist.gate.config import GateConfig
 from jurist.gate.evaluators import TRUNCATED_NOTE, FunctionEvaluator, GateEvaluator
-from jurist.gate.records import ATTEMPT, GENERATION_CALLS, Attempt, CallEntry, Evaluation
+from jurist.gate.records import ATTEMPT, GENERATION_CALLS, PURPOSE, Attempt, CallEntry, Evaluation
 from jurist.models.messages import Message
 
 
@@ -60,6 +61,27 @@ def spawn(coro: Coroutine[Any, Any, Any], attempt: int) -> asyncio.Task[Any]:
     return asyncio.create_task(coro, context=ctx)
 
 
+@contextlib.contextmanager
+def calls_of(attempt: int) -> Iterator[None]:
+    """The LLM calls awaited inside are recorded as belonging to ``attempt`` (in the running
+    task: no task of their own, which under load would wait its turn on the event loop twice)."""
+    token = ATTEMPT.set(attempt)
+    try:
+        yield
+    finally:
+        ATTEMPT.reset(token)
+
+
+@contextlib.contextmanager
+def purpose_of(kind: str) -> Iterator[None]:
+    """What the generator's calls awaited inside are for (``generation``, ``regeneration``)."""
+    token = PURPOSE.set(kind)
+    try:
+        yield
+    finally:
+        PURPOSE.reset(token)
+
+
 async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Run, text: str, number: int, *,
                            coverage: float | None = None) -> Evaluation:
     """Evaluate one answer, fail-safe: any failure or timeout is a skipped evaluation.
@@ -75,9 +97,10 @@ async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Ru
         ev = skipped(number, "no time left in the budget to evaluate")
     else:
         try:
-            ev = await asyncio.wait_for(
-                spawn(evaluator.evaluate(run.messages, text, trace_id=run.trace_id, **told), number), timeout)
-        except asyncio.TimeoutError:
+            with calls_of(number):
+                async with asyncio.timeout(timeout):
+                    ev = await evaluator.evaluate(run.messages, text, trace_id=run.trace_id, **told)
+        except TimeoutError:
             ev = skipped(number, f"the evaluator gave no verdict within {timeout:.2f} s")
         except Exception as exc:
             ev = skipped(number, f"{type(exc).__name__}: {exc}")

@@ -63,7 +63,7 @@ from jurist.gate.evaluators import (
     QualityEvaluator,
     last_question,
 )
-from jurist.gate.evaluation import Run, evaluate_attempt, skipped, spawn
+from jurist.gate.evaluation import Run, calls_of, evaluate_attempt, purpose_of, skipped
 from jurist.gate.events import (
     DeltaEvent,
     DoneEvent,
@@ -75,7 +75,6 @@ from jurist.gate.events import (
 )
 from jurist.gate.parallel import Snapshots
 from jurist.gate.records import (
-    PURPOSE,
     Attempt,
     CallCollector,
     CallEntry,
@@ -103,7 +102,6 @@ from jurist.models.model import Model
 from jurist.runtime import Runtime, runtime_for
 from jurist.store import Store
 
-_END = object()
 log = logging.getLogger("jurist.gate")
 
 
@@ -442,35 +440,32 @@ class Gate:
 
     async def _generate(self, run: Run, generate: Generator, messages: Sequence[Message], kind: str,
                         number: int) -> AsyncIterator[str]:
-        """The attempt's text deltas, bounded by the budget (a producer task feeds a queue)."""
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        """The attempt's text deltas, bounded by the budget. The generator is read in this task,
+        each piece awaited under the budget's clock: no task of its own and no queue, so that a
+        piece is not handed from task to task (under load each hand-over waits its turn on the
+        event loop). The calls it makes are recorded as attempt ``number``'s, for ``kind``."""
         started = time.monotonic()
         failure: BaseException | None = None
-        producer = spawn(self._produce(run, generate, messages, kind, queue), number)
+        pieces = self._pieces(run, generate, messages, kind)
         try:
-            while True:
-                remaining = run.remaining()
-                if remaining <= 0:
-                    raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating")
-                if not queue.empty():  # a piece already here (a burst of them comes in one read): no timer
-                    item = queue.get_nowait()
-                else:
+            async with contextlib.aclosing(pieces):
+                while True:
+                    remaining = run.remaining()
+                    if remaining <= 0:
+                        raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating")
                     try:
-                        item = await asyncio.wait_for(queue.get(), remaining)
-                    except asyncio.TimeoutError:
+                        with calls_of(number), purpose_of(kind):
+                            async with asyncio.timeout(remaining):
+                                item = await anext(pieces, None)
+                    except TimeoutError:
                         raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating") from None
-                if item is _END:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+                    if item is None:
+                        break
+                    yield item
         except BaseException as exc:
             failure = exc
             raise
         finally:
-            if not producer.done():
-                producer.cancel()
-                await asyncio.gather(producer, return_exceptions=True)
             # A function generator is listed as one call, unless it made (and so recorded) its own model call.
             if not isinstance(generate, str) and not any(
                     c.type == kind and c.iteration == number for c in run.calls):
@@ -480,32 +475,35 @@ class Gate:
                                            status="error" if failed else "ok", call_id=None,
                                            error=f"{type(failure).__name__}: {failure}" if failed else None))
 
-    async def _produce(self, run: Run, generate: Generator, messages: Sequence[Message], kind: str,
-                       queue: asyncio.Queue[Any]) -> None:
-        PURPOSE.set(kind)  # in this task's own context
-        try:
-            if isinstance(generate, str):
-                s = self.settings
-                request = ChatRequest(messages=tuple(policy.for_model(messages)),
-                                      temperature=self.config.temperature if
-                                      self.config.temperature is not None else s.temperature,
-                                      max_tokens=self.config.max_tokens or s.max_tokens)
-                async for delta in self._generator_model(generate).stream(request, purpose=kind,
-                                                                          trace_id=run.trace_id):
+    async def _pieces(self, run: Run, generate: Generator, messages: Sequence[Message],
+                      kind: str) -> AsyncGenerator[str, None]:
+        """The text pieces of one generation: from the generator model named ``generate``, or from
+        a user's function (a string, an awaitable of one, or an async iterator of pieces)."""
+        if isinstance(generate, str):
+            s = self.settings
+            request = ChatRequest(messages=tuple(policy.for_model(messages)),
+                                  temperature=self.config.temperature if
+                                  self.config.temperature is not None else s.temperature,
+                                  max_tokens=self.config.max_tokens or s.max_tokens)
+            stream = self._generator_model(generate).stream(request, purpose=kind, trace_id=run.trace_id)
+            async with contextlib.aclosing(stream):
+                async for delta in stream:
                     if isinstance(delta, str):  # a generator model's text (it is asked for no tools)
-                        queue.put_nowait(delta)
-            else:
-                out: Any = generate(openai_messages(messages))  # a user's function: OpenAI-style dicts
-                if inspect.isawaitable(out):
-                    out = await out
-                if isinstance(out, str):
-                    queue.put_nowait(out)
-                else:
-                    async for delta in out:
-                        queue.put_nowait(str(delta))
-            queue.put_nowait(_END)
-        except Exception as exc:  # handed to the consumer, which decides
-            queue.put_nowait(exc)
+                        yield delta
+            return
+        out: Any = generate(openai_messages(messages))  # a user's function: OpenAI-style dicts
+        if inspect.isawaitable(out):
+            out = await out
+        if isinstance(out, str):
+            yield out
+            return
+        try:
+            async for delta in out:
+                yield str(delta)
+        finally:
+            close = getattr(out, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _error(self, run: Run, exc: Exception, partial: str) -> ErrorEvent:
         code: ErrorCode = "MAX_ITERATIONS" if isinstance(exc, IterationLimit) else (

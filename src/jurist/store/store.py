@@ -105,7 +105,8 @@ class Store:
     def __init__(self, url: str, *, lookup_linger: float = LOOKUP_LINGER) -> None:
         """Open (and migrate) the database at ``url``. Cache lookups are gathered
         for ``lookup_linger`` seconds into one query (``BATCH_LOOKUP_LINGER``
-        suits batch runs; the default, interactive calls)."""
+        suits batch runs; the default, interactive calls), except that an interactive
+        lookup in a SQLite file is read at once (:meth:`cached_reply`)."""
         self.url = normalise_url(url)
         try:
             self.url.encode("utf-8")
@@ -149,6 +150,12 @@ class Store:
         self._writer = threading.Thread(target=self._write_loop, name="jurist-store-writer", daemon=True)
         self._writer.start()
         self._lookups = WorkQueue(lookup_linger)
+        # A SQLite file answers an indexed read in well under a millisecond, and its readers never
+        # wait for its writer (WAL): less than a hand-over to the reader thread and back costs the
+        # event loop (two turns of the loop, and the thread's wait for the interpreter, while the
+        # loop is busy: 5 to 20 ms a lookup under load, on the path of every judged answer).
+        self._inline_lookups = (lookup_linger <= LOOKUP_LINGER and self.url.startswith("sqlite:///")
+                                and self.url != "sqlite:///:memory:")
         self._reader = threading.Thread(target=self._read_loop, name="jurist-store-reader", daemon=True)
         self._reader.start()
 
@@ -319,9 +326,13 @@ class Store:
         """The latest successful answer to an identical request, if any.
 
         Lookups are answered by one reader thread, many per query, so a batch
-        with thousands of calls in flight pays one round trip per group.
+        with thousands of calls in flight pays one round trip per group; an
+        interactive lookup in a SQLite file is read at once, in the caller's thread.
+        A lookup that fails is a cache miss, said on stderr.
         """
         self._check_open()
+        if self._inline_lookups:
+            return self._found({request_hash}).get(request_hash)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[CachedReply | None] = loop.create_future()
         self._lookups.put((request_hash, fut, loop))
@@ -333,15 +344,15 @@ class Store:
             if _STOP in batch:
                 _answer_all([b for b in batch if b is not _STOP], {})
                 return
-            try:
-                found = self._cached_replies({h for h, _, _ in batch})
-            except Exception as exc:  # a failed lookup is a cache miss, reported once
-                found = {}
-                print(f"jurist: cache lookup failed, calling the model instead: {exc}", file=sys.stderr)
-            _answer_all(batch, found)
+            _answer_all(batch, self._found({h for h, _, _ in batch}))
 
-    def _cached_replies(self, hashes: set[str]) -> dict[str, CachedReply]:
-        return self.read(queries.cached_replies, hashes)
+    def _found(self, hashes: set[str]) -> dict[str, CachedReply]:
+        """The cached replies to these request hashes; none when the lookup fails (a cache miss, said once)."""
+        try:
+            return self.read(queries.cached_replies, hashes)
+        except Exception as exc:
+            print(f"jurist: cache lookup failed, calling the model instead: {exc}", file=sys.stderr)
+            return {}
 
     def calls(self, **filters: Any) -> list[dict[str, Any]]:
         """Recorded LLM calls, newest first (see :func:`queries.list_calls`)."""
