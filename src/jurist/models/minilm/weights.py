@@ -108,7 +108,9 @@ def widen(stored: dict[str, np.ndarray], metadata: dict[str, str], path: Path) -
                               "with benchmarks/minilm_export.py --judge")
         base = widen(base_stored, base_metadata, base_path)
         for name in deltas:
-            out[name.removesuffix(DELTA)] = base[name.removesuffix(DELTA)] + out.pop(name)
+            weight = base[name.removesuffix(DELTA)]  # float32 and just made: added to in place
+            weight += out.pop(name)
+            out[name.removesuffix(DELTA)] = weight
     return out
 
 
