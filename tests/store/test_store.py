@@ -12,7 +12,7 @@ from sqlalchemy import event, insert, inspect
 from jurist.errors import ConfigError, StoreError
 from jurist.models.base import CallRecord
 from jurist.models.messages import openai_messages
-from jurist.store import Store, normalise_url
+from jurist.store import Store, normalise_url, queries
 from jurist.store.tables import llm_calls
 
 
@@ -272,7 +272,7 @@ def test_cache_lookups_within_the_linger_share_one_query(tmp_path):
     store.flush()
     queries = []
     lookup = store._found
-    store._found = lambda hashes: (queries.append(set(hashes)), lookup(hashes))[1]
+    store._found = lambda query, hashes: (queries.append(set(hashes)), lookup(query, hashes))[1]
 
     async def main():
         return await asyncio.gather(store.cached_reply("a"), store.cached_reply("b"), store.cached_reply("c"))
@@ -300,6 +300,21 @@ def test_an_interactive_lookup_in_a_sqlite_file_is_read_at_once_without_the_read
         del store._lookups.put  # the queue's own again: close() stops the reader through it
         store.close()
     assert a is None and b["text"] == "cached"
+
+
+def test_a_lookup_read_at_once_finds_the_latest_answer_as_a_batch_lookup_does(tmp_path):
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for n, (text, status) in enumerate([("old", "ok"), ("new", "ok"), (None, "ok"), ("failed", "error")]):
+        store.record_call(call(request_hash="h", response_text=text, status=status,
+                               created_at=at.replace(minute=n)))
+    store.flush()
+    try:
+        [inline] = asyncio.run(_lookups(store, "h"))
+        batched = store._found(queries.cached_replies, {"h"})
+    finally:
+        store.close()
+    assert inline == batched["h"] and inline["text"] == "new"
 
 
 def test_a_failed_lookup_is_a_cache_miss_said_on_stderr(tmp_path, capsys):

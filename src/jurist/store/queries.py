@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, get_args, ge
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Table, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from jurist.models.base import CallRecord
@@ -54,6 +54,26 @@ def cached_replies_query(hashes: set[str]) -> Any:
                llm_calls.c.response_text.is_not(None))
         .order_by(llm_calls.c.created_at)
     )
+
+
+#: The latest successful answer to one request hash, built once: executing it compiles nothing
+#: (from the statement cache) and expands no IN list, a third of what a batch query costs for one.
+CACHED_REPLY = (
+    select(llm_calls.c.response_text, llm_calls.c.input_tokens, llm_calls.c.output_tokens)
+    .where(llm_calls.c.request_hash == bindparam("request_hash"), llm_calls.c.status == "ok",
+           llm_calls.c.response_text.is_not(None))
+    .order_by(llm_calls.c.created_at.desc())
+    .limit(1)
+)
+
+
+def cached_reply(conn: Connection, request_hash: str) -> dict[str, CachedReply]:
+    """The latest successful answer to one request hash, keyed as :func:`cached_replies` keys them."""
+    row = conn.execute(CACHED_REPLY, {"request_hash": request_hash}).first()
+    if row is None:
+        return {}
+    return {request_hash: CachedReply(text=row.response_text, input_tokens=row.input_tokens,
+                                      output_tokens=row.output_tokens)}
 
 
 def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, CachedReply]:

@@ -332,7 +332,7 @@ class Store:
         """
         self._check_open()
         if self._inline_lookups:
-            return self._found({request_hash}).get(request_hash)
+            return self._found(queries.cached_reply, request_hash).get(request_hash)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[CachedReply | None] = loop.create_future()
         self._lookups.put((request_hash, fut, loop))
@@ -344,12 +344,13 @@ class Store:
             if _STOP in batch:
                 _answer_all([b for b in batch if b is not _STOP], {})
                 return
-            _answer_all(batch, self._found({h for h, _, _ in batch}))
+            _answer_all(batch, self._found(queries.cached_replies, {h for h, _, _ in batch}))
 
-    def _found(self, hashes: set[str]) -> dict[str, CachedReply]:
-        """The cached replies to these request hashes; none when the lookup fails (a cache miss, said once)."""
+    def _found(self, query: Callable[[Connection, T], dict[str, CachedReply]], hashes: T) -> dict[str, CachedReply]:
+        """The cached replies ``query`` finds for ``hashes``; none when the lookup fails (a cache
+        miss, said once)."""
         try:
-            return self.read(queries.cached_replies, hashes)
+            return self.read(query, hashes)
         except Exception as exc:
             print(f"jurist: cache lookup failed, calling the model instead: {exc}", file=sys.stderr)
             return {}
