@@ -103,11 +103,31 @@ def _name_map(n_layers: int) -> dict[str, str]:
     return names
 
 
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A MiniLM weights file as float32 tensors under BERT's names, read by
+    ``jurist.models.minilm.weights.read_weights`` (int8 matrices widened with their scales,
+    differences added to the ``model.safetensors`` beside the file). That module is loaded from
+    this checkout by itself: it needs numpy, safetensors and ``jurist.errors``, not the rest of
+    jurist's dependencies, which the training environment does not install."""
+    import importlib.util
+    import sys
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    if str(src) not in sys.path:
+        sys.path.insert(0, str(src))  # for jurist.errors (jurist/__init__.py imports nothing heavy)
+    name = "jurist.models.minilm.weights"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, src / "jurist" / "models" / "minilm" / "weights.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return {k: torch.from_numpy(v) for k, v in module.read_weights(path).items()}
+
+
 def load_encoder(model: CrossEncoder, weights: Path, n_layers: int) -> None:
     """Start from the shipped sentence encoder (the heads start fresh)."""
-    from safetensors.torch import load_file
-
-    raw = load_file(str(weights))
+    raw = read_weights(weights)
     names = _name_map(n_layers)
     state = {names[k]: v.float() for k, v in raw.items() if k in names}
     missing, unexpected = model.load_state_dict(state, strict=False)

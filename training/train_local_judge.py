@@ -13,7 +13,10 @@ then, on the development pairs only: fits one temperature per head (the calibrat
 the decision thresholds (macro-F1) and the band of uncertainty, and writes
 ``judge.safetensors`` (float16) and ``judge.json`` next to the bi-encoder. Fixed seeds;
 the test splits are never read here. Torch is needed for training only: jurist runs
-the exported weights with numpy.
+the exported weights with numpy. jurist ships ``judge.safetensors`` as int8 differences
+from ``model.safetensors``: after training into ``src/jurist/models/minilm`` (the default
+``--out``; copy the two files there from another folder), ``python benchmarks/minilm_export.py
+--judge`` converts it (jurist also reads the float16 file as it is).
 """
 
 from __future__ import annotations
