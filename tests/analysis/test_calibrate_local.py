@@ -93,6 +93,20 @@ def test_scores_are_fitted_by_macro_f1_over_the_scale_points():
     assert fit.after.threshold == pytest.approx((0.35 + 0.8) / 2) and fit.after.macro_f1 == 1.0
 
 
+def test_a_fitted_threshold_is_the_number_stored_so_the_figures_and_a_report_use_that_one():
+    # the people's line lies between 0.1639 (the highest fail) and 0.164 (the lowest pass): their
+    # midpoint in floating point is 0.16394999999999998, which prints as 0.1639 while the 6 decimals
+    # stored make it 0.16395 (0.1640); the fit tries, reports and stores 0.16395
+    probs = _probs([0.164 + 0.02 * i for i in range(12)] + [0.1639 - 0.01 * i for i in range(12)])
+    fit = fit_rubric(ONE_ITEM, SCALE, _labels([True] * 12 + [False] * 12), probs, shipped=SHIPPED, band=BAND)
+    assert fit.after.agreement == 1.0 and fit.degenerate is None
+    stored = fit.to_json()
+    assert fit.after.threshold == fit.thresholds["expresses"] == stored["thresholds"]["expresses"] == 0.16395
+    assert f"{fit.thresholds['expresses']:.4f}" == f"{stored['thresholds']['expresses']:.4f}" == "0.1640"
+    assert stored["after"]["threshold"] == 0.164
+    assert candidates([{"a": 0.1639}, {"a": 0.164}]) == [0.08195, 0.16395, 0.582]
+
+
 def test_a_fit_that_puts_every_session_in_one_category_is_degenerate_and_not_stored():
     # the people split, but the judge gives every session the same probability
     fit = fit_rubric(ONE_ITEM, SCALE, _labels([True, False] * 12), {f"s{i}": {"sorry": 0.6} for i in range(24)},

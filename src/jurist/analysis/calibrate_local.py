@@ -7,7 +7,7 @@ by an item can sit on either side of that threshold. With ``--fit-local``, after
 calibration's usual figures, every labelled session is judged once more with no band
 of uncertainty (:func:`item_probabilities`), which gives the probability of every item
 of every labelled rubric; :func:`fit_rubric` then tries every threshold that changes a
-decision on these items, scores each labelled session as the rubric would at it (points
+decision on these items (to the ``DIGITS`` decimals it is stored with), scores each labelled session as the rubric would at it (points
 earned over points possible, a pass at ``PASS_PERCENTAGE`` % of the scale's top), and
 keeps the threshold whose scores best match the people's labels by macro-F1 (over the
 people's categories: pass and fail, or the scale's points), a tie going to the higher
@@ -48,6 +48,7 @@ MIN_ITEMS = 20  # labelled sessions of a rubric a fit needs
 METRIC = "macro_f1"
 KIND = "expresses"  # the decision a rubric's items are judged by
 PURPOSE = "calibrate_local"  # the purpose of the calls that give the probabilities
+DIGITS = 6  # decimals the thresholds and the band are stored with: a fitted threshold is one of these
 
 #: session id -> item id -> the judge's probability that the session expresses the item (None: not judged)
 Probabilities = dict[str, "dict[str, float] | None"]
@@ -191,8 +192,8 @@ class LocalFit:
     def to_json(self) -> dict[str, object]:
         return {"kind": KIND, "metric": METRIC, "items": self.items, "classes": self.classes,
                 "before": self.before.to_json(), "after": self.after.to_json(),
-                "thresholds": {k: round(v, 6) for k, v in self.thresholds.items()},
-                "band": {k: round(v, 6) for k, v in self.band.items()},
+                "thresholds": {k: round(v, DIGITS) for k, v in self.thresholds.items()},
+                "band": {k: round(v, DIGITS) for k, v in self.band.items()},
                 "unscored": self.unscored, "degenerate": self.degenerate}
 
     def stored(self, calibration_id: str) -> FittedLocalThresholds | None:
@@ -223,12 +224,14 @@ def _at(rubric: Rubric, scale: tuple[float, float], pass_fail: bool, probs: Sequ
 
 def candidates(probs: Sequence[Mapping[str, float]]) -> list[float]:
     """Every threshold that decides these probabilities differently: the midpoints between
-    neighbouring ones, and one below and one above them all."""
+    neighbouring ones, and one below and one above them all, each rounded to the ``DIGITS``
+    decimals it is stored with, so that the figures at a threshold are those of the judge
+    that uses it and a report prints the number that is stored."""
     values = sorted({p for ps in probs for p in ps.values()})
     if not values:
         return []
     mids = [(a + b) / 2 for a, b in zip(values, values[1:])]
-    return [values[0] / 2, *mids, (values[-1] + 1.0) / 2]
+    return list(dict.fromkeys(round(t, DIGITS) for t in [values[0] / 2, *mids, (values[-1] + 1.0) / 2]))
 
 
 def fit_rubric(rubric: Rubric, scale: tuple[float, float], labels: Sequence[Label],
@@ -247,7 +250,9 @@ def fit_rubric(rubric: Rubric, scale: tuple[float, float], labels: Sequence[Labe
         raise UsageError(f"--fit-local: rubric {rubric.id!r}: the offline judge gave probabilities for {len(used)} "
                          f"labelled sessions in {len(set(people))} categories (unscored: {', '.join(unscored) or 'none'}); "
                          f"a fit needs at least {MIN_ITEMS} in two categories or more")
-    default, width = float(shipped[KIND]), float(band[KIND])
+    # as stored (DIGITS decimals): the figures are those of the judge that uses them, the numbers printed those stored
+    shipped, band = ({k: round(float(v), DIGITS) for k, v in m.items()} for m in (shipped, band))
+    default, width = shipped[KIND], band[KIND]
     before = _at(rubric, scale, pass_fail, probs, people, default, width)
     best = before
     for t in candidates(probs):
@@ -267,5 +272,5 @@ def fit_rubric(rubric: Rubric, scale: tuple[float, float], labels: Sequence[Labe
                       f"{_category_name(next(iter(judged)), pass_fail)}, so the judge's probabilities do not "
                       "separate what the people tell apart")
     return LocalFit(rubric=rubric.id, items=len(used), classes=dict(sorted(classes.items())), before=before,
-                    after=best, thresholds={**{k: float(v) for k, v in shipped.items()}, KIND: best.threshold},
-                    band={k: float(v) for k, v in band.items()}, unscored=unscored, degenerate=degenerate)
+                    after=best, thresholds={**shipped, KIND: best.threshold}, band=band, unscored=unscored,
+                    degenerate=degenerate)
