@@ -7,8 +7,9 @@ by an item can sit on either side of that threshold. With ``--fit-local``, after
 calibration's usual figures, every labelled session is judged once more with no band
 of uncertainty (:func:`item_probabilities`), which gives the probability of every item
 of every labelled rubric; :func:`fit_rubric` then tries every threshold that changes a
-decision on these items (to the ``DIGITS`` decimals it is stored with), scores each labelled session as the rubric would at it (points
-earned over points possible, a pass at ``PASS_PERCENTAGE`` % of the scale's top), and
+decision on these items (to the ``DIGITS`` decimals it is stored with), scores each
+labelled session as the rubric would at it (points earned over points possible, a pass
+at ``PASS_PERCENTAGE`` % of the scale's top), and
 keeps the threshold whose scores best match the people's labels by macro-F1 (over the
 people's categories: pass and fail, or the scale's points), a tie going to the higher
 agreement, then to fewer sessions the band would leave undecided, then to the threshold

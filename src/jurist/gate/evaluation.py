@@ -62,24 +62,18 @@ def spawn(coro: Coroutine[Any, Any, Any], attempt: int) -> asyncio.Task[Any]:
 
 
 @contextlib.contextmanager
-def calls_of(attempt: int) -> Iterator[None]:
-    """The LLM calls awaited inside are recorded as belonging to ``attempt`` (in the running
-    task: no task of their own, which under load would wait its turn on the event loop twice)."""
-    token = ATTEMPT.set(attempt)
+def calls_of(attempt: int, kind: str | None = None) -> Iterator[None]:
+    """The LLM calls awaited inside are recorded as belonging to ``attempt`` (and, with ``kind``,
+    as made for it: ``generation``, ``regeneration``), in the running task: no task of their own,
+    which under load would wait its turn on the event loop twice."""
+    attempt_token = ATTEMPT.set(attempt)
+    kind_token = PURPOSE.set(kind) if kind is not None else None
     try:
         yield
     finally:
-        ATTEMPT.reset(token)
-
-
-@contextlib.contextmanager
-def purpose_of(kind: str) -> Iterator[None]:
-    """What the generator's calls awaited inside are for (``generation``, ``regeneration``)."""
-    token = PURPOSE.set(kind)
-    try:
-        yield
-    finally:
-        PURPOSE.reset(token)
+        if kind_token is not None:
+            PURPOSE.reset(kind_token)
+        ATTEMPT.reset(attempt_token)
 
 
 async def evaluate_attempt(evaluator: GateEvaluator, config: GateConfig, run: Run, text: str, number: int, *,

@@ -63,7 +63,7 @@ from jurist.gate.evaluators import (
     QualityEvaluator,
     last_question,
 )
-from jurist.gate.evaluation import Run, calls_of, evaluate_attempt, purpose_of, skipped
+from jurist.gate.evaluation import Run, calls_of, evaluate_attempt, skipped
 from jurist.gate.events import (
     DeltaEvent,
     DoneEvent,
@@ -454,7 +454,7 @@ class Gate:
                     if remaining <= 0:
                         raise _OutOfBudget(f"the {self.config.budget_s:g} s budget ran out while generating")
                     try:
-                        with calls_of(number), purpose_of(kind):
+                        with calls_of(number, kind):
                             async with asyncio.timeout(remaining):
                                 item = await anext(pieces, None)
                     except TimeoutError:

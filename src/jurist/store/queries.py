@@ -70,18 +70,18 @@ CACHED_REPLY = (
 def cached_reply(conn: Connection, request_hash: str) -> dict[str, CachedReply]:
     """The latest successful answer to one request hash, keyed as :func:`cached_replies` keys them."""
     row = conn.execute(CACHED_REPLY, {"request_hash": request_hash}).first()
-    if row is None:
-        return {}
-    return {request_hash: CachedReply(text=row.response_text, input_tokens=row.input_tokens,
-                                      output_tokens=row.output_tokens)}
+    return {} if row is None else {request_hash: _cached(row)}
+
+
+def _cached(row: Any) -> CachedReply:
+    return CachedReply(text=row.response_text, input_tokens=row.input_tokens, output_tokens=row.output_tokens)
 
 
 def cached_replies(conn: Connection, hashes: set[str]) -> dict[str, CachedReply]:
     """The latest successful answer per request hash (the call cache)."""
     rows = conn.execute(cached_replies_query(hashes)).all()
     # ordered oldest first, so the latest answer for a hash wins
-    return {r.request_hash: CachedReply(text=r.response_text, input_tokens=r.input_tokens,
-                                        output_tokens=r.output_tokens) for r in rows}
+    return {r.request_hash: _cached(r) for r in rows}
 
 
 FAILED_CALLS = "failed"  # a filter, not a stored status: every call whose status is not ok
