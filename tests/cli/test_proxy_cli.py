@@ -12,7 +12,10 @@ from jurist.testing import Reply
 from tests.server.live import free_port, wait_until_healthy
 
 
-def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path):
+@pytest.mark.parametrize("access_log", [False, True])
+def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path, access_log):
+    """The answer reaches a stock client; a line per request is printed only with --access-log
+    (the store records every gated request either way)."""
     provider.default = Reply(text="Paris is the capital of France.")
     port = free_port()
     (tmp_path / "jurist.yaml").write_text(
@@ -22,7 +25,7 @@ def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path):
     env["JURIST_HOME"] = str(tmp_path / ".jurist")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jurist", "proxy", "--upstream", provider.base_url, "--port", str(port),
-         "--judge", "fake/judge", "--api-key", "k"],
+         "--judge", "fake/judge", "--api-key", "k", *(["--access-log"] if access_log else [])],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -35,7 +38,9 @@ def test_jurist_proxy_serves_a_stock_openai_client(provider, tmp_path):
         assert extra["trace_id"] and extra["llm_calls"]
     finally:
         proc.terminate()
-        proc.wait(timeout=15)
+        out, _ = proc.communicate(timeout=15)
+    assert "jurist proxy on" in out
+    assert ('"POST /v1/chat/completions HTTP/1.1" 200' in out) is access_log, out
 
 
 def _calibrate(tmp_path, provider, kappa: float) -> None:

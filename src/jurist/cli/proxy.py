@@ -159,6 +159,10 @@ def register(app: typer.Typer) -> None:
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
                                          "Always: 127.0.0.1, localhost, ::1 and --host."),
+        access_log: bool = typer.Option(
+            False, "--access-log/--no-access-log",
+            help="Print a line per HTTP request (uvicorn's access log); every gated request is recorded in "
+                 "the store either way."),
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
@@ -188,4 +192,5 @@ def register(app: typer.Typer) -> None:
                           "upstream gets no key (right for a local upstream such as Ollama)[/]")
         print_store(settings)
         print_access(settings)
-        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
+        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes,
+                    access_log=access_log)
