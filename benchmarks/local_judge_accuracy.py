@@ -625,10 +625,13 @@ async def speed(judge: LocalJudge, quick: bool, rep: Report) -> None:
             await evaluator.aclose()
     turn = statistics.median(walls)
     statuses = Counter(str(t.status) for t in turns)
-    out["checklist_turn_s"] = {"median": turn, "max": max(walls), "statuses": dict(statuses)}
+    partly = sum(1 for t in turns if t.undecided_ids)  # ok turns with points the judge could not decide
+    out["checklist_turn_s"] = {"median": turn, "max": max(walls), "statuses": dict(statuses),
+                               "with_undecided_points": partly}
     print(f"checklist turn (ChecklistEvaluator, 10 unchecked points, the last 10 messages, empty caches), median of "
           f"{len(walls)}: {rep.target('checklist turn (s)', turn, f'<= {TURN_MAX_S} s', turn <= TURN_MAX_S, '{:.3f} s')}"
-          f"  (max {max(walls):.3f} s; turns {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
+          f"  (max {max(walls):.3f} s; turns {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; "
+          f"with points left undecided {partly})")
 
     from jurist.rubrics.sessions import load_session
 

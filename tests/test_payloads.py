@@ -25,7 +25,7 @@ OLD = json.loads((DATA / "stored_before_kind.json").read_text(encoding="utf-8"))
 MODELS = {"rubric": RubricResult, "gate": GateRecord, "research": EvaluationRecord, "checklist": ChecklistTurn}
 OLD_ROWS = [(kind, p) for kind, payloads in OLD.items() for p in payloads]
 # Fields added after the fixture was stored, with the value an old row reads as.
-LATER = {"research": {"decisions": [], "pipelinePrompts": {}}}
+LATER = {"research": {"decisions": [], "pipelinePrompts": {}}, "checklist": {"undecided": []}}
 # Fields added since inside a record's parts (a research evaluator result, a gate evaluation),
 # with the value an old row reads as: left out where they have it, to compare with the row as stored.
 NESTED_LATER = {"research": {"templateHash": None}, "gate": {"template_hash": None}}

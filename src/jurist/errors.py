@@ -199,13 +199,22 @@ UNDECIDED = "uncertain:"
 class Uncertain(EvaluationError):
     """The judge cannot decide and does not guess: the calibrated probability of a decision lies
     within ``band`` of its threshold. The message starts ``uncertain:`` and names what was asked
-    (``subject``), the probability and the band; a judge turns it into a failed verdict."""
+    (``subject``), the probability and the band; a judge turns it into a failed verdict.
 
-    def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float) -> None:
+    A question about several statements at once says which of them lie inside the band
+    (``undecided``, in the order asked; ``subject`` is the first) and, where the judge decided the
+    others, their answers (``decided``: the checks of the statements outside the band, in the
+    order asked; None when the judge reports none), so that a caller that can use part of an
+    answer (a checklist turn) keeps those verdicts and says which statements stay undecided."""
+
+    def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float,
+                 undecided: Sequence[str] = (), decided: list[Any] | None = None) -> None:
         self.subject = subject
         self.probability = probability
         self.threshold = threshold
         self.band = band
+        self.undecided = tuple(undecided) or (subject,)
+        self.decided = decided
         super().__init__(message)
 
 

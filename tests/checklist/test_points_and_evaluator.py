@@ -107,3 +107,61 @@ async def test_local_judge_checks_points_by_meaning(checklist):
     r = await ev.evaluate_batch(checklist.points, msgs, "recall")
     assert r.recalled_point_ids == ["adenosine"] and 0.5 <= r.confidence_per_point["adenosine"] <= 1
     assert r.feedback.startswith("Point adenosine was recalled.") and "remain unchecked" in r.feedback
+
+
+@pytest.mark.slow
+async def test_a_point_the_local_judge_cannot_decide_stays_unchecked_and_the_others_count(checklist):
+    """One point inside the band: the turn keeps the verdicts on the others, names the undecided
+    point and says why; every point inside it: the turn fails, as before."""
+    pytest.importorskip("tokenizers")
+    from jurist.models.local import LocalJudge, LocalThresholds
+
+    msgs = [ChecklistMessage(role="user", content="Caffeine has a half-life of about five hours in adults. "
+                                                  "It blocks adenosine so you do not feel sleepy.")]
+    points = list(checklist.points)
+    deciding = LocalJudge(LocalThresholds(band={"expresses": 0}))
+    threshold = deciding.thresholds.expresses
+    checks = await deciding.expresses(msgs[0].content, [p.text for p in points])
+    distance = sorted((abs((c.confidence if c.expressed else 1 - c.confidence) - threshold), p.id)
+                      for p, c in zip(points, checks))
+    (near, near_id), (second, _) = distance[0], distance[1]
+    assert second - near > 2e-4, distance  # one point clearly the closest to the threshold
+    band = (near + second) / 2
+
+    ev = ChecklistEvaluator(LocalJudge(LocalThresholds(band={"expresses": band})), settings=Settings.load())
+    r = await ev.evaluate_batch(points, msgs, "recall")
+    expected = [p.id for p, c in zip(points, checks) if c.expressed and p.id != near_id]
+    assert r.status == "ok" and r.undecided_ids == [near_id]
+    assert expected, "the message should express a point the judge decides"
+    assert r.recalled_point_ids == expected and near_id not in r.confidence_per_point
+    assert r.reason.startswith("uncertain: the local judge cannot decide whether the text expresses")
+    assert f"Point {expected[0]} was recalled." in r.feedback
+
+    everything = ChecklistEvaluator(LocalJudge(LocalThresholds(band={"expresses": 0.5})), settings=Settings.load())
+    failed = await everything.evaluate_batch(points, msgs, "recall")
+    assert failed.status == "failed" and failed.undecided_ids == [] and failed.recalled_point_ids == []
+    assert failed.reason.startswith("uncertain:") and f"; {len(points) - 1} more inside the band" in failed.reason
+
+
+async def test_an_undecided_error_from_another_judge_without_decided_checks_fails_the_turn(checklist):
+    """A judge of the caller's own that raises Uncertain without saying what it decided: no guess."""
+    from jurist.errors import Uncertain
+
+    class Unsure:
+        name = "mine/unsure"
+
+        async def expresses(self, text, statements):
+            raise Uncertain("uncertain: not sure", subject=statements[0], probability=0.5, threshold=0.5, band=0.1)
+
+        async def coverage(self, question, answer, parts=None):
+            raise NotImplementedError
+
+        async def relevance(self, query, passages):
+            raise NotImplementedError
+
+        async def support(self, answer, sources):
+            raise NotImplementedError
+
+    ev = ChecklistEvaluator(Unsure(), settings=Settings.load())
+    r = await ev.evaluate_batch(checklist.points, [ChecklistMessage(role="user", content="Caffeine.")], "recall")
+    assert r.status == "failed" and r.reason == "uncertain: not sure" and r.undecided_ids == []

@@ -12,7 +12,7 @@ from jurist.payloads import read_payload
 
 STORED = {"kind": "checklist", "version": "1.0", "id": "t1", "session_id": "s1", "message_seq": 1, "mode": "recall",
           "status": "evaluation_failed", "judge_model": "scripted/judge", "unchecked": ["a"], "recalled": {},
-          "observations": {}, "feedback": "", "dropped_ids": [], "dropped_count": 0, "reason": "no JSON",
+          "observations": {}, "feedback": "", "dropped_ids": [], "dropped_count": 0, "undecided": [], "reason": "no JSON",
           "call_ids": ["c1", "c2"], "input_tokens": 10, "output_tokens": 2, "learner": "ada", "title": "T",
           "recalled_count": 0, "total_points": 1}
 
@@ -31,6 +31,20 @@ def test_a_stored_turn_reads_back_with_the_outcome_status_and_writes_its_documen
     assert isinstance(turn, ChecklistTurn) and turn.status == "failed"
     assert turn.to_json() == STORED
     assert ChecklistTurn.model_validate({**STORED, "status": "failed"}).to_json() == STORED
+
+
+def test_a_turn_stored_before_undecided_points_were_kept_reads_back_with_none():
+    earlier = {k: v for k, v in STORED.items() if k != "undecided"}
+    assert read_payload("checklist", earlier).undecided == []
+
+
+def test_a_turn_keeps_the_points_its_judge_could_not_decide():
+    ev = BatchEvaluation(recalled_point_ids=["a"], confidence_per_point={"a": 0.9}, undecided_ids=["b"],
+                         reason="uncertain: the local judge cannot decide whether the text expresses 'B'")
+    turn = ChecklistTurn.of(ev, id="t1", session_id="s1", message_seq=1, mode="recall", unchecked=["a", "b"])
+    assert turn.status == "ok" and turn.recalled == {"a": 0.9} and turn.undecided == ["b"]
+    assert turn.to_json()["undecided"] == ["b"] and turn.to_json()["reason"].startswith("uncertain:")
+    assert read_payload("checklist", turn.to_json()) == turn
 
 
 def test_a_turn_with_an_unknown_status_or_field_is_an_error():

@@ -28,7 +28,8 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
         {i["id"]: i["met"] for i in safety["items"]}["overdose"] is False
     assert "per-rubric summary" in r.stdout and "15 judge calls on record" in r.stdout
     # the checklist tutor part: every point recalled, or a turn the offline judge could not decide, said so
-    assert "completed, 5/5 points recalled" in r.stdout or "the judge gave no verdict: uncertain:" in r.stdout
+    assert ("completed, 5/5 points recalled" in r.stdout or "the judge gave no verdict: uncertain:" in r.stdout
+            or "the judge could not decide" in r.stdout)
     assert "http://127.0.0.1:8000/evaluation" in r.stdout  # how to open the dashboard on what was stored
     from jurist.store import Store
     from jurist.store.dashboard import EvaluationFilter, overview

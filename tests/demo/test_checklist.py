@@ -24,7 +24,9 @@ async def test_demo_runs_offline_and_completes(tmp_path):
     assert text.count(" due ") == 5 and "What can you tell me about" in text
     completed = "completed, 5/5" in text
     if not completed:  # the offline judge could not decide on a point: the demo says so, with the reason
-        assert "the judge gave no verdict: uncertain:" in text and "ended, 4/5 points recalled" in text
+        said = ("the judge gave no verdict: uncertain:" in text
+                or "the judge could not decide tolerance (still unchecked): uncertain:" in text)
+        assert said and "ended, 4/5 points recalled" in text, text
     store = Store(settings.database)
     try:
         [session] = await store.checklist_sessions(learner="demo-learner")

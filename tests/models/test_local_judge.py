@@ -282,7 +282,31 @@ def test_decisions_confidence_and_the_band() -> None:
                                "'The assistant apologises': p(entails) = 0.550 lies within the band 0.500..0.700 "
                                "(threshold 0.600 ± 0.100); 1 more inside the band")
     assert (err.subject, err.probability, err.threshold, err.band) == ("The assistant apologises", 0.55, 0.6, 0.1)
+    assert err.undecided == ("The assistant apologises", "c") and err.decided is None
+    with pytest.raises(Uncertain) as caught:  # what was decided comes with the undecided ones, in the order asked
+        judge._decide("expresses", "x", ["a", "b", "c"], [0.9, 0.55, 0.2], decided=lambda answers: answers)
+    assert caught.value.undecided == ("b",) and caught.value.decided == [(True, 0.9), None, (False, 0.8)]
     assert judge._decide("answers", "x", ["a", "b"], [0.5, 0.49]) == [(True, 0.5), (False, 0.51)]  # band 0: decided
+
+
+@pytest.mark.slow
+async def test_expresses_says_which_statements_it_cannot_decide_and_what_it_decided() -> None:
+    text = "Caffeine has a half-life of about five hours in adults. It blocks adenosine so you do not feel sleepy."
+    statements = ["Caffeine has a half-life of about five hours in adults.",
+                  "Caffeine blocks adenosine receptors in the brain, so adenosine cannot signal sleepiness.",
+                  "Stopping caffeine suddenly causes withdrawal headaches."]
+    deciding = local.LocalJudge(local.LocalThresholds(band={"expresses": 0}))
+    threshold = deciding.thresholds.expresses
+    checks = await deciding.expresses(text, statements)
+    distance = sorted((abs((c.confidence if c.expressed else 1 - c.confidence) - threshold), i)
+                      for i, c in enumerate(checks))
+    (near, k), (second, _) = distance[0], distance[1]
+    assert second - near > 2e-4, distance
+    judge = local.LocalJudge(local.LocalThresholds(band={"expresses": (near + second) / 2}))
+    with pytest.raises(Uncertain) as caught:
+        await judge.expresses(text, statements)
+    assert caught.value.undecided == (statements[k],) and caught.value.subject == statements[k]
+    assert caught.value.decided == [c for i, c in enumerate(checks) if i != k]
 
 
 def test_statements_about_the_assistant_are_heard_in_its_voice() -> None:

@@ -94,3 +94,18 @@ def test_the_research_view_of_a_payload_that_is_not_a_research_record(client, st
     store.flush()
     page = client.get("/evaluation/research/odd-research")
     assert page.status_code == 200 and 'id="payload-error"' in page.text and "research payload does not fit" in page.text
+
+
+def test_a_checklist_turn_with_undecided_points_says_so_on_its_page(client, store):
+    from jurist.checklist import BatchEvaluation, ChecklistTurn
+
+    ev = BatchEvaluation(recalled_point_ids=["a"], confidence_per_point={"a": 0.9}, undecided_ids=["b"],
+                         reason="uncertain: the local judge cannot decide whether the text expresses '<i>B</i>'")
+    turn = ChecklistTurn.of(ev, id="t-undecided", session_id="s1", message_seq=1, mode="recall",
+                            unchecked=["a", "b"], title="T", learner="ada")
+    store.save_evaluation(row("undecided-turn", "checklist", turn.to_json()), [])
+    store.flush()
+    page = client.get("/evaluation/evaluations/undecided-turn")
+    assert page.status_code == 200 and 'id="undecided"' in page.text
+    assert "The judge could not decide b: not counted as recalled, still unchecked." in page.text
+    assert "&lt;i&gt;B&lt;/i&gt;" in page.text and "<i>B</i>" not in page.text

@@ -294,3 +294,54 @@ def test_0010_adds_the_dataset_and_experiment_tables_and_goes_back_to_0009(new_u
     finally:
         engine.dispose()
     assert not new & tables(new_url)
+
+
+def test_0011_gives_the_turns_stored_before_it_no_undecided_points_and_goes_back_to_0010(new_url):
+    """A checklist turn stored by an earlier version reads back with ``undecided == []``; a new
+    turn keeps its undecided points; the downgrade drops the column and keeps the rows."""
+    import asyncio
+
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from jurist.store.checklist_rows import ChecklistEvaluationRow
+    from jurist.store.migrate import MIGRATIONS
+
+    at = datetime(2026, 11, 27, tzinfo=timezone.utc)
+    _at_revision(new_url, "0010")
+    engine = create_engine(new_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO checklist_sessions (id, learner, title, points, mode, status, "
+                                 "created_at, updated_at) VALUES ('cs1', 'ana', 'T', '[]', 'recall', 'active', "
+                                 ":at, :at)"), {"at": at})
+            conn.execute(sa.text("INSERT INTO checklist_evaluations (id, session_id, message_seq, mode, status, "
+                                 "unchecked, recalled, observations, feedback, dropped_ids, dropped_count, call_ids, "
+                                 "input_tokens, output_tokens, created_at) VALUES ('old', 'cs1', 1, 'recall', 'ok', "
+                                 "'[\"p1\"]', '{}', '{}', '', '[]', 0, '[]', 0, 0, :at)"), {"at": at})
+    finally:
+        engine.dispose()
+    with Store(new_url) as store:
+        assert schema_version(store.engine) == SCHEMA_HEAD
+        new = ChecklistEvaluationRow(id="new", session_id="cs1", message_seq=2, mode="recall", status="ok",
+                                     judge_model="local/minilm", unchecked=["p1"], recalled={}, observations={},
+                                     feedback="", dropped_ids=[], dropped_count=0, undecided=["p1"],
+                                     reason="uncertain: p1", call_ids=[], input_tokens=0, output_tokens=0,
+                                     created_at=at)
+        asyncio.run(store.record_checklist_evaluation(new, {}, at))
+        rows = asyncio.run(store.checklist_evaluations("cs1"))
+        assert [(r.id, r.undecided) for r in rows] == [("old", []), ("new", ["p1"])]
+    engine = create_engine(new_url)
+    try:
+        with engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", MIGRATIONS)
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0010")
+        assert schema_version(engine) == "0010"
+        assert "undecided" not in {c["name"] for c in inspect(engine).get_columns("checklist_evaluations")}
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM checklist_evaluations")).scalar() == 2
+    finally:
+        engine.dispose()

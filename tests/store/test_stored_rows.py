@@ -46,9 +46,9 @@ async def test_checklist_rows_come_back_as_written(store):
     message = ChecklistMessageRow(id="m1", session_id="cs1", seq=1, role="user", content="hello", created_at=AT)
     await store.add_checklist_message(message)
     evaluation = ChecklistEvaluationRow(
-        id="ce1", session_id="cs1", message_seq=1, mode="recall", status="ok", judge_model="j/m", unchecked=["p1"],
+        id="ce1", session_id="cs1", message_seq=1, mode="recall", status="ok", judge_model="j/m", unchecked=["p1", "p2"],
         recalled={"p1": 0.8}, observations={"p1": "named it"}, feedback="", dropped_ids=[], dropped_count=0,
-        reason=None, call_ids=["c1"], input_tokens=10, output_tokens=5, created_at=AT)
+        undecided=["p2"], reason="uncertain: p2 in the band", call_ids=["c1"], input_tokens=10, output_tokens=5, created_at=AT)
     await store.record_checklist_evaluation(evaluation, {"p1": 0.8}, AT)
     assert await store.checklist_session("cs1") == session.model_copy(update={"updated_at": AT})
     assert await store.checklist_sessions(learner="ana") == [session]

@@ -15,7 +15,12 @@ invents are dropped and listed in ``dropped_ids``.
 With the local judge (``local/minilm``) there is no LLM: each point is checked
 by meaning-matching against the learner's latest message
 (:meth:`~jurist.models.base.MeaningJudge.expresses`) and a minimal feedback is
-written from the results.
+written from the results. When the judge cannot decide some points (their
+probability lies in its band of uncertainty, :class:`~jurist.errors.Uncertain`)
+but decides the others, the turn keeps the decided verdicts and names the
+undecided points (``undecided_ids``, with the judge's ``uncertain: ...`` as the
+reason): they stay unchecked, neither recalled nor missed on a guess. When it
+decides none, the turn fails as above.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from jurist.checklist.points import ChecklistMessage, ChecklistPoint
 from jurist.checklist.records import BatchEvaluation, Mode
 from jurist.config import Settings
+from jurist.errors import Uncertain
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.outcome import FAILED, SKIPPED
 from jurist.judges.prompting import join, quote, quote_all
@@ -131,16 +137,31 @@ def checklist_judge_ref(settings: Settings, explicit: str | None = None) -> str:
 
 
 def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> MeaningQuestion[RawBatchResponse]:
-    """The batch as a meaning question: does the learner's latest message express each point?"""
+    """The batch as a meaning question: does the learner's latest message express each point?
+    Its answer reads the checks by statement, so it reads the decided part of an undecided
+    question (:func:`_decided_part`) too: a point with no check is not recalled."""
 
     def answer(checks: list[StatementCheck]) -> RawBatchResponse:
+        by_text = {c.statement: c for c in checks}
         recalled = [RawRecalledPoint(id=p.id, confidence=round(c.confidence, 4), observation=c.evidence or "")
-                    for p, c in zip(points, checks) if c.expressed]
+                    for p in points if (c := by_text.get(p.text)) is not None and c.expressed]
         ids = [r.id for r in recalled]
         remaining = [p.id for p in points if p.id not in ids]
         return RawBatchResponse(recalledPoints=recalled, feedback=minimal_feedback(ids, remaining, mode))
 
     return MeaningQuestion(lambda judge: judge.expresses(latest, [p.text for p in points]), answer)
+
+
+def _decided_part(error: BaseException | None, points: list[ChecklistPoint],
+                  question: MeaningQuestion[RawBatchResponse]) -> tuple[RawBatchResponse, list[str]] | None:
+    """What an undecided judge did decide: the answer from its decided checks and the ids of the
+    points it could not decide; None when it decided none of them (or the failure was another)."""
+    if not isinstance(error, Uncertain) or error.decided is None:
+        return None
+    undecided = [p.id for p in points if p.text in error.undecided]
+    if len(undecided) == len(points):
+        return None
+    return question.answer(error.decided), undecided
 
 
 def excerpt(messages: Sequence[ChecklistMessage], n: int = EXCERPT_MESSAGES) -> str:
@@ -224,20 +245,28 @@ class ChecklistEvaluator:
             "points": quote_all("statement", [p.text for p in points], [p.id for p in points]),
             "conversation": excerpt(conversation),
         }
-        verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id,
-                                            meaning=_points_question(points, latest, mode),
+        question = _points_question(points, latest, mode)
+        verdict = await self._judge.verdict(variables, parse_batch_response, trace_id=trace_id, meaning=question,
                                             schema=batch_schema([p.id for p in points]))
         evaluation = partial(BatchEvaluation, judge_model=verdict.judge_model, call_ids=verdict.call_ids,
                              input_tokens=verdict.input_tokens, output_tokens=verdict.output_tokens)
-        if not verdict.ok or verdict.value is None:
-            log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
-            return evaluation(status=FAILED, reason=verdict.reason)
+        value = verdict.value
+        undecided: list[str] = []
+        if not verdict.ok or value is None:
+            part = _decided_part(verdict.error, points, question)
+            if part is None:
+                log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
+                return evaluation(status=FAILED, reason=verdict.reason)
+            value, undecided = part
+            log.warning("checklist: the judge could not decide point(s) %s (%s); they stay unchecked this turn",
+                        ", ".join(undecided), verdict.reason)
+            evaluation = partial(evaluation, undecided_ids=undecided, reason=verdict.reason)
         wanted = {p.id for p in points}
         recalled: list[str] = []
         confidence: dict[str, float] = {}
         observations: dict[str, str] = {}
         dropped: list[str] = []
-        for entry in verdict.value.recalledPoints:
+        for entry in value.recalledPoints:
             pid = entry.id.strip()
             if pid not in wanted:
                 if pid not in dropped:
@@ -249,7 +278,7 @@ class ChecklistEvaluator:
             observations[pid] = entry.observation
         if dropped:
             log.warning("checklist judge named unknown point ids %s; dropped", dropped)
-        return evaluation(feedback=verdict.value.feedback.strip(), recalled_point_ids=recalled,
+        return evaluation(feedback=value.feedback.strip(), recalled_point_ids=recalled,
                           confidence_per_point=confidence, observations=observations, dropped_ids=dropped)
 
     async def aclose(self) -> None:

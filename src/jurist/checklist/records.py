@@ -45,6 +45,8 @@ class BatchEvaluation(BaseModel):
     reason: str | None = None
     observations: dict[str, str] = Field(default_factory=dict)
     dropped_ids: list[str] = Field(default_factory=list)  # ids the judge invented
+    # ids the judge could not decide (inside its band of uncertainty; ``reason`` says why): not recalled
+    undecided_ids: list[str] = Field(default_factory=list)
     judge_model: str | None = None
     call_ids: list[str] = Field(default_factory=list)
     input_tokens: int = 0
@@ -75,6 +77,7 @@ class ChecklistTurn(BaseModel):
     feedback: str | None = None
     dropped_ids: list[str] = Field(default_factory=list)
     dropped_count: int = 0
+    undecided: list[str] = Field(default_factory=list)  # point ids the judge could not decide (see reason)
     reason: str | None = None
     call_ids: list[str] = Field(default_factory=list)
     input_tokens: int = 0
@@ -99,6 +102,7 @@ class ChecklistTurn(BaseModel):
                                               "reason", "call_ids", "input_tokens", "output_tokens"})
         return cls(**kept, id=id, session_id=session_id, message_seq=message_seq, mode=mode, unchecked=unchecked,
                    recalled=dict(evaluation.confidence_per_point), dropped_count=len(evaluation.dropped_ids),
+                   undecided=list(evaluation.undecided_ids),
                    learner=learner, title=title, recalled_count=recalled_count, total_points=total_points)
 
     @property

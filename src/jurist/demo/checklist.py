@@ -65,6 +65,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
     session: ChecklistSession | None = None
     unjudged = 0  # messages the judge gave no verdict on
     undecided = 0  # of which the offline judge said it could not decide (shown with its reason)
+    partly = 0  # turns with points the offline judge could not decide (its verdicts on the others count)
     try:
         session = await ChecklistSession.start(checklist, runtime=runtime, learner=learner,
                                                tutor=f"scripted/{DEMO_TUTOR}", judge=judge)
@@ -80,6 +81,10 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
             console.print(f"  recalled this turn: [green]{escape(recalled)}[/]  ({r.recalled_count}/{r.total_points})",
                           highlight=False)
             judged = session.last_evaluation
+            if judged is not None and judged.undecided_ids:  # a verdict on the others; these stay unchecked
+                partly += 1
+                console.print(f"  [yellow]the judge could not decide {escape(', '.join(judged.undecided_ids))} "
+                              f"(still unchecked): {escape(judged.reason or '')}[/]", highlight=False)
             if judged is not None and judged.status != "ok":
                 unjudged += 1
                 undecided += (judged.reason or "").startswith(UNDECIDED)
@@ -99,7 +104,7 @@ async def run_checklist_demo(console: Console, settings: Settings, output_dir: P
         if judge != LOCAL_JUDGE:  # another judge's verdicts are its own: only a failure to judge fails
             return 1 if unjudged else 0
         # the offline judge's "uncertain" is a verdict the demo shows, not a fault of the run
-        return 0 if session.completed or (unjudged and undecided == unjudged) else 1
+        return 0 if session.completed or ((unjudged or partly) and undecided == unjudged) else 1
     finally:
         if session is not None:
             await session.aclose()  # its judge's and tutor's connections

@@ -431,11 +431,18 @@ class LocalJudge:
         """Load the shared models now (off the event loop) instead of on first use."""
         await asyncio.to_thread(_load_model)
 
-    def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float]) -> list[tuple[bool, float]]:
-        """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band."""
+    def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float],
+                decided: Callable[[list[tuple[bool, float] | None]], list[Any]] | None = None,
+                ) -> list[tuple[bool, float]]:
+        """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band,
+        naming every item inside it and carrying ``decided`` of the answers (None for an item inside
+        the band) where given."""
         threshold = getattr(self.thresholds, kind)
         band = self.thresholds.band[kind]
-        undecided = [(item, p) for item, p in zip(items, probabilities) if abs(p - threshold) < band]
+        answers: list[tuple[bool, float] | None] = [
+            None if abs(p - threshold) < band else (p >= threshold, p if p >= threshold else 1.0 - p)
+            for p in probabilities]
+        undecided = [(item, p) for item, p, a in zip(items, probabilities, answers) if a is None]
         if undecided:
             item, p = undecided[0]
             more = f"; {len(undecided) - 1} more inside the band" if len(undecided) > 1 else ""
@@ -444,22 +451,29 @@ class LocalJudge:
                 f"uncertain: the local judge cannot decide whether {asked} {_shown(item)}: p({label}) = {p:.3f} lies "
                 f"within the band {threshold - band:.3f}..{threshold + band:.3f} (threshold {threshold:.3f} ± "
                 f"{band:.3f}){more}",
-                subject=item, probability=p, threshold=threshold, band=band)
-        return [(p >= threshold, p if p >= threshold else 1.0 - p) for p in probabilities]
+                subject=item, probability=p, threshold=threshold, band=band, undecided=[i for i, _ in undecided],
+                decided=None if decided is None else decided(answers))
+        return [a for a in answers if a is not None]
 
     async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
         """Does ``text`` express each statement? p(entails) of the best candidate window against
-        the ``expresses`` threshold; evidence is that window (None for a text with no words)."""
+        the ``expresses`` threshold; evidence is that window (None for a text with no words).
+        Uncertain when a statement's probability lies in the band; it carries the checks of the
+        statements outside it (``decided``)."""
         statements = list(statements)
         if not statements:
             return []
         rows = await asyncio.to_thread(_best, statements, [_windows(text)], self.candidates, "nli",
                                        _speaker_premise)
         bests = [row[0] for row in rows]
-        decided = self._decide("expresses", "the text expresses", statements, [b.probability for b in bests])
-        return [StatementCheck(statement=s, expressed=yes, confidence=round(conf, 4), judge_model=self.name,
-                               evidence=b.evidence)
-                for s, b, (yes, conf) in zip(statements, bests, decided)]
+
+        def checks(answers: Sequence[tuple[bool, float] | None]) -> list[StatementCheck]:
+            return [StatementCheck(statement=s, expressed=a[0], confidence=round(a[1], 4), judge_model=self.name,
+                                   evidence=b.evidence)
+                    for s, b, a in zip(statements, bests, answers) if a is not None]
+
+        return checks(self._decide("expresses", "the text expresses", statements,
+                                   [b.probability for b in bests], decided=checks))
 
     async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
         """Which parts of ``question`` the answer covers (:func:`split_question` when ``parts`` is

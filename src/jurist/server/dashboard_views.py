@@ -210,6 +210,7 @@ class ChecklistSection:
     unchecked: list[str]
     feedback: str | None
     dropped: list[str]
+    undecided: list[str]
     recalled_count: int | None
     total_points: int | None
     session_id: str
@@ -222,7 +223,7 @@ def checklist_section(turn: ChecklistTurn) -> ChecklistSection:
         recalled=[RecalledView(id=k, confidence=v, observation=turn.observations.get(k))
                   for k, v in turn.recalled.items()],
         unchecked=list(turn.unchecked), feedback=turn.feedback, dropped=list(turn.dropped_ids),
-        recalled_count=turn.recalled_count, total_points=turn.total_points, session_id=turn.session_id,
+        undecided=list(turn.undecided), recalled_count=turn.recalled_count, total_points=turn.total_points, session_id=turn.session_id,
         reason=turn.reason)
 
 

@@ -69,6 +69,7 @@ class ChecklistEvaluationRow(StoredRow):
     feedback: str
     dropped_ids: list[str]  # ids the judge invented
     dropped_count: int
+    undecided: list[str]  # point ids the judge could not decide (the reason says why)
     reason: str | None
     call_ids: list[str]
     input_tokens: int

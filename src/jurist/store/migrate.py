@@ -35,14 +35,15 @@ from jurist.store.locks import FileLock, pg_transaction_lock
 from jurist.store.tables import metadata
 
 # The newest migration in migrations/versions (a test keeps the two in step).
-SCHEMA_HEAD = "0010"
+SCHEMA_HEAD = "0011"
 # jurist's migrations: a schema version that is none of these is another application's.
 REVISIONS = frozenset(p.name[:4] for p in (files("jurist.store") / "migrations" / "versions").iterdir()
                       if p.name[:4].isdigit())
 # Columns migrations added to a table after creating it: a table left by a first
 # migration of an earlier version may lack them.
 _ADDED_LATER = {"evaluations": {"passed", "escalated", "iterations", "failure", "max_attempts_hit"},
-                "llm_calls": {"usage_known", "cost_usd", "cost_note"}}
+                "llm_calls": {"usage_known", "cost_usd", "cost_note"},
+                "checklist_evaluations": {"undecided"}}
 MIGRATIONS = str(files("jurist.store") / "migrations")
 
 _PG_LOCK_KEY = 0x6A75726973740001  # "jurist" + 1: the advisory lock that serialises migrations

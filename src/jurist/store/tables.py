@@ -202,6 +202,7 @@ checklist_evaluations = Table(
     Column("feedback", Text, nullable=False),
     Column("dropped_ids", JSON, nullable=False),  # ids the judge invented
     Column("dropped_count", Integer, nullable=False),
+    Column("undecided", JSON, nullable=False, default=list, server_default="[]"),  # point ids not decided
     Column("reason", Text),
     Column("call_ids", JSON, nullable=False),
     Column("input_tokens", Integer, nullable=False),
