@@ -37,6 +37,9 @@ def test_compare_with_the_offline_judge_prints_the_tables(tmp_path):
     report = json.loads(out.read_text())
     assert report["judge"] == "local/minilm" and len(report["pairs"]) == 24 and report["position"]["flips"] == 0
     assert sorted(r["system"] for r in report["ranking"]) == ["brief", "offtopic", "thorough"]
+    # a judge that writes no text says, in the report and the output, what its verdicts cannot show
+    assert report["method"] == "relevance" and "no evidence of the answers' quality" in report["caveat"]
+    assert "no evidence of the answers' quality" in " ".join(r.stdout.split())
 
 
 @pytest.mark.xfail(strict=True, reason="beyond the shipped cross-encoder of the offline judge: it prefers the answer "
@@ -55,6 +58,7 @@ def test_compare_with_a_scripted_judge_as_json_then_from_the_cache(provider, tmp
     report = json.loads(r.stdout)
     (m,) = report["matchups"]
     assert (m["first"], m["second"], m["wins"], m["losses"]) == ("long", "short", 8, 0)
+    assert report["method"] == "prompt" and report["caveat"] is None
     assert report["ranking"] is None and len(provider.requests) == 16
     again = run_cli(*args, env=_env(tmp_path, provider), cwd=tmp_path)
     assert again.returncode == 0 and len(provider.requests) == 16

@@ -36,7 +36,7 @@ from scipy import optimize, special, stats
 from jurist.analysis.agreement import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, bootstrap_items
 from jurist.analysis.answers import AnswerSet
 from jurist.errors import InputError
-from jurist.judges.pairwise import LOSS, TIE, WIN, Contestant, PairJudgement, PairwiseJudge
+from jurist.judges.pairwise import LOSS, RELEVANCE_MARGIN, TIE, WIN, Contestant, PairJudgement, PairwiseJudge
 from jurist.judges.parsing import PREFER_A, PREFER_NEITHER
 from jurist.judges.templates import from_file
 from jurist.rubrics.naming import shorten
@@ -320,6 +320,13 @@ class ComparedSystem:
         return {"name": self.name, "source": self.source, "answers": self.answers}
 
 
+#: Said with the report of a judge that writes no text (``method`` "relevance").
+RELEVANCE_CAVEAT = ("{judge} writes no text: it preferred the answer it found more about the prompt (p(answers), "
+                    f"a difference under {RELEVANCE_MARGIN} a tie), not the more accurate, complete or safe one, so "
+                    "these verdicts and this ranking are no evidence of the answers' quality; compare with an LLM "
+                    "judge (--judge) for that")
+
+
 @dataclass
 class CompareReport:
     judge: str
@@ -333,13 +340,22 @@ class CompareReport:
     pairs: list[PairJudgement]
     resamples: int
     dropped: list[DroppedPrompt] = field(default_factory=list)  # prompts not every system answered
+    # how each pair was decided: "prompt" (the judge read the template), or "relevance" (a judge that
+    # writes no text, such as local/minilm: the answer more about the prompt, see RELEVANCE_CAVEAT)
+    method: str = "prompt"
+
+    @property
+    def caveat(self) -> str | None:
+        """What the verdicts cannot show, said with every report of a judge that writes no text."""
+        return RELEVANCE_CAVEAT.format(judge=self.judge) if self.method == "relevance" else None
 
     @property
     def judged(self) -> int:
         return sum(m.judged for m in self.matchups)
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": "pairwise_comparison", "judge": self.judge, "template": self.template,
+        return {"kind": "pairwise_comparison", "judge": self.judge, "method": self.method, "caveat": self.caveat,
+                "template": self.template,
                 "template_hash": self.template_hash, "criteria": self.criteria, "bootstrap_resamples": self.resamples,
                 "bt_prior": BT_PRIOR, "systems": [s.to_json() for s in self.systems],
                 "matchups": [m.to_json() for m in self.matchups],
@@ -358,7 +374,8 @@ def report(systems: list[AnswerSet], pairs: list[Matchup], judged: list[PairJudg
         matchups=[matchup_stats(m, judged, resamples=resamples, seed=seed) for m in pairs],
         position=position_stats(judged, resamples=resamples, seed=seed),
         ranking=ranking(names, judged, resamples=resamples, seed=seed) if len(systems) > 2 else None,
-        pairs=judged, resamples=resamples, dropped=dropped_prompts(systems))
+        pairs=judged, resamples=resamples, dropped=dropped_prompts(systems),
+        method="prompt" if judge.model.chats else "relevance")
 
 
 async def compare(systems: list[AnswerSet], runtime: Runtime, *, judge: str | None = None,

@@ -114,6 +114,8 @@ def print_report(report: "CompareReport") -> None:
     for table in (dropped_table(report), failures_table(report)):
         if table is not None:
             console.print(table)
+    if report.caveat:
+        console.print(f"[yellow]{escape(report.caveat)}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
