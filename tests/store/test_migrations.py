@@ -172,8 +172,9 @@ def test_migration_0006_fills_max_attempts_hit_from_the_stored_payloads(backend,
         assert got == {eid: hit for eid, (_, _, _, hit) in rows.items()}
 
 
-def _at_revision(url, revision):
-    """The schema as migration ``revision`` left it (what an earlier jurist created)."""
+def _at_revision(url, revision, *, down=False):
+    """The schema as migration ``revision`` left it (what an earlier jurist created); ``down``:
+    downgraded to it from a newer one."""
     from alembic import command
     from alembic.config import Config
 
@@ -185,7 +186,7 @@ def _at_revision(url, revision):
             cfg = Config()
             cfg.set_main_option("script_location", MIGRATIONS)
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, revision)
+            (command.downgrade if down else command.upgrade)(cfg, revision)
     finally:
         engine.dispose()
 
@@ -269,11 +270,7 @@ def test_0008_reads_the_old_usage_word_into_usage_known(new_url):
 
 
 def test_0010_adds_the_dataset_and_experiment_tables_and_goes_back_to_0009(new_url):
-    from alembic import command
-    from alembic.config import Config
-
     from jurist.experiments.records import DatasetItem
-    from jurist.store.migrate import MIGRATIONS
 
     new = {"dataset_versions", "dataset_items", "experiments", "experiment_items"}
     _at_revision(new_url, "0009")
@@ -283,13 +280,9 @@ def test_0010_adds_the_dataset_and_experiment_tables_and_goes_back_to_0009(new_u
         version, added = store.add_dataset_version("qa", "abc123", [DatasetItem(id="q1", input="Hi?")], "qa.jsonl")
         assert added and version.number == 1 and store.dataset_items("qa", "abc123")[0].input == "Hi?"
     assert new <= tables(new_url)
+    _at_revision(new_url, "0009", down=True)
     engine = create_engine(new_url)
     try:
-        with engine.begin() as conn:
-            cfg = Config()
-            cfg.set_main_option("script_location", MIGRATIONS)
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0009")
         assert schema_version(engine) == "0009"
     finally:
         engine.dispose()
@@ -302,11 +295,8 @@ def test_0011_gives_the_turns_stored_before_it_no_undecided_points_and_goes_back
     import asyncio
 
     import sqlalchemy as sa
-    from alembic import command
-    from alembic.config import Config
 
     from jurist.store.checklist_rows import ChecklistEvaluationRow
-    from jurist.store.migrate import MIGRATIONS
 
     at = datetime(2026, 11, 27, tzinfo=timezone.utc)
     _at_revision(new_url, "0010")
@@ -332,13 +322,9 @@ def test_0011_gives_the_turns_stored_before_it_no_undecided_points_and_goes_back
         asyncio.run(store.record_checklist_evaluation(new, {}, at))
         rows = asyncio.run(store.checklist_evaluations("cs1"))
         assert [(r.id, r.undecided) for r in rows] == [("old", []), ("new", ["p1"])]
+    _at_revision(new_url, "0010", down=True)
     engine = create_engine(new_url)
     try:
-        with engine.begin() as conn:
-            cfg = Config()
-            cfg.set_main_option("script_location", MIGRATIONS)
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0010")
         assert schema_version(engine) == "0010"
         assert "undecided" not in {c["name"] for c in inspect(engine).get_columns("checklist_evaluations")}
         with engine.connect() as conn:
