@@ -115,6 +115,30 @@ def test_tutor_cli_in_a_subprocess(provider, tmp_path):
     assert "session ended: 2/5" in again.stdout and "next review of withdrawal" in again.stdout
 
 
+def test_tutor_cli_progress_says_when_a_message_was_not_judged(provider, tmp_path):
+    _config(tmp_path, provider)
+    provider.script(Reply(text="not json"), Reply(text="still not json"), Reply(text="Go on."))
+    out = _tutor_cli("--points", str(CAFFEINE), "--judge", "fake/x", "--tutor", "fake/y", "--show-progress",
+                     cwd=tmp_path, input="It blocks adenosine receptors.\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "[0/5 recalled; this message was not judged: the judge's reply could not be parsed" in out.stdout
+
+
+@pytest.mark.slow
+def test_tutor_cli_progress_names_the_points_the_offline_judge_could_not_decide(provider, tmp_path):
+    """The shipped offline judge puts the adenosine point of this message inside its band
+    (p(entails) 0.429 against 0.450 ± 0.032) and decides the half-life point: recalled."""
+    pytest.importorskip("tokenizers")
+    _config(tmp_path, provider)
+    provider.default = Reply(text="Go on.")
+    out = _tutor_cli("--points", str(CAFFEINE), "--judge", "local/minilm", "--tutor", "fake/y",
+                     "--show-progress", cwd=tmp_path,
+                     input="Caffeine has a half-life of about five hours in adults. It blocks adenosine so you do "
+                           "not feel sleepy.\n/quit\n")
+    assert "1/5 recalled; this turn: half_life; the judge could not decide adenosine: uncertain: " in out.stdout, (
+        out.stdout + out.stderr)
+
+
 def test_tutor_cli_hides_the_evaluation_at_the_end_too(provider, tmp_path):
     _config(tmp_path, provider)
     provider.script(Reply(text=judge_reply(("adenosine", 0.95))), Reply(text="Nice. How long?"))

@@ -117,6 +117,11 @@ async def _run(settings: "Settings", points: Path | None, learner: str, mode: Mo
             if show_progress:
                 progress = f"{r.recalled_count}/{r.total_points} recalled" + (
                     f"; this turn: {', '.join(r.points_recalled_this_turn)}" if r.points_recalled_this_turn else "")
+                judged = s.last_evaluation if line else None
+                if judged is not None and judged.status == "failed":  # no point counted: say why
+                    progress += f"; this message was not judged: {judged.reason}"
+                elif judged is not None and judged.undecided_ids:  # still unchecked, not missed
+                    progress += f"; the judge could not decide {', '.join(judged.undecided_ids)}: {judged.reason}"
                 console.print(f"[dim]{escape('[' + progress + ']')}[/]", highlight=False)
         if s.active:
             console.print(f"session saved; continue with: jurist tutor --session {escape(s.session_id)}", highlight=False)
