@@ -136,6 +136,7 @@ async def test_a_point_the_local_judge_cannot_decide_stays_unchecked_and_the_oth
     assert r.recalled_point_ids == expected and near_id not in r.confidence_per_point
     assert r.reason.startswith("uncertain: the local judge cannot decide whether the text expresses")
     assert f"Point {expected[0]} was recalled." in r.feedback
+    assert len(r.call_ids) == 1  # the question is on record (as an error: not every point was decided)
 
     everything = ChecklistEvaluator(LocalJudge(LocalThresholds(band={"expresses": 0.5})), settings=Settings.load())
     failed = await everything.evaluate_batch(points, msgs, "recall")

@@ -209,17 +209,23 @@ async def test_the_permits_of_a_killed_process_come_back_within_seconds(redis_ur
 
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, redis_url], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    finally:
-        holder.send_signal(signal.SIGKILL)  # no cleanup: its permits stay in Redis until their leases end
-        holder.wait()
     alive = RedisLimiter(redis_url, "e1", max_in_flight=2)
-    started = time.monotonic()
     try:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            with pytest.raises(TimeoutError):  # the holder has both permits: none for another process now
+                async with asyncio.timeout(0.5):
+                    async with alive.slot():
+                        pass
+        finally:
+            holder.send_signal(signal.SIGKILL)  # no cleanup: its permits stay in Redis until their leases end
+            holder.wait()
+        started = time.monotonic()
         async with asyncio.timeout(15):  # with the old 120 s lease, this gave up
             async with alive.slot():
                 waited = time.monotonic() - started
     finally:
         await alive.aclose()
-    assert 1 < waited < DEFAULT_LEASE + 1  # held until the lease ended: seconds, not the old 120 s
+    # back when the killed holder's leases ended (how long after the kill depends on when it last renewed
+    # them, and on how long the machine took to get here): seconds, not the old 120 s
+    assert waited < DEFAULT_LEASE + 1

@@ -224,8 +224,9 @@ class MeaningCalls:
         self.call_ids: list[str] = []
 
     async def _ask(self, question: str, request: MeaningRequest, fn: Callable[[MeaningJudge], Awaitable[T]]) -> T:
-        answer, call_id = await self.model.ask(question, request, fn, purpose=self.purpose, trace_id=self.trace_id)
-        self.call_ids.append(call_id)
+        # listed once asked, answered or not: a failed question is on record too (status error)
+        answer, _ = await self.model.ask(question, request, fn, purpose=self.purpose, trace_id=self.trace_id,
+                                         asked=self.call_ids)
         return answer
 
     async def expresses(self, text: str, statements: list[str]) -> list[StatementCheck]:
@@ -299,11 +300,12 @@ class Model:
 
     async def ask(
         self, question: str, request: MeaningRequest, fn: Callable[[MeaningJudge], Awaitable[T]], *,
-        purpose: str, trace_id: str | None = None,
+        purpose: str, trace_id: str | None = None, asked: list[str] | None = None,
     ) -> tuple[T, str]:
         """Ask the backend a meaning question (``fn(adapter)``) in a limiter slot and put it on
         record like a chat call: the question and its inputs as the message, the answer as the
-        response. Returns the answer and the call id; a failure is recorded and raised."""
+        response. Returns the answer and the call id; a failure is recorded and raised. The id
+        is added to ``asked`` once the question is asked, whether it is answered or fails."""
         if not self.answers_meaning:
             raise Unsupported(f"{self.name} does not answer meaning questions directly; ask it through a Judge")
         dry = active_dry_run()
@@ -314,6 +316,8 @@ class Model:
             raise DryRunCall(f"dry run: {self.name} was not asked", model=self.name)
         started = time.perf_counter()
         call_id = new_id()
+        if asked is not None:
+            asked.append(call_id)
         answer: Any = None
         error: str | None = None
         try:
