@@ -280,9 +280,13 @@ def test_decisions_confidence_and_the_band() -> None:
     err = caught.value
     assert str(err).startswith("uncertain: the local judge cannot decide whether the text expresses "
                                "'The assistant apologises': p(entails) = 0.550 lies within the band 0.500..0.700 "
-                               "(threshold 0.600 ± 0.100); 1 more inside the band")
+                               "(threshold 0.600 ± 0.100); 1 more inside the band: 'c' (0.650)")
     assert (err.subject, err.probability, err.threshold, err.band) == ("The assistant apologises", 0.55, 0.6, 0.1)
     assert err.undecided == ("The assistant apologises", "c") and err.decided is None
+    with pytest.raises(Uncertain) as caught:  # the others inside the band named, up to five
+        judge._decide("expresses", "x", [f"s{n}" for n in range(8)], [0.6] * 8)
+    assert str(caught.value).endswith("; 7 more inside the band: 's1' (0.600), 's2' (0.600), 's3' (0.600), "
+                                      "'s4' (0.600), 's5' (0.600) and 2 more")
     with pytest.raises(Uncertain) as caught:  # what was decided comes with the undecided ones, in the order asked
         judge._decide("expresses", "x", ["a", "b", "c"], [0.9, 0.55, 0.2], decided=lambda answers: answers)
     assert caught.value.undecided == ("b",) and caught.value.decided == [(True, 0.9), None, (False, 0.8)]

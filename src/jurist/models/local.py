@@ -445,7 +445,9 @@ class LocalJudge:
         undecided = [(item, p) for item, p, a in zip(items, probabilities, answers) if a is None]
         if undecided:
             item, p = undecided[0]
-            more = f"; {len(undecided) - 1} more inside the band" if len(undecided) > 1 else ""
+            others = ", ".join(f"{_shown(i, 40)} ({q:.3f})" for i, q in undecided[1:6]) + (
+                f" and {len(undecided) - 6} more" if len(undecided) > 6 else "")
+            more = f"; {len(undecided) - 1} more inside the band: {others}" if len(undecided) > 1 else ""
             label = "entails" if kind == "expresses" else "answers"
             raise Uncertain(
                 f"uncertain: the local judge cannot decide whether {asked} {_shown(item)}: p({label}) = {p:.3f} lies "
