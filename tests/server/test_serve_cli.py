@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -91,6 +92,13 @@ def test_without_a_token_serve_refuses_a_public_address(tmp_path):
 def test_with_a_token_serve_binds_where_asked(tmp_path):
     out, listening, port = _serve_output(tmp_path, "0.0.0.0", {"JURIST_API_TOKEN": "t0ken"})
     assert "no JURIST_API_TOKEN" not in out and listening == {f"0.0.0.0:{port}"}
+
+
+@pytest.mark.parametrize("access_log", [False, True])
+def test_serve_prints_a_line_per_request_only_with_access_log(tmp_path, access_log):
+    out, _, _ = _serve_output(tmp_path, "127.0.0.1", {}, *(["--access-log"] if access_log else []))
+    assert "jurist serving on" in out
+    assert ('"GET /api/health HTTP/1.1" 200' in out) is access_log, out
 
 
 def test_serve_says_which_store_it_uses(tmp_path):

@@ -32,6 +32,10 @@ RetriesOpt = typer.Option(
     None, "--max-evaluation-retries", min=0,
     help="Regenerations of a rejected answer (MAX_EVALUATION_RETRIES; default: max_evaluation_retries in "
          "jurist.yaml, else 2 for comprehensiveness, 1 for quality).")
+AccessLogOpt = typer.Option(
+    False, "--access-log/--no-access-log",
+    help="Print a line per HTTP request (uvicorn's access log; default: off). The store records every gated "
+         "request either way.")
 UpstreamLimitOpt = typer.Option(
     None, "--upstream-max-concurrency", min=1,
     help="Generations in flight to the upstream (default: upstream_max_concurrency in jurist.yaml, "
@@ -159,10 +163,7 @@ def register(app: typer.Typer) -> None:
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
                                          "Always: 127.0.0.1, localhost, ::1 and --host."),
-        access_log: bool = typer.Option(
-            False, "--access-log/--no-access-log",
-            help="Print a line per HTTP request (uvicorn's access log); every gated request is recorded in "
-                 "the store either way."),
+        access_log: bool = AccessLogOpt,
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:

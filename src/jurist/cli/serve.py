@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from jurist.cli.common import (ConfigOpt, DbOpt, console, handle_errors, load_settings, print_access,
                                print_store)
-from jurist.cli.proxy import EvaluatorOpt, FeedbackOpt, RetriesOpt, StrategyOpt, ThresholdOpt, UpstreamLimitOpt
+from jurist.cli.proxy import (AccessLogOpt, EvaluatorOpt, FeedbackOpt, RetriesOpt, StrategyOpt, ThresholdOpt,
+                              UpstreamLimitOpt)
 
 
 def register(app: typer.Typer) -> None:
@@ -47,6 +48,7 @@ def register(app: typer.Typer) -> None:
         allowed_host: Optional[List[str]] = typer.Option(
             None, "--allowed-host", help="Also answer to this host name (repeatable; '*': any, only with an API token). "
                                          "Always: 127.0.0.1, localhost, ::1 and --host."),
+        access_log: bool = AccessLogOpt,
         config: Optional[str] = ConfigOpt,
         db: Optional[str] = DbOpt,
     ) -> None:
@@ -92,4 +94,5 @@ def register(app: typer.Typer) -> None:
                                  f"(gate: {describe_gate(gate_config)}; chat page: /chat)"), highlight=False)
             console.print(escape(describe_limits(settings, judge_name)), highlight=False, soft_wrap=True)
         print_access(settings)
-        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes)
+        uvicorn.run(server, host=host, port=port, log_level="info", ws_max_size=settings.max_body_bytes,
+                    access_log=access_log)
