@@ -136,6 +136,9 @@ async def test_a_point_the_local_judge_cannot_decide_stays_unchecked_and_the_oth
     assert r.recalled_point_ids == expected and near_id not in r.confidence_per_point
     assert r.reason.startswith("uncertain: the local judge cannot decide whether the text expresses")
     assert f"Point {expected[0]} was recalled." in r.feedback
+    assert r.feedback.endswith(f"Point(s) {near_id} could not be judged from this message.")  # for the tutor
+    minimal = await ev.evaluate_batch(points, msgs, "rabbithole")
+    assert minimal.undecided_ids == [near_id] and "could not be judged" not in minimal.feedback
     assert len(r.call_ids) == 1  # the question is on record (as an error: not every point was decided)
 
     everything = ChecklistEvaluator(LocalJudge(LocalThresholds(band={"expresses": 0.5})), settings=Settings.load())

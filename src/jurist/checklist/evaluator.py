@@ -258,6 +258,9 @@ class ChecklistEvaluator:
                 log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
                 return evaluation(status=FAILED, reason=verdict.reason)
             value, undecided = part
+            if mode == "recall":  # the tutor may ask about them again; rabbithole feedback stays minimal
+                value = value.model_copy(update={"feedback": f"{value.feedback} Point(s) {', '.join(undecided)} "
+                                                             "could not be judged from this message."})
             log.warning("checklist: the judge could not decide point(s) %s (%s); they stay unchecked this turn",
                         ", ".join(undecided), verdict.reason)
             evaluation = partial(evaluation, undecided_ids=undecided, reason=verdict.reason)
