@@ -93,6 +93,9 @@ async def test_the_evaluator_reads_role_and_content_dicts_as_messages(checklist)
 
 def test_minimal_feedback():
     assert minimal_feedback(["a"], ["b"], "rabbithole") == "Point a was recalled."
+    assert minimal_feedback(["a"], ["b"], "rabbithole", ["b"]) == "Point a was recalled."  # minimal: no more
+    assert minimal_feedback(["a"], ["b"], "recall", ["b"]) == (
+        "Point a was recalled. Points b remain unchecked. Point(s) b could not be judged from this message.")
     assert minimal_feedback([], ["b", "c"], "recall") == (
         "No recall points were demonstrated in this message. Points b, c remain unchecked.")
 
@@ -152,19 +155,25 @@ async def test_an_undecided_error_from_another_judge_without_decided_checks_fail
     from jurist.errors import Uncertain
 
     class Unsure:
+        """Unsure of everything it is asked, and says nothing of what it decided."""
+
         name = "mine/unsure"
 
+        @staticmethod
+        def _unsure(subject):
+            raise Uncertain("uncertain: not sure", subject=subject, probability=0.5, threshold=0.5, band=0.1)
+
         async def expresses(self, text, statements):
-            raise Uncertain("uncertain: not sure", subject=statements[0], probability=0.5, threshold=0.5, band=0.1)
+            self._unsure(statements[0])
 
         async def coverage(self, question, answer, parts=None):
-            raise NotImplementedError
+            self._unsure(question)
 
         async def relevance(self, query, passages):
-            raise NotImplementedError
+            self._unsure(query)
 
         async def support(self, answer, sources):
-            raise NotImplementedError
+            self._unsure(answer)
 
     ev = ChecklistEvaluator(Unsure(), settings=Settings.load())
     r = await ev.evaluate_batch(checklist.points, [ChecklistMessage(role="user", content="Caffeine.")], "recall")

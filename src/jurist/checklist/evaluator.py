@@ -147,7 +147,8 @@ def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> M
                     for p in points if (c := by_text.get(p.text)) is not None and c.expressed]
         ids = [r.id for r in recalled]
         remaining = [p.id for p in points if p.id not in ids]
-        return RawBatchResponse(recalledPoints=recalled, feedback=minimal_feedback(ids, remaining, mode))
+        undecided = [p.id for p in points if p.text not in by_text]
+        return RawBatchResponse(recalledPoints=recalled, feedback=minimal_feedback(ids, remaining, mode, undecided))
 
     return MeaningQuestion(lambda judge: judge.expresses(latest, [p.text for p in points]), answer)
 
@@ -176,8 +177,9 @@ def _message(m: ChecklistMessage | Mapping[str, object]) -> ChecklistMessage:
     return ChecklistMessage(role=str(m.get("role", "")), content=str(m.get("content", "")))
 
 
-def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> str:
-    """The feedback written without an LLM (local judge)."""
+def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode, undecided: Sequence[str] = ()) -> str:
+    """The feedback written without an LLM (local judge); in ``recall`` mode it names the points
+    the judge could not decide, so that the tutor can ask about them again."""
     if mode == "rabbithole":
         return " ".join(f"Point {pid} was recalled." for pid in recalled)
     parts = [f"Point {pid} was recalled." for pid in recalled]
@@ -185,6 +187,8 @@ def minimal_feedback(recalled: list[str], remaining: list[str], mode: Mode) -> s
         parts.append("No recall points were demonstrated in this message.")
     if remaining:
         parts.append(f"Points {', '.join(remaining)} remain unchecked.")
+    if undecided:
+        parts.append(f"Point(s) {', '.join(undecided)} could not be judged from this message.")
     return " ".join(parts)
 
 
@@ -258,9 +262,6 @@ class ChecklistEvaluator:
                 log.warning("checklist batch evaluation failed (%s); no point counted this turn", verdict.reason)
                 return evaluation(status=FAILED, reason=verdict.reason)
             value, undecided = part
-            if mode == "recall":  # the tutor may ask about them again; rabbithole feedback stays minimal
-                value = value.model_copy(update={"feedback": f"{value.feedback} Point(s) {', '.join(undecided)} "
-                                                             "could not be judged from this message."})
             log.warning("checklist: the judge could not decide point(s) %s (%s); they stay unchecked this turn",
                         ", ".join(undecided), verdict.reason)
             evaluation = partial(evaluation, undecided_ids=undecided, reason=verdict.reason)

@@ -223,8 +223,8 @@ def checklist_section(turn: ChecklistTurn) -> ChecklistSection:
         recalled=[RecalledView(id=k, confidence=v, observation=turn.observations.get(k))
                   for k, v in turn.recalled.items()],
         unchecked=list(turn.unchecked), feedback=turn.feedback, dropped=list(turn.dropped_ids),
-        undecided=list(turn.undecided), recalled_count=turn.recalled_count, total_points=turn.total_points, session_id=turn.session_id,
-        reason=turn.reason)
+        undecided=list(turn.undecided), recalled_count=turn.recalled_count, total_points=turn.total_points,
+        session_id=turn.session_id, reason=turn.reason)
 
 
 def _sections(rec: EvaluationRecord) -> list[tuple[str, str, Any]]:
