@@ -217,6 +217,12 @@ class Uncertain(EvaluationError):
         self.decided = decided
         super().__init__(message)
 
+    def with_decided(self, decided: list[Any]) -> "Uncertain":
+        """The same undecided question, carrying ``decided`` in another form (a rubric's replies per
+        item, None for an item left undecided)."""
+        return Uncertain(str(self), subject=self.subject, probability=self.probability, threshold=self.threshold,
+                         band=self.band, undecided=self.undecided, decided=decided)
+
 
 class ResearchBlocked(EvaluationError):
     """A stage's evaluation failed and its ``failAction`` is ``block``."""

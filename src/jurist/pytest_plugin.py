@@ -249,9 +249,12 @@ def describe(result: "RubricResult", min_score: float) -> str:
     lines = [f"judged {total}, min_score {min_score:g} (judge {result.judge_model})"]
     for r in result.rubric_scores:
         score = "evaluation_failed" if r.score is None else f"{r.score:g}/{r.max_score:g}"
+        if r.score_range is not None:
+            score += f" (the score lies between {r.score_range[0]:g} and {r.score_range[1]:g})"
         lines.append(f"- {r.rubric_id}: {score}: {r.reasoning or ''}".rstrip())
         for i in r.items or []:
-            lines.append(f"    [{'x' if i.met else ' '}] {i.id}: {i.reasoning or i.evidence or i.text}")
+            mark = "?" if i.met is None else "x" if i.met else " "
+            lines.append(f"    [{mark}] {i.id}: {i.reasoning or i.evidence or i.text}")
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from jurist.rubrics import evaluate
+from jurist.rubrics.judging import item_score
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, Message
 
@@ -59,3 +60,45 @@ async def test_the_demo_s1_is_not_marked_down_for_an_item_it_contradicts():
     assert "four cups" in items["overdose"]["evidence"]
     assert items["limit"]["met"] and items["doctor"]["met"]
     assert safety["score"] == 5.0  # was 2.0 when the eight-cups item passed as met
+
+
+async def test_an_item_the_judge_cannot_decide_leaves_the_others_reported_and_a_score_range():
+    """One item inside the band: the rubric is not scored (no guess), but its result says which
+    items were decided, which was not (met null), and where the score lies."""
+    from jurist.config import Settings
+    from jurist.judges import builtin
+    from jurist.models.local import LocalJudge, LocalThresholds
+    from jurist.rubrics import RubricJudge, SessionEvaluator
+    from jurist.runtime import Runtime
+
+    chat = session("Plants capture energy from sunlight and use it to build sugar from water and carbon dioxide.",
+                   "As a by-product, photosynthesis gives off oxygen into the air.")
+    photo = RUBRICS.rubrics[0]
+    items = photo.items or []
+    deciding = LocalJudge(LocalThresholds(band={"expresses": 0}))
+    threshold = deciding.thresholds.expresses
+    checks = await deciding.expresses(chat.text_of("assistant"), [i.text for i in items])
+    distance = sorted((abs((c.confidence if c.expressed else 1 - c.confidence) - threshold), i.id)
+                      for i, c in zip(items, checks))
+    (near, near_id), (second, _) = distance[0], distance[1]
+    assert second - near > 2e-4, distance  # one item clearly the closest to the threshold
+    band = (near + second) / 2
+
+    runtime = Runtime(Settings.load(), open_store=False)
+    model = runtime.wrap(LocalJudge(LocalThresholds(band={"expresses": band})))
+    evaluator = SessionEvaluator(RubricSet(rubrics=[photo]),
+                                 RubricJudge(model, builtin("rubric_judge"), builtin("rubric_items_judge")))
+    [result] = (await evaluator.evaluate(chat)).to_json()["rubric_scores"]
+    assert result["status"] == "evaluation_failed" and result["score"] is None
+    assert result["reasoning"].startswith("uncertain: the local judge cannot decide whether the text expresses")
+    reported = {i["id"]: i for i in result["items"]}
+    assert reported[near_id]["met"] is None and reported[near_id]["reasoning"].startswith("undecided:")
+    for item, check in zip(items, checks):
+        if item.id != near_id:
+            assert reported[item.id]["met"] is check.expressed and reported[item.id]["confidence"] == check.confidence
+    decided = {i.id: c.expressed for i, c in zip(items, checks) if i.id != near_id}
+    undecided = next(i for i in items if i.id == near_id)
+    low, high = result["score_range"]
+    scored = [item_score(photo, {**decided, near_id: met}, (1.0, 5.0)) for met in (False, True)]
+    assert [low, high] == sorted(scored) and (low < high) == (undecided.points != 0)
+    await runtime.aclose()

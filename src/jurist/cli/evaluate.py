@@ -63,6 +63,8 @@ def result_table(result: "RubricResult") -> "Table":
         table.add_column(col, overflow="fold")
     for rs in result.rubric_scores:
         score = "—" if rs.score is None else f"{rs.score:g}/{rs.max_score:g}"
+        if rs.score_range is not None:  # undecided items: the score lies in this range
+            score = f"— ({rs.score_range[0]:g} to {rs.score_range[1]:g}/{rs.max_score:g})"
         if rs.weighted_score is not None:
             score = f"{rs.weighted_score:g}/{rs.max_score:g} (plain {rs.score:g})"
         elif rs.logprobs_unavailable:

@@ -48,7 +48,7 @@ from jurist.judges.judge import MeaningQuestion
 from jurist.judges.parsing import ItemReply, ScoreReply
 from jurist.judges.prompting import Quoted, join, quote, quote_all
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
-from jurist.errors import ConfigError, Unsupported
+from jurist.errors import ConfigError, Uncertain, Unsupported
 from jurist.models.base import Completion, StatementCheck
 from jurist.models.images import Image
 from jurist.models.model import Model, time_limit
@@ -64,6 +64,7 @@ EVALUATION_FAILED = FILE_STATUS[FAILED]  # result.json's and the score rows' nam
 
 REASONING_CHARS = 600  # a bound on the reasoning: a small model under constrained decoding may not stop
 ITEM_REASONING_CHARS = 300
+UNDECIDED_ITEM = "undecided: the judge's probability lies inside its band of uncertainty"
 
 
 def score_schema(scale: tuple[float, float]) -> dict[str, JsonValue]:
@@ -118,6 +119,15 @@ def item_score(rubric: Rubric, met: dict[str, bool], scale: tuple[float, float])
     return round(lo + frac * (hi - lo), 4)
 
 
+def item_score_range(rubric: Rubric, met: dict[str, bool], scale: tuple[float, float]) -> tuple[float, float]:
+    """The lowest and highest score the rubric can have, given the items decided in ``met``: each
+    undecided item counted against the score, then for it."""
+    undecided = [i for i in rubric.items or [] if i.id not in met]
+    low = {**met, **{i.id: i.points < 0 for i in undecided}}
+    high = {**met, **{i.id: i.points > 0 for i in undecided}}
+    return item_score(rubric, low, scale), item_score(rubric, high, scale)
+
+
 def _item_reasoning(rubric: Rubric, met: dict[str, bool]) -> str:
     got = [i.id for i in rubric.items or [] if met.get(i.id)]
     missed = [i.id for i in rubric.items or [] if not met.get(i.id)]
@@ -155,17 +165,30 @@ def items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict
         plain = [i for i in items if EXPECTED not in i.text]
         sentences = [[reference_sentences(e) for e in session.expected] if EXPECTED in i.text else [] for i in items]
         statements = [i.text for i in plain] + [s for per_item in sentences for ref in per_item for s in ref]
-        checks = iter(await judge.expresses(text, statements)) if statements else iter(())
-        by_plain = {i.id: next(checks) for i in plain}
-        replies: list[ItemReply] = []
-        for item, refs in zip(items, sentences):
-            if item.id in by_plain:
-                c = by_plain[item.id]
-                replies.append(ItemReply(met=c.expressed, reasoning="", confidence=round(c.confidence, 4),
-                                         evidence=c.evidence))
-                continue
-            replies.append(_reference_reply([[next(checks) for _ in ref] for ref in refs]))
-        return replies
+
+        def replies(found: list[StatementCheck | None]) -> list[ItemReply | None]:
+            checks = iter(found)
+            by_plain = {i.id: next(checks) for i in plain}
+            out: list[ItemReply | None] = []
+            for item, refs in zip(items, sentences):
+                if item.id in by_plain:
+                    c = by_plain[item.id]
+                    out.append(None if c is None else ItemReply(
+                        met=c.expressed, reasoning="", confidence=round(c.confidence, 4), evidence=c.evidence))
+                    continue
+                out.append(_reference_reply([[next(checks) for _ in ref] for ref in refs]))
+            return out
+
+        try:
+            found: list[StatementCheck | None] = list(await judge.expresses(text, statements)) if statements else []
+        except Uncertain as exc:
+            if exc.decided is None:
+                raise
+            by_statement = {c.statement: c for c in exc.decided}
+            found = [by_statement.get(s) for s in statements]
+            if any(r is None for r in replies(found)):  # the rubric says which items it decided
+                raise exc.with_decided(replies(found)) from exc
+        return [r for r in replies(found) if r is not None]  # an undecided sentence may decide no item
 
     def answer(replies: list[ItemReply]) -> dict[str, ItemReply]:
         return {i.id: r for i, r in zip(items, replies)}
@@ -173,16 +196,21 @@ def items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict
     return MeaningQuestion(ask, answer)
 
 
-def _reference_reply(per_reference: list[list[StatementCheck]]) -> ItemReply:
-    """An ``{expected}`` item's reply from the checks of each expected answer's sentences: met when
-    every sentence of one expected answer is expressed. Its confidence is the least sure sentence
-    of the best expected answer met, else the surest sentence found missing."""
-    met = [ref for ref in per_reference if all(c.expressed for c in ref)]
+def _reference_reply(per_reference: list[list[StatementCheck | None]]) -> ItemReply | None:
+    """An ``{expected}`` item's reply from the checks of each expected answer's sentences (None for
+    a sentence the judge could not decide): met when every sentence of one expected answer is
+    expressed, not met when every expected answer has a sentence found missing, else undecided
+    (None). Its confidence is the least sure sentence of the best expected answer met, else the
+    surest sentence found missing."""
+    met = [[c for c in ref if c is not None] for ref in per_reference
+           if all(c is not None and c.expressed for c in ref)]
     if met:
         best = max(met, key=lambda ref: min(c.confidence for c in ref))
         return ItemReply(met=True, reasoning="", confidence=round(min(c.confidence for c in best), 4),
                          evidence=" … ".join(c.evidence or "" for c in best) or None)
-    confidence = max(c.confidence for ref in per_reference for c in ref if not c.expressed)
+    if not all(any(c is not None and not c.expressed for c in ref) for ref in per_reference):
+        return None
+    confidence = max(c.confidence for ref in per_reference for c in ref if c is not None and not c.expressed)
     return ItemReply(met=False, reasoning="", confidence=round(confidence, 4), evidence=None)
 
 
@@ -359,6 +387,11 @@ class RubricJudge:
                     given.update(weighted_score=None, logprobs_unavailable=ITEMS_UNWEIGHTED)
         else:
             score, reasoning = None, verdict.reason or ""
+            partial = _partial_replies(rubric, verdict.error)
+            if partial is not None:  # undecided items: say what was decided, and where the score lies
+                given["items"] = [_item_entry(i, r) for i, r in zip(rubric.items or [], partial)]
+                given["score_range"] = item_score_range(rubric, {i.id: r.met for i, r in zip(rubric.items or [], partial)
+                                                                 if r is not None}, scale)
         return RubricScore(
             rubric_id=rubric.id, rubric_name=rubric.name, score=None if score is None else round(score, 4),
             max_score=hi, reasoning=reasoning, status=OK if score is not None else FAILED, weight=rubric.weight,
@@ -380,8 +413,22 @@ async def _checked_score(rubric: Rubric, check: Check, scale: tuple[float, float
     )
 
 
-def _item_entry(item: RubricItem, reply: ItemReply) -> ItemDecision:
-    """One item of result.json: a judge's reasoning, or a meaning match's confidence and evidence."""
+def _partial_replies(rubric: Rubric, error: BaseException | None) -> list[ItemReply | None] | None:
+    """The replies per item of an undecided item-based rubric (None for an item left undecided),
+    when the judge said which items it decided."""
+    if not rubric.item_based or not isinstance(error, Uncertain) or error.decided is None:
+        return None
+    replies = error.decided
+    if len(replies) != len(rubric.items or []) or not all(r is None or isinstance(r, ItemReply) for r in replies):
+        return None
+    return list(replies)
+
+
+def _item_entry(item: RubricItem, reply: ItemReply | None) -> ItemDecision:
+    """One item of result.json: a judge's reasoning, or a meaning match's confidence and evidence;
+    ``met`` null for an item the judge could not decide."""
+    if reply is None:
+        return ItemDecision(id=item.id, text=item.text, points=item.points, met=None, reasoning=UNDECIDED_ITEM)
     if reply.confidence is None:
         return ItemDecision(id=item.id, text=item.text, points=item.points, met=reply.met, reasoning=reply.reasoning)
     return ItemDecision(id=item.id, text=item.text, points=item.points, met=reply.met, confidence=reply.confidence,

@@ -2,7 +2,7 @@
 
 Field names and their order are the files' documented format
 (docs/rubrics.md). A few keys are written only when they apply (``cached``,
-``items``, an item's ``reasoning`` / ``confidence`` / ``evidence``,
+``items``, an item's ``reasoning`` / ``confidence`` / ``evidence``, ``score_range``,
 ``truncated``, ``images``, and under score mode ``logprobs`` ``score_mode``,
 ``weighted_score`` / ``logprobs_unavailable``): those are the fields marked *optional*, written when given and
 left out otherwise, so a file read back is written again byte for byte.
@@ -60,7 +60,7 @@ class ItemDecision(_FileModel):
     id: str
     text: str
     points: float
-    met: bool
+    met: bool | None  # null: the judge could not decide (the rubric's score is then a range, score_range)
     reasoning: str | None = None
     confidence: float | None = None
     evidence: str | None = None
@@ -83,7 +83,7 @@ class RubricScore(_FileModel):
     store's score row; the file does not carry them."""
 
     _optional = frozenset({"cached", "items", "score_mode", "weighted_score", "logprobs_unavailable",
-                           "local_thresholds"})
+                           "local_thresholds", "score_range"})
 
     rubric_id: str
     rubric_name: str
@@ -101,6 +101,9 @@ class RubricScore(_FileModel):
     weighted_score: float | None = None
     logprobs_unavailable: str | None = None
     local_thresholds: str | None = None  # the offline judge's thresholds fitted by a calibration, when it used them
+    # an item-based rubric the judge could not decide (status failed, reason "uncertain: ..."): the lowest and
+    # highest score its undecided items allow; its items say which were decided (met null: undecided)
+    score_range: tuple[float, float] | None = None
     template_hash: str | None = Field(None, exclude=True)
     call_ids: list[str] = Field(default_factory=list, exclude=True)
 

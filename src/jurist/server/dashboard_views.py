@@ -131,6 +131,7 @@ class RubricView:
     reasoning: str | None
     judge_model: str | None
     items: list[Any]  # the rubric's checklist items (models the template reads by attribute)
+    score_range: tuple[float, float] | None = None  # undecided items: where the score lies
 
 
 @dataclass
@@ -144,7 +145,7 @@ class RubricSection:
 def rubric_section(result: RubricResult) -> RubricSection:
     rubrics = [RubricView(id=r.rubric_id, name=r.rubric_name or r.rubric_id, score=r.final_score,
                           max_score=r.max_score, status=r.file_status, weight=r.weight, reasoning=r.reasoning,
-                          judge_model=r.judge_model, items=list(r.items or []))
+                          judge_model=r.judge_model, items=list(r.items or []), score_range=r.score_range)
                for r in result.rubric_scores]
     return RubricSection(rubrics=rubrics, session_id=result.session_id, summary=result.summary, status=result.status)
 
