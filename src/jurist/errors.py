@@ -203,12 +203,14 @@ class Uncertain(EvaluationError):
 
     A question about several statements at once says which of them lie inside the band
     (``undecided``, in the order asked; ``subject`` is the first) and, where the judge decided the
-    others, their answers (``decided``: the checks of the statements outside the band, in the
-    order asked; None when the judge reports none), so that a caller that can use part of an
-    answer (a checklist turn) keeps those verdicts and says which statements stay undecided."""
+    others, their answers (``decided``, None when the judge reports none: for ``expresses`` the
+    checks of the statements outside the band, in the order asked; for ``coverage`` and
+    ``support`` the result over the parts or sentences it decided), so that a caller that can use
+    part of an answer (a checklist turn, an item-based rubric, the gate's coverage) keeps those
+    verdicts and says which statements stay undecided."""
 
     def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float,
-                 undecided: Sequence[str] = (), decided: list[Any] | None = None) -> None:
+                 undecided: Sequence[str] = (), decided: Any = None) -> None:
         self.subject = subject
         self.probability = probability
         self.threshold = threshold
@@ -217,7 +219,7 @@ class Uncertain(EvaluationError):
         self.decided = decided
         super().__init__(message)
 
-    def with_decided(self, decided: list[Any]) -> "Uncertain":
+    def with_decided(self, decided: Any) -> "Uncertain":
         """The same undecided question, carrying ``decided`` in another form (a rubric's replies per
         item, None for an item left undecided)."""
         return Uncertain(str(self), subject=self.subject, probability=self.probability, threshold=self.threshold,

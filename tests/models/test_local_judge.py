@@ -468,6 +468,41 @@ async def test_each_question_says_when_it_cannot_decide(loaded: Loaded) -> None:
 
 
 @pytest.mark.slow
+async def test_coverage_and_support_carry_what_they_decided_when_one_part_is_undecided(
+        decisive: local.LocalJudge) -> None:
+    """A band round the threshold that holds exactly one part (one sentence): Uncertain names it
+    and carries the result over the others, as the decisive judge gave them."""
+    question = "When was the Eiffel Tower built? How tall is it? Who designed the Sydney Opera House?"
+    answer = "The Eiffel Tower was built in 1889. It is 330 metres tall."
+    sources = ["The Eiffel Tower was finished in 1889.", "Its height is 330 metres."]
+    threshold = {"answers": decisive.thresholds.answers, "expresses": decisive.thresholds.expresses}
+
+    async def one_undecided(kind: str, ask: Any, full: Any, names: list[str]) -> None:
+        distance = sorted((abs((full.confidence[n] if n in yes else 1 - full.confidence[n]) - threshold[kind]), n)
+                          for n in names for yes in [full.covered if kind == "answers" else full.supported])
+        (near, name), (second, _) = distance[0], distance[1]
+        assert second - near > 2e-4, distance
+        band = {"answers": 0.0, "expresses": 0.0, kind: (near + second) / 2}
+        with pytest.raises(Uncertain) as caught:
+            await ask(local.LocalJudge(local.LocalThresholds(band=band)))
+        partial = caught.value.decided
+        assert caught.value.undecided == (name,) and type(partial) is type(full)
+        assert name not in partial.confidence
+        assert partial.confidence == {n: c for n, c in full.confidence.items() if n != name}
+        if kind == "answers":
+            assert partial.covered == [p for p in full.covered if p != name]
+            assert partial.uncovered == [p for p in full.uncovered if p != name]
+        else:
+            assert partial.supported == [p for p in full.supported if p != name]
+            assert partial.unsupported == [p for p in full.unsupported if p != name]
+
+    cov = await decisive.coverage(question, answer)
+    await one_undecided("answers", lambda j: j.coverage(question, answer), cov, cov.covered + cov.uncovered)
+    sup = await decisive.support(answer, sources)
+    await one_undecided("expresses", lambda j: j.support(answer, sources), sup, sup.supported + sup.unsupported)
+
+
+@pytest.mark.slow
 async def test_an_uncertain_item_is_evaluation_failed_in_the_rubric_record(loaded: Loaded) -> None:
     rubrics = RubricSet(rubrics=[Rubric(id="care", name="Care", items=[
         {"id": "sorry", "text": "The assistant apologises for the delay.", "points": 1}])])

@@ -34,14 +34,14 @@ from typing import Annotated, Any, Awaitable, Callable, Mapping, Protocol, Seque
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
-from jurist.errors import EvaluationFailed
+from jurist.errors import EvaluationFailed, Uncertain
 from jurist.gate.records import Evaluation, Flag
 from jurist.gate.types import CALL_QUALITY_EVALUATION, CALL_SELF_EVALUATION
 from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import Quoted, join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin, variables_key
-from jurist.models.base import CoverageResult
+from jurist.models.base import CoverageResult, MeaningJudge
 from jurist.models.messages import Message, TextPart, openai_messages
 from jurist.models.model import Model
 
@@ -253,20 +253,38 @@ def coerce(result: Any, threshold: float) -> Evaluation:
 # --- evaluators -------------------------------------------------------------------------
 
 
-def coverage_evaluation(cov: CoverageResult, name: str, threshold: float) -> Evaluation:
+def coverage_evaluation(cov: CoverageResult, name: str, threshold: float,
+                        undecided: Sequence[str] = ()) -> Evaluation | None:
     """Quality or comprehensiveness from which parts of the question an answer covers
-    (the meaning question a backend that writes no text answers)."""
-    parts = len(cov.covered) + len(cov.uncovered)
+    (the meaning question a backend that writes no text answers).
+
+    ``undecided`` are the parts the judge could not decide (``cov`` holds the others): the verdict
+    stands when they cannot change it (a part found uncovered fails comprehensiveness; a quality
+    score passes or fails whichever way they go), saying which parts were undecided and, for
+    quality, the range the score lies in (``quality_score`` is its end that decides: at least that
+    much for a pass, at most for a fail); None when they could change it."""
+    parts = len(cov.covered) + len(cov.uncovered) + len(undecided)
     issues = [f"does not address: {p}" for p in cov.uncovered]
+    unsure = [f"could not decide whether it addresses: {p}" for p in undecided]
     if name == "comprehensiveness":
         ok = not cov.uncovered
-        reason = "covers every part of the question" if ok else "; ".join(issues)
-        return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues)
-    score = len(cov.covered) / parts if parts else 0.0
+        if ok and undecided:
+            return None
+        reason = "covers every part of the question" if ok else "; ".join(issues + unsure)
+        return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues + unsure)
+    low = len(cov.covered) / parts if parts else 0.0
+    high = (len(cov.covered) + len(undecided)) / parts if parts else 0.0
+    if low < threshold <= high:
+        return None
+    passed = low >= threshold
+    if undecided:
+        unsure.append(f"quality between {low:.4g} and {high:.4g}: "
+                      f"{'passes' if passed else 'fails'} the threshold {threshold:g} either way")
     conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
-    hint = f"Also address: {'; '.join(cov.uncovered)}" if cov.uncovered else None
-    return Evaluation(attempt=0, passed=score >= threshold, quality_score=round(score, 4),
-                      confidence_score=round(conf, 4), issues=issues, improvement_hint=hint)
+    missing = cov.uncovered + list(undecided)
+    hint = f"Also address: {'; '.join(missing)}" if missing else None
+    return Evaluation(attempt=0, passed=passed, quality_score=round(low if passed else high, 4),
+                      confidence_score=round(conf, 4), issues=issues + unsure, improvement_hint=hint)
 
 
 class _JudgeEvaluator:
@@ -286,8 +304,21 @@ class _JudgeEvaluator:
         if not self.by_coverage:
             return None
         question = last_question(messages)
-        return MeaningQuestion(lambda judge: judge.coverage(question, answer),
-                               lambda cov: coverage_evaluation(cov, self.name, self.threshold))
+
+        async def ask(judge: MeaningJudge) -> Evaluation:
+            try:
+                cov = await judge.coverage(question, answer)
+            except Uncertain as exc:  # the parts it decided may settle the verdict
+                partial = (coverage_evaluation(exc.decided, self.name, self.threshold, exc.undecided)
+                           if isinstance(exc.decided, CoverageResult) else None)
+                if partial is None:
+                    raise
+                return partial
+            ev = coverage_evaluation(cov, self.name, self.threshold)
+            assert ev is not None  # every part decided
+            return ev
+
+        return MeaningQuestion(ask, lambda ev: ev)
 
     async def evaluate(self, messages: Sequence[Message], answer: str, *, trace_id: str,
                        truncated: bool = False) -> Evaluation:

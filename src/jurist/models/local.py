@@ -432,7 +432,7 @@ class LocalJudge:
         await asyncio.to_thread(_load_model)
 
     def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float],
-                decided: Callable[[list[tuple[bool, float] | None]], list[Any]] | None = None,
+                decided: Callable[[list[tuple[bool, float] | None]], Any] | None = None,
                 ) -> list[tuple[bool, float]]:
         """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band,
         naming every item inside it and carrying ``decided`` of the answers (None for an item inside
@@ -484,11 +484,15 @@ class LocalJudge:
         if not parts:
             return CoverageResult(covered=[], uncovered=[], confidence={}, judge_model=self.name)
         rows = await asyncio.to_thread(_best, parts, [text_windows(answer)], self.candidates, "answers")
-        decided = self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows])
-        return CoverageResult(covered=[p for p, (yes, _) in zip(parts, decided) if yes],
-                              uncovered=[p for p, (yes, _) in zip(parts, decided) if not yes],
-                              confidence={p: round(conf, 4) for p, (_, conf) in zip(parts, decided)},
-                              judge_model=self.name)
+
+        def result(answers: Sequence[tuple[bool, float] | None]) -> CoverageResult:  # the parts decided
+            return CoverageResult(covered=[p for p, a in zip(parts, answers) if a is not None and a[0]],
+                                  uncovered=[p for p, a in zip(parts, answers) if a is not None and not a[0]],
+                                  confidence={p: round(a[1], 4) for p, a in zip(parts, answers) if a is not None},
+                                  judge_model=self.name)
+
+        return result(self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows],
+                                   decided=result))
 
     async def relevance(self, query: str, passages: list[str]) -> list[RelevanceScore]:
         """Relevance of each passage to ``query``, 0..1: p(answers) of its best candidate window
@@ -510,11 +514,15 @@ class LocalJudge:
             return SupportResult(supported=[], unsupported=[], confidence={}, judge_model=self.name)
         windows = [w for s in sources for w in _windows(s)]
         rows = await asyncio.to_thread(_best, sentences, [windows], self.candidates, "nli")
-        decided = self._decide("expresses", "the sources support", sentences, [row[0].probability for row in rows])
-        return SupportResult(supported=[s for s, (yes, _) in zip(sentences, decided) if yes],
-                             unsupported=[s for s, (yes, _) in zip(sentences, decided) if not yes],
-                             confidence={s: round(conf, 4) for s, (_, conf) in zip(sentences, decided)},
-                             judge_model=self.name)
+
+        def result(answers: Sequence[tuple[bool, float] | None]) -> SupportResult:  # the sentences decided
+            return SupportResult(supported=[s for s, a in zip(sentences, answers) if a is not None and a[0]],
+                                 unsupported=[s for s, a in zip(sentences, answers) if a is not None and not a[0]],
+                                 confidence={s: round(a[1], 4) for s, a in zip(sentences, answers) if a is not None},
+                                 judge_model=self.name)
+
+        return result(self._decide("expresses", "the sources support", sentences,
+                                   [row[0].probability for row in rows], decided=result))
 
     # --- ChatModel surface -----------------------------------------------------
 
