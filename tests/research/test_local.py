@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from jurist.errors import Uncertain
 from jurist.models.base import CoverageResult, RelevanceScore, SupportResult
 from jurist.research import (
     LocalPlanCritic, LocalResearchEvaluator, ResearchConfig, ResearchEvaluation, evaluate_plan, research_config,
@@ -148,3 +149,100 @@ def test_local_constructor_wires_every_stage():
     assert isinstance(ev.critic, LocalPlanCritic)
     with pytest.raises(ValueError, match="unknown stage"):
         LocalResearchEvaluator("synthesis")
+
+
+# --- parts the judge cannot decide --------------------------------------------------------------
+
+THREE = "What causes tides? How high do spring tides get? When do neap tides occur?"
+
+
+class UnsureOf(KeywordJudge):
+    """The keyword judge, unsure of the parts (and sentences) named: it raises Uncertain carrying
+    what it decided of the others, as the local judge does."""
+
+    def __init__(self, *unsure):
+        self.unsure = set(unsure)
+
+    def _partial(self, result, names, make):
+        unsure = [n for n in names if n in self.unsure]
+        if not unsure:
+            return result
+        raise Uncertain(f"uncertain: not sure about {unsure[0]!r}", subject=unsure[0], probability=0.5,
+                        threshold=0.5, band=0.1, undecided=unsure, decided=make(unsure))
+
+    async def coverage(self, question, answer, parts=None):
+        full = await super().coverage(question, answer, parts)
+        return self._partial(full, full.covered + full.uncovered, lambda unsure: CoverageResult(
+            covered=[p for p in full.covered if p not in unsure], uncovered=[p for p in full.uncovered if p not in unsure],
+            confidence={p: c for p, c in full.confidence.items() if p not in unsure}, judge_model=self.name))
+
+    async def support(self, answer, sources):
+        full = await super().support(answer, sources)
+        return self._partial(full, full.supported + full.unsupported, lambda unsure: SupportResult(
+            supported=[s for s in full.supported if s not in unsure],
+            unsupported=[s for s in full.unsupported if s not in unsure],
+            confidence={s: c for s, c in full.confidence.items() if s not in unsure}, judge_model=self.name))
+
+
+async def plan_result(judge, queries):
+    return await LocalResearchEvaluator(st.PLAN, judge=judge).evaluate(
+        {"query": THREE, "plan": plan_text({"search_queries": queries})}, task="t")
+
+
+async def test_a_plan_passes_when_its_undecided_part_cannot_fail_it():
+    # two parts covered, the third undecided: query_coverage 2/3..1, the overall passes 0.7 either way
+    r = await plan_result(UnsureOf("When do neap tides occur?"),
+                          ["what causes tides", "how high do spring tides get", "neap tides"])
+    assert r.status == "ok" and r.passed
+    assert r.scores["query_coverage"] == 0.6667  # the end of the range that decides: at least this much
+    details = json.loads(r.role_results[0].raw_response)
+    assert details["undecided"] == ["When do neap tides occur?"]
+    low, high = details["overall_range"]
+    assert low == r.overall and low >= 0.7 and high > low
+    assert [p["covered"] for p in details["parts"]] == [True, True, None]
+    critique = r.role_results[0].critique
+    assert critique.startswith("every part the judge decided has a search query (could not decide: When do neap")
+    assert "passes the threshold 0.7 either way" in critique
+
+
+async def test_a_plan_fails_when_its_undecided_part_cannot_pass_it_and_the_critic_names_it():
+    unsure = UnsureOf("When do neap tides occur?")
+    r = await plan_result(unsure, ["neap tides"])
+    assert r.status == "ok" and r.passed is False
+    assert r.scores["query_coverage"] == 0.3333  # at most this much
+    assert "no search query covers: What causes tides?; How high do spring tides get?" in r.role_results[0].critique
+
+    plans = [{"search_queries": ["neap tides"]},
+             {"search_queries": ["what causes tides", "how high do spring tides get", "neap tides"]}]
+    seen = []
+
+    async def planner(query, feedback, mode):
+        seen.append(feedback)
+        return plans[len(seen) - 1]
+
+    out = await evaluate_plan(THREE, planner, evaluator=LocalResearchEvaluator(st.PLAN, judge=unsure),
+                              config=ResearchConfig(), critic=LocalPlanCritic(unsure))
+    assert [i.issue for i in seen[1].specific_issues] == [
+        "no search query covers: What causes tides?", "no search query covers: How high do spring tides get?",
+        "the judge could not decide whether a search query covers: When do neap tides occur?"]
+    assert out.evaluation.passed and out.evaluation.chosen_attempt == 2
+
+
+async def test_a_plan_whose_undecided_part_could_turn_the_verdict_is_skipped_with_the_reason():
+    r = await plan_result(UnsureOf("How high do spring tides get?"), ["what causes tides"])
+    assert r.status == "skipped" and r.passed is None
+    assert "uncertain: not sure about 'How high do spring tides get?'" in r.skip_reason
+
+
+async def test_an_answer_with_an_undecided_sentence_is_scored_at_the_end_that_decides():
+    sources = [{"id": "s1", "content": "The moon causes tides. Spring tides rise highest. Neap tides occur at "
+                                       "quarter moons."}]
+    answer = "The moon causes tides. Spring tides rise highest. Neap tides occur at quarter moons. Tides are blue."
+    r = await LocalResearchEvaluator(st.ANSWER, judge=UnsureOf("Tides are blue")).evaluate(
+        {"query": THREE, "answer": answer, "sources": sources_text(sources)}, task="t")
+    details = json.loads(r.role_results[0].raw_response)
+    assert details["undecided"] == ["Tides are blue"] and "Tides are blue" not in details["unsupported"]
+    low, high = details["overall_range"]
+    # faithfulness 3/4..1, every part covered: the overall passes either way, at its lower end
+    assert r.status == "ok" and r.passed and r.overall == low < high
+    assert r.scores["faithfulness"] == 0.75 and r.scores["completeness"] == 1.0
