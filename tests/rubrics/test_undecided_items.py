@@ -2,6 +2,8 @@
 reported, the others say met null, the score is a range, and nothing is guessed. The judge here
 is scripted: it answers each statement from a table, and is unsure of the ones marked None."""
 
+import pytest
+
 from jurist.config import Settings
 from jurist.errors import Uncertain
 from jurist.judges import builtin
@@ -91,35 +93,25 @@ EXPECTED_RUBRIC = Rubric(id="right", name="Correct", items=[
     {"id": "agrees", "text": "The answer says what {expected} says.", "points": 1}])
 
 
-def expected_chat(*expected):
-    return ChatSession("s", [Message("user", "Why does coffee wake me up?"), Message("assistant", "It blocks it.")],
-                       expected=expected)
+EXPECTED = ("Caffeine blocks adenosine. It keeps you awake.", "Caffeine is a stimulant. It raises your heart rate.")
+CHAT_WITH_EXPECTED = ChatSession("s", [Message("user", "Why does coffee wake me up?"),
+                                       Message("assistant", "It blocks it.")], expected=EXPECTED)
 
 
-async def test_an_expected_answer_met_in_full_decides_the_item_despite_an_undecided_sentence():
-    score = await judged({"Caffeine blocks adenosine.": True, "It keeps you awake.": True,
-                          "Caffeine is a stimulant.": None, "It raises your heart rate.": True},
-                         rubric=EXPECTED_RUBRIC,
-                         chat=expected_chat("Caffeine blocks adenosine. It keeps you awake.",
-                                            "Caffeine is a stimulant. It raises your heart rate."))
-    assert score["status"] == "scored" and score["items"][0]["met"] is True
-
-
-async def test_an_expected_item_is_missed_only_when_every_expected_answer_has_a_missing_sentence():
-    missed = await judged({"Caffeine blocks adenosine.": False, "It keeps you awake.": None,
-                           "Caffeine is a stimulant.": None, "It raises your heart rate.": False},
-                          rubric=EXPECTED_RUBRIC,
-                          chat=expected_chat("Caffeine blocks adenosine. It keeps you awake.",
-                                             "Caffeine is a stimulant. It raises your heart rate."))
-    assert missed["status"] == "scored" and missed["items"][0]["met"] is False and missed["score"] == 1.0
-
-    open_ = await judged({"Caffeine blocks adenosine.": True, "It keeps you awake.": None,
-                          "Caffeine is a stimulant.": False, "It raises your heart rate.": True},
-                         rubric=EXPECTED_RUBRIC,
-                         chat=expected_chat("Caffeine blocks adenosine. It keeps you awake.",
-                                            "Caffeine is a stimulant. It raises your heart rate."))
-    assert open_["status"] == "evaluation_failed" and open_["items"][0]["met"] is None
-    assert open_["score_range"] == [1.0, 5.0]
+@pytest.mark.parametrize(("sentences", "met", "score_range"), [
+    # one expected answer expressed in full: met, whatever the undecided sentence of the other
+    ((True, True, None, True), True, None),
+    # every expected answer has a sentence found missing: not met, whatever the undecided ones
+    ((False, None, None, False), False, None),
+    # one expected answer could still be met: undecided
+    ((True, None, False, True), None, [1.0, 5.0]),
+])
+async def test_an_expected_item_is_decided_when_its_undecided_sentences_cannot_change_it(sentences, met, score_range):
+    table = dict(zip([s for answer in EXPECTED for s in answer.replace(". ", ".|").split("|")], sentences))
+    score = await judged(table, rubric=EXPECTED_RUBRIC, chat=CHAT_WITH_EXPECTED)
+    assert score["items"][0]["met"] is met
+    assert score["status"] == ("evaluation_failed" if met is None else "scored")
+    assert score.get("score_range") == score_range
 
 
 async def test_the_stored_result_and_its_trace_page_show_the_undecided_item(tmp_path, monkeypatch):
