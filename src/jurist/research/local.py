@@ -174,11 +174,11 @@ class LocalResearchEvaluator:
         started = time.perf_counter()
         stage = getattr(self, f"_{self.stage}")
 
-        async def settled(_judge: Any) -> tuple[Scored, float, tuple[float, float] | None]:
+        async def settled(_judge: Any) -> tuple[Scored, float]:
             return self._settle(await stage(subject))
 
         try:
-            ((scores, conf, critique, details), overall, span), _ = await self._model().ask(
+            ((scores, conf, critique, details), overall), _ = await self._model().ask(
                 f"{self.stage} evaluation", dict(subject), settled,
                 purpose=PURPOSE.format(stage=self.stage), trace_id=trace_id)
         except Exception as exc:  # e.g. the local extra missing: ConfigError with the fix
@@ -205,13 +205,13 @@ class LocalResearchEvaluator:
         overall = sum(scores[k] * w for k, w in used.items()) / total if total else _mean(list(scores.values()), 0.0)
         return round(overall, 4)
 
-    def _settle(self, answers: StageAnswers) -> tuple[Scored, float, tuple[float, float] | None]:
+    def _settle(self, answers: StageAnswers) -> tuple[Scored, float]:
         """The stage's scores and overall; with undecided parts, those of the end of the range that
-        decides (the lower one for a pass, the higher one for a fail) and the range, or the judge's
-        Uncertain when the undecided parts could turn the verdict."""
+        decides (the lower one for a pass, the higher one for a fail), the range in the details, or
+        the judge's Uncertain when the undecided parts could turn the verdict."""
         low = answers.score(False)
         if answers.uncertain is None:
-            return low, self._overall(low[0]), None
+            return low, self._overall(low[0])
         high = answers.score(True)
         span = (self._overall(low[0]), self._overall(high[0]))
         threshold = self.config.stages.of(self.stage).pass_threshold
@@ -222,7 +222,7 @@ class LocalResearchEvaluator:
         note = (f"could not decide: {'; '.join(answers.undecided)}; the overall lies between {span[0]:g} and "
                 f"{span[1]:g} and {'passes' if passed else 'fails'} the threshold {threshold:g} either way")
         details = {**details, "undecided": list[JsonValue](answers.undecided), "overall_range": list(span)}
-        return (scores, conf, f"{critique} ({note})", details), span[0] if passed else span[1], span
+        return (scores, conf, f"{critique} ({note})", details), span[0] if passed else span[1]
 
     def _name(self) -> str:
         return getattr(self._judge, "name", None) or MODEL
