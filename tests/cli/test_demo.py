@@ -20,6 +20,10 @@ def test_demo_runs_offline_from_a_clean_folder(tmp_path):
     # the offline judge decides, or says it cannot (uncertain): no other failure, and none unreported
     assert summary["failures"]["evaluations_failed"] == len(failed)
     assert all(r["reasoning"].startswith("uncertain:") for r in failed), failed
+    for undecided in failed:  # each says what it decided, and where its score lies
+        assert any(i["met"] is None for i in undecided["items"]) and len(undecided["score_range"]) == 2
+    if failed:
+        assert "its result file lists the items it did decide" in " ".join(r.stdout.split())
     s1 = json.loads((out / "s1_result.json").read_text())
     assert all(r["judge_model"] == "local/minilm" for r in s1["rubric_scores"])
     # s1 says about 400 mg, roughly four cups, is the limit: the eight-cups item is never met

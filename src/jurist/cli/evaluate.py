@@ -340,6 +340,7 @@ def print_failure_reasons(reasons: dict[str, int]) -> None:
     commands that list the judge calls behind them."""
     from rich.table import Table
 
+    from jurist.errors import UNDECIDED
     from jurist.rubrics.judging import PURPOSE
 
     total = sum(reasons.values())
@@ -354,6 +355,9 @@ def print_failure_reasons(reasons: dict[str, int]) -> None:
     if rest:
         grid.add_row(f"{sum(c for _, c in rest)} ×", f"{len(rest)} other reasons (in the result files' reasoning)")
     console.print(grid)
+    if any(reason.startswith(UNDECIDED) for reason in reasons):
+        console.print("where the judge could not decide an item, its result file lists the items it did decide "
+                      '("met": null for the others) and the range the score lies in (score_range)', highlight=False)
     statuses = sorted({s for s in map(logs_status, reasons) if s is not None})
     if statuses:
         console.print("the failed judge calls, with their errors:", highlight=False)
