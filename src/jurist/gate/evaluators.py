@@ -261,8 +261,8 @@ def coverage_evaluation(cov: CoverageResult, name: str, threshold: float,
     ``undecided`` are the parts the judge could not decide (``cov`` holds the others): the verdict
     stands when they cannot change it (a part found uncovered fails comprehensiveness; a quality
     score passes or fails whichever way they go), saying which parts were undecided and, for
-    quality, the range the score lies in (``quality_score`` is its end that decides: at least that
-    much for a pass, at most for a fail); None when they could change it."""
+    quality, the range the score lies in (``reason``; ``quality_score`` is its end that decides: at
+    least that much for a pass, at most for a fail); None when they could change it."""
     parts = len(cov.covered) + len(cov.uncovered) + len(undecided)
     issues = [f"does not address: {p}" for p in cov.uncovered]
     unsure = [f"could not decide whether it addresses: {p}" for p in undecided]
@@ -277,14 +277,13 @@ def coverage_evaluation(cov: CoverageResult, name: str, threshold: float,
     if low < threshold <= high:
         return None
     passed = low >= threshold
-    if undecided:
-        unsure.append(f"quality between {low:.4g} and {high:.4g}: "
-                      f"{'passes' if passed else 'fails'} the threshold {threshold:g} either way")
+    span = (f"quality between {low:.4g} and {high:.4g}: {'passes' if passed else 'fails'} the threshold "
+            f"{threshold:g} either way" if undecided else None)
     conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
     missing = cov.uncovered + list(undecided)
     hint = f"Also address: {'; '.join(missing)}" if missing else None
     return Evaluation(attempt=0, passed=passed, quality_score=round(low if passed else high, 4),
-                      confidence_score=round(conf, 4), issues=issues + unsure, improvement_hint=hint)
+                      confidence_score=round(conf, 4), issues=issues + unsure, improvement_hint=hint, reason=span)
 
 
 class _JudgeEvaluator:
