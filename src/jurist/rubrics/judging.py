@@ -179,16 +179,18 @@ def items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict
                 out.append(_reference_reply([[next(checks) for _ in ref] for ref in refs]))
             return out
 
+        unsure: Uncertain | None = None
         try:
             found: list[StatementCheck | None] = list(await judge.expresses(text, statements)) if statements else []
         except Uncertain as exc:
             if exc.decided is None:
                 raise
-            by_statement = {c.statement: c for c in exc.decided}
+            unsure, by_statement = exc, {c.statement: c for c in exc.decided}
             found = [by_statement.get(s) for s in statements]
-            if any(r is None for r in replies(found)):  # the rubric says which items it decided
-                raise exc.with_decided(replies(found)) from exc
-        return [r for r in replies(found) if r is not None]  # an undecided sentence may decide no item
+        per_item = replies(found)
+        if unsure is not None and any(r is None for r in per_item):  # the rubric says which items it decided
+            raise unsure.with_decided(per_item) from unsure
+        return [r for r in per_item if r is not None]  # an undecided sentence may decide no item
 
     def answer(replies: list[ItemReply]) -> dict[str, ItemReply]:
         return {i.id: r for i, r in zip(items, replies)}
