@@ -37,6 +37,11 @@ the development splits (``judge.json``). Nothing here is fitted on a test split.
   a rubric item over a 20-turn transcript.
 * The README's pairwise example (``examples/pairwise``): the Bradley-Terry
   ranking of thorough, brief and offtopic.
+* Items about what the assistant does: the project's speech acts held out from
+  training (``training/speech_acts.json``, its test acts), against a word-overlap
+  baseline fitted on the development acts; the item of ``examples/labels/support``
+  on its 30 sessions, against the annotators' majority; the good and bad 20-turn
+  support transcripts below (the item met on the good one, not on the bad one).
 * The project's own hand-written pairs (tests/data/local_judge_pairs.jsonl,
   local_judge_coverage.jsonl): the held-out half of each (``judge_data.own_halves``),
   as the pairs were measured before the thresholds moved to the training script.
@@ -740,6 +745,76 @@ async def project_pairs(judge: LocalJudge, rep: Report) -> None:
     rep.figures["project_pairs"] = out
 
 
+async def behaviour(judge: LocalJudge, rep: Report) -> None:
+    section("Items about what the assistant does (\"The assistant apologises ...\"), checked against the "
+            "assistant's turns")
+    threshold = judge_record().thresholds["expresses"]
+    out: dict[str, Any] = {}
+    rows = judge_data.speech_act_pairs("test")
+    decisions = [await ask_expresses(judge, r.extra, r.second) for r in rows]
+    labels = [r.label == 0 for r in rows]
+    said = [d.said_yes(threshold) for d in decisions]
+    dev = judge_data.speech_act_pairs("dev")
+    base_t = fit_threshold([overlap(r.second, r.extra) for r in dev], [r.label == 0 for r in dev])
+    base = [overlap(r.second, r.extra) >= base_t for r in rows]
+    acts = sorted({r.group for r in rows})
+    fig = {"acts": acts, "pairs": len(rows), "macro_f1": macro_f1(said, labels), "accuracy": accuracy(said, labels),
+           "uncertain_share": sum(d.uncertain for d in decisions) / len(rows),
+           "baseline_macro_f1": macro_f1(base, labels), "baseline_threshold": base_t}
+    out["held_out_acts"] = fig
+    print(f"speech acts held out from training (training/speech_acts.json, test acts: {', '.join(acts)}): "
+          f"{len(rows)} pairs: macro-F1 {fig['macro_f1']:.3f}  accuracy {fig['accuracy']:.3f}  uncertain "
+          f"{fig['uncertain_share']:.1%}  (word overlap: macro-F1 {fig['baseline_macro_f1']:.3f}, its threshold "
+          f"fitted on the dev acts)  (no target)")
+
+    from jurist.rubrics.sessions import load_session
+
+    folder = ROOT / "examples" / "labels" / "support"
+    item = json.loads((folder / "rubrics.json").read_text())["rubrics"][0]["items"][0]["text"]
+    votes: dict[str, list[bool]] = defaultdict(list)
+    for line in (folder / "labels.jsonl").read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            votes[row["item"]].append(bool(row["label"]))
+    sessions: list[tuple[str, bool, Decision]] = []
+    for name, said_by in sorted(votes.items()):
+        if said_by.count(True) * 2 == len(said_by):
+            continue  # the annotators split: no label
+        text = load_session(folder / "sessions" / f"{name}.jsonl").text_of("assistant")
+        sessions.append((name, said_by.count(True) * 2 > len(said_by), await ask_expresses(judge, text, item)))
+    s_said = [d.said_yes(threshold) for _, _, d in sessions]
+    s_labels = [y for _, y, _ in sessions]
+    p_yes = [d.probability for _, y, d in sessions if y]
+    p_no = [d.probability for _, y, d in sessions if not y]
+    out["support_sessions"] = {"sessions": len(sessions), "accuracy": accuracy(s_said, s_labels),
+                               "macro_f1": macro_f1(s_said, s_labels),
+                               "auc": roc_auc([d.probability for _, _, d in sessions], s_labels),
+                               "uncertain": sum(d.uncertain for _, _, d in sessions),
+                               "p_apologies": [min(p_yes), max(p_yes)], "p_others": [min(p_no), max(p_no)]}
+    fs = out["support_sessions"]
+    print(f"\"{item}\" on examples/labels/support (the annotators' majority; {len(votes) - len(sessions)} split "
+          f"left out): {len(sessions)} sessions: accuracy {fs['accuracy']:.3f}  macro-F1 {fs['macro_f1']:.3f}  AUC "
+          f"{fs['auc']:.3f}  uncertain {fs['uncertain']}; p(entails) {min(p_yes):.2f} to {max(p_yes):.2f} where it "
+          f"apologises, {min(p_no):.2f} to {max(p_no):.2f} where not (threshold {threshold:.2f})")
+
+    verdicts = {}
+    for name, turns_of in (("good", SUPPORT_TURNS), ("bad", BAD_SUPPORT_TURNS)):
+        text = "\n".join(a for _, a in turns_of)  # the assistant's turns, as a rubric item reads them
+        verdicts[name] = await ask_expresses(judge, text, RUBRIC_ITEM)
+    good, bad = verdicts["good"], verdicts["bad"]
+    right = (good.said_yes(threshold) and not good.uncertain) and not (bad.said_yes(threshold) or bad.uncertain)
+    shown = {n: "uncertain" if d.uncertain else f"{'met' if d.said_yes(threshold) else 'not met'} "
+             f"(p {d.probability:.2f})" for n, d in verdicts.items()}
+    rep.targets.append({"what": "behaviour item, the good and bad support transcripts",
+                        "value": f"good {shown['good']}, bad {shown['bad']}", "target": "good met, bad not met",
+                        "met": right})
+    out["support_transcripts"] = {n: {"probability": d.probability, "uncertain": d.uncertain}
+                                  for n, d in verdicts.items()}
+    print(f"\"{RUBRIC_ITEM}\" on the 20-turn support transcripts: good (apologises twice) {shown['good']}, bad "
+          f"(never apologises) {shown['bad']} (target good met, bad not met: {'MET' if right else 'MISSED'})")
+    rep.figures["behaviour"] = out
+
+
 _RECORD: list[Any] = []
 
 
@@ -751,7 +826,7 @@ def judge_record() -> Any:
     return _RECORD[0]
 
 
-SECTIONS = ("short-answers", "nli", "answers", "speed", "pairwise", "own-pairs")
+SECTIONS = ("short-answers", "nli", "answers", "speed", "pairwise", "behaviour", "own-pairs")
 
 
 async def main(quick: bool, json_path: Path | None, only: Sequence[str] = SECTIONS) -> Report:
@@ -777,6 +852,8 @@ async def main(quick: bool, json_path: Path | None, only: Sequence[str] = SECTIO
         await speed(judge, quick, rep)
     if "pairwise" in only:
         await pairwise(rep)
+    if "behaviour" in only:
+        await behaviour(judge, rep)
     if "own-pairs" in only:
         await project_pairs(judge, rep)
     section("Targets")

@@ -135,6 +135,17 @@ def load_encoder(model: CrossEncoder, weights: Path, n_layers: int) -> None:
     assert all(m.startswith(("nli.", "answers.")) for m in missing), missing
 
 
+def load_judge(model: CrossEncoder, folder: Path, n_layers: int) -> None:
+    """Start from a trained judge (``judge.safetensors`` in ``folder``, heads included; its
+    word embeddings are the bi-encoder's, loaded first by :func:`load_encoder`)."""
+    raw = read_weights(folder / "judge.safetensors")
+    names = _name_map(n_layers)
+    state = {names[k]: v.float() for k, v in raw.items() if k in names}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected, unexpected
+    assert missing == ["word.weight"], missing
+
+
 def export(model: CrossEncoder, path: Path, n_layers: int) -> None:
     """Write the weights as float16 with BERT's names (what jurist's numpy runs). The word
     embeddings are left out: they are frozen in training, so jurist reads them from the
@@ -152,4 +163,4 @@ def read_config(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-__all__ = ["CrossEncoder", "NLI_LABELS", "export", "load_encoder", "read_config", "math"]
+__all__ = ["CrossEncoder", "NLI_LABELS", "export", "load_encoder", "load_judge", "read_config", "math"]

@@ -17,6 +17,11 @@ The splits are fixed before training and never change with a run:
   SHA-256 decides (test 25 %, development 15 %, training 60 %). The student answer is
   the premise, the reference answer the hypothesis: correct -> entailment,
   contradictory -> contradiction, incorrect -> neutral.
+* Speech acts (the project's own written examples, ``training/speech_acts.json``): what
+  an assistant does ("The assistant apologises for the delay.") against replies that do it,
+  come close, or do the opposite, framed as the local judge frames an assistant's turn.
+  Split by act: train, dev (with the development pairs) and test acts (held out: the
+  benchmark measures acts the model never saw).
 * Answers the question: made from short-answer grading (:func:`sag_answers`: an answer to its
   own question, or to another); TREC-QA test and WikiQA test are held out and evaluation only
   (TREC-QA's licence is unclear, WikiQA's research-only: neither trains the shipped model).
@@ -55,7 +60,7 @@ class Pair:
     label: int
     source: str
     group: str = ""
-    extra: str = ""  # SAG: the original label (correct / contradictory / incorrect)
+    extra: str = ""  # SAG: the original label (correct / contradictory / incorrect); speech acts: the reply
 
 
 NLI_INDEX = {"entailment": 0, "neutral": 1, "contradiction": 2}
@@ -158,21 +163,67 @@ def sag_answers(split: str) -> list[Pair]:
     return out
 
 
+SPEECH_ACTS = ROOT / "training" / "speech_acts.json"
+# how the local judge frames an assistant's turn for a statement about the assistant
+# (jurist.models.local.SPEAKER_FRAME; a test keeps the two the same)
+SPEAKER_FRAME = 'The assistant says: "{}"'
+SPEECH_NEGATIVES = 8  # replies of other acts paired with each statement (neutral)
+
+
+def speech_act_pairs(split: str) -> list[Pair]:
+    """NLI pairs from the project's own speech acts of one split (``train`` | ``dev`` |
+    ``test``): each statement of an act against each reply that performs it (entailment),
+    alone and with a neutral sentence before or after it (a window of two sentences, as
+    the judge reads a turn); against the act's near misses (neutral, alone and with a
+    sentence) and its opposites (contradiction); against a neutral sentence and
+    :data:`SPEECH_NEGATIVES` replies of other acts of the same split (neutral)."""
+    data = json.loads(SPEECH_ACTS.read_text(encoding="utf-8"))
+    fillers: list[str] = data["fillers"]
+    acts = [a for a in data["acts"] if a["split"] == split]
+    rng = random.Random(f"{SEED}-speech-{split}")
+    out: list[Pair] = []
+
+    def pair(reply: str, statement: str, label: str, act: str) -> None:
+        out.append(Pair(SPEAKER_FRAME.format(reply), statement, "nli", NLI_INDEX[label], "own_speech_acts", act, reply))
+
+    def with_filler(reply: str) -> str:
+        filler = rng.choice(fillers)
+        return f"{filler} {reply}" if rng.random() < 0.5 else f"{reply} {filler}"
+
+    for act in acts:
+        others = [u for a in acts if a["act"] != act["act"] for u in a["says"]]
+        for statement in act["statements"]:
+            for reply in act["says"]:
+                pair(reply, statement, "entailment", act["act"])
+                pair(with_filler(reply), statement, "entailment", act["act"])
+            for reply in act["near"]:
+                pair(reply, statement, "neutral", act["act"])
+                pair(with_filler(reply), statement, "neutral", act["act"])
+            for reply in act["against"]:
+                pair(reply, statement, "contradiction", act["act"])
+            pair(rng.choice(fillers), statement, "neutral", act["act"])
+            for reply in rng.sample(others, min(SPEECH_NEGATIVES, len(others))):
+                pair(reply, statement, "neutral", act["act"])
+    return out
+
+
 def training_pairs() -> list[Pair]:
     """Everything the shipped model may learn from (licences allow any use: SNLI, MultiNLI, the
-    counterfactual SNLI set and SemEval-2013; never SICK, WikiQA or TREC-QA)."""
+    counterfactual SNLI set and SemEval-2013; never SICK, WikiQA or TREC-QA). The project's
+    own speech acts are apart: :func:`speech_act_pairs`."""
     train, _ = nli_pool()
     for corpus in SAG_CORPORA:
         train += sag(corpus, "train", all_references=True)
     return train + sag_answers("train")
 
 
-def development_pairs() -> list[Pair]:
-    """What temperatures, thresholds and the band are fitted on (never a test split)."""
+def development_pairs(*, speech_acts: bool = False) -> list[Pair]:
+    """What temperatures, thresholds and the band are fitted on (never a test split); with
+    ``speech_acts``, the dev acts' pairs too."""
     _, dev = nli_pool()
     for corpus in SAG_CORPORA:
         dev += sag(corpus, "dev")
-    return dev + sag_answers("dev")
+    return dev + sag_answers("dev") + (speech_act_pairs("dev") if speech_acts else [])
 
 
 OWN_PAIRS = ROOT / "tests" / "data"

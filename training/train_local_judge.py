@@ -1,14 +1,18 @@
 """Train the cross-encoder of the ``local/minilm`` judge and export it for jurist's numpy runtime.
 
     python -m venv .venv-train && .venv-train/bin/pip install -r training/requirements.txt
-    .venv-train/bin/python training/train_local_judge.py            # the shipped run (2 idle CPU cores: about 10 minutes)
+    .venv-train/bin/python training/train_local_judge.py            # from the sentence encoder (2 idle CPU cores: about 10 minutes)
     .venv-train/bin/python training/train_local_judge.py --examples 2000 --out /tmp/judge   # a quick try
     python training/train_local_judge.py --device cuda --threads 3 --max-seconds 420 --examples 0 --answers-pairs 0 --epochs 3 --lr 6e-5
-        # the shipped run, on a GPU: every training pair, up to 3 epochs (about 3 minutes; see docs/local-judge.md)
+        # run A, on a GPU: every training pair, up to 3 epochs (about 3 minutes; see docs/local-judge.md)
+    python training/train_local_judge.py --init src/jurist/models/minilm --replay 12000 --speech-acts 3 --epochs 1 --lr 2e-5
+        # run C, the shipped model, on 2 CPU cores (about 4 minutes): run A continued on 12,000 of its
+        # pairs and the project's speech acts (training/speech_acts.json)
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
-(nothing is downloaded), fine-tunes it on the training pairs of ``judge_data.py``
-(NLI, short-answer grading, answers-the-question; every licence allows any use),
+(nothing is downloaded), or with ``--init`` from a trained judge, fine-tunes it on the
+training pairs of ``judge_data.py`` (NLI, short-answer grading, answers-the-question; every
+licence allows any use; with ``--speech-acts``, the project's own speech acts too),
 then, on the development pairs only: fits one temperature per head (the calibration),
 the decision thresholds (macro-F1) and the band of uncertainty, and writes
 ``judge.safetensors`` (float16) and ``judge.json`` next to the bi-encoder. Fixed seeds;
@@ -37,7 +41,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
-from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, read_config  # noqa: E402
+from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, load_judge, read_config  # noqa: E402
 from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, softmax  # noqa: E402
 
 MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
@@ -120,6 +124,15 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--swap-contradictions", action="store_true",
                     help="also train on every contradiction with its two texts swapped")
+    ap.add_argument("--speech-acts", type=int, default=0, metavar="N",
+                    help="also train on the project's own speech acts (training/speech_acts.json, train acts), each "
+                         "pair N times per epoch, and fit on their dev acts too (0: neither)")
+    ap.add_argument("--init", type=Path, default=None, metavar="DIR",
+                    help="continue from the judge in DIR (judge.safetensors and judge.json, heads included) instead "
+                         "of the sentence encoder")
+    ap.add_argument("--replay", type=int, default=0, metavar="N",
+                    help="with --init: N pairs sampled (fixed seed) from every training pair, trained on with the "
+                         "speech acts so that the judge keeps what it learnt (0: as --examples says)")
     ap.add_argument("--max-seconds", type=float, default=0.0,
                     help="a time limit for training (0: none): after 120 steps (timed from the 20th) the plan is "
                          "shortened to fit, and judge.json records the epochs actually seen")
@@ -138,13 +151,22 @@ def main() -> None:
     started = time.time()
 
     tok = tokenizer()
-    train = sample_training(judge_data.training_pairs(), args.examples, rng, answers_pairs=args.answers_pairs,
-                            sag_repeat=args.sag_repeat)
+    if args.replay and args.init is None:
+        ap.error("--replay continues a trained judge: give --init")
+    if args.replay:
+        pool = judge_data.training_pairs()
+        train = rng.sample(pool, min(args.replay, len(pool)))
+    else:
+        train = sample_training(judge_data.training_pairs(), args.examples, rng, answers_pairs=args.answers_pairs,
+                                sag_repeat=args.sag_repeat)
+    if args.speech_acts:
+        train += judge_data.speech_act_pairs("train") * args.speech_acts
+        rng.shuffle(train)
     if args.swap_contradictions:  # contradiction is symmetric: B contradicts A when A contradicts B
         train += [dataclasses.replace(p, first=p.second, second=p.first, source=p.source + "_swapped")
                   for p in train if p.task == "nli" and p.label == judge_data.NLI_INDEX["contradiction"]]
         rng.shuffle(train)
-    dev = judge_data.development_pairs()
+    dev = judge_data.development_pairs(speech_acts=args.speech_acts > 0)
     enc = encode(tok, train)
     dev_enc = encode(tok, dev)
     print(f"training pairs {len(train)}, development pairs {len(dev)}", flush=True)
@@ -153,6 +175,10 @@ def main() -> None:
     layers = int(config["num_hidden_layers"])
     model = CrossEncoder(config)
     load_encoder(model, MODEL_DIR / "model.safetensors", layers)
+    previous = None
+    if args.init is not None:
+        load_judge(model, args.init, layers)
+        previous = json.loads((args.init / "judge.json").read_text()).get("training")
     model.to(args.device)
     model.word.weight.requires_grad_(False)  # the vocabulary stays as it is: fewer weights to move
     params = [p for p in model.parameters() if p.requires_grad]
@@ -189,7 +215,8 @@ def main() -> None:
         sched.step()
         opt.zero_grad(set_to_none=True)
         seen += len(idx)
-        loss_avg = 0.98 * loss_avg + 0.02 * float(loss) / len(idx) if step > 1 else float(loss) / len(idx)
+        value = float(loss.detach()) / len(idx)
+        loss_avg = 0.98 * loss_avg + 0.02 * value if step > 1 else value
         if step == 20:
             steady = time.time()  # the first steps warm up (kernels, allocator): timed from here
         if step == 120 and args.max_seconds > 0:
@@ -214,6 +241,7 @@ def main() -> None:
     p_entail = p_nli[:, 0]
     entailed = d_y[d_nli] == 0
     sag = np.array([p.source.startswith("sag_") for p in dev])[d_nli]
+    own = np.array([p.source == "own_speech_acts" for p in dev])[d_nli]
     # the threshold serves "does this text express this point": fitted on short-answer grading
     # and NLI development pairs alike (entailment vs the rest)
     t_expr, f1_expr = fit_threshold(p_entail, entailed)
@@ -225,10 +253,12 @@ def main() -> None:
         "expresses_macro_f1": round(f1_expr, 4),
         "expresses_macro_f1_sag": round(macro_f1(entailed[sag], p_entail[sag] >= t_expr), 4),
         "answers_macro_f1": round(f1_answ, 4),
+        **({"expresses_macro_f1_speech_acts": round(macro_f1(entailed[own], p_entail[own] >= t_expr), 4)}
+           if own.any() else {}),
         "ece_expresses": round(ece(p_entail, entailed), 4),
         "ece_answers": round(ece(p_ans, answers), 4),
-        "development_pairs": {"nli": int((d_nli & ~np.array([p.source.startswith('sag_') for p in dev])).sum()),
-                              "short_answer": int(sag.sum()), "answers": int((~d_nli).sum())},
+        "development_pairs": {"nli": int(d_nli.sum() - sag.sum() - own.sum()), "short_answer": int(sag.sum()),
+                              **({"speech_acts": int(own.sum())} if own.any() else {}), "answers": int((~d_nli).sum())},
     }
     meta = {
         "format": 1,
@@ -246,6 +276,8 @@ def main() -> None:
             "epochs": round(len(plan) * args.batch / len(train), 3), "batch": args.batch, "lr": args.lr, "steps": len(plan),
             "sag_repeat": args.sag_repeat, "answers_pairs": args.answers_pairs,
             "swap_contradictions": args.swap_contradictions,
+            **({"speech_acts": args.speech_acts} if args.speech_acts else {}),
+            **({"init": str(args.init), "replay": args.replay, "continued_from": previous} if args.init else {}),
             "seconds": round(train_seconds), "threads": args.threads, "device": args.device,
             "torch": torch.__version__, "machine": platform.machine(),
         },
