@@ -533,7 +533,7 @@ async def test_an_uncertain_research_stage_is_reported_not_raised(loaded: Loaded
 # What the shipped cross-encoder still gets wrong (docs/local-judge.md, "What it is not good at"):
 # strict, so a model that gets it right fails the mark and the test is kept as a plain one.
 BEYOND_THE_MODEL = pytest.mark.xfail(strict=True, reason="beyond the shipped cross-encoder (development NLI "
-                                     "accuracy 0.668): see docs/local-judge.md, what it is not good at")
+                                     "accuracy 0.674): see docs/local-judge.md, what it is not good at")
 
 
 @BEYOND_THE_MODEL
@@ -647,18 +647,30 @@ BAD_SUPPORT = ChatSession("bad", [
 ])
 
 
-@BEYOND_THE_MODEL
 @pytest.mark.slow
 async def test_behaviour_items_about_the_assistant_in_support_sessions(loaded: Loaded) -> None:
     good = (await evaluate(SUPPORT_ITEMS, GOOD_SUPPORT, judge="local/minilm"))["rubric_scores"][0]
     bad = (await evaluate(SUPPORT_ITEMS, BAD_SUPPORT, judge="local/minilm"))["rubric_scores"][0]
     assert good["status"] != "evaluation_failed", good["reasoning"]
-    assert bad["status"] != "evaluation_failed", bad["reasoning"]
     assert {i["id"]: i["met"] for i in good["items"]} == {"sorry": True, "thanks": True, "when": True, "remedy": True}
-    assert {i["id"]: i["met"] for i in bad["items"]} == {"sorry": False, "thanks": False, "when": False,
-                                                         "remedy": False}
     evidence = {i["id"]: i["evidence"] for i in good["items"]}
     assert "sorry" in evidence["sorry"] and "patience" in evidence["thanks"]
+    assert "Thursday" in evidence["when"] and "replacement" in evidence["remedy"]
+    # what the assistant does (an apology, thanks) is not found where it is not done; the bad
+    # session's items are reported whether or not the judge decided every one of them
+    met = {i["id"]: i["met"] for i in bad["items"]}
+    assert met["sorry"] is False and met["thanks"] is False
+
+
+@BEYOND_THE_MODEL
+@pytest.mark.slow
+async def test_what_the_assistant_says_not_just_that_it_speaks_on_the_topic(loaded: Loaded) -> None:
+    # "Orders take as long as they take." tells no date, and "Then write to the courier." offers
+    # no remedy: the model reads both as met or cannot decide
+    bad = (await evaluate(SUPPORT_ITEMS, BAD_SUPPORT, judge="local/minilm"))["rubric_scores"][0]
+    assert bad["status"] != "evaluation_failed", bad["reasoning"]
+    assert {i["id"]: i["met"] for i in bad["items"]} == {"sorry": False, "thanks": False, "when": False,
+                                                         "remedy": False}
 
 
 # --- ChatModel surface -------------------------------------------------------------
