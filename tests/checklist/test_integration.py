@@ -126,16 +126,16 @@ def test_tutor_cli_progress_says_when_a_message_was_not_judged(provider, tmp_pat
 
 @pytest.mark.slow
 def test_tutor_cli_progress_names_the_points_the_offline_judge_could_not_decide(provider, tmp_path):
-    """The shipped offline judge puts the adenosine point of this message inside its band
-    (p(entails) 0.429 against 0.450 ± 0.032) and decides the half-life point: recalled."""
+    """The shipped offline judge puts the half-life point of this message inside its band
+    (p(entails) 0.491 against 0.460 ± 0.035) and decides the adenosine point: recalled."""
     pytest.importorskip("tokenizers")
     _config(tmp_path, provider)
     provider.default = Reply(text="Go on.")
     out = _tutor_cli("--points", str(CAFFEINE), "--judge", "local/minilm", "--tutor", "fake/y",
                      "--show-progress", cwd=tmp_path,
-                     input="Caffeine has a half-life of about five hours in adults. It blocks adenosine so you do "
-                           "not feel sleepy.\n/quit\n")
-    assert "1/5 recalled; this turn: half_life; the judge could not decide adenosine: uncertain: " in out.stdout, (
+                     input="Caffeine blocks adenosine receptors in the brain, so you don't feel sleepy. Its "
+                           "half-life is about five hours in adults.\n/quit\n")
+    assert "1/5 recalled; this turn: adenosine; the judge could not decide half_life: uncertain: " in out.stdout, (
         out.stdout + out.stderr)
 
 
