@@ -2,7 +2,10 @@
 reported, the others say met null, the score is a range, and nothing is guessed. The judge here
 is scripted: it answers each statement from a table, and is unsure of the ones marked None."""
 
+import re
+
 import pytest
+from pydantic import ValidationError
 
 from jurist.config import Settings
 from jurist.errors import Uncertain
@@ -133,6 +136,12 @@ async def test_the_stored_result_and_its_trace_page_show_the_undecided_item(tmp_
         await store.aflush()
         again = RubricResult.model_validate(result.to_json())  # result.json read back, written the same
         assert again.to_json() == result.to_json() and again.rubric_scores[0].score_range == (3.6667, 5.0)  # 2 of 3 points, or all 3
+        for bad, says in (([5.0, 3.6667], "the low end (5) is above the high end (3.6667)"), ([1.0], "score_range"),
+                          ([1.0, "high"], "score_range")):
+            edited = result.to_json()
+            edited["rubric_scores"][0]["score_range"] = bad  # a hand-edited file
+            with pytest.raises(ValidationError, match=re.escape(says)):
+                RubricResult.model_validate(edited)
         [row] = store.evaluations(kind="rubric", limit=None)
         with TestClient(create_app(Settings(), store=store), base_url="http://localhost") as client:
             page = client.get(f"/evaluation/evaluations/{row['id']}").text

@@ -112,6 +112,13 @@ class RubricScore(_FileModel):
     def _outcome_status(cls, value: Any) -> Any:
         return _OUTCOME_STATUS.get(value, value) if isinstance(value, str) else value
 
+    @field_validator("score_range")
+    @classmethod
+    def _low_to_high(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and value[0] > value[1]:
+            raise ValueError(f"the low end ({value[0]:g}) is above the high end ({value[1]:g})")
+        return value
+
     @field_serializer("status")
     def _file_status(self, status: Status) -> str:
         return FILE_STATUS[status]
