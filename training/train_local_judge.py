@@ -6,7 +6,7 @@
     python training/train_local_judge.py --device cuda --threads 3 --max-seconds 420 --examples 0 --answers-pairs 0 --epochs 3 --lr 6e-5
         # run A, on a GPU: every training pair, up to 3 epochs (about 3 minutes; see docs/local-judge.md)
     python training/train_local_judge.py --init src/jurist/models/minilm --replay 12000 --speech-acts 3 --epochs 1 --lr 2e-5
-        # run C, the shipped model, on 2 CPU cores (about 4 minutes): run A continued on 12,000 of its
+        # run S, the shipped model, on 2 CPU cores (about 4 minutes): run A continued on 12,000 of its
         # pairs and the project's speech acts (training/speech_acts.json)
 
 Starts from the all-MiniLM-L6-v2 encoder that ships in ``src/jurist/models/minilm``
