@@ -767,21 +767,22 @@ async def behaviour(judge: LocalJudge, rep: Report) -> None:
           f"{fig['uncertain_share']:.1%}  (word overlap: macro-F1 {fig['baseline_macro_f1']:.3f}, its threshold "
           f"fitted on the dev acts)  (no target)")
 
-    from jurist.rubrics.sessions import load_session
+    from jurist.analysis.calibrate_local import people_categories
+    from jurist.analysis.labels import load_labels
+    from jurist.rubrics import load_rubrics
+    from jurist.rubrics.sessions import ChatSession, Message, load_session
 
     folder = ROOT / "examples" / "labels" / "support"
-    item = json.loads((folder / "rubrics.json").read_text())["rubrics"][0]["items"][0]["text"]
-    votes: dict[str, list[bool]] = defaultdict(list)
-    for line in (folder / "labels.jsonl").read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            votes[row["item"]].append(bool(row["label"]))
+    rubric_set = load_rubrics(folder / "rubrics.json")
+    item = (rubric_set.rubrics[0].items or [])[0].text
+    scale = (float(rubric_set.scale[0]), float(rubric_set.scale[1]))
+    people = people_categories(load_labels(folder / "labels.jsonl").labels, scale)
     sessions: list[tuple[str, bool, Decision]] = []
-    for name, said_by in sorted(votes.items()):
-        if said_by.count(True) * 2 == len(said_by):
-            continue  # the annotators split: no label
+    for name, category in sorted(people.items()):
+        if category is None:
+            continue  # the annotators split evenly: no label
         text = load_session(folder / "sessions" / f"{name}.jsonl").text_of("assistant")
-        sessions.append((name, said_by.count(True) * 2 > len(said_by), await ask_expresses(judge, text, item)))
+        sessions.append((name, bool(category), await ask_expresses(judge, text, item)))
     s_said = [d.said_yes(threshold) for _, _, d in sessions]
     s_labels = [y for _, y, _ in sessions]
     p_yes = [d.probability for _, y, d in sessions if y]
@@ -792,14 +793,16 @@ async def behaviour(judge: LocalJudge, rep: Report) -> None:
                                "uncertain": sum(d.uncertain for _, _, d in sessions),
                                "p_apologies": [min(p_yes), max(p_yes)], "p_others": [min(p_no), max(p_no)]}
     fs = out["support_sessions"]
-    print(f"\"{item}\" on examples/labels/support (the annotators' majority; {len(votes) - len(sessions)} split "
+    print(f"\"{item}\" on examples/labels/support (the annotators' majority; {len(people) - len(sessions)} split "
           f"left out): {len(sessions)} sessions: accuracy {fs['accuracy']:.3f}  macro-F1 {fs['macro_f1']:.3f}  AUC "
           f"{fs['auc']:.3f}  uncertain {fs['uncertain']}; p(entails) {min(p_yes):.2f} to {max(p_yes):.2f} where it "
           f"apologises, {min(p_no):.2f} to {max(p_no):.2f} where not (threshold {threshold:.2f})")
 
     verdicts = {}
     for name, turns_of in (("good", SUPPORT_TURNS), ("bad", BAD_SUPPORT_TURNS)):
-        text = "\n".join(a for _, a in turns_of)  # the assistant's turns, as a rubric item reads them
+        chat = ChatSession(name, [Message(role, text) for u, a in turns_of
+                                  for role, text in (("user", u), ("assistant", a))])
+        text = chat.text_of("assistant")  # what a rubric item is checked against
         verdicts[name] = await ask_expresses(judge, text, RUBRIC_ITEM)
     good, bad = verdicts["good"], verdicts["bad"]
     right = (good.said_yes(threshold) and not good.uncertain) and not (bad.said_yes(threshold) or bad.uncertain)

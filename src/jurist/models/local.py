@@ -391,6 +391,15 @@ def _speaker_premise(window: str, statement: str) -> str:
     return SPEAKER_FRAME.format(window) if about_assistant(statement) else window
 
 
+def _sorted_out(items: Sequence[str], answers: Sequence[tuple[bool, float] | None],
+                ) -> tuple[list[str], list[str], dict[str, float]]:
+    """(yes, no, confidence) of the items decided (an answer None: undecided, left out), in the
+    order asked: the fields of a CoverageResult or SupportResult, whole or partial."""
+    decided = [(item, a) for item, a in zip(items, answers) if a is not None]
+    return ([item for item, (yes, _) in decided if yes], [item for item, (yes, _) in decided if not yes],
+            {item: round(conf, 4) for item, (_, conf) in decided})
+
+
 def _shown(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
@@ -486,10 +495,7 @@ class LocalJudge:
         rows = await asyncio.to_thread(_best, parts, [text_windows(answer)], self.candidates, "answers")
 
         def result(answers: Sequence[tuple[bool, float] | None]) -> CoverageResult:  # the parts decided
-            return CoverageResult(covered=[p for p, a in zip(parts, answers) if a is not None and a[0]],
-                                  uncovered=[p for p, a in zip(parts, answers) if a is not None and not a[0]],
-                                  confidence={p: round(a[1], 4) for p, a in zip(parts, answers) if a is not None},
-                                  judge_model=self.name)
+            return CoverageResult(*_sorted_out(parts, answers), judge_model=self.name)
 
         return result(self._decide("answers", "the answer covers the part", parts, [row[0].probability for row in rows],
                                    decided=result))
@@ -516,10 +522,7 @@ class LocalJudge:
         rows = await asyncio.to_thread(_best, sentences, [windows], self.candidates, "nli")
 
         def result(answers: Sequence[tuple[bool, float] | None]) -> SupportResult:  # the sentences decided
-            return SupportResult(supported=[s for s, a in zip(sentences, answers) if a is not None and a[0]],
-                                 unsupported=[s for s, a in zip(sentences, answers) if a is not None and not a[0]],
-                                 confidence={s: round(a[1], 4) for s, a in zip(sentences, answers) if a is not None},
-                                 judge_model=self.name)
+            return SupportResult(*_sorted_out(sentences, answers), judge_model=self.name)
 
         return result(self._decide("expresses", "the sources support", sentences,
                                    [row[0].probability for row in rows], decided=result))
