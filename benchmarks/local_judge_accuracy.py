@@ -459,6 +459,20 @@ def answers(cross: Any, quick: bool, rep: Report) -> None:
         print(f"  judge     AUC {fig['auc']:.3f}  MAP {m:.3f}  MRR {r:.3f}  (no target)")
         print(f"  baseline  AUC {fig['baseline']['auc']:.3f}  MAP {bm:.3f}  MRR {br:.3f}  (word overlap with the question)")
     rep.figures["answers"] = out
+    rows = judge_data.own_answer_pairs("test")
+    probs = [float(s) for s in cross.scores([(p.first, p.second) for p in rows]).answers]
+    labels = [bool(p.label) for p in rows]
+    base = [overlap(p.first, p.second) for p in rows]
+    decisions = band_decisions(probs, t, band)
+    said = [d.said_yes(t) for d in decisions]
+    own = {"pairs": len(rows), "questions": len({p.group for p in rows}), "auc": roc_auc(probs, labels),
+           "macro_f1": macro_f1(said, labels), "accuracy": accuracy(said, labels),
+           "uncertain_share": sum(d.uncertain for d in decisions) / len(rows), "baseline_auc": roc_auc(base, labels)}
+    rep.figures["own_answers"] = own
+    print(f"own questions held out from training (training/answers_own.json, test split): {own['pairs']} pairs, "
+          f"{own['questions']} questions: AUC {own['auc']:.3f}  macro-F1 {own['macro_f1']:.3f}  accuracy "
+          f"{own['accuracy']:.3f}  uncertain {own['uncertain_share']:.1%}  (word overlap AUC {own['baseline_auc']:.3f})"
+          "  (no target)")
 
 
 def calibration(rep: Report) -> None:

@@ -22,6 +22,9 @@ The splits are fixed before training and never change with a run:
   come close, or do the opposite, framed as the local judge frames an assistant's turn.
   Split by act: train, dev (with the development pairs) and test acts (held out: the
   benchmark measures acts the model never saw).
+* The project's own questions (``training/answers_own.json``, :func:`own_answer_pairs`):
+  sentences that answer each question against sentences on its topic, split by question; the
+  benchmark measures the test questions (the shipped model learnt from none of them).
 * Answers the question: made from short-answer grading (:func:`sag_answers`: an answer to its
   own question, or to another); TREC-QA test and WikiQA test are held out and evaluation only
   (TREC-QA's licence is unclear, WikiQA's research-only: neither trains the shipped model).
@@ -204,6 +207,31 @@ def speech_act_pairs(split: str) -> list[Pair]:
             pair(rng.choice(fillers), statement, "neutral", act["act"])
             for reply in rng.sample(others, min(SPEECH_NEGATIVES, len(others))):
                 pair(reply, statement, "neutral", act["act"])
+    return out
+
+
+ANSWERS_OWN = ROOT / "training" / "answers_own.json"
+
+
+def own_answer_pairs(split: str) -> list[Pair]:
+    """Answers-the-question pairs from the project's own written questions of one split
+    (``train`` | ``dev`` | ``test``, split by question): the question against each sentence that
+    answers it (label 1) and each sentence on its topic that does not (label 0), alone and as
+    a window of two sentences the judge may read (an answer with a topical sentence: 1; two
+    topical sentences: 0), the second sentence chosen with a fixed seed."""
+    questions = [q for q in json.loads(ANSWERS_OWN.read_text(encoding="utf-8"))["questions"] if q["split"] == split]
+    rng = random.Random(f"{SEED}-answers-{split}")
+    out: list[Pair] = []
+    for q in questions:
+        def pair(text: str, label: int) -> None:
+            out.append(Pair(q["question"], text, "answers", label, "own_answers", q["id"]))
+
+        for answer in q["answers"]:
+            pair(answer, 1)
+            pair(" ".join(rng.sample([answer, rng.choice(q["topical"])], 2)), 1)
+        for i, topical in enumerate(q["topical"]):
+            pair(topical, 0)
+            pair(f"{topical} {q['topical'][(i + 1) % len(q['topical'])]}", 0)
     return out
 
 

@@ -157,16 +157,19 @@ class CrossEncoder(MiniLM):
             [raw["head.nli.weight"], raw["head.answers.weight"]]).astype(np.float32).T)
         self.head_bias = np.concatenate([raw["head.nli.bias"], raw["head.answers.bias"]]).astype(np.float32)
 
-    def logits(self, pairs: Sequence[tuple[str, str]], batch_size: int = BATCH_SIZE) -> "np.ndarray":
-        """Raw logits (n, 4) of ``pairs`` (A, B): the three NLI logits, then the answers logit.
+    def pair_vectors(self, pairs: Sequence[tuple[str, str]], batch_size: int = BATCH_SIZE) -> "np.ndarray":
+        """The encoder's first-token states (n, hidden) of ``pairs`` (A, B): what both heads read.
         One batched forward pass over all pairs (length-sorted batches)."""
         import numpy as np
 
         if not pairs:
-            return np.zeros((0, 4), np.float32)
+            return np.zeros((0, self.hidden), np.float32)
         encodings = self.tokenizer.encode_batch([(tokenizable(a), tokenizable(b)) for a, b in pairs])
-        cls = np.stack([s[0] for s in self.run_batches(encodings, batch_size, segments=True, first_only=True)])
-        out: np.ndarray = cls @ self.head + self.head_bias
+        return np.stack([s[0] for s in self.run_batches(encodings, batch_size, segments=True, first_only=True)])
+
+    def logits(self, pairs: Sequence[tuple[str, str]], batch_size: int = BATCH_SIZE) -> "np.ndarray":
+        """Raw logits (n, 4) of ``pairs`` (A, B): the three NLI logits, then the answers logit."""
+        out: np.ndarray = self.pair_vectors(pairs, batch_size) @ self.head + self.head_bias
         return out
 
     def scores(self, pairs: Sequence[tuple[str, str]], batch_size: int = BATCH_SIZE) -> PairScores:
