@@ -156,7 +156,6 @@ def export(model: CrossEncoder, path: Path, n_layers: int) -> None:
     state = {back[k]: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()
              if k != "word.weight"}
     save_file(state, str(path))
-    path.chmod(0o644)
 
 
 def read_config(path: Path) -> dict:

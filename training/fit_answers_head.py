@@ -35,7 +35,8 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
-from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1  # noqa: E402
+from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, sigmoid  # noqa: E402
+from judge_files import write_judge  # noqa: E402
 
 from jurist.models.minilm.cross import JUDGE_RECORD, JUDGE_WEIGHTS, CrossEncoder  # noqa: E402
 from jurist.models.minilm.weights import read_stored  # noqa: E402
@@ -56,7 +57,7 @@ def fit_head(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = L2) -> tup
     """Weights and bias of the logistic regression of ``y`` on ``x`` (weighted, L2 on the weights)."""
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = x @ theta[:-1] + theta[-1]
-        p = 1.0 / (1.0 + np.exp(-z))
+        p = sigmoid(z)
         nll = np.sum(w * (np.logaddexp(0, -z) * y + np.logaddexp(0, z) * (1 - y))) / w.sum()
         g = w * (p - y) / w.sum()
         grad = np.concatenate([x.T @ g + 2 * l2 * theta[:-1], [g.sum()]])
@@ -68,15 +69,16 @@ def fit_head(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = L2) -> tup
     return fit.x[:-1], float(fit.x[-1])
 
 
-def write_head(model_dir: Path, weight: np.ndarray, bias: float) -> None:
-    """Replace the answers head in ``judge.safetensors`` (float16, as the file keeps its heads);
-    every other tensor and the metadata are written back as they were read."""
+def write_head(model_dir: Path, weight: np.ndarray, bias: float, record: dict) -> None:
+    """Replace the answers head in ``judge.safetensors`` (float16, as the file keeps its heads) and
+    write ``record`` as ``judge.json`` (:func:`judge_files.write_judge`: each renamed into place
+    once whole); every other tensor and the weights' metadata are written back as they were read."""
     from safetensors.numpy import save_file
 
     stored, metadata = read_stored(model_dir / JUDGE_WEIGHTS)
     stored["head.answers.weight"] = weight[None, :].astype(np.float16)
     stored["head.answers.bias"] = np.array([bias], np.float16)
-    save_file(stored, str(model_dir / JUDGE_WEIGHTS), metadata=metadata)
+    write_judge(model_dir, lambda path: save_file(stored, str(path), metadata=metadata), record)
 
 
 def pairs_of(split: str) -> list[judge_data.Pair]:
@@ -99,10 +101,10 @@ def main() -> None:
 
     logits = xd @ weight + bias
     temperature = fit_temperature(logits, yd, binary=True)
-    p = 1.0 / (1.0 + np.exp(-logits / temperature))
+    p = sigmoid(logits / temperature)
     threshold, f1 = fit_threshold(p, yd == 1)
     dev_sources = np.array([p.source for p in dev])
-    before = 1.0 / (1.0 + np.exp(-(xd @ cross.head[:, 3] + cross.head_bias[3]) / cross.record.temperature_answers))
+    before = sigmoid((xd @ cross.head[:, 3] + cross.head_bias[3]) / cross.record.temperature_answers)
     figures = {
         "answers_macro_f1": round(f1, 4),
         "ece_answers": round(ece(p, yd == 1), 4),
@@ -129,8 +131,7 @@ def main() -> None:
         "script": "training/fit_answers_head.py", "l2": L2,
         "pairs_by_source": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
         "seconds": round(time.time() - started)}
-    write_head(args.model_dir, weight, bias)
-    (args.model_dir / JUDGE_RECORD).write_text(json.dumps(meta, indent=2) + "\n")
+    write_head(args.model_dir, weight, bias, meta)
     print(f"wrote {args.model_dir / JUDGE_WEIGHTS} and {args.model_dir / JUDGE_RECORD}")
 
 

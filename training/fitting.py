@@ -62,6 +62,10 @@ def band_for(p: np.ndarray, threshold: float) -> float:
     return round(float(np.quantile(np.abs(p - threshold), BAND_ABSTAIN)), 3)
 
 
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
 def softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)

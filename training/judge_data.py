@@ -32,6 +32,7 @@ The splits are fixed before training and never change with a run:
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import hashlib
 import json
@@ -40,7 +41,9 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Annotated, Any, Iterator, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("JURIST_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -166,6 +169,66 @@ def sag_answers(split: str) -> list[Pair]:
     return out
 
 
+Text = Annotated[str, StringConstraints(pattern=r"\S")]  # not empty, not only spaces
+Texts = Annotated[list[Text], Field(min_length=1)]
+Split = Literal["train", "dev", "test"]
+
+
+class _Written(BaseModel):
+    """A record of one of the project's own data files: every field required, no other allowed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SpeechAct(_Written):
+    act: Text
+    split: Split
+    statements: Texts
+    says: Texts
+    near: Texts
+    against: list[Text]  # an act may have no opposite
+
+
+class SpeechActs(_Written):
+    about: Text
+    fillers: Texts
+    acts: Annotated[list[SpeechAct], Field(min_length=1)]
+
+
+class OwnQuestion(_Written):
+    id: Text
+    split: Split
+    question: Text
+    answers: Texts
+    topical: Annotated[list[Text], Field(min_length=2)]
+
+
+class OwnQuestions(_Written):
+    about: Text
+    questions: Annotated[list[OwnQuestion], Field(min_length=1)]
+
+
+W = TypeVar("W", bound=_Written)
+
+
+def read_written(path: Path, model: type[W]) -> W:
+    """One of the project's own data files, checked: a missing field, a wrong type or an unknown
+    field (with the known name it is closest to) is a ValueError naming the file and the place."""
+    try:
+        return model.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        known = {name for m in (model, *_Written.__subclasses__()) for name in m.model_fields}
+        problems = []
+        for err in exc.errors():
+            place = ".".join(str(part) for part in err["loc"])
+            hint = ""
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(err["loc"][-1]), sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"{place}: {err['msg']}{hint}")
+        raise ValueError(f"{path.name}: " + "; ".join(problems)) from None
+
+
 SPEECH_ACTS = ROOT / "training" / "speech_acts.json"
 # how the local judge frames an assistant's turn for a statement about the assistant
 # (jurist.models.local.SPEAKER_FRAME; a test keeps the two the same)
@@ -180,9 +243,9 @@ def speech_act_pairs(split: str) -> list[Pair]:
     the judge reads a turn); against the act's near misses (neutral, alone and with a
     sentence) and its opposites (contradiction); against a neutral sentence and
     :data:`SPEECH_NEGATIVES` replies of other acts of the same split (neutral)."""
-    data = json.loads(SPEECH_ACTS.read_text(encoding="utf-8"))
-    fillers: list[str] = data["fillers"]
-    acts = [a for a in data["acts"] if a["split"] == split]
+    data = read_written(SPEECH_ACTS, SpeechActs)
+    fillers = data.fillers
+    acts = [a for a in data.acts if a.split == split]
     rng = random.Random(f"{SEED}-speech-{split}")
     out: list[Pair] = []
 
@@ -194,19 +257,19 @@ def speech_act_pairs(split: str) -> list[Pair]:
         return f"{filler} {reply}" if rng.random() < 0.5 else f"{reply} {filler}"
 
     for act in acts:
-        others = [u for a in acts if a["act"] != act["act"] for u in a["says"]]
-        for statement in act["statements"]:
-            for reply in act["says"]:
-                pair(reply, statement, "entailment", act["act"])
-                pair(with_filler(reply), statement, "entailment", act["act"])
-            for reply in act["near"]:
-                pair(reply, statement, "neutral", act["act"])
-                pair(with_filler(reply), statement, "neutral", act["act"])
-            for reply in act["against"]:
-                pair(reply, statement, "contradiction", act["act"])
-            pair(rng.choice(fillers), statement, "neutral", act["act"])
+        others = [u for a in acts if a.act != act.act for u in a.says]
+        for statement in act.statements:
+            for reply in act.says:
+                pair(reply, statement, "entailment", act.act)
+                pair(with_filler(reply), statement, "entailment", act.act)
+            for reply in act.near:
+                pair(reply, statement, "neutral", act.act)
+                pair(with_filler(reply), statement, "neutral", act.act)
+            for reply in act.against:
+                pair(reply, statement, "contradiction", act.act)
+            pair(rng.choice(fillers), statement, "neutral", act.act)
             for reply in rng.sample(others, min(SPEECH_NEGATIVES, len(others))):
-                pair(reply, statement, "neutral", act["act"])
+                pair(reply, statement, "neutral", act.act)
     return out
 
 
@@ -219,19 +282,19 @@ def own_answer_pairs(split: str) -> list[Pair]:
     answers it (label 1) and each sentence on its topic that does not (label 0), alone and as
     a window of two sentences the judge may read (an answer with a topical sentence: 1; two
     topical sentences: 0), the second sentence chosen with a fixed seed."""
-    questions = [q for q in json.loads(ANSWERS_OWN.read_text(encoding="utf-8"))["questions"] if q["split"] == split]
+    questions = [q for q in read_written(ANSWERS_OWN, OwnQuestions).questions if q.split == split]
     rng = random.Random(f"{SEED}-answers-{split}")
     out: list[Pair] = []
     for q in questions:
         def pair(text: str, label: int) -> None:
-            out.append(Pair(q["question"], text, "answers", label, "own_answers", q["id"]))
+            out.append(Pair(q.question, text, "answers", label, "own_answers", q.id))
 
-        for answer in q["answers"]:
+        for answer in q.answers:
             pair(answer, 1)
-            pair(" ".join(rng.sample([answer, rng.choice(q["topical"])], 2)), 1)
-        for i, topical in enumerate(q["topical"]):
+            pair(" ".join(rng.sample([answer, rng.choice(q.topical)], 2)), 1)
+        for i, topical in enumerate(q.topical):
             pair(topical, 0)
-            pair(f"{topical} {q['topical'][(i + 1) % len(q['topical'])]}", 0)
+            pair(f"{topical} {q.topical[(i + 1) % len(q.topical)]}", 0)
     return out
 
 

@@ -42,7 +42,8 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
 from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, load_judge, read_config  # noqa: E402
-from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, softmax  # noqa: E402
+from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, sigmoid, softmax  # noqa: E402
+from judge_files import write_judge  # noqa: E402
 
 MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
 MAX_SEQ = 128
@@ -245,7 +246,7 @@ def main() -> None:
     # the threshold serves "does this text express this point": fitted on short-answer grading
     # and NLI development pairs alike (entailment vs the rest)
     t_expr, f1_expr = fit_threshold(p_entail, entailed)
-    p_ans = 1 / (1 + np.exp(-ans_logits[~d_nli] / t_ans))
+    p_ans = sigmoid(ans_logits[~d_nli] / t_ans)
     answers = d_y[~d_nli] == 1
     t_answ, f1_answ = fit_threshold(p_ans, answers)
     figures = {
@@ -283,9 +284,7 @@ def main() -> None:
         },
         "figures": figures,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    export(model, args.out / "judge.safetensors", layers)
-    (args.out / "judge.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_judge(args.out, lambda path: export(model, path, layers), meta)
     print(json.dumps(meta, indent=2))
 
 

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from jurist.models.minilm import MODEL_DIR
-from jurist.models.minilm.cross import JUDGE_WEIGHTS, CrossEncoder
+from jurist.models.minilm.cross import JUDGE_RECORD, JUDGE_WEIGHTS, CrossEncoder
 from jurist.models.minilm.weights import read_stored
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 sys.path.insert(0, str(TRAINING))
-import judge_data  # noqa: E402  (training/judge_data.py: stdlib only)
+import judge_data  # noqa: E402  (training/judge_data.py: no torch)
 
 DATA = json.loads((TRAINING / "answers_own.json").read_text(encoding="utf-8"))
 
@@ -60,8 +60,7 @@ def test_pairs_of_a_split_come_from_its_questions_only_and_are_reproducible(spli
 
 def test_refitting_the_answers_head_changes_that_head_only(tmp_path: Path) -> None:
     """The script's writing step: a copy of the model with a new answers head reads back with the
-    same NLI logits and the new answers logit."""
-    sys.path.insert(0, str(TRAINING))
+    same NLI logits and the new answers logit, and the record beside it is the one given."""
     import fit_answers_head
 
     model = tmp_path / "minilm"
@@ -70,7 +69,11 @@ def test_refitting_the_answers_head_changes_that_head_only(tmp_path: Path) -> No
     pairs = [("When was the bridge opened?", "It opened to traffic in 1932."),
              ("When was the bridge opened?", "The bridge is painted grey.")]
     weight = np.linspace(-0.01, 0.01, before.hidden)
-    fit_answers_head.write_head(model, weight, 0.25)
+    record = json.loads((model / JUDGE_RECORD).read_text())
+    record["thresholds"]["answers"] = 0.42
+    fit_answers_head.write_head(model, weight, 0.25, record)
+    assert json.loads((model / JUDGE_RECORD).read_text()) == record
+    assert sorted(p.name for p in model.iterdir() if p.name.startswith(".")) == []  # no temporary file left
     after = CrossEncoder(model)
     old, new = before.logits(pairs), after.logits(pairs)
     np.testing.assert_array_equal(old[:, :3], new[:, :3])
@@ -80,3 +83,47 @@ def test_refitting_the_answers_head_changes_that_head_only(tmp_path: Path) -> No
     original, _ = read_stored(MODEL_DIR / JUDGE_WEIGHTS)
     assert stored.keys() == original.keys()
     assert all(np.array_equal(stored[k], original[k]) for k in stored if not k.startswith("head.answers"))
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda q: q.update(topcial=q.pop("topical")), "questions.0.topcial: Extra inputs are not permitted (did you mean 'topical'?)"),
+    (lambda q: q.pop("question"), "questions.0.question: Field required"),
+    (lambda q: q.update(split="validation"), "questions.0.split: Input should be 'train', 'dev' or 'test'"),
+    (lambda q: q.update(answers=["  "]), "questions.0.answers.0: String should match pattern"),
+    (lambda q: q.update(topical=q["topical"][:1]), "questions.0.topical: List should have at least 2 items"),
+])
+def test_a_written_file_with_a_fault_is_refused_by_name(tmp_path: Path, change, expected: str) -> None:
+    """The reader of the project's own data files names the file, the place and the fault (and the
+    field a typo meant), rather than skipping or mis-reading a question."""
+    data = json.loads(json.dumps(DATA))
+    change(data["questions"][0])
+    path = tmp_path / "answers_own.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        judge_data.read_written(path, judge_data.OwnQuestions)
+    assert str(err.value).startswith("answers_own.json: ")
+    assert expected in str(err.value)
+
+
+def test_the_judge_files_stay_as_they_were_when_writing_fails(tmp_path: Path) -> None:
+    """Both files are written whole beside their targets and renamed in: a failure while writing
+    the weights leaves the old weights and record, and no temporary file."""
+    import judge_files
+
+    (tmp_path / "judge.safetensors").write_bytes(b"old weights")
+    (tmp_path / "judge.json").write_text('{"old": true}\n')
+
+    def fails(path: Path) -> None:
+        path.write_bytes(b"half of the new")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        judge_files.write_judge(tmp_path, fails, {"new": True})
+    assert (tmp_path / "judge.safetensors").read_bytes() == b"old weights"
+    assert (tmp_path / "judge.json").read_text() == '{"old": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["judge.json", "judge.safetensors"]
+
+    judge_files.write_judge(tmp_path, lambda path: path.write_bytes(b"new weights"), {"new": True})
+    assert (tmp_path / "judge.safetensors").read_bytes() == b"new weights"
+    assert json.loads((tmp_path / "judge.json").read_text()) == {"new": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["judge.json", "judge.safetensors"]

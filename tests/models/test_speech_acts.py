@@ -15,7 +15,7 @@ import jurist.models.local as local
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 sys.path.insert(0, str(TRAINING))
-import judge_data  # noqa: E402  (training/judge_data.py: stdlib only)
+import judge_data  # noqa: E402  (training/judge_data.py: no torch)
 
 DATA = json.loads((TRAINING / "speech_acts.json").read_text(encoding="utf-8"))
 
