@@ -86,12 +86,12 @@ async def test_quality_is_decided_when_the_score_range_lies_on_one_side_of_the_t
     ev = passed.evaluations[0]
     assert passed.accept_reason == "passed" and ev.passed and ev.quality_score == 0.6667
     assert ev.issues == ["could not decide whether it addresses: Who designed it?"]
-    assert ev.reason == "quality between 0.6667 and 1: passes the threshold 0.4 either way"
+    assert ev.reason == "quality lies between 0.6667 and 1 and passes the threshold 0.4 either way"
     # none covered, one undecided, threshold 0.5 -> at most 1/3: fails either way, and is regenerated
     failed = await run({"threshold": 0.5}, table(False, False, None), table(True, True, True))
     ev = failed.evaluations[0]
     assert ev.passed is False and ev.quality_score == 0.3333 and failed.accepted_attempt == 2
-    assert ev.reason == "quality between 0 and 0.3333: fails the threshold 0.5 either way"
+    assert ev.reason == "quality lies between 0 and 0.3333 and fails the threshold 0.5 either way"
     assert ev.issues == ["does not address: When was the Eiffel Tower built?", "does not address: How tall is it?",
                          "could not decide whether it addresses: Who designed it?"]
     assert ev.improvement_hint == "Also address: When was the Eiffel Tower built?; How tall is it?; Who designed it?"

@@ -41,7 +41,7 @@ from jurist.judges.judge import Judge, MeaningQuestion
 from jurist.judges.prompting import Quoted, join, quote
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import PromptSource, PromptTemplate, builtin, variables_key
-from jurist.models.base import CoverageResult, MeaningJudge
+from jurist.models.base import CoverageResult, MeaningJudge, ScoreRange
 from jurist.models.messages import Message, TextPart, openai_messages
 from jurist.models.model import Model
 
@@ -272,17 +272,16 @@ def coverage_evaluation(cov: CoverageResult, name: str, threshold: float,
             return None
         reason = "covers every part of the question" if ok else "; ".join(issues + unsure)
         return Evaluation(attempt=0, passed=ok, comprehensive=ok, reason=reason, issues=issues + unsure)
-    low = len(cov.covered) / parts if parts else 0.0
-    high = (len(cov.covered) + len(undecided)) / parts if parts else 0.0
-    if low < threshold <= high:
+    quality = ScoreRange(len(cov.covered) / parts if parts else 0.0,
+                         (len(cov.covered) + len(undecided)) / parts if parts else 0.0)
+    passed = quality.verdict(threshold)
+    if passed is None:
         return None
-    passed = low >= threshold
-    span = (f"quality between {low:.4g} and {high:.4g}: {'passes' if passed else 'fails'} the threshold "
-            f"{threshold:g} either way" if undecided else None)
+    span = quality.describe("quality", threshold) if undecided else None
     conf = sum(cov.confidence.values()) / len(cov.confidence) if cov.confidence else 0.0
     missing = cov.uncovered + list(undecided)
     hint = f"Also address: {'; '.join(missing)}" if missing else None
-    return Evaluation(attempt=0, passed=passed, quality_score=round(low if passed else high, 4),
+    return Evaluation(attempt=0, passed=passed, quality_score=round(quality.deciding_end(passed), 4),
                       confidence_score=round(conf, 4), issues=issues + unsure, improvement_hint=hint, reason=span)
 
 

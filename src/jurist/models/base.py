@@ -438,6 +438,32 @@ class CoverageResult:
     judge_model: str
 
 
+@dataclass(frozen=True)
+class ScoreRange:
+    """Where a score lies when some of its parts are undecided: ``low`` counts them all against,
+    ``high`` all for. A verdict stands when the whole range lies on one side of the threshold."""
+
+    low: float
+    high: float
+
+    def verdict(self, threshold: float) -> bool | None:
+        """True when the score passes ``threshold`` whichever way the undecided parts go, False
+        when it fails either way, None when they could turn it."""
+        if self.low < threshold <= self.high:
+            return None
+        return self.low >= threshold
+
+    def deciding_end(self, passed: bool) -> float:
+        """The end of the range that bounds a verdict: at least ``low`` for a pass, at most ``high``
+        for a fail."""
+        return self.low if passed else self.high
+
+    def describe(self, what: str, threshold: float) -> str:
+        passed = self.low >= threshold
+        return (f"{what} lies between {self.low:.4g} and {self.high:.4g} and {'passes' if passed else 'fails'} "
+                f"the threshold {threshold:g} either way")
+
+
 @dataclass
 class RelevanceScore:
     """How relevant a passage is to a query, 0..1."""

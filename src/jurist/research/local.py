@@ -33,7 +33,7 @@ from pydantic import JsonValue
 
 from jurist.errors import Uncertain
 from jurist.judges.panel import SCORED, SKIPPED, PanelResult, RoleResult
-from jurist.models.base import CoverageResult, MeaningJudge, SupportResult
+from jurist.models.base import CoverageResult, MeaningJudge, ScoreRange, SupportResult
 from jurist.models.limiter import Limiter
 from jurist.models.model import CallSink, MeaningBackend, Model
 from jurist.models.texts import split_question
@@ -213,16 +213,15 @@ class LocalResearchEvaluator:
         if answers.uncertain is None:
             return low, self._overall(low[0])
         high = answers.score(True)
-        span = (self._overall(low[0]), self._overall(high[0]))
+        span = ScoreRange(self._overall(low[0]), self._overall(high[0]))
         threshold = self.config.stages.of(self.stage).pass_threshold
-        if span[0] < threshold <= span[1]:
+        passed = span.verdict(threshold)
+        if passed is None:
             raise answers.uncertain
-        passed = span[0] >= threshold
         scores, conf, critique, details = low if passed else high
-        note = (f"could not decide: {'; '.join(answers.undecided)}; the overall lies between {span[0]:g} and "
-                f"{span[1]:g} and {'passes' if passed else 'fails'} the threshold {threshold:g} either way")
-        details = {**details, "undecided": list[JsonValue](answers.undecided), "overall_range": list(span)}
-        return (scores, conf, f"{critique} ({note})", details), span[0] if passed else span[1]
+        note = f"could not decide: {'; '.join(answers.undecided)}; {span.describe('the overall', threshold)}"
+        details = {**details, "undecided": list[JsonValue](answers.undecided), "overall_range": [span.low, span.high]}
+        return (scores, conf, f"{critique} ({note})", details), span.deciding_end(passed)
 
     def _name(self) -> str:
         return getattr(self._judge, "name", None) or MODEL
