@@ -76,6 +76,7 @@ except ImportError:  # running from a checkout without an install
 sys.path.insert(0, str(ROOT / "training"))
 
 import judge_data  # noqa: E402  (training/judge_data.py: the fixed splits)
+from fitting import roc_auc  # noqa: E402  (training/fitting.py)
 from jurist.errors import Uncertain  # noqa: E402
 from jurist.models.local import LocalJudge, get_local_judge  # noqa: E402
 
@@ -91,27 +92,6 @@ ECE_MAX = 0.05
 JUDGEMENTS_PER_S_MIN, FIRST_JUDGEMENT_MAX_S, TURN_MAX_S = 50.0, 1.0, 0.5
 
 # --- metrics ---------------------------------------------------------------------
-
-
-def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """Area under the ROC curve: the chance that a positive outscores a negative (ties count
-    half), by the rank-sum (Mann-Whitney) formula with average ranks."""
-    pos = sum(1 for y in labels if y)
-    neg = len(labels) - pos
-    if not pos or not neg:
-        raise ValueError("AUC needs positives and negatives")
-    order = sorted(range(len(scores)), key=lambda i: scores[i])
-    ranks = [0.0] * len(scores)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and scores[order[j + 1]] == scores[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    rank_sum = sum(r for r, y in zip(ranks, labels) if y)
-    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
 
 
 def f1(predicted: Sequence[bool], labels: Sequence[bool], positive: bool = True) -> float:
@@ -716,6 +696,23 @@ async def pairwise(rep: Report) -> None:
                                                                 for m in data["matchups"]]}
 
 
+async def coverage_figures(judge: LocalJudge, rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """Whether the judge finds each question of ``rows`` (``local_judge_coverage.jsonl``) covered
+    by its answer, decided at ``threshold``: F1, macro-F1, accuracy and the undecided count."""
+    decisions = []
+    for r in rows:
+        try:
+            result = await judge.coverage(r["question"], r["answer"], parts=[r["question"]])
+            conf = result.confidence[r["question"]]
+            decisions.append(Decision(conf if r["question"] in result.covered else 1.0 - conf, False))
+        except Uncertain as exc:
+            decisions.append(Decision(exc.probability, True))
+    labels = [bool(r["label"]) for r in rows]
+    covered = [d.said_yes(threshold) for d in decisions]
+    return {"pairs": len(rows), "f1": f1(covered, labels), "macro_f1": macro_f1(covered, labels),
+            "accuracy": accuracy(covered, labels), "uncertain": sum(d.uncertain for d in decisions)}
+
+
 async def project_pairs(judge: LocalJudge, rep: Report) -> None:
     section("The project's own pairs (tests/data/, written by hand, not trained on): the held-out half of each file "
             "(judge_data.own_halves; the calibration half is a development split)")
@@ -740,18 +737,7 @@ async def project_pairs(judge: LocalJudge, rep: Report) -> None:
 
     answers_t = judge_record().thresholds["answers"]
     _, rows = judge_data.own_halves("local_judge_coverage.jsonl")
-    decisions = []
-    for r in rows:
-        try:
-            result = await judge.coverage(r["question"], r["answer"], parts=[r["question"]])
-            conf = result.confidence[r["question"]]
-            decisions.append(Decision(conf if r["question"] in result.covered else 1.0 - conf, False))
-        except Uncertain as exc:
-            decisions.append(Decision(exc.probability, True))
-    labels = [bool(r["label"]) for r in rows]
-    covered = [d.said_yes(answers_t) for d in decisions]
-    cov = {"pairs": len(rows), "f1": f1(covered, labels), "macro_f1": macro_f1(covered, labels),
-           "accuracy": accuracy(covered, labels), "uncertain": sum(d.uncertain for d in decisions)}
+    cov = await coverage_figures(judge, rows, answers_t)
     out["coverage"] = cov
     print(f"coverage, local_judge_coverage.jsonl, held-out half: {len(rows)} pairs: F1 {cov['f1']:.3f}  "
           f"macro-F1 {cov['macro_f1']:.3f}  accuracy {cov['accuracy']:.3f}  uncertain {cov['uncertain']} "

@@ -308,13 +308,14 @@ def training_pairs() -> list[Pair]:
     return train + sag_answers("train")
 
 
-def development_pairs(*, speech_acts: bool = False) -> list[Pair]:
+def development_pairs(*, speech_acts: bool = False, own_answers: bool = False) -> list[Pair]:
     """What temperatures, thresholds and the band are fitted on (never a test split); with
-    ``speech_acts``, the dev acts' pairs too."""
+    ``speech_acts``, the dev acts' pairs too; with ``own_answers``, the project's dev questions'."""
     _, dev = nli_pool()
     for corpus in SAG_CORPORA:
         dev += sag(corpus, "dev")
-    return dev + sag_answers("dev") + (speech_act_pairs("dev") if speech_acts else [])
+    return (dev + sag_answers("dev") + (speech_act_pairs("dev") if speech_acts else [])
+            + (own_answer_pairs("dev") if own_answers else []))
 
 
 OWN_PAIRS = ROOT / "tests" / "data"

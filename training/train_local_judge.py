@@ -128,6 +128,9 @@ def main() -> None:
     ap.add_argument("--speech-acts", type=int, default=0, metavar="N",
                     help="also train on the project's own speech acts (training/speech_acts.json, train acts), each "
                          "pair N times per epoch, and fit on their dev acts too (0: neither)")
+    ap.add_argument("--own-answers", type=int, default=0, metavar="N",
+                    help="also train on the project's own questions (training/answers_own.json, train questions), "
+                         "each pair N times per epoch, and fit on their dev questions too (0: neither)")
     ap.add_argument("--init", type=Path, default=None, metavar="DIR",
                     help="continue from the judge in DIR (judge.safetensors and judge.json, heads included) instead "
                          "of the sentence encoder")
@@ -163,11 +166,14 @@ def main() -> None:
     if args.speech_acts:
         train += judge_data.speech_act_pairs("train") * args.speech_acts
         rng.shuffle(train)
+    if args.own_answers:
+        train += judge_data.own_answer_pairs("train") * args.own_answers
+        rng.shuffle(train)
     if args.swap_contradictions:  # contradiction is symmetric: B contradicts A when A contradicts B
         train += [dataclasses.replace(p, first=p.second, second=p.first, source=p.source + "_swapped")
                   for p in train if p.task == "nli" and p.label == judge_data.NLI_INDEX["contradiction"]]
         rng.shuffle(train)
-    dev = judge_data.development_pairs(speech_acts=args.speech_acts > 0)
+    dev = judge_data.development_pairs(speech_acts=args.speech_acts > 0, own_answers=args.own_answers > 0)
     enc = encode(tok, train)
     dev_enc = encode(tok, dev)
     print(f"training pairs {len(train)}, development pairs {len(dev)}", flush=True)
@@ -249,11 +255,14 @@ def main() -> None:
     p_ans = sigmoid(ans_logits[~d_nli] / t_ans)
     answers = d_y[~d_nli] == 1
     t_answ, f1_answ = fit_threshold(p_ans, answers)
+    ans_sources = np.array([p.source for p in dev])[~d_nli]
     figures = {
         "nli_accuracy": round(float(np.mean(p_nli.argmax(1) == d_y[d_nli])), 4),
         "expresses_macro_f1": round(f1_expr, 4),
         "expresses_macro_f1_sag": round(macro_f1(entailed[sag], p_entail[sag] >= t_expr), 4),
         "answers_macro_f1": round(f1_answ, 4),
+        "answers_macro_f1_by_source": {s: round(macro_f1(answers[ans_sources == s], p_ans[ans_sources == s] >= t_answ), 4)
+                                       for s in sorted(set(ans_sources))},
         **({"expresses_macro_f1_speech_acts": round(macro_f1(entailed[own], p_entail[own] >= t_expr), 4)}
            if own.any() else {}),
         "ece_expresses": round(ece(p_entail, entailed), 4),
@@ -278,6 +287,7 @@ def main() -> None:
             "sag_repeat": args.sag_repeat, "answers_pairs": args.answers_pairs,
             "swap_contradictions": args.swap_contradictions,
             **({"speech_acts": args.speech_acts} if args.speech_acts else {}),
+            **({"own_answers": args.own_answers} if args.own_answers else {}),
             **({"init": str(args.init), "replay": args.replay, "continued_from": previous} if args.init else {}),
             "seconds": round(train_seconds), "threads": args.threads, "device": args.device,
             "torch": torch.__version__, "machine": platform.machine(),

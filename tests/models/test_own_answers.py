@@ -127,3 +127,16 @@ def test_the_judge_files_stay_as_they_were_when_writing_fails(tmp_path: Path) ->
     assert (tmp_path / "judge.safetensors").read_bytes() == b"new weights"
     assert json.loads((tmp_path / "judge.json").read_text()) == {"new": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["judge.json", "judge.safetensors"]
+
+
+def test_the_development_pairs_hold_the_development_questions_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--own-answers`` fits the thresholds on the development questions too, never on the test ones
+    (the public sets are left out here: they live outside the repository)."""
+    monkeypatch.setattr(judge_data, "nli_pool", lambda: ([], []))
+    monkeypatch.setattr(judge_data, "sag", lambda corpus, split, **_: [])
+    monkeypatch.setattr(judge_data, "sag_answers", lambda split: [])
+    assert judge_data.development_pairs() == []
+    pairs = judge_data.development_pairs(own_answers=True)
+    assert pairs == judge_data.own_answer_pairs("dev")
+    dev_ids = {q["id"] for q in DATA["questions"] if q["split"] == "dev"}
+    assert {p.group for p in pairs} == dev_ids
