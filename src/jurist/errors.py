@@ -43,7 +43,14 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+if TYPE_CHECKING:  # the typed answers of a meaning question (no import at run time: they import this module)
+    from jurist.judges.parsing import DecidedReplies
+    from jurist.models.base import CoverageResult, DecidedChecks, SupportResult
+
+    #: What an undecided judge did decide, one type for each kind of question.
+    PartialAnswer = Union[DecidedChecks, CoverageResult, SupportResult, DecidedReplies]
 
 
 class JuristError(Exception):
@@ -203,14 +210,15 @@ class Uncertain(EvaluationError):
 
     A question about several statements at once says which of them lie inside the band
     (``undecided``, in the order asked; ``subject`` is the first) and, where the judge decided the
-    others, their answers (``decided``, None when the judge reports none: for ``expresses`` the
-    checks of the statements outside the band, in the order asked; for ``coverage`` and
-    ``support`` the result over the parts or sentences it decided), so that a caller that can use
+    others, their answers (``decided``, None when the judge reports none: for ``expresses`` a
+    :class:`~jurist.models.base.DecidedChecks` of the statements outside the band, in the order
+    asked; for ``coverage`` and ``support`` the result over the parts or sentences it decided; for
+    an item-based rubric a :class:`~jurist.judges.parsing.DecidedReplies`), so that a caller that can use
     part of an answer (a checklist turn, an item-based rubric, the gate's coverage) keeps those
     verdicts and says which statements stay undecided."""
 
     def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float,
-                 undecided: Sequence[str] = (), decided: Any = None) -> None:
+                 undecided: Sequence[str] = (), decided: PartialAnswer | None = None) -> None:
         self.subject = subject
         self.probability = probability
         self.threshold = threshold
@@ -219,9 +227,9 @@ class Uncertain(EvaluationError):
         self.decided = decided
         super().__init__(message)
 
-    def with_decided(self, decided: Any) -> "Uncertain":
+    def with_decided(self, decided: PartialAnswer) -> "Uncertain":
         """The same undecided question, carrying ``decided`` in another form (a rubric's replies per
-        item, None for an item left undecided)."""
+        item)."""
         return Uncertain(str(self), subject=self.subject, probability=self.probability, threshold=self.threshold,
                          band=self.band, undecided=self.undecided, decided=decided)
 

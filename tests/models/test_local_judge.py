@@ -27,7 +27,7 @@ import jurist.models.local as local
 from jurist.config import Settings
 from jurist.errors import ConfigError, JuristError, Uncertain
 from jurist.judges import builtin
-from jurist.models.base import ChatModel, ChatRequest, MeaningJudge, StatementCheck
+from jurist.models.base import ChatModel, ChatRequest, DecidedChecks, MeaningJudge, StatementCheck
 from jurist.rubrics import RubricJudge, SessionEvaluator, evaluate
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, Message
@@ -288,8 +288,11 @@ def test_decisions_confidence_and_the_band() -> None:
     assert str(caught.value).endswith("; 7 more inside the band: 's1' (0.600), 's2' (0.600), 's3' (0.600), "
                                       "'s4' (0.600), 's5' (0.600) and 2 more")
     with pytest.raises(Uncertain) as caught:  # what was decided comes with the undecided ones, in the order asked
-        judge._decide("expresses", "x", ["a", "b", "c"], [0.9, 0.55, 0.2], decided=lambda answers: answers)
-    assert caught.value.undecided == ("b",) and caught.value.decided == [(True, 0.9), None, (False, 0.8)]
+        judge._decide("expresses", "x", ["a", "b", "c"], [0.9, 0.55, 0.2],
+                      decided=lambda answers: DecidedChecks(tuple(
+                          StatementCheck(s, a[0], a[1], "m") for s, a in zip("abc", answers) if a is not None)))
+    assert caught.value.undecided == ("b",) and caught.value.decided == DecidedChecks((
+        StatementCheck("a", True, 0.9, "m"), StatementCheck("c", False, 0.8, "m")))
     assert judge._decide("answers", "x", ["a", "b"], [0.5, 0.49]) == [(True, 0.5), (False, 0.51)]  # band 0: decided
 
 
@@ -310,7 +313,7 @@ async def test_expresses_says_which_statements_it_cannot_decide_and_what_it_deci
     with pytest.raises(Uncertain) as caught:
         await judge.expresses(text, statements)
     assert caught.value.undecided == (statements[k],) and caught.value.subject == statements[k]
-    assert caught.value.decided == [c for i, c in enumerate(checks) if i != k]
+    assert caught.value.decided == DecidedChecks(tuple(c for i, c in enumerate(checks) if i != k))
 
 
 def test_statements_about_the_assistant_are_heard_in_its_voice() -> None:

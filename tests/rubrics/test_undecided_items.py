@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from jurist.config import Settings
 from jurist.errors import Uncertain
 from jurist.judges import builtin
-from jurist.models.base import StatementCheck
+from jurist.models.base import DecidedChecks, StatementCheck
 from jurist.rubrics import RubricJudge, SessionEvaluator
 from jurist.rubrics.models import Rubric, RubricSet
 from jurist.rubrics.sessions import ChatSession, Message
@@ -23,9 +23,10 @@ class Scripted:
 
     name = "mine/scripted"
 
-    def __init__(self, table, *, tell_decided=True):
+    def __init__(self, table, *, tell_decided=True, untyped=False):
         self.table = table
         self.tell_decided = tell_decided
+        self.untyped = untyped  # says what it decided as a bare list, not as DecidedChecks
 
     async def expresses(self, text, statements):
         checks = [StatementCheck(statement=s, expressed=bool(self.table[s]), confidence=0.9, judge_model=self.name,
@@ -35,7 +36,8 @@ class Scripted:
         if unsure:
             raise Uncertain(f"uncertain: not sure about {unsure[0]!r}", subject=unsure[0], probability=0.5,
                             threshold=0.5, band=0.1, undecided=unsure,
-                            decided=checks if self.tell_decided else None)
+                            decided=(checks if self.untyped else DecidedChecks(tuple(checks))) if self.tell_decided
+                            else None)
         return checks
 
     async def coverage(self, question, answer, parts=None):
@@ -86,9 +88,11 @@ async def test_a_decided_rubric_has_no_score_range():
     assert [i["met"] for i in score["items"]] == [True, True, False]
 
 
-async def test_a_judge_that_does_not_say_what_it_decided_reports_no_items():
+@pytest.mark.parametrize("how", [{"tell_decided": False}, {"untyped": True}])
+async def test_a_judge_that_does_not_say_what_it_decided_reports_no_items(how):
+    """Nothing said, or said in a shape that is not the typed one: nothing is read as decided."""
     score = await judged({"The assistant apologises.": True, "The assistant gives a delivery date.": None,
-                          "The assistant blames the customer.": False}, tell_decided=False)
+                          "The assistant blames the customer.": False}, **how)
     assert score["status"] == "evaluation_failed" and "items" not in score and "score_range" not in score
 
 

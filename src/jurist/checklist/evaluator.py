@@ -41,7 +41,7 @@ from jurist.judges.outcome import FAILED, SKIPPED
 from jurist.judges.prompting import join, quote, quote_all
 from jurist.judges.parsing import UNIT_INTERVAL, extract_json
 from jurist.judges.templates import builtin
-from jurist.models.base import MeaningJudge, StatementCheck
+from jurist.models.base import DecidedChecks, MeaningJudge, StatementCheck
 from jurist.models.model import Model
 from jurist.models.registry import judge_ref
 from jurist.runtime import Runtime, runtime_for
@@ -157,12 +157,12 @@ def _decided_part(error: BaseException | None, points: list[ChecklistPoint],
                   question: MeaningQuestion[RawBatchResponse]) -> tuple[RawBatchResponse, list[str]] | None:
     """What an undecided judge did decide: the answer from its decided checks and the ids of the
     points it could not decide; None when it decided none of them (or the failure was another)."""
-    if not isinstance(error, Uncertain) or error.decided is None:
+    if not isinstance(error, Uncertain) or not isinstance(error.decided, DecidedChecks):
         return None
     undecided = [p.id for p in points if p.text in error.undecided]
     if len(undecided) == len(points):
         return None
-    return question.answer(error.decided), undecided
+    return question.answer(list(error.decided.checks)), undecided
 
 
 def excerpt(messages: Sequence[ChecklistMessage], n: int = EXCERPT_MESSAGES) -> str:

@@ -267,6 +267,14 @@ class ItemReply:
     evidence: str | None = None
 
 
+@dataclass(frozen=True)
+class DecidedReplies:
+    """What an undecided item-based rubric did decide (``Uncertain.decided``): a reply per item, in
+    the rubric's order, None for an item left undecided."""
+
+    replies: tuple[ItemReply | None, ...]
+
+
 _TRUE = {"true", "yes", "met", "y", "1"}
 _FALSE = {"false", "no", "not met", "unmet", "n", "0"}
 

@@ -428,6 +428,14 @@ class StatementCheck:
     evidence: str | None = None  # the passage of the text that matched best
 
 
+@dataclass(frozen=True)
+class DecidedChecks:
+    """What an undecided ``expresses`` did decide (``Uncertain.decided``): the checks of the
+    statements outside the band, in the order asked."""
+
+    checks: tuple[StatementCheck, ...]
+
+
 @dataclass
 class CoverageResult:
     """Which parts of a question an answer covers."""

@@ -64,6 +64,7 @@ from jurist.models.base import (
     ChatRequest,
     Completion,
     CoverageResult,
+    DecidedChecks,
     RelevanceScore,
     StatementCheck,
     SupportResult,
@@ -73,6 +74,7 @@ from jurist.models.texts import split_question, split_sentences, text_windows
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from jurist.errors import PartialAnswer
     from jurist.models.minilm import MiniLM
     from jurist.models.minilm.cross import CrossEncoder
 
@@ -441,7 +443,7 @@ class LocalJudge:
         await asyncio.to_thread(_load_model)
 
     def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float],
-                decided: Callable[[list[tuple[bool, float] | None]], Any] | None = None,
+                decided: Callable[[list[tuple[bool, float] | None]], PartialAnswer] | None = None,
                 ) -> list[tuple[bool, float]]:
         """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band,
         naming every item inside it and carrying ``decided`` of the answers (None for an item inside
@@ -484,7 +486,7 @@ class LocalJudge:
                     for s, b, a in zip(statements, bests, answers) if a is not None]
 
         return checks(self._decide("expresses", "the text expresses", statements,
-                                   [b.probability for b in bests], decided=checks))
+                                   [b.probability for b in bests], decided=lambda a: DecidedChecks(tuple(checks(a)))))
 
     async def coverage(self, question: str, answer: str, parts: list[str] | None = None) -> CoverageResult:
         """Which parts of ``question`` the answer covers (:func:`split_question` when ``parts`` is

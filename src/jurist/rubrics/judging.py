@@ -45,11 +45,11 @@ from jurist.judges import FAILED, OK, Judge, PromptTemplate, Verdict, parse_item
 from jurist.judges.templates import PromptSource
 from jurist.judges.calibration import FittedLocalThresholds
 from jurist.judges.judge import MeaningQuestion
-from jurist.judges.parsing import ItemReply, ScoreReply
+from jurist.judges.parsing import DecidedReplies, ItemReply, ScoreReply
 from jurist.judges.prompting import Quoted, join, quote, quote_all
 from jurist.judges.weighting import LOGPROBS, PLAIN, SCORE_MODES, TOP_LOGPROBS, WeightedReply, weigh
 from jurist.errors import ConfigError, Uncertain, Unsupported
-from jurist.models.base import Completion, StatementCheck
+from jurist.models.base import Completion, DecidedChecks, StatementCheck
 from jurist.models.images import Image
 from jurist.models.model import Model, time_limit
 from jurist.rubrics.checks import CHECK_MODEL, EXPECTED, NO_EXPECTED, Check, run_check
@@ -183,13 +183,13 @@ def items_question(rubric: Rubric, session: ChatSession) -> MeaningQuestion[dict
         try:
             found: list[StatementCheck | None] = list(await judge.expresses(text, statements)) if statements else []
         except Uncertain as exc:
-            if exc.decided is None:
+            if not isinstance(exc.decided, DecidedChecks):
                 raise
-            unsure, by_statement = exc, {c.statement: c for c in exc.decided}
+            unsure, by_statement = exc, {c.statement: c for c in exc.decided.checks}
             found = [by_statement.get(s) for s in statements]
         per_item = replies(found)
         if unsure is not None and any(r is None for r in per_item):  # the rubric says which items it decided
-            raise unsure.with_decided(per_item) from unsure
+            raise unsure.with_decided(DecidedReplies(tuple(per_item))) from unsure
         return [r for r in per_item if r is not None]  # an undecided sentence may decide no item
 
     def answer(replies: list[ItemReply]) -> dict[str, ItemReply]:
@@ -418,12 +418,10 @@ async def _checked_score(rubric: Rubric, check: Check, scale: tuple[float, float
 def _partial_replies(rubric: Rubric, error: BaseException | None) -> list[ItemReply | None] | None:
     """The replies per item of an undecided item-based rubric (None for an item left undecided),
     when the judge said which items it decided."""
-    if not rubric.item_based or not isinstance(error, Uncertain) or error.decided is None:
+    if not rubric.item_based or not isinstance(error, Uncertain) or not isinstance(error.decided, DecidedReplies):
         return None
-    replies = error.decided
-    if len(replies) != len(rubric.items or []) or not all(r is None or isinstance(r, ItemReply) for r in replies):
-        return None
-    return list(replies)
+    replies = error.decided.replies
+    return list(replies) if len(replies) == len(rubric.items or []) else None
 
 
 def _item_entry(item: RubricItem, reply: ItemReply | None) -> ItemDecision:
