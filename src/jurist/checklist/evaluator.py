@@ -147,8 +147,8 @@ def _points_question(points: list[ChecklistPoint], latest: str, mode: Mode) -> M
                     for p in points if (c := by_text.get(p.text)) is not None and c.expressed]
         ids = [r.id for r in recalled]
         remaining = [p.id for p in points if p.id not in ids]
-        undecided = [p.id for p in points if p.text not in by_text]
-        return RawBatchResponse(recalledPoints=recalled, feedback=minimal_feedback(ids, remaining, mode, undecided))
+        return RawBatchResponse(recalledPoints=recalled,
+                                feedback=minimal_feedback(ids, remaining, mode, _undecided_ids(points, checks)))
 
     return MeaningQuestion(lambda judge: judge.expresses(latest, [p.text for p in points]), answer)
 
@@ -159,10 +159,17 @@ def _decided_part(error: BaseException | None, points: list[ChecklistPoint],
     points it could not decide; None when it decided none of them (or the failure was another)."""
     if not isinstance(error, Uncertain) or not isinstance(error.decided, DecidedChecks):
         return None
-    undecided = [p.id for p in points if p.text in error.undecided]
+    checks = list(error.decided.checks)
+    undecided = _undecided_ids(points, checks)
     if len(undecided) == len(points):
         return None
-    return question.answer(list(error.decided.checks)), undecided
+    return question.answer(checks), undecided
+
+
+def _undecided_ids(points: list[ChecklistPoint], checks: Sequence[StatementCheck]) -> list[str]:
+    """The ids of the points the judge returned no check for (it could not decide them)."""
+    checked = {c.statement for c in checks}
+    return [p.id for p in points if p.text not in checked]
 
 
 def excerpt(messages: Sequence[ChecklistMessage], n: int = EXCERPT_MESSAGES) -> str:
