@@ -15,6 +15,7 @@ the training script. No test split is read here.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -34,6 +35,7 @@ from jurist.models.minilm.cross import CrossEncoder, read_record  # noqa: E402
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     cross = CrossEncoder()
     threshold = read_record().thresholds["answers"]
     sources: dict[str, list[judge_data.Pair]] = {}
