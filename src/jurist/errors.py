@@ -43,14 +43,7 @@ Every message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
-
-if TYPE_CHECKING:  # the typed answers of a meaning question (no import at run time: they import this module)
-    from jurist.judges.parsing import DecidedReplies
-    from jurist.models.base import CoverageResult, DecidedChecks, SupportResult
-
-    #: What an undecided judge did decide, one type for each kind of question.
-    PartialAnswer = Union[DecidedChecks, CoverageResult, SupportResult, DecidedReplies]
+from typing import Any, Mapping, Sequence
 
 
 class JuristError(Exception):
@@ -215,10 +208,12 @@ class Uncertain(EvaluationError):
     asked; for ``coverage`` and ``support`` the result over the parts or sentences it decided; for
     an item-based rubric a :class:`~jurist.judges.parsing.DecidedReplies`), so that a caller that can use
     part of an answer (a checklist turn, an item-based rubric, the gate's coverage) keeps those
-    verdicts and says which statements stay undecided."""
+    verdicts and says which statements stay undecided. ``decided`` is typed ``object`` (this module
+    imports no other of jurist's): a reader narrows it to the type its question gives, and reads
+    anything else as nothing decided."""
 
     def __init__(self, message: str, *, subject: str, probability: float, threshold: float, band: float,
-                 undecided: Sequence[str] = (), decided: PartialAnswer | None = None) -> None:
+                 undecided: Sequence[str] = (), decided: object = None) -> None:
         self.subject = subject
         self.probability = probability
         self.threshold = threshold
@@ -227,7 +222,7 @@ class Uncertain(EvaluationError):
         self.decided = decided
         super().__init__(message)
 
-    def with_decided(self, decided: PartialAnswer) -> "Uncertain":
+    def with_decided(self, decided: object) -> "Uncertain":
         """The same undecided question, carrying ``decided`` in another form (a rubric's replies per
         item)."""
         return Uncertain(str(self), subject=self.subject, probability=self.probability, threshold=self.threshold,

@@ -74,7 +74,6 @@ from jurist.models.texts import split_question, split_sentences, text_windows
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from jurist.errors import PartialAnswer
     from jurist.models.minilm import MiniLM
     from jurist.models.minilm.cross import CrossEncoder
 
@@ -443,7 +442,8 @@ class LocalJudge:
         await asyncio.to_thread(_load_model)
 
     def _decide(self, kind: str, asked: str, items: list[str], probabilities: list[float],
-                decided: Callable[[list[tuple[bool, float] | None]], PartialAnswer] | None = None,
+                decided: Callable[[list[tuple[bool, float] | None]], DecidedChecks | CoverageResult | SupportResult]
+                | None = None,
                 ) -> list[tuple[bool, float]]:
         """(yes, confidence) per item at the ``kind`` threshold; Uncertain when one lies in the band,
         naming every item inside it and carrying ``decided`` of the answers (None for an item inside
