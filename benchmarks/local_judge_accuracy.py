@@ -444,10 +444,9 @@ def answers(cross: Any, quick: bool, rep: Report) -> None:
     labels = [bool(p.label) for p in rows]
     base = [overlap(p.first, p.second) for p in rows]
     decisions = band_decisions(probs, t, band)
-    said = [d.said_yes(t) for d in decisions]
     own = {"pairs": len(rows), "questions": len({p.group for p in rows}), "auc": roc_auc(probs, labels),
-           "macro_f1": macro_f1(said, labels), "accuracy": accuracy(said, labels),
-           "uncertain_share": sum(d.uncertain for d in decisions) / len(rows), "baseline_auc": roc_auc(base, labels)}
+           "macro_f1": macro_f1([d.said_yes(t) for d in decisions], labels),
+           **decision_figures(decisions, labels, t), "baseline_auc": roc_auc(base, labels)}
     rep.figures["own_answers"] = own
     print(f"own questions held out from training (training/answers_own.json, test split): {own['pairs']} pairs, "
           f"{own['questions']} questions: AUC {own['auc']:.3f}  macro-F1 {own['macro_f1']:.3f}  accuracy "

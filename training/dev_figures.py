@@ -31,13 +31,13 @@ from fitting import macro_f1, roc_auc  # noqa: E402
 from local_judge_accuracy import coverage_figures  # noqa: E402
 
 from jurist.models.local import get_local_judge  # noqa: E402
-from jurist.models.minilm.cross import CrossEncoder, read_record  # noqa: E402
+from jurist.models.minilm.cross import CrossEncoder  # noqa: E402
 
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     cross = CrossEncoder()
-    threshold = read_record().thresholds["answers"]
+    threshold = cross.record.thresholds["answers"]
     sources: dict[str, list[judge_data.Pair]] = {}
     for p in judge_data.sag_answers("dev") + judge_data.own_answer_pairs("dev"):
         sources.setdefault(p.source, []).append(p)

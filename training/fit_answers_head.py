@@ -35,7 +35,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
-from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, sigmoid  # noqa: E402
+from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1_by_source, sigmoid  # noqa: E402
 from judge_files import write_judge  # noqa: E402
 
 from jurist.models.minilm.cross import JUDGE_RECORD, JUDGE_WEIGHTS, CrossEncoder  # noqa: E402
@@ -108,13 +108,9 @@ def main() -> None:
     figures = {
         "answers_macro_f1": round(f1, 4),
         "ece_answers": round(ece(p, yd == 1), 4),
-        "answers_macro_f1_by_source": {
-            s: round(macro_f1(yd[dev_sources == s] == 1, p[dev_sources == s] >= threshold), 4)
-            for s in sorted(set(dev_sources))},
-        "answers_macro_f1_by_source_before": {
-            s: round(macro_f1(yd[dev_sources == s] == 1,
-                              before[dev_sources == s] >= cross.record.thresholds["answers"]), 4)
-            for s in sorted(set(dev_sources))},
+        "answers_macro_f1_by_source": macro_f1_by_source(yd == 1, p >= threshold, dev_sources),
+        "answers_macro_f1_by_source_before": macro_f1_by_source(yd == 1, before >= cross.record.thresholds["answers"],
+                                                                dev_sources),
     }
     print(json.dumps({"temperature": round(temperature, 4), "threshold": threshold,
                       "band": band_for(p, threshold), **figures}, indent=2))

@@ -38,6 +38,11 @@ def macro_f1(y: np.ndarray, yes: np.ndarray) -> float:
     return sum(scores) / 2
 
 
+def macro_f1_by_source(y: np.ndarray, yes: np.ndarray, sources: np.ndarray) -> dict[str, float]:
+    """Macro-F1 of the decisions of each source (the pairs' ``source``), rounded to 4 places."""
+    return {str(s): round(macro_f1(y[sources == s], yes[sources == s]), 4) for s in sorted(set(sources))}
+
+
 def fit_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     grid = np.round(np.arange(0.05, 0.951, 0.01), 2)
     f1s = [macro_f1(y, p >= t) for t in grid]

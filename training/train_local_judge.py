@@ -42,7 +42,7 @@ from tokenizers import Tokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge_data  # noqa: E402
 from cross_model import CrossEncoder, NLI_LABELS, export, load_encoder, load_judge, read_config  # noqa: E402
-from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, sigmoid, softmax  # noqa: E402
+from fitting import band_for, ece, fit_temperature, fit_threshold, macro_f1, macro_f1_by_source, sigmoid, softmax  # noqa: E402
 from judge_files import write_judge  # noqa: E402
 
 MODEL_DIR = judge_data.ROOT / "src" / "jurist" / "models" / "minilm"
@@ -261,8 +261,7 @@ def main() -> None:
         "expresses_macro_f1": round(f1_expr, 4),
         "expresses_macro_f1_sag": round(macro_f1(entailed[sag], p_entail[sag] >= t_expr), 4),
         "answers_macro_f1": round(f1_answ, 4),
-        "answers_macro_f1_by_source": {s: round(macro_f1(answers[ans_sources == s], p_ans[ans_sources == s] >= t_answ), 4)
-                                       for s in sorted(set(ans_sources))},
+        "answers_macro_f1_by_source": macro_f1_by_source(answers, p_ans >= t_answ, ans_sources),
         **({"expresses_macro_f1_speech_acts": round(macro_f1(entailed[own], p_entail[own] >= t_expr), 4)}
            if own.any() else {}),
         "ece_expresses": round(ece(p_entail, entailed), 4),
