@@ -66,7 +66,8 @@ async def run(base_url: str, model: str, samples: int, resamples: int) -> None:
         try:
             systems = [load_answers(PAIRWISE / f"{n}.jsonl") for n in ("thorough", "brief", "offtopic")]
             started = time.perf_counter()
-            report = (await compare(systems, runtime, resamples=resamples)).to_json()
+            compared = await compare(systems, runtime, resamples=resamples)
+            report = compared.to_json()
             took = time.perf_counter() - started
             print(f"compare: judge {report['judge']}, {len(report['pairs'])} pairs in both orders, {took:.0f} s")
             for m in report["matchups"]:
@@ -76,8 +77,10 @@ async def run(base_url: str, model: str, samples: int, resamples: int) -> None:
             p = report["position"]
             print(f"  position flips {p['flips']} of {p['pairs']} ({pct(p['flip_rate'])}); first position chosen in "
                   f"{pct(p['first_position_share'])} of {p['decisive_verdicts']} decisive verdicts")
-            for r in report["ranking"] or []:
-                print(f"  rank {r['rank']}: {r['system']} strength {num(r['strength'])}")
+            for r in compared.ranking or []:
+                print(f"  rank {r.rank_text}: {r.system} strength {num(r.strength.to_json())}")
+            if compared.order_note:
+                print(f"  {compared.order_note}")
             rubric_set = load_rubrics(ROOT / "examples" / "rubrics_freeform.json", settings.score_scale)
             started = time.perf_counter()
             probed = (await probe(systems[::2], runtime, rubric_set=rubric_set, samples=samples,

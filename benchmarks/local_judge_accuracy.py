@@ -36,7 +36,8 @@ the development splits (``judge.json``). Nothing here is fitted on a test split.
   fresh process, a checklist turn (10 unchecked points, the last 10 messages),
   a rubric item over a 20-turn transcript.
 * The README's pairwise example (``examples/pairwise``): the Bradley-Terry
-  ranking of thorough, brief and offtopic.
+  ranking of thorough, brief and offtopic, met only where its order is
+  established (every rank settled, not a range).
 * Items about what the assistant does: the project's speech acts held out from
   training (``training/speech_acts.json``, its test acts), against a word-overlap
   baseline fitted on the development acts; the item of ``examples/labels/support``
@@ -685,14 +686,21 @@ async def pairwise(rep: Report) -> None:
     for m in data["matchups"]:
         print(f"  {m['first']} vs {m['second']}: {m['wins']} wins, {m['ties']} ties, {m['losses']} losses")
     ranking = [r["system"] for r in data["ranking"]]
+    settled = all(r["settled"] for r in data["ranking"])
     print("  Bradley-Terry ranking: " + " > ".join(
-        f"{r['system']} ({r['strength']['value']:+.2f})" for r in data["ranking"]))
-    ok = ranking == ["thorough", "brief", "offtopic"]
-    rep.targets.append({"what": "pairwise ranking", "value": " > ".join(ranking), "target": "thorough > brief > offtopic",
+        f"{r.system} ({r.strength.value:+.2f}, rank {r.rank_text})" for r in report.ranking or []))
+    if data["order_note"]:
+        print(f"  {data['order_note']}")
+    # met only where the order is the one asked for and established (every rank settled)
+    ok = ranking == ["thorough", "brief", "offtopic"] and settled
+    value = " > ".join(ranking) + ("" if settled else " (order not established)")
+    rep.targets.append({"what": "pairwise ranking", "value": value, "target": "thorough > brief > offtopic",
                         "met": ok})
-    print(f"  target thorough > brief > offtopic: {'MET' if ok else 'MISSED'}")
-    rep.figures["pairwise"] = {"ranking": ranking, "matchups": [{k: m[k] for k in ("first", "second", "wins", "ties", "losses")}
-                                                                for m in data["matchups"]]}
+    print(f"  target thorough > brief > offtopic, established: {'MET' if ok else 'MISSED'}")
+    rep.figures["pairwise"] = {"ranking": ranking, "ranks": [r["ranks"] for r in data["ranking"]],
+                               "matchups": [{k: m[k] for k in ("first", "second", "wins", "ties", "losses")}
+                                            for m in data["matchups"]]}
+
 
 
 async def coverage_figures(judge: LocalJudge, rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:

@@ -122,9 +122,61 @@ async def test_a_consistent_judge_finds_the_winner_and_the_ranking(provider, tmp
     assert [r.system for r in report.ranking] == ["good", "fair", "poor"]
     top = report.ranking[0]
     assert (top.wins, top.ties, top.losses) == (12, 0, 0) and top.strength.low > 0
+    # every prompt orders them the same way: every place is established
+    assert [(r.ranks, r.settled, r.unordered_with) for r in report.ranking] == [
+        ((1, 1), True, []), ((2, 2), True, []), ((3, 3), True, [])]
+    assert report.order_note is None
     data = report.to_json()
+    assert data["order_note"] is None and [r["ranks"] for r in data["ranking"]] == [[1, 1], [2, 2], [3, 3]]
     assert data["kind"] == "pairwise_comparison" and len(data["pairs"]) == 18
     assert {p["outcome"] for p in data["pairs"]} == {"win", "loss"}
+
+
+async def test_a_ranking_says_which_order_the_prompts_do_not_establish(provider, tmp_path):
+    # "alpha" beats both on every prompt; "beta" and "gamma" each win half the prompts against the other
+    def respond(payload: dict) -> object:
+        a = shown(payload)
+        odd = int(a["A"].rsplit(" ", 1)[1]) % 2
+        return ranked_judge(["alpha", "beta", "gamma"] if odd else ["alpha", "gamma", "beta"])(payload)
+
+    provider.default = respond
+    runtime = _runtime(provider)
+    report = await compare(systems(tmp_path, ["gamma", "beta", "alpha"]), runtime, resamples=300)
+    await runtime.aclose()
+    by_name = {r.system: r for r in report.ranking}
+    assert by_name["alpha"].ranks == (1, 1) and by_name["alpha"].settled and by_name["alpha"].rank_text == "1"
+    for name, other in (("beta", "gamma"), ("gamma", "beta")):
+        assert by_name[name].ranks == (2, 3) and not by_name[name].settled
+        assert by_name[name].unordered_with == [other] and by_name[name].rank_text == "2–3"
+    note = report.order_note
+    assert note is not None and "not established over these 6 prompts" in note
+    assert ("gamma and beta" in note) != ("beta and gamma" in note) and "alpha" not in note
+    assert report.to_json()["order_note"] == note
+
+
+async def test_a_ranking_without_a_bootstrap_says_it_tested_no_order(provider, tmp_path):
+    provider.default = ranked_judge(["good", "fair", "poor"])
+    runtime = _runtime(provider)
+    report = await compare(systems(tmp_path, ["poor", "good", "fair"]), runtime, resamples=0)
+    await runtime.aclose()
+    assert [r.ranks for r in report.ranking] == [None, None, None]
+    assert [r.rank_text for r in report.ranking] == ["1", "2", "3"]
+    assert not any(r.settled for r in report.ranking)
+    assert report.order_note is not None and "no order is tested" in report.order_note
+
+
+def test_an_order_is_established_only_where_the_interval_of_the_difference_excludes_zero():
+    from jurist.analysis.pairwise import established_order
+
+    rng = np.random.default_rng(0)
+    draws = np.stack([rng.normal(2.0, 0.3, 1000), rng.normal(0.0, 0.3, 1000), rng.normal(0.1, 0.3, 1000)])
+    above = established_order(draws)
+    assert above.tolist() == [[False, True, True], [False, False, False], [False, False, False]]
+    # a draw that failed (NaN) is left out, not read as a difference
+    draws[0, :10] = np.nan
+    assert established_order(draws).tolist() == above.tolist()
+    # nothing to go on: no order
+    assert not established_order(np.full((2, 5), np.nan)).any()
 
 
 async def test_win_rates_and_their_intervals_come_from_the_pairs(provider, tmp_path):

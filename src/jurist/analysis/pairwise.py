@@ -18,7 +18,11 @@ the analytic gradient and Hessian: the objective is convex). The penalty keeps �
 finite when a system won (or lost) every comparison, where the maximum-likelihood
 estimate does not exist (Zermelo 1929; Ford 1957); otherwise it moves θ very
 little. θ is reported centred on 0, with a percentile bootstrap interval over the
-prompts.
+prompts. The order of two systems is *established* when the 95% percentile bootstrap
+interval of the difference of their strengths (the same resamples) excludes 0; each
+system's rank is then given as the range of ranks the established order leaves it
+(``ranks``: best, worst), so a ranking over too few prompts says that it orders nothing
+rather than printing 1, 2, 3.
 """
 
 from __future__ import annotations
@@ -260,16 +264,52 @@ def bradley_terry(n: int, first: np.ndarray, second: np.ndarray, score: np.ndarr
 @dataclass
 class Ranked:
     system: str
-    rank: int
+    rank: int  # by the strength's point estimate
     strength: Estimate  # Bradley–Terry log-strength, centred on 0
     p_vs_mean: float  # σ(θ): the chance of beating a system of the mean strength
     wins: int
     ties: int
     losses: int
+    # the ranks the established order leaves it (best, worst): 1 + the systems established above it,
+    # n − the systems established below it; None without a bootstrap (too few prompts, no resamples)
+    ranks: tuple[int, int] | None = None
+    unordered_with: list[str] = field(default_factory=list)  # systems whose order against it is not established
+
+    @property
+    def settled(self) -> bool:
+        """Whether its place is established: a bootstrap was run and it is ordered against every other system."""
+        return self.ranks is not None and self.ranks[0] == self.ranks[1]
+
+    @property
+    def rank_text(self) -> str:
+        """``2`` where its place is established (or no bootstrap was run: see
+        :attr:`CompareReport.order_note`), ``1–3``, every place left to it, where it is not."""
+        if self.ranks is None:
+            return str(self.rank)
+        best, worst = self.ranks
+        return str(best) if best == worst else f"{best}–{worst}"
 
     def to_json(self) -> dict[str, object]:
-        return {"system": self.system, "rank": self.rank, "strength": self.strength.to_json(),
+        return {"system": self.system, "rank": self.rank,
+                "ranks": None if self.ranks is None else list(self.ranks), "settled": self.settled,
+                "unordered_with": self.unordered_with, "strength": self.strength.to_json(),
                 "p_vs_mean": round(self.p_vs_mean, 4), "wins": self.wins, "ties": self.ties, "losses": self.losses}
+
+
+def established_order(draws: np.ndarray) -> np.ndarray:
+    """``above[i, j]``: system i's strength is established above j's, the 95% percentile interval
+    of ``θ_i − θ_j`` over the bootstrap draws (``draws``: systems × resamples) lying above 0."""
+    n = draws.shape[0]
+    above = np.zeros((n, n), bool)
+    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+    for i, j in combinations(range(n), 2):
+        diff = draws[i] - draws[j]
+        diff = diff[np.isfinite(diff)]
+        if not len(diff):
+            continue
+        low, high = np.percentile(diff, [tail, 100.0 - tail])
+        above[i, j], above[j, i] = bool(low > 0), bool(high < 0)
+    return above
 
 
 def ranking(names: list[str], judged: list[PairJudgement], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
@@ -284,7 +324,7 @@ def ranking(names: list[str], judged: list[PairJudgement], *, resamples: int = B
     pts = np.array([p.score for p in ok], float)
     where = np.array([item_of[p.item] for p in ok], int)
     theta = bradley_terry(len(names), f, s, pts, prior=prior)
-    low = high = None
+    low = high = above = None
     if len(items) >= 2 and resamples > 0:
         def statistic(idx: np.ndarray) -> np.ndarray:
             take = np.concatenate([np.flatnonzero(where == k) for k in np.asarray(idx, int)])
@@ -293,6 +333,7 @@ def ranking(names: list[str], judged: list[PairJudgement], *, resamples: int = B
         res = stats.bootstrap((np.arange(len(items)),), statistic, vectorized=False, n_resamples=resamples,
                               confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
         low, high = res.confidence_interval.low, res.confidence_interval.high
+        above = established_order(np.asarray(res.bootstrap_distribution, float))
     out = []
     for i, name in enumerate(names):
         mine_first, mine_second = pts[f == i], pts[s == i]
@@ -301,7 +342,12 @@ def ranking(names: list[str], judged: list[PairJudgement], *, resamples: int = B
         ties = int((mine_first == 0.5).sum() + (mine_second == 0.5).sum())
         est = Estimate(round(float(theta[i]), 4), None if low is None else round(float(low[i]), 4),
                        None if high is None else round(float(high[i]), 4))
-        out.append(Ranked(name, 0, est, float(special.expit(theta[i])), wins, ties, losses))
+        ranked = Ranked(name, 0, est, float(special.expit(theta[i])), wins, ties, losses)
+        if above is not None:
+            ranked.ranks = (1 + int(above[:, i].sum()), len(names) - int(above[i, :].sum()))
+            ranked.unordered_with = [other for j, other in enumerate(names)
+                                     if j != i and not above[i, j] and not above[j, i]]
+        out.append(ranked)
     out.sort(key=lambda r: (-(r.strength.value or 0.0), r.system))
     for k, r in enumerate(out, start=1):
         r.rank = k
@@ -353,8 +399,31 @@ class CompareReport:
     def judged(self) -> int:
         return sum(m.judged for m in self.matchups)
 
+    @property
+    def order_note(self) -> str | None:
+        """What the ranking does not establish, said with it; None where every place is established."""
+        if not self.ranking:
+            return None
+        prompts = len({p.item for p in self.pairs if p.ok})
+        if any(r.ranks is None for r in self.ranking):
+            return (f"the ranking is by the strengths' point estimates alone: no order is tested without a "
+                    f"bootstrap over at least two prompts ({prompts} judged, {self.resamples} resamples)")
+        unordered = [(r.system, other) for k, r in enumerate(self.ranking) for other in r.unordered_with
+                     if other in {q.system for q in self.ranking[k + 1:]}]
+        if not unordered:
+            return None
+        n = len(self.ranking)
+        if len(unordered) == n * (n - 1) // 2:
+            return (f"no system's place is established over these {prompts} prompts: every {CONFIDENCE:.0%} "
+                    f"bootstrap interval of a difference in strength includes 0, so each ranks 1–{n}")
+        which = "; ".join(f"{a} and {b}" for a, b in unordered)
+        return (f"the order is not established over these {prompts} prompts for {which}: the "
+                f"{CONFIDENCE:.0%} bootstrap interval of the difference in strength includes 0, so a "
+                "rank shown as a range (1–3) is every place the established order leaves to that system")
+
     def to_json(self) -> dict[str, object]:
         return {"kind": "pairwise_comparison", "judge": self.judge, "method": self.method, "caveat": self.caveat,
+                "order_note": self.order_note,
                 "template": self.template,
                 "template_hash": self.template_hash, "criteria": self.criteria, "bootstrap_resamples": self.resamples,
                 "bt_prior": BT_PRIOR, "systems": [s.to_json() for s in self.systems],

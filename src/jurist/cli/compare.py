@@ -52,12 +52,12 @@ def matchups_table(report: "CompareReport") -> "Table":
 def ranking_table(report: "CompareReport") -> "Table":
     from rich.table import Table
 
-    table = Table(title="Bradley–Terry ranking (log-strength, centred on 0; 95% bootstrap interval)",
-                  title_justify="left")
+    table = Table(title="Bradley–Terry ranking (log-strength, centred on 0; 95% bootstrap interval; a rank "
+                        "range where the order is not established)", title_justify="left")
     for col in ("rank", "system", "strength", "P(beats the mean)", "wins", "ties", "losses"):
         table.add_column(col)
     for r in report.ranking or []:
-        table.add_row(str(r.rank), escape(r.system), fmt(r.strength, percent=False),
+        table.add_row(r.rank_text, escape(r.system), fmt(r.strength, percent=False),
                       f"{round(r.p_vs_mean, 4) * 100:.1f}%", str(r.wins), str(r.ties), str(r.losses))
     return table
 
@@ -111,6 +111,8 @@ def print_report(report: "CompareReport") -> None:
     print_position(report.position.to_json(), " over every pair")
     if report.ranking:
         console.print(ranking_table(report))
+        if report.order_note:
+            console.print(f"[yellow]{escape(report.order_note)}[/]", highlight=False)
     for table in (dropped_table(report), failures_table(report)):
         if table is not None:
             console.print(table)
