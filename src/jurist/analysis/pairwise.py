@@ -419,7 +419,7 @@ class CompareReport:
         which = "; ".join(f"{a} and {b}" for a, b in unordered)
         return (f"the order is not established over these {prompts} prompts for {which}: the "
                 f"{CONFIDENCE:.0%} bootstrap interval of the difference in strength includes 0, so a "
-                "rank shown as a range (1–3) is every place the established order leaves to that system")
+                "rank shown as a range is every place the established order leaves to that system")
 
     def to_json(self) -> dict[str, object]:
         return {"kind": "pairwise_comparison", "judge": self.judge, "method": self.method, "caveat": self.caveat,
