@@ -685,19 +685,20 @@ async def pairwise(rep: Report) -> None:
     data: Any = report.to_json()
     for m in data["matchups"]:
         print(f"  {m['first']} vs {m['second']}: {m['wins']} wins, {m['ties']} ties, {m['losses']} losses")
-    ranking = [r["system"] for r in data["ranking"]]
-    settled = all(r["settled"] for r in data["ranking"])
+    ranked = report.ranking or []
+    ranking = [r.system for r in ranked]
+    settled = all(r.settled for r in ranked)
     print("  Bradley-Terry ranking: " + " > ".join(
-        f"{r.system} ({r.strength.value:+.2f}, rank {r.rank_text})" for r in report.ranking or []))
-    if data["order_note"]:
-        print(f"  {data['order_note']}")
+        f"{r.system} ({r.strength.value:+.2f}, rank {r.rank_text})" for r in ranked))
+    if report.order_note:
+        print(f"  {report.order_note}")
     # met only where the order is the one asked for and established (every rank settled)
     ok = ranking == ["thorough", "brief", "offtopic"] and settled
     value = " > ".join(ranking) + ("" if settled else " (order not established)")
     rep.targets.append({"what": "pairwise ranking", "value": value, "target": "thorough > brief > offtopic",
                         "met": ok})
     print(f"  target thorough > brief > offtopic, established: {'MET' if ok else 'MISSED'}")
-    rep.figures["pairwise"] = {"ranking": ranking, "ranks": [r["ranks"] for r in data["ranking"]],
+    rep.figures["pairwise"] = {"ranking": ranking, "ranks": [r.ranks for r in ranked],
                                "matchups": [{k: m[k] for k in ("first", "second", "wins", "ties", "losses")}
                                             for m in data["matchups"]]}
 

@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def _fenced(lines: list[str], i: int) -> tuple[list[str], int]:
 def _printed(lines: list[str], i: int) -> list[str] | None:
     """The documented output after the block closing at line ``i``: a paragraph that is only
     ``prints``, then a fenced block; None where there is none."""
-    rest = [k for k in range(i + 1, len(lines)) if lines[k].strip()][:2]
+    rest = list(islice((k for k in range(i + 1, len(lines)) if lines[k].strip()), 2))
     if len(rest) < 2 or lines[rest[0]].strip() != "prints" or not lines[rest[1]].startswith("```"):
         return None
     return _fenced(lines, rest[1])[0]
